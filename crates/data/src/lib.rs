@@ -1,1 +1,55 @@
-//! (in progress)
+//! Data sets for dpml: the bottom layer, which knows nothing of privacy mechanisms.
+//!
+//! - **Named sets** ([`Source`]): `mnist` and `fashion-mnist` as IDX files (gzip or unpacked)
+//!   in `DIR/mnist/` and `DIR/fashion-mnist/`; `iris`, `breast-cancer`, `wine` and `digits`
+//!   embedded in the binary (license lines in `crates/data/data/NOTICE`); `csv:PATH` for the
+//!   user's own table.
+//! - **Data directory**: [`LoadOptions::data_dir`], or else the environment variable
+//!   `DPML_DATA_DIR` ([`DATA_DIR_ENV`]); see [`resolve_data_dir`].
+//! - **Two views**: [`load`] gives a [`Dataset`] (f32 features row-major, class indices) with the
+//!   source's test split when it has one; [`load_table`] gives a [`Table`] of named f64 columns
+//!   for DP statistics.
+//! - **Splits and scaling**: [`train_test_split`] (seeded, stratified), [`kfold`],
+//!   [`MinMaxScaler`], [`StandardScaler`].
+//! - **Files**: [`catalog`] (what is available, from headers only), [`verify`] (SHA-256 against
+//!   compiled-in sums), [`fetch`] (download, verify, write atomically).
+//!
+//! ```
+//! use dpml_data::{load, LoadOptions, Source, train_test_split};
+//!
+//! let source: Source = "iris".parse()?;
+//! let iris = load(&source, &LoadOptions::default())?.train;
+//! assert_eq!((iris.n, iris.n_features(), iris.n_classes), (150, 4, 3));
+//! let (train, test) = train_test_split(&iris, 0.2, 42)?;
+//! assert_eq!((train.n, test.n), (120, 30));
+//! # Ok::<(), dpml_data::DataError>(())
+//! ```
+#![deny(missing_docs)]
+
+mod catalog;
+mod csvfile;
+mod dataset;
+mod embedded;
+mod error;
+mod fetch;
+pub mod idx;
+mod idxset;
+mod known;
+mod load;
+mod scale;
+mod source;
+mod split;
+mod tabular;
+mod verify;
+
+pub use catalog::{DatasetInfo, catalog};
+pub use dataset::{Dataset, Splits, Table};
+pub use embedded::LABEL_COLUMN as EMBEDDED_LABEL_COLUMN;
+pub use error::DataError;
+pub use fetch::{FetchProgress, FetchStage, fetch};
+pub use idxset::LABEL_COLUMN as IDX_LABEL_COLUMN;
+pub use load::{load, load_table};
+pub use scale::{MinMaxScaler, StandardScaler};
+pub use source::{DATA_DIR_ENV, KNOWN_NAMES, LoadOptions, Source, resolve_data_dir};
+pub use split::{Fold, kfold, stratified_split_indices, train_test_split};
+pub use verify::{CheckStatus, FileCheck, verify};

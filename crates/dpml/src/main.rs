@@ -1,1 +1,107 @@
-fn main() {}
+//! `dpml`: differentially private machine learning from the command line.
+//!
+//! The binary only parses flags, calls the library crates and prints (design doc). Every
+//! command takes `--json`; exit codes: 0 success, 2 bad input or usage, 1 internal failure.
+
+mod args;
+mod commands;
+mod error;
+mod output;
+mod plot;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::error::CliError;
+use crate::output::Output;
+
+/// dpml: train, account for and audit differentially private machine learning.
+#[derive(Parser, Debug)]
+#[command(name = "dpml", version, about, propagate_version = true)]
+struct Cli {
+    /// Print exactly one JSON object on stdout (progress and logs go to stderr).
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(flatten)]
+    data_dir: args::DataDir,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// What `dpml` does with no command: the main job on an embedded data set, no download needed.
+const DEFAULT_JOB: &[&str] = &[
+    "dpml", "query", "--dataset", "iris", "--column", "petal_length", "--aggregate", "mean",
+    "--bounds", "0,10", "--epsilon", "1",
+];
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Release a value with calibrated noise (Laplace, Gaussian, discrete variants).
+    Release(commands::release::ReleaseArgs),
+    /// A DP count, sum, mean or histogram of a column, optionally charged to a budget ledger.
+    Query(commands::query::QueryArgs),
+    /// Simulate a randomized-response survey of a column and estimate the population frequency.
+    Rr(commands::rr::RrArgs),
+    /// ε of DP-SGD (or any composition) under the RDP, PLD and GDP accountants, side by side.
+    Account(commands::account::AccountArgs),
+    /// The noise multiplier that reaches a target ε.
+    Calibrate(commands::calibrate::CalibrateArgs),
+    /// Draw f-DP trade-off curves (type I against type II error) for DP-SGD.
+    Tradeoff(commands::tradeoff::TradeoffArgs),
+    /// List, verify and fetch data sets.
+    #[command(subcommand)]
+    Data(commands::data::DataCommand),
+}
+
+fn main() {
+    let cli = match Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+        Ok(cli) => cli,
+        Err(e) => exit_on_clap_error(e),
+    };
+    let out = Output { json: cli.json };
+    let data_dir = cli.data_dir.data_dir.as_deref();
+    let command = match cli.command {
+        Some(c) => c,
+        None => default_job(),
+    };
+    let result = match &command {
+        Command::Release(a) => commands::release::run(a, out),
+        Command::Query(a) => commands::query::run(a, data_dir, out),
+        Command::Rr(a) => commands::rr::run(a, data_dir, out),
+        Command::Account(a) => commands::account::run(a, out),
+        Command::Calibrate(a) => commands::calibrate::run(a, out),
+        Command::Tradeoff(a) => commands::tradeoff::run(a, out),
+        Command::Data(a) => commands::data::run(a, data_dir, out),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code());
+    }
+}
+
+/// The command `dpml` runs when none is given.
+fn default_job() -> Command {
+    eprintln!("dpml: no command given; running the default job: {}", DEFAULT_JOB[1..].join(" "));
+    eprintln!("dpml: see `dpml --help` for all commands");
+    match Cli::try_parse_from(DEFAULT_JOB) {
+        Ok(Cli { command: Some(c), .. }) => c,
+        Ok(_) => exit_on_clap_error(Cli::command().error(clap::error::ErrorKind::MissingSubcommand, "no default job")),
+        Err(e) => exit_on_clap_error(e),
+    }
+}
+
+/// Help and version print as usual; usage errors become one `error: …` line and exit 2.
+fn exit_on_clap_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("error: invalid usage");
+            let line = CliError::usage(first.trim_start_matches("error: ")).to_string();
+            eprintln!("error: {line}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -83,17 +83,25 @@ pub enum PrivacyEvent {
 impl PrivacyEvent {
     /// `self` repeated `count` times.
     pub fn repeated(self, count: u64) -> Self {
-        PrivacyEvent::SelfComposed { event: Box::new(self), count }
+        PrivacyEvent::SelfComposed {
+            event: Box::new(self),
+            count,
+        }
     }
 
     /// `self` on a Poisson subsample with rate `q`.
     pub fn poisson_sampled(self, q: f64) -> Self {
-        PrivacyEvent::PoissonSampled { sampling_rate: q, event: Box::new(self) }
+        PrivacyEvent::PoissonSampled {
+            sampling_rate: q,
+            event: Box::new(self),
+        }
     }
 
     /// The DP-SGD event: `steps` Poisson-subsampled Gaussian steps.
     pub fn dp_sgd(noise_multiplier: f64, sampling_rate: f64, steps: u64) -> Self {
-        PrivacyEvent::Gaussian { noise_multiplier }.poisson_sampled(sampling_rate).repeated(steps)
+        PrivacyEvent::Gaussian { noise_multiplier }
+            .poisson_sampled(sampling_rate)
+            .repeated(steps)
     }
 }
 
@@ -105,7 +113,10 @@ mod tests {
     fn json_round_trip_with_type_tags() {
         let e = PrivacyEvent::Composed {
             events: vec![
-                PrivacyEvent::Laplace { noise_multiplier: 2.0 }.repeated(3),
+                PrivacyEvent::Laplace {
+                    noise_multiplier: 2.0,
+                }
+                .repeated(3),
                 PrivacyEvent::dp_sgd(1.1, 0.004, 100),
             ],
         };

@@ -4,13 +4,42 @@
 //! Each mechanism validates its parameters, states its privacy in its doc comment (`# Privacy`,
 //! `# Citations`, `# Errors`), and returns the released value together with its cost as a
 //! [`PrivacyEvent`].
+//!
+//! Released noise never comes from floating-point sampling (Mironov 2012): real-valued releases
+//! are computed on an integer grid with exact discrete Laplace / discrete Gaussian noise
+//! ([`exact`]), and every parameter conversion rounds toward more privacy ([`rational`]).
 #![deny(missing_docs)]
 
+pub mod calibration;
+pub mod discrete;
 pub mod event;
+pub mod exact;
+pub mod exponential;
+pub mod gaussian;
+mod grid;
+pub mod laplace;
+pub mod normal;
+pub mod rational;
 pub mod rng;
+pub mod rr;
+pub mod stats;
+#[cfg(test)]
+mod testing;
+mod validate;
 
+pub use calibration::{
+    analytic_gaussian_delta, analytic_gaussian_sigma, classic_gaussian_sigma,
+    discrete_gaussian_delta,
+};
+pub use discrete::{DiscreteGaussianMechanism, DiscreteLaplaceMechanism};
 pub use event::PrivacyEvent;
+pub use exponential::PermuteAndFlip;
+pub use gaussian::{Calibration, GaussianMechanism};
+pub use laplace::LaplaceMechanism;
+pub use rational::Rational;
 pub use rng::DpRng;
+pub use rr::{FrequencyEstimate, RandomizedResponse};
+pub use stats::{Noise, StatRelease, StatValue};
 
 /// Errors from mechanism construction and sampling. Messages name the bad value.
 #[derive(Debug, thiserror::Error)]

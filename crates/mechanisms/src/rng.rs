@@ -24,15 +24,21 @@ impl DpRng {
     /// # Errors
     /// [`MechanismError::Entropy`] when the operating system cannot supply entropy.
     pub fn from_os() -> Result<Self, MechanismError> {
-        let inner = ChaCha20Rng::try_from_os_rng()
-            .map_err(|e| MechanismError::Entropy(e.to_string()))?;
-        Ok(Self { inner, seeded: false })
+        let inner =
+            ChaCha20Rng::try_from_os_rng().map_err(|e| MechanismError::Entropy(e.to_string()))?;
+        Ok(Self {
+            inner,
+            seeded: false,
+        })
     }
 
     /// A reproducible generator from a user-given seed. Outputs made with it are not secure
     /// releases and are reported as seeded.
     pub fn seeded(seed: u64) -> Self {
-        Self { inner: ChaCha20Rng::seed_from_u64(seed), seeded: true }
+        Self {
+            inner: ChaCha20Rng::seed_from_u64(seed),
+            seeded: true,
+        }
     }
 
     /// `seed` given: [`DpRng::seeded`]; none: [`DpRng::from_os`].
@@ -56,7 +62,10 @@ impl DpRng {
     pub fn fork(&mut self) -> Self {
         let mut seed = [0u8; 32];
         self.inner.fill_bytes(&mut seed);
-        Self { inner: ChaCha20Rng::from_seed(seed), seeded: self.seeded }
+        Self {
+            inner: ChaCha20Rng::from_seed(seed),
+            seeded: self.seeded,
+        }
     }
 
     /// A uniform `u64`.

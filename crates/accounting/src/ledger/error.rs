@@ -1,0 +1,100 @@
+//! The ledger's error type: every refusal names the file, the numbers and the reason.
+
+use std::path::PathBuf;
+
+/// Errors from the budget ledger. Messages name the bad value or the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The spend would take the ledger over its budget; nothing was recorded.
+    #[error(
+        "over budget: requested ε = {requested_epsilon}, δ = {requested_delta}; already spent \
+         ε = {spent_epsilon}, δ = {spent_delta}; remaining ε = {remaining_epsilon}, \
+         δ = {remaining_delta} of the budget ε = {budget_epsilon}, δ = {budget_delta} \
+         (with this spend the total would be ε = {total_epsilon}, δ = {total_delta} by \
+         {composition} composition); nothing was recorded"
+    )]
+    OverBudget {
+        /// ε of the refused spend.
+        requested_epsilon: f64,
+        /// δ of the refused spend.
+        requested_delta: f64,
+        /// ε already spent before the request.
+        spent_epsilon: f64,
+        /// δ already spent before the request.
+        spent_delta: f64,
+        /// ε left before the request.
+        remaining_epsilon: f64,
+        /// δ left before the request.
+        remaining_delta: f64,
+        /// The ledger's ε budget.
+        budget_epsilon: f64,
+        /// The ledger's δ budget.
+        budget_delta: f64,
+        /// The composed ε the ledger would have reached with the request.
+        total_epsilon: f64,
+        /// The composed δ the ledger would have reached with the request.
+        total_delta: f64,
+        /// The composition that produced the totals (see [`super::Balance::composition`]).
+        composition: String,
+    },
+    /// The ledger file was created with another budget; a budget can never be changed.
+    #[error(
+        "ledger {} was created with the budget ε = {stored_epsilon}, δ = {stored_delta} but was \
+         opened with ε = {requested_epsilon}, δ = {requested_delta}; a ledger's budget cannot be \
+         changed (open it with its own budget, or start a new ledger file)",
+        path.display()
+    )]
+    BudgetMismatch {
+        /// The ledger file.
+        path: PathBuf,
+        /// ε stored in the file.
+        stored_epsilon: f64,
+        /// δ stored in the file.
+        stored_delta: f64,
+        /// ε passed to [`super::Ledger::open`].
+        requested_epsilon: f64,
+        /// δ passed to [`super::Ledger::open`].
+        requested_delta: f64,
+    },
+    /// The file is not a dpml ledger, or is damaged. It is refused and left untouched.
+    #[error(
+        "ledger {} is corrupt or not a dpml ledger: {reason}; the file was left untouched",
+        path.display()
+    )]
+    Corrupt {
+        /// The ledger file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// SQLite failed for a reason other than a damaged file (locked too long, disk full,
+    /// permissions, …).
+    #[error("ledger {}: SQLite error: {source}", path.display())]
+    Sqlite {
+        /// The ledger file.
+        path: PathBuf,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A file-system operation on the ledger failed.
+    #[error("ledger {}: {source}", path.display())]
+    Io {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A budget or spend parameter is outside its valid range (the message names it).
+    #[error("{0}")]
+    InvalidParameter(String),
+    /// The accountant used for composition failed or may not limit a budget.
+    #[error("accountant {accountant} cannot compose the ledger: {message}")]
+    Accountant {
+        /// The accountant's name.
+        accountant: String,
+        /// What went wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,186 @@
+//! FFT kernels for privacy-loss distributions: linear convolution of two probability vectors and
+//! the `count`-fold self-convolution, both with `rustfft` on zero-padded buffers.
+//!
+//! Results are clamped to be non-negative: FFT round-off leaves values of about 1e-17 times the
+//! largest probability, of either sign, where the exact result is tiny.
+
+use rustfft::FftPlanner;
+use rustfft::num_complex::Complex;
+
+/// Below this many multiply-adds a direct convolution is cheaper than three FFTs.
+const DIRECT_LIMIT: usize = 1 << 16;
+
+/// The smallest 5-smooth number (2^a 3^b 5^c) that is at least `n`: sizes rustfft handles fast.
+pub(crate) fn fast_len(n: usize) -> usize {
+    let n = n.max(1);
+    let mut best = n.next_power_of_two();
+    let mut p5 = 1usize;
+    while p5 < best {
+        let mut p35 = p5;
+        while p35 < best {
+            let mut m = p35;
+            while m < n {
+                m *= 2;
+            }
+            best = best.min(m);
+            p35 *= 3;
+        }
+        p5 *= 5;
+    }
+    best
+}
+
+/// The linear convolution of `a` and `b` (length `a.len() + b.len() - 1`).
+pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
+    if a.is_empty() || b.is_empty() {
+        return Vec::new();
+    }
+    let out_len = a.len() + b.len() - 1;
+    if a.len().saturating_mul(b.len()) <= DIRECT_LIMIT || a.len().min(b.len()) <= 8 {
+        let mut out = vec![0.0; out_len];
+        for (i, &x) in a.iter().enumerate() {
+            if x == 0.0 {
+                continue;
+            }
+            for (o, &y) in out[i..].iter_mut().zip(b) {
+                *o += x * y;
+            }
+        }
+        return out;
+    }
+    let m = fast_len(out_len);
+    let mut planner = FftPlanner::<f64>::new();
+    let forward = planner.plan_fft_forward(m);
+    let inverse = planner.plan_fft_inverse(m);
+    // Pack both real inputs into one complex signal z = a + i b; one FFT gives both spectra:
+    // A[k] = (Z[k] + conj Z[-k]) / 2, B[k] = (Z[k] - conj Z[-k]) / 2i.
+    let mut z = vec![Complex::new(0.0, 0.0); m];
+    for (zi, &x) in z.iter_mut().zip(a) {
+        zi.re = x;
+    }
+    for (zi, &y) in z.iter_mut().zip(b) {
+        zi.im = y;
+    }
+    forward.process(&mut z);
+    let mut prod = vec![Complex::new(0.0, 0.0); m];
+    for k in 0..m {
+        let zk = z[k];
+        let zn = z[(m - k) % m].conj();
+        let ak = (zk + zn) * 0.5;
+        let bk = (zk - zn) * Complex::new(0.0, -0.5);
+        prod[k] = ak * bk;
+    }
+    inverse.process(&mut prod);
+    let scale = 1.0 / m as f64;
+    prod[..out_len].iter().map(|c| (c.re * scale).max(0.0)).collect()
+}
+
+/// Entries `start ..= start + len - 1` (indices of the sum of `count` independent draws from
+/// `probs`, taken modulo the FFT length) of the `count`-fold self-convolution of `probs`.
+///
+/// The caller chooses the window so that the mass outside it is negligible (it wraps around into
+/// the window; the caller accounts for it). Requires `len >= 1`.
+pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: usize) -> Vec<f64> {
+    let m = fast_len(len.max(probs.len()));
+    let mut planner = FftPlanner::<f64>::new();
+    let forward = planner.plan_fft_forward(m);
+    let inverse = planner.plan_fft_inverse(m);
+    let mut z = vec![Complex::new(0.0, 0.0); m];
+    for (zi, &x) in z.iter_mut().zip(probs) {
+        zi.re = x;
+    }
+    forward.process(&mut z);
+    for zk in z.iter_mut() {
+        *zk = complex_pow(*zk, count);
+    }
+    inverse.process(&mut z);
+    let scale = 1.0 / m as f64;
+    let offset = (start % m as u64) as usize;
+    (0..len).map(|i| (z[(offset + i) % m].re * scale).max(0.0)).collect()
+}
+
+/// `z^n` by binary exponentiation (relative error about `n` ulps, like the polar form).
+fn complex_pow(mut z: Complex<f64>, mut n: u64) -> Complex<f64> {
+    let mut acc = Complex::new(1.0, 0.0);
+    while n > 0 {
+        if n & 1 == 1 {
+            acc *= z;
+        }
+        n >>= 1;
+        if n > 0 {
+            z *= z;
+        }
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn direct(a: &[f64], b: &[f64]) -> Vec<f64> {
+        let mut out = vec![0.0; a.len() + b.len() - 1];
+        for (i, x) in a.iter().enumerate() {
+            for (j, y) in b.iter().enumerate() {
+                out[i + j] += x * y;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn fast_len_is_smooth_and_minimal() {
+        assert_eq!(fast_len(1), 1);
+        assert_eq!(fast_len(7), 8);
+        assert_eq!(fast_len(11), 12);
+        assert_eq!(fast_len(1025), 1080);
+        for n in 1..2000 {
+            let m = fast_len(n);
+            assert!(m >= n);
+            let mut r = m;
+            for p in [2, 3, 5] {
+                while r % p == 0 {
+                    r /= p;
+                }
+            }
+            assert_eq!(r, 1, "{m} is not 5-smooth");
+        }
+    }
+
+    #[test]
+    fn fft_convolution_matches_direct() {
+        // Lengths large enough to take the FFT path (product above DIRECT_LIMIT).
+        let a: Vec<f64> = (0..700).map(|i| ((i * 37 % 101) as f64 + 1.0) / 1e4).collect();
+        let b: Vec<f64> = (0..300).map(|i| ((i * 53 % 89) as f64 + 1.0) / 1e4).collect();
+        let fast = convolve(&a, &b);
+        let slow = direct(&a, &b);
+        assert_eq!(fast.len(), slow.len());
+        let max = slow.iter().cloned().fold(0.0, f64::max);
+        for (x, y) in fast.iter().zip(&slow) {
+            assert!((x - y).abs() <= 1e-12 * max, "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn self_convolution_window_matches_repeated_convolution() {
+        let p = [0.2, 0.5, 0.3];
+        let mut full = vec![1.0];
+        for _ in 0..5 {
+            full = direct(&full, &p);
+        }
+        let w = self_convolve_window(&p, 5, 0, 11);
+        for (i, x) in w.iter().enumerate() {
+            assert!((x - full[i]).abs() < 1e-14, "{i}: {x} vs {}", full[i]);
+        }
+        // Support {2, 3}: five draws sum to 10..=15; a window of exactly that range is read
+        // through the wrap-around (FFT length 6) without collisions.
+        let q = [0.0, 0.0, 0.25, 0.75];
+        let w = self_convolve_window(&q, 5, 10, 6);
+        let binom = [1.0, 5.0, 10.0, 10.0, 5.0, 1.0];
+        for (k, x) in w.iter().enumerate() {
+            let exact = binom[k] * 0.25f64.powi(5 - k as i32) * 0.75f64.powi(k as i32);
+            assert!((x - exact).abs() < 1e-14, "{k}: {x} vs {exact}");
+        }
+        assert_eq!(complex_pow(Complex::new(0.0, 1.0), 4), Complex::new(1.0, 0.0));
+    }
+}

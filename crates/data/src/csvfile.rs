@@ -1,0 +1,219 @@
+//! Reader for the user's own CSV files (`csv:PATH`).
+//!
+//! The first row is a header naming the columns. One column is the class label (chosen by
+//! name, default the last column); it may hold numbers or strings. Every other column must be
+//! numeric: an empty, non-numeric, NaN or infinite cell is an error naming its line (1-based,
+//! counting the header as line 1, as an editor does) and column. Cells are trimmed.
+
+use std::fs::File;
+use std::path::Path;
+
+use csv::{ErrorKind, ReaderBuilder, StringRecord, Trim};
+
+use crate::DataError;
+use crate::tabular::{Columns, encode_labels, parse_cell};
+
+/// Reads `path`, taking `label_column` (default: the last column) as the label.
+///
+/// # Errors
+/// [`DataError::Io`] if the file cannot be read; [`DataError::EmptyCsv`] without a header;
+/// [`DataError::NoRows`] with a header only; [`DataError::DuplicateColumn`];
+/// [`DataError::UnknownColumn`] for a label column that is not in the header;
+/// [`DataError::Csv`] for rows with the wrong number of fields or invalid UTF-8;
+/// [`DataError::MissingValue`] / [`DataError::NonNumeric`] for bad feature cells.
+pub(crate) fn read_csv(path: &Path, label_column: Option<&str>) -> Result<Columns, DataError> {
+    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let mut reader = ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .trim(Trim::All)
+        .from_reader(file);
+    let names: Vec<String> = reader
+        .headers()
+        .map_err(|e| csv_error(path, e))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if names.is_empty() || (names.len() == 1 && names[0].is_empty()) {
+        return Err(DataError::EmptyCsv {
+            path: path.to_path_buf(),
+        });
+    }
+    check_unique(path, &names)?;
+    let label = match label_column {
+        Some(want) => {
+            names
+                .iter()
+                .position(|c| c == want)
+                .ok_or_else(|| DataError::UnknownColumn {
+                    name: want.to_string(),
+                    available: names.clone(),
+                })?
+        }
+        None => names.len() - 1,
+    };
+
+    let mut values: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut label_cells = Vec::new();
+    let mut record = StringRecord::new();
+    loop {
+        match reader.read_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return Err(csv_error(path, e)),
+        }
+        let line = record.position().map_or(0, csv::Position::line);
+        for (j, cell) in record.iter().enumerate() {
+            if j == label {
+                if cell.is_empty() {
+                    return Err(DataError::MissingValue {
+                        path: path.to_path_buf(),
+                        line,
+                        column: names[j].clone(),
+                    });
+                }
+                label_cells.push(cell.to_string());
+            } else {
+                values[j].push(parse_cell(cell, path, line, &names[j])?);
+            }
+        }
+    }
+    if label_cells.is_empty() {
+        return Err(DataError::NoRows {
+            path: path.to_path_buf(),
+        });
+    }
+    let labels = encode_labels(&label_cells);
+    values[label] = labels.values;
+    Ok(Columns {
+        name: format!("csv:{}", path.display()),
+        names,
+        values,
+        label,
+        y: labels.y,
+        class_names: labels.class_names,
+        record_shape: None,
+        feature_range: None,
+    })
+}
+
+/// Rejects a header that names a column twice (lookups by name would be ambiguous).
+fn check_unique(path: &Path, names: &[String]) -> Result<(), DataError> {
+    let mut sorted: Vec<&String> = names.iter().collect();
+    sorted.sort();
+    match sorted.windows(2).find(|w| w[0] == w[1]) {
+        Some(w) => Err(DataError::DuplicateColumn {
+            path: path.to_path_buf(),
+            column: w[0].clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Converts a csv crate error into a [`DataError`] that names the file and line.
+pub(crate) fn csv_error(path: &Path, e: csv::Error) -> DataError {
+    let line = e.position().map_or(0, csv::Position::line);
+    let reason = match e.kind() {
+        ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => {
+            format!("row has {len} fields but the header has {expected_len}")
+        }
+        ErrorKind::Utf8 { err, .. } => format!("invalid UTF-8 in field {}", err.field() + 1),
+        _ => e.to_string(),
+    };
+    match e.into_kind() {
+        ErrorKind::Io(source) => DataError::io(path, source),
+        _ => DataError::Csv {
+            path: path.to_path_buf(),
+            line,
+            reason,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn write(dir: &Path, text: &[u8]) -> PathBuf {
+        let path = dir.join("t.csv");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn reads_features_and_string_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            b"a, b ,species\n1,2,cat\n3.5, -4 ,dog\n5,6,cat\n",
+        );
+        let c = read_csv(&p, None).unwrap();
+        assert_eq!(c.names, vec!["a", "b", "species"]);
+        assert_eq!(c.class_names, vec!["cat", "dog"]);
+        assert_eq!(c.y, vec![0, 1, 0]);
+        let d = c.clone().into_dataset(&p).unwrap();
+        assert_eq!((d.n, d.n_features(), d.n_classes), (3, 2, 2));
+        assert_eq!(d.x, vec![1.0, 2.0, 3.5, -4.0, 5.0, 6.0]);
+        assert_eq!(d.feature_range, None);
+        let t = c.into_table();
+        assert_eq!(t.column("b").unwrap(), &[2.0, -4.0, 6.0]);
+        assert_eq!(t.column("species").unwrap(), &[0.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn label_column_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), b"y,a,b\n2,1,2\n7,3,4\n");
+        let d = read_csv(&p, Some("y")).unwrap().into_dataset(&p).unwrap();
+        assert_eq!(d.feature_names, vec!["a", "b"]);
+        assert_eq!(d.class_names, vec!["2", "7"]);
+        assert_eq!(d.x, vec![1.0, 2.0, 3.0, 4.0]);
+        let msg = read_csv(&p, Some("z")).unwrap_err().to_string();
+        assert!(msg.contains("\"z\"") && msg.contains("y, a, b"), "{msg}");
+    }
+
+    #[test]
+    fn bad_files_name_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(&[u8], &str); 9] = [
+            (b"", "empty file"),
+            (b"a,b,y\n", "no data rows"),
+            (
+                b"a,b,y\n1,2,x\n1,oops,x\n",
+                "line 3, column \"b\": \"oops\" is not a number",
+            ),
+            (b"a,b,y\n1,,x\n", "line 2, column \"b\": missing value"),
+            (b"a,b,y\n1,2,\n", "line 2, column \"y\": missing value"),
+            (
+                b"a,b,y\n1,2,x\n1,2\n",
+                "line 3: row has 2 fields but the header has 3",
+            ),
+            (b"a,a,y\n1,2,x\n", "column \"a\" appears more than once"),
+            (
+                b"a,b,y\n1,NaN,x\n",
+                "line 2, column \"b\": \"NaN\" is not finite",
+            ),
+            (b"a,y\n1,x\n\xff,x\n", "line 3: invalid UTF-8"),
+        ];
+        for (text, want) in cases {
+            let p = write(dir.path(), text);
+            let msg = read_csv(&p, None).unwrap_err().to_string();
+            assert!(
+                msg.contains(want) && msg.contains("t.csv"),
+                "want {want:?}, got {msg}"
+            );
+        }
+        let p = write(dir.path(), b"y\n1\n");
+        let msg = read_csv(&p, None)
+            .unwrap()
+            .into_dataset(&p)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("no feature columns"), "{msg}");
+        let missing = read_csv(Path::new("/nonexistent/x.csv"), None).unwrap_err();
+        assert!(missing.to_string().contains("/nonexistent/x.csv"));
+    }
+}

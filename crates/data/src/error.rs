@@ -1,0 +1,271 @@
+//! The one error type of the data layer.
+//!
+//! Every message names what was wrong and where: the file, the line (1-based, as a user counts
+//! lines in an editor), the column and the offending value, so the CLI can print it as one
+//! `error: …` line without adding context.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while finding, reading, splitting, scaling, verifying or
+/// fetching data.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DataError {
+    /// A data set name that is not one of the known ones.
+    #[error("unknown data set \"{name}\"; known: {known}")]
+    UnknownSource {
+        /// What the user typed.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+
+    /// A data set kept in files, but no data directory was given.
+    #[error(
+        "{dataset} needs a data directory: pass --data-dir DIR or set DPML_DATA_DIR \
+         (get the files with `dpml data fetch {dataset} --to DIR`)"
+    )]
+    NoDataDir {
+        /// The data set name.
+        dataset: String,
+    },
+
+    /// A required file is in none of the places we looked.
+    #[error(
+        "{dataset}: file not found: looked for {} (get the files with `dpml data fetch {dataset} --to {}`)",
+        looked_for.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" and "),
+        data_dir.display()
+    )]
+    NotFound {
+        /// The data set name.
+        dataset: String,
+        /// Every path that was tried.
+        looked_for: Vec<PathBuf>,
+        /// The data directory that was searched.
+        data_dir: PathBuf,
+    },
+
+    /// An operating-system error on a file.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+
+    /// A file that is not a valid IDX file (bad magic, element type, dimensions, trailing data).
+    #[error("{}: not a valid IDX file: {reason}", path.display())]
+    InvalidIdx {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the values found.
+        reason: String,
+    },
+
+    /// A file that ends before the length its header declares.
+    #[error(
+        "{}: truncated: header declares {expected} data bytes but the file holds only {got}",
+        path.display()
+    )]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Bytes of data the header declares.
+        expected: u64,
+        /// Bytes actually present.
+        got: u64,
+    },
+
+    /// A compressed file whose gzip stream is damaged.
+    #[error("{}: corrupt or truncated gzip data: {detail}", path.display())]
+    CorruptGzip {
+        /// The file.
+        path: PathBuf,
+        /// The decoder's message.
+        detail: String,
+    },
+
+    /// Image and label files that disagree on the number of records.
+    #[error(
+        "{} holds {images} images but {} holds {labels} labels",
+        images_path.display(),
+        labels_path.display()
+    )]
+    CountMismatch {
+        /// The image file.
+        images_path: PathBuf,
+        /// Its record count.
+        images: usize,
+        /// The label file.
+        labels_path: PathBuf,
+        /// Its record count.
+        labels: usize,
+    },
+
+    /// A CSV file that cannot be parsed (ragged rows, invalid UTF-8, …).
+    #[error("{}: line {line}: {reason}", path.display())]
+    Csv {
+        /// The file (or `embedded:NAME`).
+        path: PathBuf,
+        /// The line number, 1-based.
+        line: u64,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A CSV file with no header row.
+    #[error("{}: empty file: expected a header row naming the columns", path.display())]
+    EmptyCsv {
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// A CSV file with a header but no data rows.
+    #[error("{}: the header is there but there are no data rows", path.display())]
+    NoRows {
+        /// The file.
+        path: PathBuf,
+    },
+
+    /// A header that names the same column twice.
+    #[error("{}: column \"{column}\" appears more than once in the header", path.display())]
+    DuplicateColumn {
+        /// The file.
+        path: PathBuf,
+        /// The repeated name.
+        column: String,
+    },
+
+    /// A cell that should be a number but is not (or is not finite, or is beyond f32 range).
+    #[error("{}: line {line}, column \"{column}\": {value:?} {reason}", path.display())]
+    NonNumeric {
+        /// The file.
+        path: PathBuf,
+        /// The line number, 1-based.
+        line: u64,
+        /// The column name.
+        column: String,
+        /// The cell's text.
+        value: String,
+        /// What is wrong with it, e.g. "is not a number".
+        reason: &'static str,
+    },
+
+    /// An empty cell.
+    #[error("{}: line {line}, column \"{column}\": missing value", path.display())]
+    MissingValue {
+        /// The file.
+        path: PathBuf,
+        /// The line number, 1-based.
+        line: u64,
+        /// The column name.
+        column: String,
+    },
+
+    /// A table with nothing left to use as features.
+    #[error("{}: no feature columns besides the label column \"{label}\"", path.display())]
+    NoFeatures {
+        /// The file.
+        path: PathBuf,
+        /// The label column.
+        label: String,
+    },
+
+    /// A column name that does not exist.
+    #[error("unknown column \"{name}\"; available: {}", available.join(", "))]
+    UnknownColumn {
+        /// The requested name.
+        name: String,
+        /// The columns that exist.
+        available: Vec<String>,
+    },
+
+    /// A parameter outside its valid range.
+    #[error("{name} must be {expected}, got {value}")]
+    InvalidParameter {
+        /// The parameter name, e.g. `test_fraction`.
+        name: &'static str,
+        /// The valid range, in words.
+        expected: String,
+        /// The value given.
+        value: String,
+    },
+
+    /// Two data sets or a scaler and a data set whose feature counts disagree.
+    #[error("feature count mismatch: {what} has {expected} features but the data set has {got}")]
+    FeatureMismatch {
+        /// What was fitted (e.g. "the MinMaxScaler").
+        what: &'static str,
+        /// Its feature count.
+        expected: usize,
+        /// The data set's feature count.
+        got: usize,
+    },
+
+    /// A data set that has no public feature range where one is required.
+    #[error("{dataset} has no public, data-independent feature range; {hint}")]
+    NoPublicRange {
+        /// The data set name.
+        dataset: String,
+        /// What to do instead.
+        hint: &'static str,
+    },
+
+    /// A name `fetch` does not know how to download.
+    #[error("cannot fetch \"{name}\": fetch knows mnist and fashion-mnist{hint}")]
+    UnknownFetchName {
+        /// The requested name.
+        name: String,
+        /// Extra explanation, empty or starting with "; ".
+        hint: String,
+    },
+
+    /// A download that failed (connection, HTTP status, early end).
+    #[error("download of {url} failed: {reason}")]
+    Download {
+        /// The URL.
+        url: String,
+        /// What happened.
+        reason: String,
+    },
+
+    /// Downloaded bytes whose SHA-256 is not the known one.
+    #[error(
+        "download of {url} rejected: SHA-256 {actual} does not match the known {expected} \
+         ({bytes} bytes received); nothing was written"
+    )]
+    ChecksumMismatch {
+        /// The URL.
+        url: String,
+        /// The known SHA-256, hex.
+        expected: String,
+        /// The SHA-256 of what arrived, hex.
+        actual: String,
+        /// How many bytes arrived.
+        bytes: u64,
+    },
+}
+
+impl DataError {
+    /// Wraps an I/O error with the path it happened on.
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A parameter error.
+    pub(crate) fn param(
+        name: &'static str,
+        expected: impl Into<String>,
+        value: impl ToString,
+    ) -> Self {
+        Self::InvalidParameter {
+            name,
+            expected: expected.into(),
+            value: value.to_string(),
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The parsed form shared by CSV files and the embedded tables, and its two views.
+//!
+//! A reader produces [`Columns`] (every column as f64 plus the encoded class label); from it
+//! [`Columns::into_dataset`] builds the ML view and [`Columns::into_table`] the statistics view,
+//! so both views of one source always agree.
+
+use std::cmp::Ordering;
+use std::path::Path;
+
+use crate::{DataError, Dataset, Table};
+
+/// A parsed table with one label column.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Columns {
+    /// Data set name.
+    pub name: String,
+    /// Column names in file order.
+    pub names: Vec<String>,
+    /// One vector per column (the label column holds [`Labels::values`]).
+    pub values: Vec<Vec<f64>>,
+    /// Index of the label column in `names`.
+    pub label: usize,
+    /// Class index per row.
+    pub y: Vec<u32>,
+    /// Class names, index = class.
+    pub class_names: Vec<String>,
+    /// Record shape, `None` for flat `[d]`.
+    pub record_shape: Option<Vec<usize>>,
+    /// Public feature range, if known.
+    pub feature_range: Option<(f32, f32)>,
+}
+
+/// An encoded label column.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Labels {
+    /// The value the table view shows: the number itself for numeric labels, else the class.
+    pub values: Vec<f64>,
+    /// Class index per row.
+    pub y: Vec<u32>,
+    /// Class names in class order.
+    pub class_names: Vec<String>,
+}
+
+impl Columns {
+    /// The ML view: features are every column but the label, converted to f32 row-major.
+    ///
+    /// # Errors
+    /// [`DataError::NoFeatures`] when the label is the only column.
+    pub fn into_dataset(self, path: &Path) -> Result<Dataset, DataError> {
+        let feature_idx: Vec<usize> = (0..self.names.len()).filter(|&j| j != self.label).collect();
+        if feature_idx.is_empty() {
+            return Err(DataError::NoFeatures {
+                path: path.to_path_buf(),
+                label: self.names[self.label].clone(),
+            });
+        }
+        let n = self.y.len();
+        let mut x = Vec::with_capacity(n * feature_idx.len());
+        for i in 0..n {
+            // Cells were checked to be within f32 range when parsed.
+            x.extend(feature_idx.iter().map(|&j| self.values[j][i] as f32));
+        }
+        let d = feature_idx.len();
+        Ok(Dataset {
+            name: self.name,
+            x,
+            n,
+            record_shape: self.record_shape.unwrap_or_else(|| vec![d]),
+            y: self.y,
+            n_classes: self.class_names.len(),
+            feature_names: feature_idx.iter().map(|&j| self.names[j].clone()).collect(),
+            class_names: self.class_names,
+            feature_range: self.feature_range,
+        })
+    }
+
+    /// The statistics view: every column by name.
+    pub fn into_table(self) -> Table {
+        Table {
+            name: self.name,
+            columns: self.names,
+            values: self.values,
+        }
+    }
+}
+
+/// Parses one numeric cell (already trimmed).
+///
+/// # Errors
+/// [`DataError::MissingValue`] for an empty cell; [`DataError::NonNumeric`] for text that is
+/// not a number, NaN or an infinity, or a magnitude beyond f32 (features become f32).
+pub(crate) fn parse_cell(
+    text: &str,
+    path: &Path,
+    line: u64,
+    column: &str,
+) -> Result<f64, DataError> {
+    if text.is_empty() {
+        return Err(DataError::MissingValue {
+            path: path.to_path_buf(),
+            line,
+            column: column.to_string(),
+        });
+    }
+    let bad = |reason| DataError::NonNumeric {
+        path: path.to_path_buf(),
+        line,
+        column: column.to_string(),
+        value: text.to_string(),
+        reason,
+    };
+    let v: f64 = text.parse().map_err(|_| bad("is not a number"))?;
+    if !v.is_finite() {
+        return Err(bad("is not finite (NaN and infinities are not accepted)"));
+    }
+    if v.abs() > f64::from(f32::MAX) {
+        return Err(bad("is beyond the f32 range (±3.4e38)"));
+    }
+    Ok(v)
+}
+
+/// Encodes label cells as classes in sorted order: numerically when every cell is a finite
+/// number (class names are the numbers, e.g. `2` for `2.0`), else as strings.
+pub(crate) fn encode_labels(cells: &[String]) -> Labels {
+    let numbers: Option<Vec<f64>> = cells
+        .iter()
+        .map(|c| c.parse::<f64>().ok().filter(|v| v.is_finite()))
+        .collect();
+    match numbers {
+        Some(values) => {
+            // `+ 0.0` turns -0 into 0, so "0" and "-0" are one class.
+            let values: Vec<f64> = values.into_iter().map(|v| v + 0.0).collect();
+            let mut distinct = values.clone();
+            distinct.sort_by(f64::total_cmp);
+            distinct.dedup_by(|a, b| a.total_cmp(b) == Ordering::Equal);
+            let y = values
+                .iter()
+                .map(|v| class_of(&distinct, v, f64::total_cmp))
+                .collect();
+            let class_names = distinct.iter().map(|v| v.to_string()).collect();
+            Labels {
+                values,
+                y,
+                class_names,
+            }
+        }
+        None => {
+            let mut distinct: Vec<&String> = cells.iter().collect();
+            distinct.sort();
+            distinct.dedup();
+            let y: Vec<u32> = cells
+                .iter()
+                .map(|c| class_of(&distinct, &c, |a, b| a.cmp(b)))
+                .collect();
+            Labels {
+                values: y.iter().map(|&c| f64::from(c)).collect(),
+                y,
+                class_names: distinct.into_iter().cloned().collect(),
+            }
+        }
+    }
+}
+
+/// The position of `v` in the sorted, deduplicated `distinct` (it is always there).
+fn class_of<T>(distinct: &[T], v: &T, cmp: impl Fn(&T, &T) -> Ordering) -> u32 {
+    let i = distinct
+        .binary_search_by(|d| cmp(d, v))
+        .unwrap_or_else(|i| i);
+    i as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn numeric_labels_sort_numerically() {
+        let l = encode_labels(&strings(&["10", "2", "2.0", "-1", "10"]));
+        assert_eq!(l.class_names, strings(&["-1", "2", "10"]));
+        assert_eq!(l.y, vec![2, 1, 1, 0, 2]);
+        assert_eq!(l.values, vec![10.0, 2.0, 2.0, -1.0, 10.0]);
+    }
+
+    #[test]
+    fn string_labels_sort_as_strings_and_table_holds_class_index() {
+        let l = encode_labels(&strings(&["yes", "no", "maybe", "no", "1"]));
+        assert_eq!(l.class_names, strings(&["1", "maybe", "no", "yes"]));
+        assert_eq!(l.y, vec![3, 2, 1, 2, 0]);
+        assert_eq!(l.values, vec![3.0, 2.0, 1.0, 2.0, 0.0]);
+    }
+
+    #[test]
+    fn cells_are_checked() {
+        let p = Path::new("f.csv");
+        assert_eq!(parse_cell("-2.5e3", p, 3, "a").unwrap(), -2500.0);
+        let cases = [
+            ("", "missing value"),
+            ("abc", "is not a number"),
+            ("NaN", "not finite"),
+            ("inf", "not finite"),
+            ("1e39", "f32 range"),
+        ];
+        for (text, want) in cases {
+            let msg = parse_cell(text, p, 7, "petal").unwrap_err().to_string();
+            assert!(
+                msg.contains(want) && msg.contains("f.csv: line 7, column \"petal\""),
+                "{msg}"
+            );
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Argument types and value parsers shared by commands. Parsers reject NaN, infinities and
+//! out-of-range values at parse time, so clap's error names the flag and the bad value.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// A finite number > 0 (ε, σ, sensitivities, clipping norms).
+pub fn positive(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v > 0.0 { Ok(v) } else { Err(format!("must be > 0, got {s}")) }
+}
+
+/// Any finite number.
+pub fn finite(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("not a number: {s}"))?;
+    if v.is_finite() { Ok(v) } else { Err(format!("must be finite, got {s}")) }
+}
+
+/// A probability strictly inside (0, 1) (δ).
+pub fn open_unit(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v > 0.0 && v < 1.0 { Ok(v) } else { Err(format!("must be in (0, 1), got {s}")) }
+}
+
+/// A sampling rate in (0, 1].
+pub fn rate(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v > 0.0 && v <= 1.0 { Ok(v) } else { Err(format!("must be in (0, 1], got {s}")) }
+}
+
+/// An integer ≥ 1.
+pub fn at_least_one(s: &str) -> Result<u64, String> {
+    let v: u64 = s.trim().parse().map_err(|_| format!("not a whole number: {s}"))?;
+    if v >= 1 { Ok(v) } else { Err(format!("must be at least 1, got {s}")) }
+}
+
+/// `LO,HI` with LO < HI, both finite.
+pub fn bounds(s: &str) -> Result<(f64, f64), String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    let [lo, hi] = parts.as_slice() else {
+        return Err(format!("expected LO,HI, got {s}"));
+    };
+    let (lo, hi) = (finite(lo)?, finite(hi)?);
+    if lo < hi { Ok((lo, hi)) } else { Err(format!("LO must be below HI, got {s}")) }
+}
+
+/// `--seed N`: a reproducible run, reported as `"seeded": true`.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct SeedArg {
+    /// Seed the random generator for reproducibility (outputs then say "seeded": true; do not
+    /// use seeded runs for real releases).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl SeedArg {
+    /// The generator for this run: seeded, or from the operating system.
+    pub fn rng(&self) -> crate::error::CliResult<dpml_mechanisms::DpRng> {
+        dpml_mechanisms::DpRng::new(self.seed).map_err(crate::error::CliError::internal)
+    }
+}
+
+/// `--dataset` and how to find it.
+#[derive(Args, Debug, Clone)]
+pub struct DataArgs {
+    /// Data set: mnist, fashion-mnist, iris, breast-cancer, wine, digits, or csv:PATH.
+    #[arg(long)]
+    pub dataset: dpml_data::Source,
+    /// Label column of a csv: data set (default: the last column).
+    #[arg(long)]
+    pub label_column: Option<String>,
+}
+
+/// Where the IDX data sets live: `--data-dir` or `DPML_DATA_DIR`.
+#[derive(Args, Debug, Clone)]
+pub struct DataDir {
+    /// Folder holding mnist/ and fashion-mnist/ (default: $DPML_DATA_DIR).
+    #[arg(long, global = true, env = "DPML_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+}

@@ -1,0 +1,87 @@
+//! `dpml data list|verify|fetch`: what data sets are available, whether their files are intact,
+//! and downloading the IDX sets with checksum verification.
+
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::error::{CliError, CliResult};
+use crate::output::Output;
+
+/// Data subcommands.
+#[derive(Subcommand, Debug)]
+pub enum DataCommand {
+    /// Each data set: rows, features, classes, and where it was found (or that it is missing).
+    List,
+    /// Check the SHA-256 of the data files in --data-dir against the known checksums.
+    Verify,
+    /// Download mnist or fashion-mnist, verify SHA-256, and write the files atomically.
+    Fetch {
+        /// mnist or fashion-mnist.
+        name: String,
+        /// Destination folder (files go to DIR/<name>/).
+        #[arg(long)]
+        to: PathBuf,
+        /// Base URL of the mirror (default: the usual public mirror of that data set).
+        #[arg(long)]
+        base_url: Option<String>,
+    },
+}
+
+/// Run a data subcommand.
+pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    match cmd {
+        DataCommand::List => {
+            let sets = dpml_data::catalog(data_dir);
+            let rows: Vec<_> = sets
+                .iter()
+                .map(|d| {
+                    json!({"name": d.name, "rows": d.rows, "test_rows": d.test_rows, "features": d.features,
+                           "classes": d.classes, "location": d.location, "available": d.available,
+                           "problem": d.problem})
+                })
+                .collect();
+            out.emit(&json!({ "datasets": rows }));
+            Ok(())
+        }
+        DataCommand::Verify => {
+            let dir = data_dir.ok_or_else(|| {
+                CliError::usage("no data folder: pass --data-dir DIR or set DPML_DATA_DIR")
+            })?;
+            let checks = dpml_data::verify(dir);
+            let files: Vec<_> = checks
+                .iter()
+                .map(|c| {
+                    json!({"path": c.path, "status": format!("{:?}", c.status).to_lowercase(),
+                           "expected_sha256": c.expected_sha256, "actual_sha256": c.actual_sha256,
+                           "error": c.error})
+                })
+                .collect();
+            let bad: Vec<&str> = checks
+                .iter()
+                .filter(|c| matches!(c.status, dpml_data::CheckStatus::Mismatch | dpml_data::CheckStatus::Unreadable))
+                .map(|c| c.path.as_str())
+                .collect();
+            let ok = checks.iter().filter(|c| c.status == dpml_data::CheckStatus::Ok).count();
+            out.emit(&json!({ "files": files, "ok": ok, "mismatched": bad.len() }));
+            if bad.is_empty() {
+                Ok(())
+            } else {
+                Err(CliError::usage(format!("checksum mismatch: {}", bad.join(", "))))
+            }
+        }
+        DataCommand::Fetch { name, to, base_url } => {
+            let bar = out.progress(0, name);
+            let mut progress = |p: dpml_data::FetchProgress| {
+                bar.set_length(p.bytes_total);
+                bar.set_position(p.bytes_done);
+                bar.set_message(format!("{}/{} {}", p.index, p.count, p.file));
+            };
+            let files = dpml_data::fetch(name, to, base_url.as_deref(), &mut progress)?;
+            bar.finish_and_clear();
+            out.emit(&json!({ "dataset": name, "files": files, "verified": true }));
+            Ok(())
+        }
+    }
+}

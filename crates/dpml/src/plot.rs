@@ -1,0 +1,245 @@
+//! Line charts written as PNG and SVG, with an embedded font so no system font library is
+//! needed (plotters' `ab_glyph` backend). Log axes are drawn by plotting log10 of the values
+//! and labelling ticks with the original numbers, so one code path serves every chart.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::error::{CliError, CliResult};
+
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+const PANEL_SIZE: (u32, u32) = (800, 600);
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// A solid line.
+    Line,
+    /// A dashed line (bounds and reference curves).
+    Dashed,
+    /// A line with a marker on each point.
+    LineWithPoints,
+}
+
+/// One named series of (x, y) points, optionally with symmetric error bars on y.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend label.
+    pub name: String,
+    /// The points, in drawing order.
+    pub points: Vec<(f64, f64)>,
+    /// How to draw it.
+    pub style: Style,
+    /// Half-width of an error bar per point.
+    pub error_bars: Option<Vec<f64>>,
+}
+
+impl Series {
+    /// A series with no error bars.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>, style: Style) -> Self {
+        Self { name: name.into(), points, style, error_bars: None }
+    }
+}
+
+/// One panel: axes, labels and series.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Title above the panel.
+    pub title: String,
+    /// x-axis label.
+    pub x_label: String,
+    /// y-axis label.
+    pub y_label: String,
+    /// Logarithmic x axis.
+    pub log_x: bool,
+    /// Logarithmic y axis.
+    pub log_y: bool,
+    /// The data.
+    pub series: Vec<Series>,
+}
+
+/// Write `charts` side by side as `dir/stem.png` and `dir/stem.svg`.
+pub fn write(charts: &[Chart], dir: &Path, stem: &str) -> CliResult<(PathBuf, PathBuf)> {
+    register_font()?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
+    let size = (PANEL_SIZE.0 * charts.len().max(1) as u32, PANEL_SIZE.1);
+    let png = dir.join(format!("{stem}.png"));
+    let svg = dir.join(format!("{stem}.svg"));
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        draw_panels(&root, charts)?;
+        root.present().map_err(|e| CliError::usage(format!("writing {}: {e}", png.display())))?;
+    }
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        draw_panels(&root, charts)?;
+        root.present().map_err(|e| CliError::usage(format!("writing {}: {e}", svg.display())))?;
+    }
+    Ok((png, svg))
+}
+
+fn register_font() -> CliResult<()> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
+            result = Err(CliError::internal("the embedded plot font could not be loaded"));
+        }
+    });
+    result
+}
+
+fn draw_panels<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, charts: &[Chart]) -> CliResult<()> {
+    root.fill(&WHITE).map_err(draw_err)?;
+    let panels = root.split_evenly((1, charts.len().max(1)));
+    for (panel, chart) in panels.iter().zip(charts) {
+        draw_chart(panel, chart)?;
+    }
+    Ok(())
+}
+
+fn draw_err<E: std::fmt::Display>(e: E) -> CliError {
+    CliError::internal(format!("drawing a plot failed: {e}"))
+}
+
+/// Map a data value to plot coordinates (log10 on log axes); None when not drawable.
+fn axis_value(v: f64, log: bool) -> Option<f64> {
+    match (log, v.is_finite()) {
+        (_, false) => None,
+        (true, _) if v <= 0.0 => None,
+        (true, _) => Some(v.log10()),
+        (false, _) => Some(v),
+    }
+}
+
+fn tick_label(v: f64, log: bool) -> String {
+    let x = if log { 10f64.powf(v) } else { v };
+    if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e5) {
+        format!("{x:.0e}")
+    } else {
+        let s = format!("{x:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+fn range_of(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = if hi > lo { 0.05 * (hi - lo) } else { 0.5 };
+    (lo - pad, hi + pad)
+}
+
+fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) -> CliResult<()> {
+    let mapped: Vec<Vec<(f64, f64, f64)>> = chart
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &(x, y))| {
+                    let err = s.error_bars.as_ref().and_then(|e| e.get(i)).copied().unwrap_or(0.0);
+                    Some((axis_value(x, chart.log_x)?, y, err))
+                })
+                .collect()
+        })
+        .collect();
+    let xs = mapped.iter().flatten().map(|p| p.0);
+    let ys = mapped.iter().flatten().flat_map(|&(_, y, e)| {
+        [axis_value(y - e, chart.log_y), axis_value(y + e, chart.log_y), axis_value(y, chart.log_y)]
+    });
+    let (x0, x1) = range_of(xs);
+    let (y0, y1) = range_of(ys.flatten());
+
+    let mut ctx = ChartBuilder::on(area)
+        .caption(&chart.title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(draw_err)?;
+    let (log_x, log_y) = (chart.log_x, chart.log_y);
+    ctx.configure_mesh()
+        .x_desc(&chart.x_label)
+        .y_desc(&chart.y_label)
+        .x_label_formatter(&|v| tick_label(*v, log_x))
+        .y_label_formatter(&|v| tick_label(*v, log_y))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(draw_err)?;
+
+    for (i, (series, points)) in chart.series.iter().zip(&mapped).enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let line: Vec<(f64, f64)> =
+            points.iter().filter_map(|&(x, y, _)| Some((x, axis_value(y, log_y)?))).collect();
+        let style = color.stroke_width(2);
+        let anno = match series.style {
+            Style::Dashed => ctx
+                .draw_series(DashedLineSeries::new(line.clone(), 8, 5, style))
+                .map_err(draw_err)?,
+            _ => ctx.draw_series(LineSeries::new(line.clone(), style)).map_err(draw_err)?,
+        };
+        anno.label(&series.name).legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+        });
+        if series.style == Style::LineWithPoints {
+            ctx.draw_series(line.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(draw_err)?;
+        }
+        if series.error_bars.is_some() {
+            let bars = points.iter().filter_map(|&(x, y, e)| {
+                let lo = axis_value(y - e, log_y).or_else(|| axis_value(y, log_y))?;
+                let hi = axis_value(y + e, log_y)?;
+                Some(ErrorBar::new_vertical(x, lo, axis_value(y, log_y)?, hi, color.stroke_width(1), 8))
+            });
+            ctx.draw_series(bars).map_err(draw_err)?;
+        }
+    }
+    ctx.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(draw_err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_png_and_svg_with_log_axes() {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = Chart {
+            title: "test".into(),
+            x_label: "epsilon".into(),
+            y_label: "accuracy".into(),
+            log_x: true,
+            log_y: false,
+            series: vec![
+                Series {
+                    name: "a".into(),
+                    points: vec![(0.1, 0.2), (1.0, 0.6), (10.0, 0.9)],
+                    style: Style::LineWithPoints,
+                    error_bars: Some(vec![0.05, 0.02, 0.01]),
+                },
+                Series::new("baseline", vec![(0.1, 0.95), (10.0, 0.95)], Style::Dashed),
+            ],
+        };
+        let (png, svg) = write(&[chart.clone(), chart], dir.path(), "plot").unwrap();
+        let png_bytes = std::fs::read(png).unwrap();
+        assert_eq!(&png_bytes[..8], b"\x89PNG\r\n\x1a\n");
+        let svg_text = std::fs::read_to_string(svg).unwrap();
+        assert!(svg_text.starts_with("<svg") && svg_text.trim_end().ends_with("</svg>"));
+        assert!(svg_text.contains("epsilon"));
+    }
+}

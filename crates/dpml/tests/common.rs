@@ -1,0 +1,64 @@
+//! Helpers shared by the command-line tests: run the built binary as a user would.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A finished run of `dpml`.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The single JSON object on stdout.
+    pub fn json(&self) -> serde_json::Value {
+        assert_eq!(self.code, 0, "dpml failed: {}", self.stderr);
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {}", self.stdout))
+    }
+
+    /// Assert a usage error: exit 2 and one `error: …` line on stderr that contains `needle`.
+    pub fn assert_usage_error(&self, needle: &str) {
+        assert_eq!(self.code, 2, "expected exit 2, got {}; stderr: {}", self.code, self.stderr);
+        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "expected one error line, got: {}", self.stderr);
+        assert!(lines[0].starts_with("error: "), "{}", lines[0]);
+        assert!(lines[0].contains(needle), "error line {:?} does not name {needle:?}", lines[0]);
+        assert!(self.stdout.is_empty(), "nothing may be printed on error: {}", self.stdout);
+    }
+}
+
+/// Run dpml with the given arguments.
+pub fn dpml(args: &[&str]) -> Run {
+    from_output(command(args).output().expect("run dpml"))
+}
+
+/// A `Command` for dpml with the given arguments (for spawning).
+pub fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dpml"));
+    c.args(args);
+    c
+}
+
+pub fn from_output(o: Output) -> Run {
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// The shared data folder: $DPML_DATA_DIR, else ../shared/data beside the checkout.
+pub fn shared_data() -> Option<PathBuf> {
+    let dir = std::env::var_os("DPML_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
+    if dir.join("mnist").is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: shared data not found at {} (set DPML_DATA_DIR)", dir.display());
+        None
+    }
+}

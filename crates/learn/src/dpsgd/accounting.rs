@@ -1,0 +1,112 @@
+//! The privacy plan of a run: sampling rate q = B/N, steps T = ⌈E·N/B⌉, the noise multiplier
+//! (given, or calibrated BEFORE training so the final ε never exceeds the target), and ε at
+//! any number of steps with the chosen accountant.
+
+use dpml_accounting::calibrate::{noise_multiplier, steps_for_epochs};
+use dpml_accounting::gdp::GdpAccountant;
+use dpml_accounting::pld::PldAccountant;
+use dpml_accounting::rdp::RdpAccountant;
+use dpml_accounting::{Accountant, BoundKind};
+use dpml_mechanisms::PrivacyEvent;
+
+use super::config::{AccountantKind, Privacy, TrainConfig};
+use super::error::{Result, config_err};
+
+/// The accountant of `kind` with its default settings (PLD: pessimistic, automatic grid).
+pub fn accountant(kind: AccountantKind) -> Box<dyn Accountant + Send + Sync> {
+    match kind {
+        AccountantKind::Pld => Box::new(PldAccountant::pessimistic()),
+        AccountantKind::Rdp => Box::new(RdpAccountant::default()),
+        AccountantKind::Gdp => Box::new(GdpAccountant),
+    }
+}
+
+/// What a run will do, in privacy terms, decided before it starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrivacyPlan {
+    /// q = B/N.
+    pub sampling_rate: f64,
+    /// T = ⌈E·N/B⌉.
+    pub steps: u64,
+    /// ⌈N/B⌉: steps per epoch for logs and schedules.
+    pub steps_per_epoch: u64,
+    /// σ (`None` when non-private).
+    pub noise_multiplier: Option<f64>,
+}
+
+impl PrivacyPlan {
+    /// The plan for `cfg` on `n` training records; calibrates σ for a target ε.
+    ///
+    /// # Errors
+    /// [`super::DpSgdError::Accounting`] for bad sizes or an unreachable target;
+    /// [`super::DpSgdError::InvalidConfig`] when GDP is asked to calibrate.
+    pub fn new(cfg: &TrainConfig, n: usize) -> Result<Self> {
+        let (q, steps) = steps_for_epochs(cfg.epochs, cfg.batch_size as u64, n as u64)?;
+        let steps_per_epoch = (n as u64).div_ceil(cfg.batch_size as u64).max(1);
+        let noise_multiplier = match cfg.privacy {
+            Privacy::NonPrivate => None,
+            Privacy::NoiseMultiplier(s) => Some(s),
+            Privacy::TargetEpsilon(target) => {
+                let acc = accountant(cfg.accountant);
+                if acc.bound() != BoundKind::UpperBound {
+                    return Err(config_err(format!(
+                        "accountant {:?} gives no upper bound on epsilon and cannot calibrate a target",
+                        acc.name()
+                    )));
+                }
+                Some(noise_multiplier(acc.as_ref(), target, cfg.delta, q, steps)?.noise_multiplier)
+            }
+        };
+        Ok(Self { sampling_rate: q, steps, steps_per_epoch, noise_multiplier })
+    }
+
+    /// The privacy event of the first `steps` steps (`None` when non-private).
+    pub fn event(&self, steps: u64) -> Option<PrivacyEvent> {
+        self.noise_multiplier.map(|s| PrivacyEvent::dp_sgd(s, self.sampling_rate, steps))
+    }
+
+    /// ε after the first `steps` steps at `delta` with `kind` (`None` when non-private or
+    /// before the first step).
+    ///
+    /// # Errors
+    /// [`super::DpSgdError::Accounting`] from the accountant.
+    pub fn epsilon(&self, kind: AccountantKind, steps: u64, delta: f64) -> Result<Option<f64>> {
+        match self.event(steps) {
+            Some(e) if steps > 0 => Ok(Some(accountant(kind).epsilon(&e, delta)?)),
+            _ => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calibrated_epsilon_never_exceeds_the_target() {
+        for (kind, target) in [(AccountantKind::Pld, 1.0), (AccountantKind::Rdp, 3.0), (AccountantKind::Pld, 8.0)] {
+            let cfg = TrainConfig {
+                privacy: Privacy::TargetEpsilon(target),
+                accountant: kind,
+                epochs: 5.0,
+                batch_size: 64,
+                ..TrainConfig::default()
+            };
+            let plan = PrivacyPlan::new(&cfg, 1797).unwrap();
+            assert_eq!(plan.steps, (5 * 1797u64).div_ceil(64));
+            let eps = plan.epsilon(kind, plan.steps, cfg.delta).unwrap().unwrap();
+            assert!(eps <= target && eps > 0.99 * target, "{kind:?}: {eps} vs {target}");
+            // Fewer steps spend less.
+            let half = plan.epsilon(kind, plan.steps / 2, cfg.delta).unwrap().unwrap();
+            assert!(half < eps);
+        }
+    }
+
+    #[test]
+    fn non_private_has_no_event() {
+        let cfg = TrainConfig { privacy: Privacy::NonPrivate, ..TrainConfig::default() };
+        let plan = PrivacyPlan::new(&cfg, 1000).unwrap();
+        assert_eq!(plan.event(10), None);
+        assert_eq!(plan.epsilon(AccountantKind::Pld, 10, 1e-5).unwrap(), None);
+    }
+}

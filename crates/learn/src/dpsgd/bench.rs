@@ -1,0 +1,148 @@
+//! Throughput of DP-SGD against the same engine without privacy, measured in one run on the
+//! same data: `dpml bench dpsgd`.
+//!
+//! The data are synthetic (uniform pixels, uniform labels) records of MNIST's shape
+//! `[1, 28, 28]` with 10 classes — the speed of a step does not depend on pixel values — with
+//! N = 16·B records so that q = 1/16. Each mode runs the full step of [`super::step`]: Poisson
+//! sampling, forward, backward (private: per-sample norms, clipping, clipped sum), noise
+//! (private: σ = 1, C = 1; floating-point Gaussian or exact discrete Gaussian), division and an
+//! SGD update (lr 0.05, momentum 0.9). Modes are interleaved over [`REPEATS`] rounds, each
+//! from a fresh model after [`WARMUP_STEPS`] untimed steps, and the median of the rounds is
+//! reported, so slow phases of a shared machine hit all modes alike.
+
+use std::time::Instant;
+
+use dpml_data::Dataset;
+use dpml_mechanisms::DpRng;
+use dpml_nn::{ClipConfig, ModelSpec, Sequential, Sgd};
+use serde::Serialize;
+
+use super::error::{Result, config_err};
+use super::noise::Noise;
+use super::normalize::InputTransform;
+use super::sampler::PoissonSampler;
+use super::step::Stepper;
+
+/// Timed rounds per mode; the median is reported.
+pub const REPEATS: usize = 3;
+/// Untimed steps before each timed round.
+pub const WARMUP_STEPS: usize = 2;
+
+/// Samples per second of each mode, and their ratio.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchResult {
+    /// Architecture benchmarked.
+    pub model: String,
+    /// Expected (Poisson) batch size B.
+    pub batch_size: usize,
+    /// Timed steps per round.
+    pub steps: usize,
+    /// DP-SGD with floating-point Gaussian noise.
+    pub private_samples_per_sec: f64,
+    /// The same engine without clipping or noise.
+    pub nonprivate_samples_per_sec: f64,
+    /// private / non-private.
+    pub ratio: f64,
+    /// DP-SGD with exact discrete Gaussian noise.
+    pub exact_noise_samples_per_sec: f64,
+    /// Model parameters.
+    pub parameters: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    NonPrivate,
+    Private,
+    Exact,
+}
+
+/// Measures `model` (with `hidden` sizes for `mlp`) at expected batch size `batch_size` over
+/// `steps` timed steps per round.
+///
+/// # Errors
+/// [`super::DpSgdError::InvalidConfig`] for `batch_size` or `steps` of 0;
+/// [`super::DpSgdError::Nn`] for an unknown model.
+pub fn bench(model: &str, hidden: &[usize], batch_size: usize, steps: usize, rng: &mut DpRng) -> Result<BenchResult> {
+    if batch_size == 0 {
+        return Err(config_err("batch_size must be >= 1, got 0"));
+    }
+    if steps == 0 {
+        return Err(config_err("steps must be >= 1, got 0"));
+    }
+    let spec = ModelSpec::named(model, &[1, 28, 28], 10, hidden)?;
+    let data = synthetic(16 * batch_size, rng);
+    let seed = rng.next_u64();
+    let mut rates: [Vec<f64>; 3] = Default::default();
+    let mut parameters = 0;
+    for _ in 0..REPEATS {
+        for (k, mode) in [Mode::NonPrivate, Mode::Private, Mode::Exact].into_iter().enumerate() {
+            let mut r = DpRng::seeded(seed);
+            let net = Sequential::new(spec.clone(), &mut r)?;
+            parameters = net.num_params();
+            let (noise, clip) = match mode {
+                Mode::NonPrivate => (Noise::None, None),
+                Mode::Private => (Noise::new(Some(1.0), 1.0, parameters, false)?, Some(ClipConfig::flat(1.0)?)),
+                Mode::Exact => (Noise::new(Some(1.0), 1.0, parameters, true)?, Some(ClipConfig::flat(1.0)?)),
+            };
+            let sampler = PoissonSampler::new(data.n, 1.0 / 16.0)?;
+            let opt = Box::new(Sgd::new(0.9, false, 0.0)?);
+            let mut s = Stepper::new(net, opt, sampler, noise, clip, 2 * batch_size, InputTransform::IDENTITY);
+            for _ in 0..WARMUP_STEPS {
+                s.step(&data, 0.05, &mut r)?;
+            }
+            let tick = Instant::now();
+            let mut seen = 0usize;
+            for _ in 0..steps {
+                seen += s.step(&data, 0.05, &mut r)?.batch;
+            }
+            rates[k].push(seen as f64 / tick.elapsed().as_secs_f64().max(1e-9));
+        }
+    }
+    let [nonprivate, private, exact] = rates.map(median);
+    Ok(BenchResult {
+        model: spec.name,
+        batch_size,
+        steps,
+        private_samples_per_sec: private,
+        nonprivate_samples_per_sec: nonprivate,
+        ratio: private / nonprivate,
+        exact_noise_samples_per_sec: exact,
+        parameters,
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `n` uniform-pixel records of shape `[1, 28, 28]` with uniform labels over 10 classes.
+fn synthetic(n: usize, rng: &mut DpRng) -> Dataset {
+    Dataset {
+        name: "synthetic-28x28".into(),
+        x: (0..n * 784).map(|_| rng.uniform_f64() as f32).collect(),
+        n,
+        record_shape: vec![1, 28, 28],
+        y: (0..n).map(|_| rng.below(10) as u32).collect(),
+        n_classes: 10,
+        feature_names: (0..784).map(|i| format!("px{i}")).collect(),
+        class_names: (0..10).map(|c| c.to_string()).collect(),
+        feature_range: Some((0.0, 1.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_reports_all_modes_and_refuses_zero_sizes() {
+        let r = bench("logreg", &[], 8, 2, &mut DpRng::seeded(0)).unwrap();
+        assert!(r.private_samples_per_sec > 0.0 && r.nonprivate_samples_per_sec > 0.0);
+        assert!(r.exact_noise_samples_per_sec > 0.0);
+        assert!((r.ratio - r.private_samples_per_sec / r.nonprivate_samples_per_sec).abs() < 1e-12);
+        assert_eq!(r.parameters, 7850);
+        assert!(bench("logreg", &[], 0, 2, &mut DpRng::seeded(0)).unwrap_err().to_string().contains("batch_size"));
+        assert!(bench("logreg", &[], 8, 0, &mut DpRng::seeded(0)).unwrap_err().to_string().contains("steps"));
+    }
+}

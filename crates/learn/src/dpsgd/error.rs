@@ -1,0 +1,40 @@
+//! The DP-SGD trainer's error type: every message names the bad value.
+
+use dpml_accounting::AccountingError;
+use dpml_mechanisms::MechanismError;
+use dpml_nn::NnError;
+use thiserror::Error;
+
+/// Errors from configuring, running, evaluating, saving or loading DP-SGD training.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum DpSgdError {
+    /// A configuration value is out of range, e.g. "batch_size must be >= 1, got 0".
+    #[error("{0}")]
+    InvalidConfig(String),
+    /// The data do not fit the configuration or the model (shape, labels, size, values).
+    #[error("{0}")]
+    Data(String),
+    /// The model engine refused something (unknown model, BatchNorm, shapes, model file).
+    #[error(transparent)]
+    Nn(#[from] NnError),
+    /// The accountant refused a calibration or an ε computation.
+    #[error(transparent)]
+    Accounting(#[from] AccountingError),
+    /// A noise sampler refused its parameters or the OS gave no entropy.
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
+}
+
+/// Shorthand for results of this module.
+pub type Result<T> = std::result::Result<T, DpSgdError>;
+
+/// A [`DpSgdError::InvalidConfig`] with a formatted message.
+pub(crate) fn config_err(msg: impl Into<String>) -> DpSgdError {
+    DpSgdError::InvalidConfig(msg.into())
+}
+
+/// A [`DpSgdError::Data`] with a formatted message.
+pub(crate) fn data_err(msg: impl Into<String>) -> DpSgdError {
+    DpSgdError::Data(msg.into())
+}

@@ -1,0 +1,80 @@
+//! Evaluation of a trained model: accuracy, mean cross-entropy, per-example losses (for
+//! membership-inference audits) and raw logits. Evaluation reads the data in chunks, so memory
+//! stays flat whatever the data set size.
+
+use dpml_data::Dataset;
+use dpml_nn::{Sequential, Tensor, count_correct, cross_entropy};
+use serde::Serialize;
+
+use super::batch::{check_fits, gather};
+use super::error::Result;
+use super::normalize::InputTransform;
+
+/// Records per forward pass during evaluation.
+const EVAL_CHUNK: usize = 1024;
+
+/// The result of evaluating a model on a data set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Eval {
+    /// Fraction of records whose largest logit is their label.
+    pub accuracy: f64,
+    /// Mean softmax cross-entropy.
+    pub loss: f64,
+    /// Number of records.
+    pub n: usize,
+    /// Each record's cross-entropy, in data order.
+    #[serde(skip)]
+    pub per_example_loss: Vec<f32>,
+}
+
+/// Runs `model` over `data` (records transformed by `input`, the transform the model was
+/// trained with) in chunks, calling `f(logits, labels)` for each chunk.
+fn for_each_chunk(
+    model: &mut Sequential,
+    input: &InputTransform,
+    data: &Dataset,
+    mut f: impl FnMut(&Tensor, &[usize]) -> Result<()>,
+) -> Result<()> {
+    check_fits(model, data)?;
+    let (mut x, mut labels) = (Tensor::default(), Vec::new());
+    for start in (0..data.n).step_by(EVAL_CHUNK) {
+        let end = (start + EVAL_CHUNK).min(data.n);
+        gather(data, start..end, input, &mut x, &mut labels);
+        let logits = model.forward(&x)?;
+        f(logits, &labels)?;
+    }
+    Ok(())
+}
+
+/// Accuracy, mean loss and per-example losses of `model` on `data`.
+///
+/// # Errors
+/// [`super::DpSgdError::Data`] when the records do not fit the model (shape or classes) or
+/// the data set is malformed; [`super::DpSgdError::Nn`] from the engine.
+pub fn evaluate(model: &mut Sequential, input: &InputTransform, data: &Dataset) -> Result<Eval> {
+    let mut correct = 0usize;
+    let mut per_example_loss = Vec::with_capacity(data.n);
+    let mut losses = Vec::new();
+    for_each_chunk(model, input, data, |logits, labels| {
+        correct += count_correct(logits, labels);
+        cross_entropy(logits, labels, None, &mut losses)?;
+        per_example_loss.extend_from_slice(&losses);
+        Ok(())
+    })?;
+    let loss = per_example_loss.iter().map(|&l| f64::from(l)).sum::<f64>() / data.n as f64;
+    Ok(Eval { accuracy: correct as f64 / data.n as f64, loss, n: data.n, per_example_loss })
+}
+
+/// The logits of every record, as a tensor `[n, classes]` in data order.
+///
+/// # Errors
+/// As [`evaluate`].
+pub fn predict_logits(model: &mut Sequential, input: &InputTransform, data: &Dataset) -> Result<Tensor> {
+    let k: usize = model.output_shape().iter().product();
+    let mut out = Vec::with_capacity(data.n * k);
+    for_each_chunk(model, input, data, |logits, _| {
+        out.extend_from_slice(logits.data());
+        Ok(())
+    })?;
+    Ok(Tensor::from_vec(&[data.n, k], out)?)
+}

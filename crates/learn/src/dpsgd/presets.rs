@@ -1,0 +1,158 @@
+//! Named training recipes (`dpml presets`, `dpml train --preset NAME`). Each starts from a
+//! published recipe and says where it comes from; flags given with `--preset` override its
+//! fields.
+//!
+//! Sources: Opacus' MNIST example (SampleConvNet, C = 1, σ ≈ 1.1, B = 256, lr 0.1);
+//! Papernot et al. 2020 (tanh activations keep DP-SGD gradients bounded); Tramèr & Boneh 2021
+//! (end-to-end tanh CNN: B = 512, lr 0.5, momentum 0.9, C = 0.1, 40 epochs for MNIST; B = 2048,
+//! lr 4 for Fashion-MNIST); De et al. 2022 (larger batches, parameter averaging).
+
+use serde::Serialize;
+
+use super::config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConfig};
+use super::error::{Result, config_err};
+use super::normalize::{FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization};
+
+/// A named recipe: a data set and a full configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Preset {
+    /// Name, e.g. `mnist-eps3`.
+    pub name: String,
+    /// One line: what it is, where it comes from, what it reached.
+    pub description: String,
+    /// Data set name as `--dataset` takes it.
+    pub dataset: String,
+    /// The configuration.
+    pub config: TrainConfig,
+}
+
+fn momentum(m: f32) -> OptimizerKind {
+    OptimizerKind::Sgd { momentum: m, nesterov: false }
+}
+
+/// The tanh CNN recipe of Tramèr & Boneh on MNIST-shaped data at target ε.
+fn tanh_cnn(epsilon: f64, batch_size: usize, lr: f32, epochs: f64, normalize: Normalization) -> TrainConfig {
+    TrainConfig {
+        model: "cnn-tanh".into(),
+        epochs,
+        batch_size,
+        max_grad_norm: 0.1,
+        lr,
+        optimizer: momentum(0.9),
+        privacy: Privacy::TargetEpsilon(epsilon),
+        accountant: AccountantKind::Pld,
+        physical_batch: 512,
+        ema: Some(0.999),
+        normalize,
+        ..TrainConfig::default()
+    }
+}
+
+/// Every preset, in a stable order.
+pub fn presets() -> Vec<Preset> {
+    let mnist = Normalization::mean_std(MNIST_MEAN_STD);
+    let fashion = Normalization::mean_std(FASHION_MNIST_MEAN_STD);
+    let p = |name: &str, dataset: &str, description: &str, config: TrainConfig| Preset {
+        name: name.into(),
+        description: description.into(),
+        dataset: dataset.into(),
+        config,
+    };
+    vec![
+        p(
+            "mnist-nonprivate",
+            "mnist",
+            "Non-private baseline: Opacus' SampleConvNet (cnn), 15 epochs, B = 128, SGD momentum 0.9, \
+             lr 0.05 with cosine decay",
+            TrainConfig {
+                model: "cnn".into(),
+                epochs: 15.0,
+                batch_size: 128,
+                lr: 0.05,
+                optimizer: momentum(0.9),
+                lr_schedule: ScheduleKind::Cosine { min_lr: 0.0 },
+                privacy: Privacy::NonPrivate,
+                physical_batch: 512,
+                normalize: mnist,
+                ..TrainConfig::default()
+            },
+        ),
+        p(
+            "mnist-eps1",
+            "mnist",
+            "epsilon = 1 (PLD, delta 1e-5): tanh CNN (Papernot et al. 2020), B = 1024, C = 0.1, lr 1.0 \
+             momentum 0.9, 30 epochs, EMA 0.999 (De et al. 2022)",
+            tanh_cnn(1.0, 1024, 1.0, 30.0, mnist),
+        ),
+        p(
+            "mnist-eps3",
+            "mnist",
+            "epsilon = 3 (PLD, delta 1e-5): Tramer & Boneh 2021 end-to-end tanh CNN, B = 512, C = 0.1, \
+             lr 0.5 momentum 0.9, 40 epochs, plus EMA 0.999",
+            tanh_cnn(3.0, 512, 0.5, 40.0, mnist),
+        ),
+        p(
+            "mnist-eps8",
+            "mnist",
+            "epsilon = 8 (PLD, delta 1e-5): the eps3 recipe with 60 epochs",
+            tanh_cnn(8.0, 512, 0.5, 60.0, mnist),
+        ),
+        p(
+            "fashion-mnist-eps3",
+            "fashion-mnist",
+            "epsilon = 3 (PLD, delta 1e-5): Tramer & Boneh 2021 Fashion-MNIST tanh CNN, B = 2048, \
+             C = 0.1, lr 4 momentum 0.9, 40 epochs, plus EMA 0.999",
+            tanh_cnn(3.0, 2048, 4.0, 40.0, fashion),
+        ),
+        p(
+            "digits-eps1",
+            "digits",
+            "epsilon = 1 (PLD, delta 1e-5) on the embedded 8x8 digits (all 1797 records): mlp 64-32, \
+             B = 128, C = 1, lr 0.5 momentum 0.9, 20 epochs, EMA 0.99; under a minute",
+            TrainConfig {
+                model: "mlp".into(),
+                hidden: vec![64, 32],
+                epochs: 20.0,
+                batch_size: 128,
+                max_grad_norm: 1.0,
+                lr: 0.5,
+                optimizer: momentum(0.9),
+                privacy: Privacy::TargetEpsilon(1.0),
+                ema: Some(0.99),
+                normalize: Normalization::PublicRange,
+                ..TrainConfig::default()
+            },
+        ),
+    ]
+}
+
+/// The preset called `name`.
+///
+/// # Errors
+/// [`super::DpSgdError::InvalidConfig`] naming `name` and listing the known presets.
+pub fn preset(name: &str) -> Result<Preset> {
+    let all = presets();
+    let known: Vec<String> = all.iter().map(|p| p.name.clone()).collect();
+    all.into_iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| config_err(format!("unknown preset {name:?}; known presets: {}", known.join(", "))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_valid_and_named() {
+        let all = presets();
+        for want in ["mnist-nonprivate", "mnist-eps1", "mnist-eps3", "mnist-eps8", "fashion-mnist-eps3", "digits-eps1"] {
+            let p = preset(want).unwrap();
+            p.config.validate().unwrap();
+            assert_eq!(p.name, want);
+        }
+        assert_eq!(all.len(), 6);
+        assert!(preset("mnist-eps2").unwrap_err().to_string().contains("mnist-eps2"));
+        // The ε in the name is the target.
+        assert_eq!(preset("mnist-eps8").unwrap().config.privacy, Privacy::TargetEpsilon(8.0));
+    }
+}

@@ -1,0 +1,231 @@
+//! One DP-SGD step, shared by training and the benchmark:
+//!
+//! 1. draw a Poisson batch (each record with probability q);
+//! 2. run it through the model in physical chunks of at most `physical_batch` records, each a
+//!    forward and a private backward pass that ADDS the clipped per-sample gradients into the
+//!    parameters' `grad` (virtual batching: clipping is per sample, so the accumulated sum is
+//!    exactly the clipped sum of the whole batch, and memory depends only on the chunk size);
+//! 3. add noise N(0, σ²C²) per coordinate to the clipped sum ([`super::noise`]), even when the
+//!    batch is empty;
+//! 4. divide by the EXPECTED batch size q·N (not the realised one, which would leak the batch
+//!    size) and let the optimizer step.
+//!
+//! Non-private steps skip clipping and noise and divide by the realised batch size.
+
+use dpml_data::Dataset;
+use dpml_mechanisms::DpRng;
+use dpml_nn::{BackwardMode, ClipConfig, Optimizer, Sequential, Tensor, count_correct, cross_entropy};
+
+use super::batch::gather;
+use super::error::Result;
+use super::noise::Noise;
+use super::normalize::InputTransform;
+use super::sampler::PoissonSampler;
+
+/// What one step saw (on private data: diagnostics for the operator, not a private release).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct StepStats {
+    /// Realised batch size.
+    pub batch: usize,
+    /// Sum of the per-sample losses before the update.
+    pub loss_sum: f64,
+    /// Records classified correctly before the update.
+    pub correct: usize,
+}
+
+/// The parts of a step that persist between steps (buffers are reused).
+pub(crate) struct Stepper {
+    pub model: Sequential,
+    optimizer: Box<dyn Optimizer + Send>,
+    sampler: PoissonSampler,
+    noise: Noise,
+    mode: BackwardMode,
+    physical_batch: usize,
+    input: InputTransform,
+    idx: Vec<usize>,
+    x: Tensor,
+    labels: Vec<usize>,
+    grad: Tensor,
+    losses: Vec<f32>,
+}
+
+impl Stepper {
+    /// A stepper for `model`. `clip` is `None` for non-private training.
+    pub(crate) fn new(
+        model: Sequential,
+        optimizer: Box<dyn Optimizer + Send>,
+        sampler: PoissonSampler,
+        noise: Noise,
+        clip: Option<ClipConfig>,
+        physical_batch: usize,
+        input: InputTransform,
+    ) -> Self {
+        let mode = clip.map_or(BackwardMode::NonPrivate, BackwardMode::Private);
+        Self {
+            model,
+            optimizer,
+            sampler,
+            noise,
+            mode,
+            physical_batch: physical_batch.max(1),
+            input,
+            idx: Vec::new(),
+            x: Tensor::default(),
+            labels: Vec::new(),
+            grad: Tensor::default(),
+            losses: Vec::new(),
+        }
+    }
+
+    /// One step at learning rate `lr` on a fresh Poisson batch of `data`.
+    ///
+    /// # Errors
+    /// [`super::DpSgdError::Nn`] from the engine (shapes were checked before training).
+    pub(crate) fn step(&mut self, data: &Dataset, lr: f32, rng: &mut DpRng) -> Result<StepStats> {
+        self.sampler.sample_into(rng, &mut self.idx);
+        self.apply(data, lr, rng)
+    }
+
+    /// Steps 2–4 of the module docs on the batch already in `self.idx`.
+    fn apply(&mut self, data: &Dataset, lr: f32, rng: &mut DpRng) -> Result<StepStats> {
+        let mut stats = StepStats { batch: self.idx.len(), ..StepStats::default() };
+        self.model.zero_grad();
+        for chunk in self.idx.chunks(self.physical_batch) {
+            gather(data, chunk.iter().copied(), &self.input, &mut self.x, &mut self.labels);
+            let logits = self.model.forward(&self.x)?;
+            stats.correct += count_correct(logits, &self.labels);
+            cross_entropy(logits, &self.labels, Some(&mut self.grad), &mut self.losses)?;
+            stats.loss_sum += self.losses.iter().map(|&l| f64::from(l)).sum::<f64>();
+            self.model.backward(&self.grad, self.mode)?;
+        }
+        let divisor = match self.noise {
+            Noise::None if stats.batch == 0 => return Ok(stats),
+            Noise::None => stats.batch as f64,
+            _ => self.sampler.expected_batch(),
+        };
+        self.noise.add(&mut self.model, rng);
+        let scale = (1.0 / divisor) as f32;
+        self.model.for_each_param_mut(|_, p| p.grad.iter_mut().for_each(|g| *g *= scale));
+        self.optimizer.step(&mut self.model, lr);
+        Ok(stats)
+    }
+
+    /// Test hook: one step on the given batch instead of a Poisson draw.
+    #[cfg(test)]
+    pub(crate) fn step_on(&mut self, data: &Dataset, batch: &[usize], lr: f32, rng: &mut DpRng) -> Result<StepStats> {
+        self.idx.clear();
+        self.idx.extend_from_slice(batch);
+        self.apply(data, lr, rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dpml_nn::{ModelSpec, Sgd};
+
+    use crate::dpsgd::noise::GridNoise;
+
+    fn tiny_data(n: usize) -> Dataset {
+        Dataset {
+            name: "tiny".into(),
+            x: (0..n * 4).map(|i| ((i * 7) % 11) as f32 / 11.0).collect(),
+            n,
+            record_shape: vec![4],
+            y: (0..n).map(|i| (i % 3) as u32).collect(),
+            n_classes: 3,
+            feature_names: (0..4).map(|i| format!("f{i}")).collect(),
+            class_names: (0..3).map(|i| format!("c{i}")).collect(),
+            feature_range: None,
+        }
+    }
+
+    fn stepper(noise: Noise, n: usize, q: f64, physical: usize, seed: u64) -> Stepper {
+        let spec = ModelSpec::named("mlp", &[4], 3, &[16]).unwrap();
+        let model = Sequential::new(spec, &mut DpRng::seeded(seed)).unwrap();
+        let clip = match noise {
+            Noise::None => None,
+            _ => Some(ClipConfig::flat(1.0).unwrap()),
+        };
+        Stepper::new(
+            model,
+            Box::new(Sgd::new(0.0, false, 0.0).unwrap()),
+            PoissonSampler::new(n, q).unwrap(),
+            noise,
+            clip,
+            physical,
+            InputTransform::IDENTITY,
+        )
+    }
+
+    fn values(m: &Sequential) -> Vec<f32> {
+        m.params().iter().flat_map(|p| p.value.iter().copied()).collect()
+    }
+
+    /// On a zero gradient (an empty batch: the clipped sum is exactly 0) the update with lr 1
+    /// and plain SGD is −noise/(q·N), so each coordinate's change has sd σ·C/(q·N).
+    /// With m = d·steps pooled coordinates the sample sd has relative standard error
+    /// ≈ 1/√(2m); we allow 5 of those.
+    fn check_noise_std(noise: Noise, want_sd: f64) {
+        let (n, q) = (100, 0.25);
+        let data = tiny_data(n);
+        let mut s = stepper(noise, n, q, 8, 1);
+        let mut rng = DpRng::seeded(2);
+        let mut sum_sq = 0.0;
+        let mut sum = 0.0;
+        let mut m = 0usize;
+        for _ in 0..20 {
+            let before = values(&s.model);
+            s.step_on(&data, &[], 1.0, &mut rng).unwrap();
+            for (a, b) in values(&s.model).iter().zip(&before) {
+                let d = f64::from(a - b);
+                sum += d;
+                sum_sq += d * d;
+                m += 1;
+            }
+        }
+        let sd = (sum_sq / m as f64 - (sum / m as f64).powi(2)).sqrt();
+        let tol = 5.0 / (2.0 * m as f64).sqrt();
+        assert!((sd / want_sd - 1.0).abs() < tol, "sd {sd} vs {want_sd} (m = {m}, tol {tol})");
+        // The mean change is 0 within 5 standard errors.
+        assert!((sum / m as f64).abs() < 5.0 * want_sd / (m as f64).sqrt());
+    }
+
+    #[test]
+    fn noise_std_on_a_zero_gradient_is_sigma_c_over_qn() {
+        let (sigma, c, qn) = (1.3, 1.0, 25.0);
+        check_noise_std(Noise::Gaussian { std: sigma * c }, sigma * c / qn);
+        // Exact noise: the same with the adjusted sensitivity C + g√d (d = 4·16+16+16·3+3 = 131).
+        let grid = GridNoise::new(sigma, c, 131).unwrap();
+        check_noise_std(Noise::Exact(grid), sigma * grid.sensitivity() / qn);
+    }
+
+    /// Virtual batching is exact: the same batch in chunks of 3 or all at once gives the same
+    /// update (up to f32 summation order).
+    #[test]
+    fn physical_chunks_do_not_change_the_update() {
+        let data = tiny_data(40);
+        let batch: Vec<usize> = (0..17).map(|i| i * 2).collect();
+        let clip = ClipConfig::flat(0.5).unwrap();
+        let run = |physical: usize| {
+            let mut s = stepper(Noise::None, 40, 0.5, physical, 4);
+            s.mode = BackwardMode::Private(clip);
+            s.step_on(&data, &batch, 0.1, &mut DpRng::seeded(0)).unwrap();
+            values(&s.model)
+        };
+        let (a, b) = (run(3), run(64));
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() < 1e-6, "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn non_private_empty_batch_leaves_the_model_unchanged() {
+        let data = tiny_data(10);
+        let mut s = stepper(Noise::None, 10, 0.5, 4, 3);
+        let before = values(&s.model);
+        let stats = s.step_on(&data, &[], 0.1, &mut DpRng::seeded(0)).unwrap();
+        assert_eq!(stats.batch, 0);
+        assert_eq!(values(&s.model), before);
+    }
+}

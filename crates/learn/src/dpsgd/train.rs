@@ -1,0 +1,283 @@
+//! The training loop: [`train`] validates, plans the privacy (calibrating σ first for a target
+//! ε), builds the model, runs T DP-SGD steps ([`super::step`]) with per-epoch logs and an
+//! observer for progress display, evaluates, and returns the model with its report and its
+//! privacy cost as a [`PrivacyEvent`].
+
+use std::time::Instant;
+
+use dpml_data::Dataset;
+use dpml_mechanisms::{DpRng, PrivacyEvent};
+use dpml_nn::{ClipConfig, Sequential};
+use serde::Serialize;
+
+use super::accounting::PrivacyPlan;
+use super::config::TrainConfig;
+use super::ema::Ema;
+use super::error::{DpSgdError, Result};
+use super::eval::{Eval, evaluate};
+use super::noise::Noise;
+use super::normalize::InputTransform;
+use super::sampler::PoissonSampler;
+use super::step::Stepper;
+
+/// One epoch's summary. Training loss and accuracy are measured on the Poisson batches before
+/// each update: they are computed from private data WITHOUT noise, so they are diagnostics for
+/// the operator, not private releases.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpochLog {
+    /// Epoch number, from 1.
+    pub epoch: usize,
+    /// Steps done so far.
+    pub steps: u64,
+    /// Mean per-sample loss over the epoch's batches.
+    pub train_loss: f64,
+    /// Accuracy over the epoch's batches.
+    pub train_accuracy: f64,
+    /// Test accuracy after the epoch (with averaged parameters if EMA is on), if a test set
+    /// was given.
+    pub test_accuracy: Option<f64>,
+    /// Test loss after the epoch, if a test set was given.
+    pub test_loss: Option<f64>,
+    /// ε spent so far (`None` when non-private).
+    pub epsilon: Option<f64>,
+}
+
+/// What the observer of [`train`] is told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// Training is about to start (σ is known: calibrated if a target ε was given).
+    Started {
+        /// Total steps T.
+        steps: u64,
+        /// Steps per epoch ⌈N/B⌉.
+        steps_per_epoch: u64,
+        /// σ (`None` when non-private).
+        noise_multiplier: Option<f64>,
+        /// q = B/N.
+        sampling_rate: f64,
+    },
+    /// A step finished.
+    Step {
+        /// Steps done, from 1.
+        step: u64,
+        /// Total steps T.
+        steps: u64,
+        /// Realised batch size.
+        batch_size: usize,
+        /// Mean loss on the batch before the update (NaN for an empty batch).
+        loss: f64,
+    },
+    /// An epoch finished.
+    Epoch(EpochLog),
+}
+
+/// The report of a run. Field names are the `dpml train --json` contract.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrainReport {
+    /// Test accuracy of the returned model (`None` without a test set).
+    pub test_accuracy: Option<f64>,
+    /// Accuracy of the returned model on the whole training set (not a private release).
+    pub train_accuracy: f64,
+    /// Test loss of the returned model (`None` without a test set).
+    pub test_loss: Option<f64>,
+    /// ε at `delta` from `accountant` (`None` when non-private).
+    pub epsilon: Option<f64>,
+    /// δ.
+    pub delta: f64,
+    /// "pld", "rdp" or "gdp".
+    pub accountant: String,
+    /// σ relative to `sensitivity` (`None` when non-private).
+    pub noise_multiplier: Option<f64>,
+    /// q = B/N.
+    pub sampling_rate: f64,
+    /// Steps T.
+    pub steps: u64,
+    /// Epochs as configured.
+    pub epochs: f64,
+    /// Clipping norm C.
+    pub max_grad_norm: f64,
+    /// The L2 sensitivity σ refers to: C, or C + g√d with exact noise (`None` when
+    /// non-private).
+    pub sensitivity: Option<f64>,
+    /// Whether the noise was exact discrete Gaussian.
+    pub exact_noise: bool,
+    /// Records processed per second in the training loop (evaluation and accounting excluded).
+    pub samples_per_sec: f64,
+    /// Wall-clock seconds of the whole call.
+    pub wall_seconds: f64,
+    /// Whether the random generator was user-seeded (outputs are then not secure releases).
+    pub seeded: bool,
+    /// Per-epoch logs.
+    pub epoch_log: Vec<EpochLog>,
+}
+
+/// A trained model with everything needed to use and justify it.
+#[derive(Debug)]
+pub struct TrainOutcome {
+    /// The model (averaged parameters if EMA was on).
+    pub model: Sequential,
+    /// The input transform the model expects (save it with [`super::save`]).
+    pub input: InputTransform,
+    /// The report.
+    pub report: TrainReport,
+    /// The privacy cost `dp_sgd(σ, q, T)`; `None` for a non-private run, which has no
+    /// guarantee at all (ε = ∞), not a zero cost.
+    pub event: Option<PrivacyEvent>,
+}
+
+/// Per-epoch accumulators.
+#[derive(Default)]
+struct EpochAcc {
+    n: usize,
+    loss: f64,
+    correct: usize,
+}
+
+/// Trains `cfg.model` on `train` with DP-SGD (or without privacy), evaluating on `test` after
+/// every epoch, calling `observer` after every step and epoch.
+///
+/// # Privacy
+/// T = ⌈E·N/B⌉ steps of the Poisson-subsampled Gaussian mechanism with rate q = B/N and noise
+/// multiplier σ on the clipped gradient sum: the event `PrivacyEvent::dp_sgd(σ, q, T)` (see
+/// [`super::noise`] for the mechanism and the exact-noise sensitivity adjustment). With a
+/// target ε, σ is calibrated before training so that the reported ε ≤ target. Initialisation,
+/// evaluation on `test`, EMA and the optimizer are post-processing or use no private data;
+/// the training-set accuracy and losses in the report and logs are NOT private releases.
+///
+/// # Citations
+/// Abadi et al., *Deep Learning with Differential Privacy*, CCS 2016; Opacus (Yousefpour et
+/// al. 2021) for the conventions (expected batch size, noise σ·C on the sum).
+///
+/// # Errors
+/// [`DpSgdError::InvalidConfig`] / [`DpSgdError::Nn`] for a bad configuration (see
+/// [`TrainConfig::validate`]), [`DpSgdError::Data`] for data that do not fit it,
+/// [`DpSgdError::Accounting`] for an unreachable target ε, all before training starts.
+pub fn train(
+    cfg: &TrainConfig,
+    train: &Dataset,
+    test: Option<&Dataset>,
+    rng: &mut DpRng,
+    observer: &mut dyn FnMut(&Progress),
+) -> Result<TrainOutcome> {
+    let started = Instant::now();
+    cfg.validate()?;
+    let spec = cfg.validate_data(train, test)?;
+    let input = cfg.normalize.resolve(train)?;
+    let plan = PrivacyPlan::new(cfg, train.n)?;
+    let model = Sequential::new(spec, rng)?;
+    let c = f64::from(cfg.max_grad_norm);
+    let noise = Noise::new(plan.noise_multiplier, c, model.num_params(), cfg.exact_noise)?;
+    let clip = match plan.noise_multiplier {
+        None => None,
+        Some(_) if cfg.per_layer_clipping => Some(ClipConfig::per_layer(cfg.max_grad_norm)?),
+        Some(_) => Some(ClipConfig::flat(cfg.max_grad_norm)?),
+    };
+    let optimizer = cfg.optimizer.build(cfg.weight_decay)?;
+    let sampler = PoissonSampler::new(train.n, plan.sampling_rate)?;
+    let mut ema = cfg.ema.map(|d| Ema::new(d, &model));
+    let mut stepper = Stepper::new(model, optimizer, sampler, noise, clip, cfg.physical_batch, input);
+    let schedule = cfg.lr_schedule.to_nn(plan.steps, plan.steps_per_epoch);
+
+    observer(&Progress::Started {
+        steps: plan.steps,
+        steps_per_epoch: plan.steps_per_epoch,
+        noise_multiplier: plan.noise_multiplier,
+        sampling_rate: plan.sampling_rate,
+    });
+    let mut loop_seconds = 0.0;
+    let mut samples = 0usize;
+    let mut epoch_log = Vec::new();
+    let mut acc = EpochAcc::default();
+    for t in 0..plan.steps {
+        let lr = schedule.lr(cfg.lr, usize::try_from(t).unwrap_or(usize::MAX));
+        let tick = Instant::now();
+        let stats = stepper.step(train, lr, rng)?;
+        if let Some(e) = ema.as_mut() {
+            e.update(&mut stepper.model);
+        }
+        loop_seconds += tick.elapsed().as_secs_f64();
+        samples += stats.batch;
+        acc.n += stats.batch;
+        acc.loss += stats.loss_sum;
+        acc.correct += stats.correct;
+        let done = t + 1;
+        observer(&Progress::Step {
+            step: done,
+            steps: plan.steps,
+            batch_size: stats.batch,
+            loss: if stats.batch == 0 { f64::NAN } else { stats.loss_sum / stats.batch as f64 },
+        });
+        if done % plan.steps_per_epoch == 0 || done == plan.steps {
+            let test_eval = with_averaged(&mut stepper.model, ema.as_mut(), |m| {
+                test.map(|d| evaluate(m, &input, d)).transpose()
+            })?;
+            let log = EpochLog {
+                epoch: epoch_log.len() + 1,
+                steps: done,
+                train_loss: ratio(acc.loss, acc.n),
+                train_accuracy: ratio(acc.correct as f64, acc.n),
+                test_accuracy: test_eval.as_ref().map(|e| e.accuracy),
+                test_loss: test_eval.as_ref().map(|e| e.loss),
+                epsilon: plan.epsilon(cfg.accountant, done, cfg.delta)?,
+            };
+            observer(&Progress::Epoch(log.clone()));
+            epoch_log.push(log);
+            acc = EpochAcc::default();
+        }
+    }
+
+    let mut model = stepper.model;
+    if let Some(e) = ema.as_mut() {
+        e.swap(&mut model);
+    }
+    let test_eval: Option<Eval> = test.map(|d| evaluate(&mut model, &input, d)).transpose()?;
+    let train_eval = evaluate(&mut model, &input, train)?;
+    let epsilon = plan.epsilon(cfg.accountant, plan.steps, cfg.delta)?;
+    if let (Some(eps), super::config::Privacy::TargetEpsilon(target)) = (epsilon, cfg.privacy) {
+        // Calibration guarantees this; fail closed rather than report an overspent budget.
+        if eps > target {
+            return Err(DpSgdError::InvalidConfig(format!(
+                "internal check failed: epsilon {eps} exceeds the target {target}"
+            )));
+        }
+    }
+    let event = plan.event(plan.steps);
+    let report = TrainReport {
+        test_accuracy: test_eval.as_ref().map(|e| e.accuracy),
+        train_accuracy: train_eval.accuracy,
+        test_loss: test_eval.as_ref().map(|e| e.loss),
+        epsilon,
+        delta: cfg.delta,
+        accountant: cfg.accountant.name().into(),
+        noise_multiplier: plan.noise_multiplier,
+        sampling_rate: plan.sampling_rate,
+        steps: plan.steps,
+        epochs: cfg.epochs,
+        max_grad_norm: c,
+        sensitivity: plan.noise_multiplier.map(|_| noise.sensitivity(c)),
+        exact_noise: cfg.exact_noise,
+        samples_per_sec: if loop_seconds > 0.0 { samples as f64 / loop_seconds } else { 0.0 },
+        wall_seconds: started.elapsed().as_secs_f64(),
+        seeded: rng.is_seeded(),
+        epoch_log,
+    };
+    Ok(TrainOutcome { model, input, report, event })
+}
+
+/// `num / den`, NaN when `den` is 0.
+fn ratio(num: f64, den: usize) -> f64 {
+    if den == 0 { f64::NAN } else { num / den as f64 }
+}
+
+/// Runs `f` on the model with the averaged parameters swapped in (if any), then swaps back.
+fn with_averaged<T>(model: &mut Sequential, ema: Option<&mut Ema>, f: impl FnOnce(&mut Sequential) -> T) -> T {
+    match ema {
+        Some(e) => {
+            e.swap(model);
+            let out = f(model);
+            e.swap(model);
+            out
+        }
+        None => f(model),
+    }
+}

@@ -1,0 +1,14 @@
+//! Private learners for dpml: each learner returns, next to the model it fitted, its privacy
+//! cost as a value (a [`dpml_mechanisms::PrivacyEvent`] the accountants compose).
+//!
+//! - [`kmeans`]: plain and differentially private k-means (DPLloyd with Laplace or Gaussian
+//!   noise, input perturbation), with clustering metrics.
+//! - [`hungarian`]: optimal one-to-one matching, used to score clusterings against classes.
+#![deny(missing_docs)]
+
+pub mod dpsgd;
+pub mod error;
+pub mod hungarian;
+pub mod kmeans;
+
+pub use error::LearnError;

@@ -1,0 +1,166 @@
+//! Save and load models as safetensors: one F32 tensor per parameter, named
+//! `"{layer index}.{weight|bias}"` in PyTorch layout (as a PyTorch `nn.Sequential` state dict),
+//! and the architecture as JSON under the metadata key [`ARCH_KEY`], so other tools can read
+//! the weights and dpml can rebuild the model.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use dpml_mechanisms::DpRng;
+use safetensors::{Dtype, SafeTensors, tensor::TensorView};
+
+use crate::arch::ModelSpec;
+use crate::error::{NnError, Result};
+use crate::model::Sequential;
+
+/// Metadata key holding the [`ModelSpec`] JSON.
+pub const ARCH_KEY: &str = "dpml_architecture";
+
+fn io_err(e: impl std::fmt::Display) -> NnError {
+    NnError::Io(e.to_string())
+}
+
+/// The model as safetensors bytes.
+///
+/// # Errors
+/// [`NnError::Io`] if serialisation fails.
+pub fn to_bytes(model: &Sequential) -> Result<Vec<u8>> {
+    let named = model.named_params();
+    let bytes: Vec<Vec<u8>> = named
+        .iter()
+        .map(|(_, p)| p.value.iter().flat_map(|v| v.to_le_bytes()).collect())
+        .collect();
+    let mut views = Vec::with_capacity(named.len());
+    for ((name, p), b) in named.iter().zip(&bytes) {
+        views.push((
+            name.clone(),
+            TensorView::new(Dtype::F32, p.shape.clone(), b).map_err(io_err)?,
+        ));
+    }
+    let arch = serde_json::to_string(model.spec()).map_err(io_err)?;
+    let meta = HashMap::from([
+        (ARCH_KEY.to_string(), arch),
+        ("format".to_string(), "pt".to_string()),
+    ]);
+    safetensors::serialize(views, Some(meta)).map_err(io_err)
+}
+
+/// Rebuilds a model from safetensors bytes written by [`to_bytes`].
+///
+/// # Errors
+/// [`NnError::Io`] for unreadable files, a missing or invalid architecture, or a missing or
+/// mis-shaped tensor (named in the message); build errors as [`Sequential::new`].
+pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
+    let (_, meta) = SafeTensors::read_metadata(bytes).map_err(io_err)?;
+    let arch = meta
+        .metadata()
+        .as_ref()
+        .and_then(|m| m.get(ARCH_KEY))
+        .ok_or_else(|| NnError::Io(format!("no {ARCH_KEY:?} entry in the safetensors metadata")))?;
+    let spec: ModelSpec = serde_json::from_str(arch)
+        .map_err(|e| NnError::Io(format!("bad architecture JSON: {e}")))?;
+    let tensors = SafeTensors::deserialize(bytes).map_err(io_err)?;
+    // Parameters are overwritten below, so the initialisation seed does not matter.
+    let mut model = Sequential::new(spec, &mut DpRng::seeded(0))?;
+    let names: Vec<String> = model.named_params().into_iter().map(|(n, _)| n).collect();
+    let mut err = None;
+    model.for_each_param_mut(|k, p| {
+        if err.is_some() {
+            return;
+        }
+        let name = &names[k];
+        match tensors.tensor(name) {
+            Ok(t) if t.dtype() == Dtype::F32 && t.shape() == p.shape.as_slice() => {
+                for (v, c) in p.value.iter_mut().zip(t.data().chunks_exact(4)) {
+                    *v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+            }
+            Ok(t) => {
+                err = Some(NnError::Io(format!(
+                    "tensor {name:?} is {:?} {:?}, the architecture needs F32 {:?}",
+                    t.dtype(),
+                    t.shape(),
+                    p.shape
+                )))
+            }
+            Err(e) => err = Some(NnError::Io(format!("tensor {name:?}: {e}"))),
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(model),
+    }
+}
+
+/// Writes the model to `path` as safetensors.
+///
+/// # Errors
+/// [`NnError::Io`] naming the path when writing fails.
+pub fn save(model: &Sequential, path: &Path) -> Result<()> {
+    std::fs::write(path, to_bytes(model)?)
+        .map_err(|e| NnError::Io(format!("{}: {e}", path.display())))
+}
+
+/// Reads a model written by [`save`].
+///
+/// # Errors
+/// [`NnError::Io`] naming the path when reading fails; otherwise as [`from_bytes`].
+pub fn load(path: &Path) -> Result<Sequential> {
+    let bytes = std::fs::read(path).map_err(|e| NnError::Io(format!("{}: {e}", path.display())))?;
+    from_bytes(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::testutil::random;
+
+    #[test]
+    fn save_load_gives_identical_outputs() {
+        let mut rng = DpRng::seeded(5);
+        let spec = ModelSpec::named("cnn", &[1, 28, 28], 10, &[]).unwrap();
+        let mut m = Sequential::new(spec, &mut rng).unwrap();
+        let x = random(&[3, 1, 28, 28], &mut rng);
+        let want = m.forward(&x).unwrap().clone();
+        let dir = std::env::temp_dir().join(format!("dpml-nn-io-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.safetensors");
+        save(&m, &path).unwrap();
+        let mut back = load(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(back.spec(), m.spec());
+        assert_eq!(back.forward(&x).unwrap(), &want);
+        // Readable by any safetensors reader, with PyTorch names and layout.
+        let bytes = to_bytes(&m).unwrap();
+        let st = SafeTensors::deserialize(&bytes).unwrap();
+        assert_eq!(st.tensor("0.weight").unwrap().shape(), &[16, 1, 8, 8]);
+        assert_eq!(st.tensor("9.bias").unwrap().shape(), &[10]);
+    }
+
+    #[test]
+    fn missing_architecture_or_tensor_is_an_error() {
+        let data = [0u8; 4];
+        let view = TensorView::new(Dtype::F32, vec![1], &data).unwrap();
+        let bytes = safetensors::serialize([("x", view.clone())], None).unwrap();
+        assert!(
+            from_bytes(&bytes)
+                .unwrap_err()
+                .to_string()
+                .contains(ARCH_KEY)
+        );
+        let spec = ModelSpec::named("logreg", &[1], 1, &[]).unwrap();
+        let meta = HashMap::from([(ARCH_KEY.to_string(), serde_json::to_string(&spec).unwrap())]);
+        let bytes =
+            safetensors::serialize([("0.weight", view.clone())], Some(meta.clone())).unwrap();
+        let msg = from_bytes(&bytes).unwrap_err().to_string();
+        assert!(msg.contains("0.weight") && msg.contains("[1, 1]"), "{msg}");
+        let w = TensorView::new(Dtype::F32, vec![1, 1], &data).unwrap();
+        let bytes = safetensors::serialize([("0.weight", w)], Some(meta)).unwrap();
+        assert!(
+            from_bytes(&bytes)
+                .unwrap_err()
+                .to_string()
+                .contains("0.bias")
+        );
+    }
+}

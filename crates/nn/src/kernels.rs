@@ -1,0 +1,326 @@
+//! CPU kernels kept apart from layer logic: a safe single-threaded SGEMM wrapper around
+//! `matrixmultiply` (chosen over the `gemm` crate by measurement at the CNN's shapes, see the
+//! crate docs), im2col/col2im for convolutions, and the sample-range split used for
+//! data-parallel work over a batch.
+
+use std::ops::Range;
+
+/// `C = alpha · op(A) · op(B) + beta · C` for contiguous row-major matrices, single-threaded.
+///
+/// `op(A)` is `m × k`: `A` is stored `m × k`, or `k × m` when `a_t`. `op(B)` is `k × n`: `B` is
+/// stored `k × n`, or `n × k` when `b_t`. `C` is `m × n`. With `beta == 0` the old contents of
+/// `C` are not read.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: &[f32],
+    a_t: bool,
+    b: &[f32],
+    b_t: bool,
+    beta: f32,
+    c: &mut [f32],
+) {
+    assert!(
+        a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+        "gemm buffer too small"
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    let (rsa, csa) = if a_t {
+        (1, m as isize)
+    } else {
+        (k as isize, 1)
+    };
+    let (rsb, csb) = if b_t {
+        (1, k as isize)
+    } else {
+        (n as isize, 1)
+    };
+    // SAFETY: the assertion above guarantees every index the strides can reach
+    // (max (m-1)·rs + (k-1)·cs < m·k, and likewise for B and C) lies inside the slices, and
+    // `c` is a unique borrow so it does not alias `a` or `b`.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            alpha,
+            a.as_ptr(),
+            rsa,
+            csa,
+            b.as_ptr(),
+            rsb,
+            csb,
+            beta,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
+/// Geometry of a 2-D convolution or pooling window over one `c × h × w` record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub stride: usize,
+    pub pad: usize,
+    pub oh: usize,
+    pub ow: usize,
+}
+
+impl Window {
+    /// The window geometry, or `None` when the kernel does not fit the padded input.
+    pub fn new(c: usize, h: usize, w: usize, k: usize, stride: usize, pad: usize) -> Option<Self> {
+        if stride == 0 || k == 0 || h + 2 * pad < k || w + 2 * pad < k {
+            return None;
+        }
+        let oh = (h + 2 * pad - k) / stride + 1;
+        let ow = (w + 2 * pad - k) / stride + 1;
+        Some(Self {
+            c,
+            h,
+            w,
+            kh: k,
+            kw: k,
+            stride,
+            pad,
+            oh,
+            ow,
+        })
+    }
+
+    /// Rows of the unfolded matrix: `c·kh·kw`.
+    pub fn d(&self) -> usize {
+        self.c * self.kh * self.kw
+    }
+
+    /// Output positions `oh·ow` (columns of the unfolded matrix).
+    pub fn t(&self) -> usize {
+        self.oh * self.ow
+    }
+
+    /// For kernel offset `k` along an axis of length `len`, the output positions `o` whose input
+    /// index `o·stride + k − pad` lies in `0..len`.
+    fn valid(&self, k: usize, len: usize, out: usize) -> Range<usize> {
+        let s = self.stride;
+        // first o with o*s + k >= pad
+        let lo = if k >= self.pad {
+            0
+        } else {
+            (self.pad - k).div_ceil(s)
+        };
+        // last o with o*s + k - pad <= len - 1  ⇔ o*s <= len - 1 + pad - k
+        let hi = if len + self.pad > k {
+            ((len - 1 + self.pad - k) / s + 1).min(out)
+        } else {
+            0
+        };
+        lo..hi.max(lo)
+    }
+
+    /// Unfolds one record `x` (`c × h × w`) into `cols` (`d × t`, row `(c, ki, kj)`, column
+    /// `(oy, ox)`); out-of-bounds (padding) entries are zero.
+    pub fn im2col(&self, x: &[f32], cols: &mut [f32]) {
+        let (t, s) = (self.t(), self.stride);
+        for c in 0..self.c {
+            let xc = &x[c * self.h * self.w..(c + 1) * self.h * self.w];
+            for ki in 0..self.kh {
+                let ys = self.valid(ki, self.h, self.oh);
+                for kj in 0..self.kw {
+                    let xs = self.valid(kj, self.w, self.ow);
+                    let row = (c * self.kh + ki) * self.kw + kj;
+                    let dst = &mut cols[row * t..(row + 1) * t];
+                    if ys.len() < self.oh || xs.len() < self.ow {
+                        dst.fill(0.0);
+                    }
+                    if xs.is_empty() {
+                        continue;
+                    }
+                    let x0 = xs.start * s + kj - self.pad;
+                    for oy in ys.clone() {
+                        let iy = oy * s + ki - self.pad;
+                        let src = &xc[iy * self.w + x0..];
+                        let drow = &mut dst[oy * self.ow + xs.start..oy * self.ow + xs.end];
+                        if s == 1 {
+                            drow.copy_from_slice(&src[..drow.len()]);
+                        } else {
+                            drow.iter_mut()
+                                .zip(src.iter().step_by(s))
+                                .for_each(|(d, v)| *d = *v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adjoint of [`Window::im2col`]: adds the unfolded gradient `cols` (`d × t`) into `gx`
+    /// (`c × h × w`), which the caller zeroes first.
+    pub fn col2im(&self, cols: &[f32], gx: &mut [f32]) {
+        let (t, s) = (self.t(), self.stride);
+        for c in 0..self.c {
+            let gc = &mut gx[c * self.h * self.w..(c + 1) * self.h * self.w];
+            for ki in 0..self.kh {
+                let ys = self.valid(ki, self.h, self.oh);
+                for kj in 0..self.kw {
+                    let xs = self.valid(kj, self.w, self.ow);
+                    if xs.is_empty() {
+                        continue;
+                    }
+                    let row = (c * self.kh + ki) * self.kw + kj;
+                    let src = &cols[row * t..(row + 1) * t];
+                    let x0 = xs.start * s + kj - self.pad;
+                    for oy in ys.clone() {
+                        let iy = oy * s + ki - self.pad;
+                        let drow = &mut gc[iy * self.w + x0..];
+                        let srow = &src[oy * self.ow + xs.start..oy * self.ow + xs.end];
+                        if s == 1 {
+                            drow.iter_mut().zip(srow).for_each(|(d, v)| *d += v);
+                        } else {
+                            drow.iter_mut()
+                                .step_by(s)
+                                .zip(srow)
+                                .for_each(|(d, v)| *d += v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Splits `0..n` samples into at most one contiguous range per rayon thread (fewer for small
+/// batches), so each thread runs single-threaded kernels on its share — no nested parallelism.
+pub(crate) fn sample_ranges(n: usize) -> Vec<Range<usize>> {
+    let parts = rayon::current_num_threads().clamp(1, n.max(1));
+    let per = n.div_ceil(parts).max(1);
+    (0..parts)
+        .map(|p| (p * per).min(n)..((p + 1) * per).min(n))
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// Splits `buf` into one slice per range, `per` values per sample. An empty `buf` gives empty
+/// slices (for optional outputs).
+pub(crate) fn split_mut<'a, T>(
+    mut buf: &'a mut [T],
+    per: usize,
+    ranges: &[Range<usize>],
+) -> Vec<&'a mut [T]> {
+    let mut out = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        let len = if buf.is_empty() { 0 } else { r.len() * per };
+        let (head, tail) = std::mem::take(&mut buf).split_at_mut(len);
+        out.push(head);
+        buf = tail;
+    }
+    out
+}
+
+/// Sum of squares.
+pub(crate) fn sq_norm(x: &[f32]) -> f32 {
+    x.iter().map(|v| v * v).sum()
+}
+
+/// Adds `src` into `dst` element-wise.
+pub(crate) fn add_into(dst: &mut [f32], src: &[f32]) {
+    dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+            }
+        }
+        c
+    }
+
+    fn transpose(r: usize, c: usize, x: &[f32]) -> Vec<f32> {
+        let mut t = vec![0.0; r * c];
+        for i in 0..r {
+            for j in 0..c {
+                t[j * r + i] = x[i * c + j];
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn gemm_all_transposes_match_naive() {
+        let (m, k, n) = (5, 7, 3);
+        let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
+        let want = naive(m, k, n, &a, &b);
+        let at = transpose(m, k, &a);
+        let bt = transpose(k, n, &b);
+        for (aa, ta) in [(&a, false), (&at, true)] {
+            for (bb, tb) in [(&b, false), (&bt, true)] {
+                let mut c = vec![1.0; m * n];
+                gemm(m, k, n, 2.0, aa, ta, bb, tb, 0.5, &mut c);
+                for (g, w) in c.iter().zip(&want) {
+                    assert!((g - (2.0 * w + 0.5)).abs() < 1e-5);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn col2im_is_adjoint_of_im2col() {
+        // <im2col(x), y> == <x, col2im(y)> for all x, y: checks padding and stride book-keeping.
+        for (k, s, p) in [(3, 1, 1), (4, 2, 0), (8, 2, 3), (2, 1, 0)] {
+            let win = Window::new(2, 9, 7, k, s, p).unwrap();
+            let x: Vec<f32> = (0..2 * 9 * 7).map(|i| (i as f32 * 0.3).sin()).collect();
+            let y: Vec<f32> = (0..win.d() * win.t())
+                .map(|i| (i as f32 * 0.7).cos())
+                .collect();
+            let mut cols = vec![0.0; win.d() * win.t()];
+            win.im2col(&x, &mut cols);
+            let mut gx = vec![0.0; x.len()];
+            win.col2im(&y, &mut gx);
+            let lhs: f32 = cols.iter().zip(&y).map(|(a, b)| a * b).sum();
+            let rhs: f32 = x.iter().zip(&gx).map(|(a, b)| a * b).sum();
+            assert!(
+                (lhs - rhs).abs() < 1e-3 * lhs.abs().max(1.0),
+                "{k} {s} {p}: {lhs} {rhs}"
+            );
+        }
+    }
+
+    #[test]
+    fn im2col_picks_the_right_pixel() {
+        let win = Window::new(1, 4, 4, 2, 2, 1).unwrap();
+        assert_eq!((win.oh, win.ow), (3, 3));
+        let x: Vec<f32> = (0..16).map(|v| v as f32).collect();
+        let mut cols = vec![0.0; win.d() * win.t()];
+        win.im2col(&x, &mut cols);
+        // row (ki=1,kj=1), output (1,1) reads input (1*2+1-1, 1*2+1-1) = (2,2) = 10.
+        assert_eq!(cols[3 * 9 + 4], 10.0);
+        // row (0,0), output (0,0) reads (-1,-1): padding.
+        assert_eq!(cols[0], 0.0);
+    }
+
+    #[test]
+    fn ranges_cover_the_batch() {
+        for n in [1, 2, 3, 17, 256] {
+            let r = sample_ranges(n);
+            assert_eq!(r.first().unwrap().start, 0);
+            assert_eq!(r.last().unwrap().end, n);
+            assert!(r.windows(2).all(|w| w[0].end == w[1].start));
+        }
+    }
+}

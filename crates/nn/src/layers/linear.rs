@@ -1,0 +1,181 @@
+//! Fully connected layer with ghost per-sample gradient norms.
+
+use dpml_mechanisms::DpRng;
+
+use super::{GradMode, Layer, LayerSpec};
+use crate::error::{Result, invalid};
+use crate::kernels::{gemm, sq_norm};
+use crate::param::{Param, kaiming_bound};
+use crate::tensor::Tensor;
+
+/// `y = x Wᵀ + b` with `W` of shape `[out, in]` (PyTorch layout).
+///
+/// Per-sample gradients are never materialised: sample i's weight gradient is the outer
+/// product gᵢ aᵢᵀ, so ‖gᵢ aᵢᵀ‖²_F = ‖aᵢ‖²‖gᵢ‖² (the ghost norm, Goodfellow 2015), plus ‖gᵢ‖²
+/// for the bias; the clipped sum is the single product Gᵀ diag(c) A.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    inp: usize,
+    out: usize,
+    out_shape: [usize; 1],
+    /// Weight `[out, in]`.
+    pub weight: Param,
+    /// Bias `[out]`.
+    pub bias: Param,
+    scaled: Vec<f32>,
+}
+
+impl Linear {
+    /// A layer with PyTorch's default initialisation (U(±1/√in) for weight and bias).
+    ///
+    /// # Errors
+    /// [`crate::NnError::InvalidParameter`] when a size is zero.
+    pub fn new(inp: usize, out: usize, rng: &mut DpRng) -> Result<Self> {
+        if inp == 0 || out == 0 {
+            return Err(invalid(format!(
+                "linear sizes must be > 0, got in={inp}, out={out}"
+            )));
+        }
+        let b = kaiming_bound(inp);
+        Ok(Self {
+            inp,
+            out,
+            out_shape: [out],
+            weight: Param::uniform("weight", &[out, inp], b, rng),
+            bias: Param::uniform("bias", &[out], b, rng),
+            scaled: Vec::new(),
+        })
+    }
+
+    /// Adds Gᵀ A (`out × in`) and the column sums of G into the gradients.
+    fn add_grads(&mut self, g: &[f32], x: &[f32], n: usize) {
+        gemm(
+            self.out,
+            n,
+            self.inp,
+            1.0,
+            g,
+            true,
+            x,
+            false,
+            1.0,
+            &mut self.weight.grad,
+        );
+        for row in g.chunks_exact(self.out) {
+            self.bias
+                .grad
+                .iter_mut()
+                .zip(row)
+                .for_each(|(b, v)| *b += v);
+        }
+    }
+}
+
+impl Layer for Linear {
+    fn spec(&self) -> LayerSpec {
+        LayerSpec::Linear {
+            in_features: self.inp,
+            out_features: self.out,
+        }
+    }
+
+    fn out_shape(&self) -> &[usize] {
+        &self.out_shape
+    }
+
+    fn forward(&mut self, x: &Tensor, y: &mut Tensor) {
+        let n = x.batch();
+        y.reset(n, &self.out_shape);
+        let yd = y.data_mut();
+        for row in yd.chunks_exact_mut(self.out) {
+            row.copy_from_slice(&self.bias.value);
+        }
+        gemm(
+            n,
+            self.inp,
+            self.out,
+            1.0,
+            x.data(),
+            false,
+            &self.weight.value,
+            true,
+            1.0,
+            yd,
+        );
+    }
+
+    fn backward(
+        &mut self,
+        x: &Tensor,
+        _y: &Tensor,
+        gy: &Tensor,
+        gx: Option<&mut Tensor>,
+        mode: GradMode<'_>,
+    ) {
+        let n = x.batch();
+        if let Some(gx) = gx {
+            gx.reset(n, &[self.inp]);
+            gemm(
+                n,
+                self.out,
+                self.inp,
+                1.0,
+                gy.data(),
+                false,
+                &self.weight.value,
+                false,
+                0.0,
+                gx.data_mut(),
+            );
+        }
+        match mode {
+            GradMode::Sum => self.add_grads(gy.data(), x.data(), n),
+            GradMode::PerSample(sq) => {
+                for (i, s) in sq.iter_mut().enumerate() {
+                    *s = (sq_norm(x.record(i)) + 1.0) * sq_norm(gy.record(i));
+                }
+            }
+        }
+    }
+
+    fn accumulate_clipped(&mut self, x: &Tensor, gy: &Tensor, factors: &[f32]) {
+        let mut scaled = std::mem::take(&mut self.scaled);
+        scaled.clear();
+        for (i, &c) in factors.iter().enumerate() {
+            // c = 0 marks a dropped sample: write zeros so a non-finite gradient cannot leak in.
+            scaled.extend(
+                gy.record(i)
+                    .iter()
+                    .map(|v| if c == 0.0 { 0.0 } else { c * v }),
+            );
+        }
+        self.add_grads(&scaled, x.data(), x.batch());
+        self.scaled = scaled;
+    }
+
+    fn params(&self) -> Vec<&Param> {
+        vec![&self.weight, &self.bias]
+    }
+
+    fn params_mut(&mut self) -> Vec<&mut Param> {
+        vec![&mut self.weight, &mut self.bias]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::testutil::{check_layer, check_per_sample};
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let mut l = Linear::new(5, 3, &mut DpRng::seeded(1)).unwrap();
+        check_layer(&mut l, &[4, 5], 11);
+    }
+
+    #[test]
+    fn per_sample_norms_and_clipped_sum_match_brute_force() {
+        let mut l = Linear::new(6, 4, &mut DpRng::seeded(2)).unwrap();
+        check_per_sample(&mut l, &[5, 6], 12);
+    }
+}

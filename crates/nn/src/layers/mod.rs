@@ -1,0 +1,120 @@
+//! Layers: plain structs with a small forward and backward, and the [`Layer`] trait that the
+//! [`crate::Sequential`] model drives. Parameterised layers also give per-sample gradient norms
+//! and the clipped sum of per-sample gradients (see [`GradMode`]).
+
+mod activation;
+mod conv;
+mod flatten;
+mod groupnorm;
+mod linear;
+mod pool;
+mod spec;
+
+pub use activation::{Relu, Tanh};
+pub use conv::{Conv2d, ConvNormMode};
+pub use flatten::Flatten;
+pub use groupnorm::GroupNorm;
+pub use linear::Linear;
+pub use pool::{AvgPool2d, MaxPool2d};
+pub use spec::{BATCHNORM_REFUSAL, LayerSpec};
+
+use crate::param::Param;
+use crate::tensor::Tensor;
+
+/// What the backward pass does with parameter gradients.
+#[derive(Debug)]
+pub enum GradMode<'a> {
+    /// Add the plain sum over the batch of per-sample gradients into the parameters' `grad`.
+    Sum,
+    /// Do not touch `grad`; write each sample's squared gradient norm over this layer's
+    /// parameters into the slice (one entry per sample) and keep what
+    /// [`Layer::accumulate_clipped`] needs to form the clipped sum afterwards.
+    PerSample(&'a mut [f32]),
+}
+
+/// One layer of a sequential model. Tensors are batches `[n, record...]`.
+///
+/// The model calls `forward`, then (for training) `backward` from the last layer to the first
+/// with the layer's own input `x`, output `y` and output gradient `gy` (buffers the model
+/// keeps, so layers need not copy them), and in private mode `accumulate_clipped` once the clip
+/// factors are known.
+pub trait Layer: Send + Sync + std::fmt::Debug {
+    /// The description this layer was built from (saved with the model).
+    fn spec(&self) -> LayerSpec;
+
+    /// Shape of one output record.
+    fn out_shape(&self) -> &[usize];
+
+    /// Computes `y` from `x` (`y` is resized; its allocation is reused between calls).
+    fn forward(&mut self, x: &Tensor, y: &mut Tensor);
+
+    /// Backpropagates `gy` (gradient of the summed loss w.r.t. `y`): writes the input gradient
+    /// into `gx` when asked, and handles parameter gradients as `mode` says.
+    fn backward(
+        &mut self,
+        x: &Tensor,
+        y: &Tensor,
+        gy: &Tensor,
+        gx: Option<&mut Tensor>,
+        mode: GradMode<'_>,
+    );
+
+    /// After a [`GradMode::PerSample`] backward: adds Σᵢ cᵢ·gᵢ (gᵢ the per-sample gradient of
+    /// this layer's parameters) into the parameters' `grad`. Layers without parameters do
+    /// nothing.
+    fn accumulate_clipped(&mut self, _x: &Tensor, _gy: &Tensor, _factors: &[f32]) {}
+
+    /// Sets how a convolution computes per-sample norms; other layers ignore it.
+    fn set_conv_norm_mode(&mut self, _mode: ConvNormMode) {}
+
+    /// The parameters (empty for parameter-free layers).
+    fn params(&self) -> Vec<&Param> {
+        Vec::new()
+    }
+
+    /// The parameters, mutable.
+    fn params_mut(&mut self) -> Vec<&mut Param> {
+        Vec::new()
+    }
+}
+
+/// Applies `f` element-wise over matching chunks of three slices in parallel (large tensors
+/// only; small ones run inline).
+pub(crate) fn par_map3(a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f32) -> f32 + Sync) {
+    use rayon::prelude::*;
+    const MIN: usize = 1 << 15;
+    if out.len() < 2 * MIN {
+        out.iter_mut()
+            .zip(a.iter().zip(b))
+            .for_each(|(o, (&x, &y))| *o = f(x, y));
+    } else {
+        out.par_chunks_mut(MIN)
+            .zip(a.par_chunks(MIN).zip(b.par_chunks(MIN)))
+            .for_each(|(o, (a, b))| {
+                o.iter_mut()
+                    .zip(a.iter().zip(b))
+                    .for_each(|(o, (&x, &y))| *o = f(x, y))
+            });
+    }
+}
+
+/// Adds `Σᵢ cᵢ · rows[i]` into `dst` (`rows` is `c.len() × dst.len()`), splitting the
+/// coordinates across threads. The clipped sum for materialised per-sample gradients.
+pub(crate) fn weighted_row_sum(rows: &[f32], c: &[f32], dst: &mut [f32]) {
+    use rayon::prelude::*;
+    let width = dst.len();
+    let chunk = width.div_ceil(rayon::current_num_threads().max(1)).max(256);
+    dst.par_chunks_mut(chunk).enumerate().for_each(|(j, d)| {
+        let off = j * chunk;
+        for (i, &ci) in c.iter().enumerate() {
+            if ci == 0.0 {
+                continue;
+            }
+            let r = &rows[i * width + off..i * width + off + d.len()];
+            d.iter_mut().zip(r).for_each(|(d, r)| *d += ci * r);
+        }
+    });
+}
+
+#[cfg(test)]
+pub(crate) mod testutil;

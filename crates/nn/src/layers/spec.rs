@@ -1,0 +1,209 @@
+//! Serialisable layer descriptions: what is saved beside the weights, and what models are built
+//! from. Building checks the incoming record shape and refuses layers that are not compatible
+//! with per-sample clipping.
+
+use dpml_mechanisms::DpRng;
+use serde::{Deserialize, Serialize};
+
+use super::{AvgPool2d, Conv2d, Flatten, GroupNorm, Layer, Linear, MaxPool2d, Relu, Tanh};
+use crate::error::{NnError, Result};
+
+/// The explanation given whenever batch normalisation is requested.
+pub const BATCHNORM_REFUSAL: &str = "BatchNorm is not supported: it normalises each sample with \
+statistics of the whole batch, so one sample's gradient depends on every other sample and \
+per-sample clipping no longer bounds any record's influence (DP-SGD's guarantee breaks); use \
+GroupNorm (per-sample normalisation) instead";
+
+/// A layer description (JSON: `{"type": "conv2d", "in_channels": 1, ...}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LayerSpec {
+    /// Fully connected `y = x Wᵀ + b`, records `[in_features]`.
+    Linear {
+        /// Input features.
+        in_features: usize,
+        /// Output features.
+        out_features: usize,
+    },
+    /// 2-D convolution over `[in_channels, h, w]` records, square kernel.
+    Conv2d {
+        /// Input channels.
+        in_channels: usize,
+        /// Output channels.
+        out_channels: usize,
+        /// Kernel side.
+        kernel: usize,
+        /// Stride.
+        stride: usize,
+        /// Zero padding on each side.
+        padding: usize,
+    },
+    /// Rectified linear unit.
+    Relu,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// Max pooling (square window, no padding).
+    MaxPool2d {
+        /// Window side.
+        kernel: usize,
+        /// Stride.
+        stride: usize,
+    },
+    /// Average pooling (square window, no padding).
+    AvgPool2d {
+        /// Window side.
+        kernel: usize,
+        /// Stride.
+        stride: usize,
+    },
+    /// Flattens each record to one axis.
+    Flatten,
+    /// Group normalisation over `[channels, ...]` records (per sample, so DP-compatible).
+    GroupNorm {
+        /// Number of groups (must divide `channels`).
+        groups: usize,
+        /// Channels.
+        channels: usize,
+    },
+    /// Batch normalisation: recognised only to be refused with [`BATCHNORM_REFUSAL`].
+    BatchNorm {
+        /// Channels.
+        channels: usize,
+    },
+}
+
+impl LayerSpec {
+    /// Builds the layer for records of shape `input`, initialising parameters from `rng`.
+    ///
+    /// # Errors
+    /// [`NnError::Shape`] when `input` does not fit the layer (the message names both shapes),
+    /// [`NnError::InvalidParameter`] for zero sizes, [`NnError::NotDpCompatible`] for BatchNorm.
+    pub fn build(&self, input: &[usize], rng: &mut DpRng) -> Result<Box<dyn Layer>> {
+        let mismatch = |want: String| {
+            NnError::Shape(format!(
+                "layer {self:?} expects input records of shape {want}, got {input:?}"
+            ))
+        };
+        Ok(match *self {
+            LayerSpec::Linear {
+                in_features,
+                out_features,
+            } => {
+                if input != [in_features] {
+                    return Err(mismatch(format!("[{in_features}]")));
+                }
+                Box::new(Linear::new(in_features, out_features, rng)?)
+            }
+            LayerSpec::Conv2d {
+                in_channels,
+                out_channels,
+                kernel,
+                stride,
+                padding,
+            } => {
+                let [c, h, w] = *input else {
+                    return Err(mismatch(format!("[{in_channels}, h, w]")));
+                };
+                if c != in_channels {
+                    return Err(mismatch(format!("[{in_channels}, h, w]")));
+                }
+                Box::new(Conv2d::new(
+                    [c, h, w],
+                    out_channels,
+                    kernel,
+                    stride,
+                    padding,
+                    rng,
+                )?)
+            }
+            LayerSpec::Relu => Box::new(Relu::new(input)),
+            LayerSpec::Tanh => Box::new(Tanh::new(input)),
+            LayerSpec::MaxPool2d { kernel, stride } => {
+                Box::new(MaxPool2d::new(image(input, self)?, kernel, stride)?)
+            }
+            LayerSpec::AvgPool2d { kernel, stride } => {
+                Box::new(AvgPool2d::new(image(input, self)?, kernel, stride)?)
+            }
+            LayerSpec::Flatten => Box::new(Flatten::new(input)),
+            LayerSpec::GroupNorm { groups, channels } => {
+                if input.first() != Some(&channels) {
+                    return Err(mismatch(format!("[{channels}, ...]")));
+                }
+                Box::new(GroupNorm::new(input, groups)?)
+            }
+            LayerSpec::BatchNorm { .. } => {
+                return Err(NnError::NotDpCompatible(BATCHNORM_REFUSAL.into()));
+            }
+        })
+    }
+}
+
+/// `input` as `[c, h, w]`, or a shape error naming the layer.
+fn image(input: &[usize], spec: &LayerSpec) -> Result<[usize; 3]> {
+    match *input {
+        [c, h, w] => Ok([c, h, w]),
+        _ => Err(NnError::Shape(format!(
+            "layer {spec:?} expects [channels, h, w] records, got {input:?}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batchnorm_is_refused_with_explanation() {
+        let err = LayerSpec::BatchNorm { channels: 4 }
+            .build(&[4, 8, 8], &mut DpRng::seeded(0))
+            .unwrap_err();
+        assert!(matches!(err, NnError::NotDpCompatible(_)));
+        let msg = err.to_string();
+        assert!(
+            msg.contains("per-sample clipping") && msg.contains("GroupNorm"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn shape_mismatch_names_both_shapes() {
+        let spec = LayerSpec::Linear {
+            in_features: 10,
+            out_features: 2,
+        };
+        let msg = spec
+            .build(&[12], &mut DpRng::seeded(0))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("[10]") && msg.contains("[12]"), "{msg}");
+        let spec = LayerSpec::Conv2d {
+            in_channels: 3,
+            out_channels: 2,
+            kernel: 3,
+            stride: 1,
+            padding: 0,
+        };
+        let msg = spec
+            .build(&[1, 8, 8], &mut DpRng::seeded(0))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("[3, h, w]") && msg.contains("[1, 8, 8]"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let spec = LayerSpec::Conv2d {
+            in_channels: 1,
+            out_channels: 16,
+            kernel: 8,
+            stride: 2,
+            padding: 3,
+        };
+        let s = serde_json::to_string(&spec).unwrap();
+        assert!(s.contains("\"type\":\"conv2d\""), "{s}");
+        assert_eq!(serde_json::from_str::<LayerSpec>(&s).unwrap(), spec);
+    }
+}

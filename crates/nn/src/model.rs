@@ -1,0 +1,319 @@
+//! The [`Sequential`] model: a chain of layers with one forward and one backward pass per
+//! step, and in private mode per-sample gradient norms, clip factors and the clipped sum of
+//! per-sample gradients formed in that same pass (the book-keeping trick, Bu et al. 2023).
+
+use dpml_mechanisms::DpRng;
+
+use crate::arch::ModelSpec;
+use crate::error::{NnError, Result, invalid};
+use crate::layers::{ConvNormMode, GradMode, Layer};
+use crate::param::Param;
+use crate::tensor::Tensor;
+
+/// Added to a norm before dividing, so a zero gradient gives factor 1 rather than NaN.
+const TINY: f32 = 1e-6;
+
+/// Clipping for a private backward pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClipConfig {
+    /// C: each sample's gradient is scaled to total L2 norm at most C.
+    pub max_grad_norm: f32,
+    /// Clip each parameterised layer separately with Cₗ = C/√L (L layers with parameters), so
+    /// Σₗ Cₗ² = C² and the whole per-sample gradient still has norm ≤ C (the sensitivity the
+    /// noise is calibrated to is unchanged). Off: flat clipping of the total norm.
+    pub per_layer: bool,
+}
+
+impl ClipConfig {
+    /// Flat clipping at `max_grad_norm`.
+    ///
+    /// # Errors
+    /// [`NnError::InvalidParameter`] unless `max_grad_norm` is finite and > 0.
+    pub fn flat(max_grad_norm: f32) -> Result<Self> {
+        Self::validate(max_grad_norm)?;
+        Ok(Self {
+            max_grad_norm,
+            per_layer: false,
+        })
+    }
+
+    /// Per-layer clipping with equal thresholds Cₗ = C/√L.
+    ///
+    /// # Errors
+    /// As [`ClipConfig::flat`].
+    pub fn per_layer(max_grad_norm: f32) -> Result<Self> {
+        Self::validate(max_grad_norm)?;
+        Ok(Self {
+            max_grad_norm,
+            per_layer: true,
+        })
+    }
+
+    fn validate(c: f32) -> Result<()> {
+        if c.is_finite() && c > 0.0 {
+            Ok(())
+        } else {
+            Err(invalid(format!(
+                "max_grad_norm must be finite and > 0, got {c}"
+            )))
+        }
+    }
+}
+
+/// What [`Sequential::backward`] does with parameter gradients.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BackwardMode {
+    /// Add the plain sum of per-sample gradients into each parameter's `grad`.
+    NonPrivate,
+    /// Add Σᵢ cᵢ gᵢ with cᵢ = min(1, C/(‖gᵢ‖ + 10⁻⁶)) (per layer if configured); a sample whose
+    /// norm is not finite gets cᵢ = 0 and is left out of the sum.
+    Private(ClipConfig),
+}
+
+/// A sequential model built from a [`ModelSpec`]. It owns its activation and gradient buffers
+/// and reuses them between steps (batch sizes may vary from step to step).
+#[derive(Debug)]
+pub struct Sequential {
+    spec: ModelSpec,
+    layers: Vec<Box<dyn Layer>>,
+    /// acts[0] is the input, acts[l + 1] the output of layer l.
+    acts: Vec<Tensor>,
+    /// grads[l] is the loss gradient w.r.t. acts[l].
+    grads: Vec<Tensor>,
+    param_layers: Vec<usize>,
+    sq: Vec<Vec<f32>>,
+    factors: Vec<Vec<f32>>,
+    norms: Vec<f32>,
+}
+
+impl Sequential {
+    /// Builds the model, checking every layer's input shape and initialising parameters from
+    /// `rng` (PyTorch-style Kaiming-uniform).
+    ///
+    /// # Errors
+    /// [`NnError::Shape`], [`NnError::InvalidParameter`] or [`NnError::NotDpCompatible`] from
+    /// the first layer that cannot be built.
+    pub fn new(spec: ModelSpec, rng: &mut DpRng) -> Result<Self> {
+        let mut shape = spec.input_shape.clone();
+        let mut layers = Vec::with_capacity(spec.layers.len());
+        for (i, l) in spec.layers.iter().enumerate() {
+            let layer = l.build(&shape, rng).map_err(|e| match e {
+                NnError::Shape(m) => {
+                    NnError::Shape(format!("model {:?} layer {i}: {m}", spec.name))
+                }
+                other => other,
+            })?;
+            shape = layer.out_shape().to_vec();
+            layers.push(layer);
+        }
+        if layers.is_empty() {
+            return Err(invalid(format!("model {:?} has no layers", spec.name)));
+        }
+        let param_layers: Vec<usize> = (0..layers.len())
+            .filter(|&i| !layers[i].params().is_empty())
+            .collect();
+        let n = layers.len();
+        Ok(Self {
+            spec,
+            layers,
+            acts: vec![Tensor::default(); n + 1],
+            grads: vec![Tensor::default(); n + 1],
+            sq: vec![Vec::new(); param_layers.len()],
+            factors: vec![Vec::new(); param_layers.len().max(1)],
+            param_layers,
+            norms: Vec::new(),
+        })
+    }
+
+    /// The description the model was built from.
+    pub fn spec(&self) -> &ModelSpec {
+        &self.spec
+    }
+
+    /// Shape of one input record.
+    pub fn input_shape(&self) -> &[usize] {
+        &self.spec.input_shape
+    }
+
+    /// Shape of one output record.
+    pub fn output_shape(&self) -> &[usize] {
+        self.layers.last().map(|l| l.out_shape()).unwrap_or(&[])
+    }
+
+    /// The layers, in order.
+    pub fn layers(&self) -> &[Box<dyn Layer>] {
+        &self.layers
+    }
+
+    /// Sets how every Conv2d layer computes per-sample norms (default [`ConvNormMode::Auto`]).
+    pub fn set_conv_norm_mode(&mut self, mode: ConvNormMode) {
+        for l in &mut self.layers {
+            l.set_conv_norm_mode(mode);
+        }
+    }
+
+    /// Runs the model on a batch `[n, input_shape...]` and returns the outputs `[n, ...]`.
+    /// The input and every activation are kept for [`Sequential::backward`].
+    ///
+    /// # Errors
+    /// [`NnError::Shape`] when the records do not have the model's input shape.
+    pub fn forward(&mut self, x: &Tensor) -> Result<&Tensor> {
+        if x.shape().len() < 2 || x.shape()[1..] != self.spec.input_shape[..] {
+            return Err(NnError::Shape(format!(
+                "model {:?} expects a batch of records of shape {:?}, got tensor of shape {:?}",
+                self.spec.name,
+                self.spec.input_shape,
+                x.shape()
+            )));
+        }
+        self.acts[0].copy_from(x);
+        for (l, layer) in self.layers.iter_mut().enumerate() {
+            let (done, rest) = self.acts.split_at_mut(l + 1);
+            layer.forward(&done[l], &mut rest[0]);
+        }
+        Ok(&self.acts[self.layers.len()])
+    }
+
+    /// The outputs of the last forward pass.
+    pub fn output(&self) -> &Tensor {
+        &self.acts[self.layers.len()]
+    }
+
+    /// Backpropagates `grad_out`, the gradient of the SUM of per-sample losses w.r.t. the
+    /// outputs of the last forward pass, adding into each parameter's `grad` (call
+    /// [`Sequential::zero_grad`] between steps; accumulating over several calls gives virtual
+    /// batches). Returns each sample's unclipped gradient norm in private mode (the total over
+    /// all layers), and an empty slice in non-private mode.
+    ///
+    /// # Errors
+    /// [`NnError::Shape`] when `grad_out` does not match the last output.
+    pub fn backward(&mut self, grad_out: &Tensor, mode: BackwardMode) -> Result<&[f32]> {
+        let nl = self.layers.len();
+        if grad_out.shape() != self.acts[nl].shape() {
+            return Err(NnError::Shape(format!(
+                "output gradient has shape {:?}, the last output has {:?}",
+                grad_out.shape(),
+                self.acts[nl].shape()
+            )));
+        }
+        let n = grad_out.batch();
+        self.grads[nl].copy_from(grad_out);
+        let first = self.param_layers.first().copied().unwrap_or(nl);
+        let private = matches!(mode, BackwardMode::Private(_));
+        for l in (first..nl).rev() {
+            let (lo, hi) = self.grads.split_at_mut(l + 1);
+            let gx = if l > first { Some(&mut lo[l]) } else { None };
+            let gmode = match self.param_layers.iter().position(|&q| q == l) {
+                Some(k) if private => {
+                    self.sq[k].resize(n, 0.0);
+                    GradMode::PerSample(&mut self.sq[k])
+                }
+                _ => GradMode::Sum,
+            };
+            self.layers[l].backward(&self.acts[l], &self.acts[l + 1], &hi[0], gx, gmode);
+        }
+        let BackwardMode::Private(clip) = mode else {
+            self.norms.clear();
+            return Ok(&self.norms);
+        };
+        self.clip_factors(n, clip);
+        for (k, &l) in self.param_layers.iter().enumerate() {
+            let f = if clip.per_layer {
+                &self.factors[k]
+            } else {
+                &self.factors[0]
+            };
+            self.layers[l].accumulate_clipped(&self.acts[l], &self.grads[l + 1], f);
+        }
+        Ok(&self.norms)
+    }
+
+    /// Total per-sample norms into `self.norms` and clip factors into `self.factors` (one
+    /// vector for flat clipping, one per parameterised layer otherwise).
+    fn clip_factors(&mut self, n: usize, clip: ClipConfig) {
+        self.norms.clear();
+        self.norms.resize(n, 0.0);
+        for sq in &self.sq {
+            self.norms.iter_mut().zip(sq).for_each(|(t, s)| *t += s);
+        }
+        self.norms.iter_mut().for_each(|t| *t = t.sqrt());
+        // A non-finite norm (a diverged sample) gets factor 0: its contribution is dropped, which
+        // keeps every sample's contribution within C.
+        let factor = |c: f32, norm: f32| {
+            if norm.is_finite() {
+                (c / (norm + TINY)).min(1.0)
+            } else {
+                0.0
+            }
+        };
+        if clip.per_layer {
+            let cl = clip.max_grad_norm / (self.param_layers.len() as f32).sqrt();
+            for (f, sq) in self.factors.iter_mut().zip(&self.sq) {
+                f.clear();
+                f.extend(sq.iter().map(|s| factor(cl, s.sqrt())));
+            }
+        } else {
+            let f = &mut self.factors[0];
+            f.clear();
+            f.extend(self.norms.iter().map(|&nm| factor(clip.max_grad_norm, nm)));
+        }
+    }
+
+    /// Sets every parameter gradient to zero.
+    pub fn zero_grad(&mut self) {
+        self.for_each_param_mut(|_, p| p.grad.iter_mut().for_each(|g| *g = 0.0));
+    }
+
+    /// Calls `f(index, param)` for every parameter in a fixed order (allocation-free; the
+    /// optimizers and the DP-SGD loop's noise use this).
+    pub fn for_each_param_mut(&mut self, mut f: impl FnMut(usize, &mut Param)) {
+        let mut k = 0;
+        for &l in &self.param_layers {
+            for p in self.layers[l].params_mut() {
+                f(k, p);
+                k += 1;
+            }
+        }
+    }
+
+    /// All parameters, in the order of [`Sequential::for_each_param_mut`].
+    pub fn params(&self) -> Vec<&Param> {
+        self.param_layers
+            .iter()
+            .flat_map(|&l| self.layers[l].params())
+            .collect()
+    }
+
+    /// All parameters, mutable.
+    pub fn params_mut(&mut self) -> Vec<&mut Param> {
+        let pl = &self.param_layers;
+        self.layers
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| pl.contains(i))
+            .flat_map(|(_, l)| l.params_mut())
+            .collect()
+    }
+
+    /// Parameters with their saved names (`"{layer index}.{name}"`, as PyTorch's Sequential).
+    pub fn named_params(&self) -> Vec<(String, &Param)> {
+        self.param_layers
+            .iter()
+            .flat_map(|&l| {
+                self.layers[l]
+                    .params()
+                    .into_iter()
+                    .map(move |p| (format!("{l}.{}", p.name), p))
+            })
+            .collect()
+    }
+
+    /// Total number of scalar parameters.
+    pub fn num_params(&self) -> usize {
+        self.params().iter().map(|p| p.len()).sum()
+    }
+}
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod tests;

@@ -1,0 +1,328 @@
+//! Optimizers (SGD with momentum/Nesterov, Adam) and learning-rate schedules. They update the
+//! parameters from whatever is in `grad` — in DP-SGD the loop has already added noise and
+//! divided by the expected batch size.
+
+use crate::error::{Result, invalid};
+use crate::model::Sequential;
+
+/// An optimizer that updates a model's parameters from their `grad` buffers.
+pub trait Optimizer {
+    /// One update with learning rate `lr`.
+    fn step(&mut self, model: &mut Sequential, lr: f32);
+}
+
+fn check(name: &str, v: f32, lo: f32, hi: f32, hi_open: bool) -> Result<()> {
+    let ok = v.is_finite() && v >= lo && (v < hi || (!hi_open && v <= hi));
+    if ok {
+        Ok(())
+    } else {
+        let close = if hi_open { ')' } else { ']' };
+        Err(invalid(format!(
+            "{name} must be in [{lo}, {hi}{close}, got {v}"
+        )))
+    }
+}
+
+/// Stochastic gradient descent with optional (Nesterov) momentum and weight decay, with
+/// PyTorch's update rule: g ← g + λw; v ← μv + g; w ← w − lr·(g + μv if Nesterov else v).
+#[derive(Debug, Clone)]
+pub struct Sgd {
+    momentum: f32,
+    nesterov: bool,
+    weight_decay: f32,
+    velocity: Vec<Vec<f32>>,
+}
+
+impl Sgd {
+    /// SGD with the given momentum (0 for plain SGD) and weight decay.
+    ///
+    /// # Errors
+    /// [`crate::NnError::InvalidParameter`] when momentum is outside [0, 1), weight decay is
+    /// negative, or Nesterov is asked without momentum.
+    pub fn new(momentum: f32, nesterov: bool, weight_decay: f32) -> Result<Self> {
+        check("momentum", momentum, 0.0, 1.0, true)?;
+        check("weight_decay", weight_decay, 0.0, f32::MAX, false)?;
+        if nesterov && momentum == 0.0 {
+            return Err(invalid("nesterov momentum needs momentum > 0, got 0"));
+        }
+        Ok(Self {
+            momentum,
+            nesterov,
+            weight_decay,
+            velocity: Vec::new(),
+        })
+    }
+}
+
+impl Optimizer for Sgd {
+    fn step(&mut self, model: &mut Sequential, lr: f32) {
+        let (mu, nesterov, wd) = (self.momentum, self.nesterov, self.weight_decay);
+        let vel = &mut self.velocity;
+        model.for_each_param_mut(|k, p| {
+            if vel.len() <= k {
+                vel.resize_with(k + 1, Vec::new);
+            }
+            let v = &mut vel[k];
+            v.resize(p.len(), 0.0);
+            for ((w, g), vi) in p.value.iter_mut().zip(&p.grad).zip(v.iter_mut()) {
+                let g = g + wd * *w;
+                let upd = if mu == 0.0 {
+                    g
+                } else {
+                    *vi = mu * *vi + g;
+                    if nesterov { g + mu * *vi } else { *vi }
+                };
+                *w -= lr * upd;
+            }
+        });
+    }
+}
+
+/// Adam (Kingma & Ba 2015) with bias correction and optional L2 weight decay added to the
+/// gradient (PyTorch's `Adam`, not `AdamW`).
+#[derive(Debug, Clone)]
+pub struct Adam {
+    beta1: f32,
+    beta2: f32,
+    eps: f32,
+    weight_decay: f32,
+    t: i32,
+    m: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
+}
+
+impl Adam {
+    /// Adam with the given moment decays, ε and weight decay (PyTorch defaults: 0.9, 0.999,
+    /// 1e-8, 0).
+    ///
+    /// # Errors
+    /// [`crate::NnError::InvalidParameter`] when a beta is outside [0, 1), ε ≤ 0 or weight
+    /// decay < 0.
+    pub fn new(beta1: f32, beta2: f32, eps: f32, weight_decay: f32) -> Result<Self> {
+        check("beta1", beta1, 0.0, 1.0, true)?;
+        check("beta2", beta2, 0.0, 1.0, true)?;
+        check("weight_decay", weight_decay, 0.0, f32::MAX, false)?;
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(invalid(format!(
+                "adam eps must be finite and > 0, got {eps}"
+            )));
+        }
+        Ok(Self {
+            beta1,
+            beta2,
+            eps,
+            weight_decay,
+            t: 0,
+            m: Vec::new(),
+            v: Vec::new(),
+        })
+    }
+}
+
+impl Default for Adam {
+    fn default() -> Self {
+        Self {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            t: 0,
+            m: Vec::new(),
+            v: Vec::new(),
+        }
+    }
+}
+
+impl Optimizer for Adam {
+    fn step(&mut self, model: &mut Sequential, lr: f32) {
+        self.t = self.t.saturating_add(1);
+        let (b1, b2, eps, wd) = (self.beta1, self.beta2, self.eps, self.weight_decay);
+        let c1 = 1.0 - b1.powi(self.t);
+        let c2 = 1.0 - b2.powi(self.t);
+        let (ms, vs) = (&mut self.m, &mut self.v);
+        model.for_each_param_mut(|k, p| {
+            if ms.len() <= k {
+                ms.resize_with(k + 1, Vec::new);
+                vs.resize_with(k + 1, Vec::new);
+            }
+            ms[k].resize(p.len(), 0.0);
+            vs[k].resize(p.len(), 0.0);
+            for (((w, g), m), v) in p
+                .value
+                .iter_mut()
+                .zip(&p.grad)
+                .zip(ms[k].iter_mut())
+                .zip(vs[k].iter_mut())
+            {
+                let g = g + wd * *w;
+                *m = b1 * *m + (1.0 - b1) * g;
+                *v = b2 * *v + (1.0 - b2) * g * g;
+                *w -= lr * (*m / c1) / ((*v / c2).sqrt() + eps);
+            }
+        });
+    }
+}
+
+/// A learning-rate schedule: the rate at step t (from 0) given the base rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LrSchedule {
+    /// Always the base rate.
+    Constant,
+    /// Multiply by `gamma` every `every` steps.
+    Step {
+        /// Steps between decays (> 0).
+        every: usize,
+        /// Decay factor in (0, 1].
+        gamma: f32,
+    },
+    /// Cosine annealing from the base rate to `min_lr` over `total_steps`, then `min_lr`.
+    Cosine {
+        /// Length of the schedule (> 0).
+        total_steps: usize,
+        /// Final rate (≥ 0).
+        min_lr: f32,
+    },
+}
+
+impl LrSchedule {
+    /// Checks the schedule's parameters.
+    ///
+    /// # Errors
+    /// [`crate::NnError::InvalidParameter`] naming the bad value.
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            LrSchedule::Constant => Ok(()),
+            LrSchedule::Step { every, gamma } => {
+                if every == 0 {
+                    return Err(invalid("step schedule needs every > 0, got 0"));
+                }
+                if !(gamma > 0.0 && gamma <= 1.0) {
+                    return Err(invalid(format!(
+                        "step schedule gamma must be in (0, 1], got {gamma}"
+                    )));
+                }
+                Ok(())
+            }
+            LrSchedule::Cosine {
+                total_steps,
+                min_lr,
+            } => {
+                if total_steps == 0 {
+                    return Err(invalid("cosine schedule needs total_steps > 0, got 0"));
+                }
+                check("cosine min_lr", min_lr, 0.0, f32::MAX, false)
+            }
+        }
+    }
+
+    /// The learning rate at step `t`.
+    pub fn lr(&self, base: f32, t: usize) -> f32 {
+        match *self {
+            LrSchedule::Constant => base,
+            LrSchedule::Step { every, gamma } => base * gamma.powi((t / every.max(1)) as i32),
+            LrSchedule::Cosine {
+                total_steps,
+                min_lr,
+            } => {
+                let frac = (t.min(total_steps) as f32) / total_steps.max(1) as f32;
+                min_lr + 0.5 * (base - min_lr) * (1.0 + (std::f32::consts::PI * frac).cos())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ModelSpec;
+    use dpml_mechanisms::DpRng;
+
+    fn model_with_grad(g: f32) -> Sequential {
+        let spec = ModelSpec::named("logreg", &[2], 2, &[]).unwrap();
+        let mut m = Sequential::new(spec, &mut DpRng::seeded(0)).unwrap();
+        m.for_each_param_mut(|_, p| {
+            p.value.iter_mut().for_each(|v| *v = 1.0);
+            p.grad.iter_mut().for_each(|v| *v = g);
+        });
+        m
+    }
+
+    fn first_value(m: &Sequential) -> f32 {
+        m.params()[0].value[0]
+    }
+
+    #[test]
+    fn sgd_momentum_and_nesterov_follow_pytorch() {
+        // Two steps with constant gradient 1, lr 0.1, μ 0.9: v1 = 1, v2 = 1.9.
+        let mut m = model_with_grad(1.0);
+        let mut o = Sgd::new(0.9, false, 0.0).unwrap();
+        o.step(&mut m, 0.1);
+        o.step(&mut m, 0.1);
+        assert!((first_value(&m) - (1.0 - 0.1 - 0.19)).abs() < 1e-6);
+        // Nesterov: updates g + μv: 1 + 0.9 = 1.9, then 1 + 0.9·1.9 = 2.71.
+        let mut m = model_with_grad(1.0);
+        let mut o = Sgd::new(0.9, true, 0.0).unwrap();
+        o.step(&mut m, 0.1);
+        o.step(&mut m, 0.1);
+        assert!((first_value(&m) - (1.0 - 0.19 - 0.271)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn adam_first_step_is_lr_times_sign() {
+        // After bias correction, m̂ = g and v̂ = g², so the first step is lr·g/(|g| + ε).
+        let mut m = model_with_grad(-3.0);
+        Adam::default().step(&mut m, 0.01);
+        assert!((first_value(&m) - 1.01).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bad_hyperparameters_are_refused() {
+        assert!(
+            Sgd::new(1.0, false, 0.0)
+                .unwrap_err()
+                .to_string()
+                .contains("momentum")
+        );
+        assert!(Sgd::new(0.0, true, 0.0).is_err());
+        assert!(
+            Adam::new(0.9, 0.999, 0.0, 0.0)
+                .unwrap_err()
+                .to_string()
+                .contains("eps")
+        );
+        assert!(
+            LrSchedule::Step {
+                every: 0,
+                gamma: 0.5
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            LrSchedule::Cosine {
+                total_steps: 10,
+                min_lr: f32::NAN
+            }
+            .validate()
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn schedules() {
+        let s = LrSchedule::Step {
+            every: 10,
+            gamma: 0.5,
+        };
+        assert_eq!(s.lr(1.0, 9), 1.0);
+        assert_eq!(s.lr(1.0, 25), 0.25);
+        let c = LrSchedule::Cosine {
+            total_steps: 100,
+            min_lr: 0.0,
+        };
+        assert!((c.lr(1.0, 0) - 1.0).abs() < 1e-6);
+        assert!((c.lr(1.0, 50) - 0.5).abs() < 1e-6);
+        assert!(c.lr(1.0, 200).abs() < 1e-6);
+        assert_eq!(LrSchedule::Constant.lr(0.3, 1000), 0.3);
+    }
+}
