@@ -17,7 +17,9 @@ fn main() -> Result<(), AccountingError> {
     for (q, sigma, steps, reference) in rows {
         let event = PrivacyEvent::dp_sgd(sigma, q, steps);
         let (lo, hi) = acc.epsilon_bounds(&event, 1e-5)?;
-        println!("q={q:.6} σ={sigma} T={steps}: PLD ε in [{lo:.4}, {hi:.4}] (dp_accounting {reference})");
+        println!(
+            "q={q:.6} σ={sigma} T={steps}: PLD ε in [{lo:.4}, {hi:.4}] (dp_accounting {reference})"
+        );
     }
     for steps in [10_000u64, 100_000, 1_000_000] {
         let event = PrivacyEvent::dp_sgd(1.1, 256.0 / 60000.0, steps);
@@ -35,12 +37,25 @@ fn main() -> Result<(), AccountingError> {
     for (name, event) in [
         ("σ=0.3 q=0.5 T=1000", PrivacyEvent::dp_sgd(0.3, 0.5, 1000)),
         ("σ=1 q=1e-5 T=1000", PrivacyEvent::dp_sgd(1.0, 1e-5, 1000)),
-        ("Gaussian σ=2", PrivacyEvent::Gaussian { noise_multiplier: 2.0 }),
-        ("Gaussian σ=400", PrivacyEvent::Gaussian { noise_multiplier: 400.0 }),
+        (
+            "Gaussian σ=2",
+            PrivacyEvent::Gaussian {
+                noise_multiplier: 2.0,
+            },
+        ),
+        (
+            "Gaussian σ=400",
+            PrivacyEvent::Gaussian {
+                noise_multiplier: 400.0,
+            },
+        ),
     ] {
         let start = Instant::now();
         let (lo, hi) = acc.epsilon_bounds(&event, 1e-5)?;
-        println!("{name}: ε in [{lo:.6}, {hi:.6}] in {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+        println!(
+            "{name}: ε in [{lo:.6}, {hi:.6}] in {:.1} ms",
+            start.elapsed().as_secs_f64() * 1e3
+        );
     }
     let event = PrivacyEvent::dp_sgd(1.1, 256.0 / 60000.0, 14063);
     for h in [1e-3, 3e-4, 1e-4, 3e-5, 1e-5] {
@@ -48,7 +63,10 @@ fn main() -> Result<(), AccountingError> {
         let start = Instant::now();
         let (lo, hi) = a.epsilon_bounds(&event, 1e-5)?;
         let _ = a.epsilon(&event, 1e-5)?;
-        println!("h={h:e}: ε in [{lo:.5}, {hi:.5}] in {:.1} ms", start.elapsed().as_secs_f64() * 1e3 / 1.5);
+        println!(
+            "h={h:e}: ε in [{lo:.5}, {hi:.5}] in {:.1} ms",
+            start.elapsed().as_secs_f64() * 1e3 / 1.5
+        );
     }
     Ok(())
 }

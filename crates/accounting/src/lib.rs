@@ -13,6 +13,9 @@ pub mod pld;
 pub mod rdp;
 
 pub use dpml_mechanisms::PrivacyEvent;
+pub use gdp::GdpAccountant;
+pub use pld::PldAccountant;
+pub use rdp::{Conversion, RdpAccountant};
 
 /// What kind of number an accountant reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -11,6 +11,8 @@
 //! - [`bounds`]: Clopper–Pearson intervals and the empirical ε lower bound of a threshold
 //!   chosen on one split and measured on another.
 //! - [`one_run`]: the one-run canary audit of Steinke, Nasr and Jagielski (2023).
+//! - [`driver`]: trains the target, reference and canary models with dpml's DP-SGD trainer
+//!   (cached on disk) and runs the attacks end to end ([`driver::run_audit`]).
 //!
 //! Randomness (splits, canary draws) comes from [`dpml_mechanisms::DpRng`].
 //!
@@ -36,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod bounds;
+pub mod driver;
 pub mod error;
 pub mod lira;
 pub mod logits;

@@ -8,31 +8,54 @@ use clap::Args;
 /// A finite number > 0 (ε, σ, sensitivities, clipping norms).
 pub fn positive(s: &str) -> Result<f64, String> {
     let v = finite(s)?;
-    if v > 0.0 { Ok(v) } else { Err(format!("must be > 0, got {s}")) }
+    if v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be > 0, got {s}"))
+    }
 }
 
 /// Any finite number.
 pub fn finite(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("not a number: {s}"))?;
-    if v.is_finite() { Ok(v) } else { Err(format!("must be finite, got {s}")) }
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("must be finite, got {s}"))
+    }
 }
 
 /// A probability strictly inside (0, 1) (δ).
 pub fn open_unit(s: &str) -> Result<f64, String> {
     let v = finite(s)?;
-    if v > 0.0 && v < 1.0 { Ok(v) } else { Err(format!("must be in (0, 1), got {s}")) }
+    if v > 0.0 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be in (0, 1), got {s}"))
+    }
 }
 
 /// A sampling rate in (0, 1].
 pub fn rate(s: &str) -> Result<f64, String> {
     let v = finite(s)?;
-    if v > 0.0 && v <= 1.0 { Ok(v) } else { Err(format!("must be in (0, 1], got {s}")) }
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be in (0, 1], got {s}"))
+    }
 }
 
 /// An integer ≥ 1.
 pub fn at_least_one(s: &str) -> Result<u64, String> {
-    let v: u64 = s.trim().parse().map_err(|_| format!("not a whole number: {s}"))?;
-    if v >= 1 { Ok(v) } else { Err(format!("must be at least 1, got {s}")) }
+    let v: u64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a whole number: {s}"))?;
+    if v >= 1 {
+        Ok(v)
+    } else {
+        Err(format!("must be at least 1, got {s}"))
+    }
 }
 
 /// `LO,HI` with LO < HI, both finite.
@@ -42,7 +65,11 @@ pub fn bounds(s: &str) -> Result<(f64, f64), String> {
         return Err(format!("expected LO,HI, got {s}"));
     };
     let (lo, hi) = (finite(lo)?, finite(hi)?);
-    if lo < hi { Ok((lo, hi)) } else { Err(format!("LO must be below HI, got {s}")) }
+    if lo < hi {
+        Ok((lo, hi))
+    } else {
+        Err(format!("LO must be below HI, got {s}"))
+    }
 }
 
 /// `--seed N`: a reproducible run, reported as `"seeded": true`.

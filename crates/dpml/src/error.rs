@@ -58,7 +58,8 @@ usage_from!(
     dpml_mechanisms::MechanismError,
     dpml_accounting::AccountingError,
     dpml_accounting::ledger::LedgerError,
-    dpml_data::DataError
+    dpml_data::DataError,
+    dpml_learn::LearnError
 );
 
 /// The result type of every command.

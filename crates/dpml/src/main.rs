@@ -8,6 +8,7 @@ mod commands;
 mod error;
 mod output;
 mod plot;
+mod report;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -29,8 +30,18 @@ struct Cli {
 
 /// What `dpml` does with no command: the main job on an embedded data set, no download needed.
 const DEFAULT_JOB: &[&str] = &[
-    "dpml", "query", "--dataset", "iris", "--column", "petal_length", "--aggregate", "mean",
-    "--bounds", "0,10", "--epsilon", "1",
+    "dpml",
+    "query",
+    "--dataset",
+    "iris",
+    "--column",
+    "petal_length",
+    "--aggregate",
+    "mean",
+    "--bounds",
+    "0,10",
+    "--epsilon",
+    "1",
 ];
 
 #[derive(Subcommand, Debug)]
@@ -47,13 +58,27 @@ enum Command {
     Calibrate(commands::calibrate::CalibrateArgs),
     /// Draw f-DP trade-off curves (type I against type II error) for DP-SGD.
     Tradeoff(commands::tradeoff::TradeoffArgs),
+    /// Benchmarks that print what they measure in one run.
+    #[command(subcommand)]
+    Bench(commands::bench::BenchCommand),
+    /// k-means clustering, plain or differentially private (DPLloyd, input perturbation).
+    Kmeans(commands::kmeans::KMeansArgs),
+    /// Label differential privacy: privatise each training label once, train, report utility.
+    LabelDp(commands::label_dp::LabelDpArgs),
+    /// Answer classification queries with output perturbation, charged to a budget ledger.
+    Predict(commands::predict::PredictArgs),
+    /// Attack a trained model (loss, LiRA, one-run) and compare empirical and theoretical ε.
+    Audit(commands::audit::AuditArgs),
     /// List, verify and fetch data sets.
     #[command(subcommand)]
     Data(commands::data::DataCommand),
 }
 
 fn main() {
-    let cli = match Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+    let cli = match Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => exit_on_clap_error(e),
     };
@@ -71,6 +96,11 @@ fn main() {
         Command::Calibrate(a) => commands::calibrate::run(a, out),
         Command::Tradeoff(a) => commands::tradeoff::run(a, out),
         Command::Data(a) => commands::data::run(a, data_dir, out),
+        Command::Audit(a) => commands::audit::run(a, data_dir, out),
+        Command::Kmeans(a) => commands::kmeans::run(a, data_dir, out),
+        Command::LabelDp(a) => commands::label_dp::run(a, data_dir, out),
+        Command::Predict(a) => commands::predict::run(a, data_dir, out),
+        Command::Bench(a) => commands::bench::run(a, out),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");
@@ -80,11 +110,18 @@ fn main() {
 
 /// The command `dpml` runs when none is given.
 fn default_job() -> Command {
-    eprintln!("dpml: no command given; running the default job: {}", DEFAULT_JOB[1..].join(" "));
+    eprintln!(
+        "dpml: no command given; running the default job: {}",
+        DEFAULT_JOB[1..].join(" ")
+    );
     eprintln!("dpml: see `dpml --help` for all commands");
     match Cli::try_parse_from(DEFAULT_JOB) {
-        Ok(Cli { command: Some(c), .. }) => c,
-        Ok(_) => exit_on_clap_error(Cli::command().error(clap::error::ErrorKind::MissingSubcommand, "no default job")),
+        Ok(Cli {
+            command: Some(c), ..
+        }) => c,
+        Ok(_) => exit_on_clap_error(
+            Cli::command().error(clap::error::ErrorKind::MissingSubcommand, "no default job"),
+        ),
         Err(e) => exit_on_clap_error(e),
     }
 }

@@ -40,7 +40,12 @@ pub struct Series {
 impl Series {
     /// A series with no error bars.
     pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>, style: Style) -> Self {
-        Self { name: name.into(), points, style, error_bars: None }
+        Self {
+            name: name.into(),
+            points,
+            style,
+            error_bars: None,
+        }
     }
 }
 
@@ -72,12 +77,14 @@ pub fn write(charts: &[Chart], dir: &Path, stem: &str) -> CliResult<(PathBuf, Pa
     {
         let root = BitMapBackend::new(&png, size).into_drawing_area();
         draw_panels(&root, charts)?;
-        root.present().map_err(|e| CliError::usage(format!("writing {}: {e}", png.display())))?;
+        root.present()
+            .map_err(|e| CliError::usage(format!("writing {}: {e}", png.display())))?;
     }
     {
         let root = SVGBackend::new(&svg, size).into_drawing_area();
         draw_panels(&root, charts)?;
-        root.present().map_err(|e| CliError::usage(format!("writing {}: {e}", svg.display())))?;
+        root.present()
+            .map_err(|e| CliError::usage(format!("writing {}: {e}", svg.display())))?;
     }
     Ok((png, svg))
 }
@@ -87,13 +94,18 @@ fn register_font() -> CliResult<()> {
     let mut result = Ok(());
     ONCE.call_once(|| {
         if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
-            result = Err(CliError::internal("the embedded plot font could not be loaded"));
+            result = Err(CliError::internal(
+                "the embedded plot font could not be loaded",
+            ));
         }
     });
     result
 }
 
-fn draw_panels<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, charts: &[Chart]) -> CliResult<()> {
+fn draw_panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    charts: &[Chart],
+) -> CliResult<()> {
     root.fill(&WHITE).map_err(draw_err)?;
     let panels = root.split_evenly((1, charts.len().max(1)));
     for (panel, chart) in panels.iter().zip(charts) {
@@ -127,7 +139,9 @@ fn tick_label(v: f64, log: bool) -> String {
 }
 
 fn range_of(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
     if !lo.is_finite() {
         return (0.0, 1.0);
     }
@@ -144,7 +158,12 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
                 .iter()
                 .enumerate()
                 .filter_map(|(i, &(x, y))| {
-                    let err = s.error_bars.as_ref().and_then(|e| e.get(i)).copied().unwrap_or(0.0);
+                    let err = s
+                        .error_bars
+                        .as_ref()
+                        .and_then(|e| e.get(i))
+                        .copied()
+                        .unwrap_or(0.0);
                     Some((axis_value(x, chart.log_x)?, y, err))
                 })
                 .collect()
@@ -152,7 +171,11 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
         .collect();
     let xs = mapped.iter().flatten().map(|p| p.0);
     let ys = mapped.iter().flatten().flat_map(|&(_, y, e)| {
-        [axis_value(y - e, chart.log_y), axis_value(y + e, chart.log_y), axis_value(y, chart.log_y)]
+        [
+            axis_value(y - e, chart.log_y),
+            axis_value(y + e, chart.log_y),
+            axis_value(y, chart.log_y),
+        ]
     });
     let (x0, x1) = range_of(xs);
     let (y0, y1) = range_of(ys.flatten());
@@ -177,14 +200,18 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
 
     for (i, (series, points)) in chart.series.iter().zip(&mapped).enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let line: Vec<(f64, f64)> =
-            points.iter().filter_map(|&(x, y, _)| Some((x, axis_value(y, log_y)?))).collect();
+        let line: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|&(x, y, _)| Some((x, axis_value(y, log_y)?)))
+            .collect();
         let style = color.stroke_width(2);
         let anno = match series.style {
             Style::Dashed => ctx
                 .draw_series(DashedLineSeries::new(line.clone(), 8, 5, style))
                 .map_err(draw_err)?,
-            _ => ctx.draw_series(LineSeries::new(line.clone(), style)).map_err(draw_err)?,
+            _ => ctx
+                .draw_series(LineSeries::new(line.clone(), style))
+                .map_err(draw_err)?,
         };
         anno.label(&series.name).legend(move |(x, y)| {
             PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
@@ -197,7 +224,14 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
             let bars = points.iter().filter_map(|&(x, y, e)| {
                 let lo = axis_value(y - e, log_y).or_else(|| axis_value(y, log_y))?;
                 let hi = axis_value(y + e, log_y)?;
-                Some(ErrorBar::new_vertical(x, lo, axis_value(y, log_y)?, hi, color.stroke_width(1), 8))
+                Some(ErrorBar::new_vertical(
+                    x,
+                    lo,
+                    axis_value(y, log_y)?,
+                    hi,
+                    color.stroke_width(1),
+                    8,
+                ))
             });
             ctx.draw_series(bars).map_err(draw_err)?;
         }
@@ -206,10 +240,41 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::UpperRight)
+        .position(legend_corner(&mapped, (x0, x1), (y0, y1), log_y))
         .draw()
         .map_err(draw_err)?;
     Ok(())
+}
+
+/// The corner of the panel that the data leave emptiest, so the legend hides as little as
+/// possible.
+fn legend_corner(
+    series: &[Vec<(f64, f64, f64)>],
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+    log_y: bool,
+) -> SeriesLabelPosition {
+    let corners = [
+        (SeriesLabelPosition::UpperRight, 0.55, 0.65),
+        (SeriesLabelPosition::UpperLeft, 0.0, 0.65),
+        (SeriesLabelPosition::LowerRight, 0.55, 0.0),
+        (SeriesLabelPosition::LowerLeft, 0.0, 0.0),
+    ];
+    let crowding = |fx: f64, fy: f64| {
+        series
+            .iter()
+            .flatten()
+            .filter_map(|&(x, y, _)| Some((x, axis_value(y, log_y)?)))
+            .filter(|&(x, y)| {
+                let (u, v) = ((x - x0) / (x1 - x0), (y - y0) / (y1 - y0));
+                (fx..fx + 0.45).contains(&u) && (fy..fy + 0.35).contains(&v)
+            })
+            .count()
+    };
+    corners
+        .into_iter()
+        .min_by_key(|&(_, fx, fy)| crowding(fx, fy))
+        .map_or(SeriesLabelPosition::UpperRight, |(pos, _, _)| pos)
 }
 
 #[cfg(test)]

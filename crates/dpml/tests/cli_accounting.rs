@@ -5,7 +5,18 @@ mod common;
 use common::dpml;
 
 fn account(sigma: &str, q: &str, steps: &str, extra: &[&str]) -> serde_json::Value {
-    let mut a = vec!["account", "--noise-multiplier", sigma, "--sampling-rate", q, "--steps", steps, "--delta", "1e-5", "--json"];
+    let mut a = vec![
+        "account",
+        "--noise-multiplier",
+        sigma,
+        "--sampling-rate",
+        q,
+        "--steps",
+        steps,
+        "--delta",
+        "1e-5",
+        "--json",
+    ];
     a.extend_from_slice(extra);
     dpml(&a).json()
 }
@@ -15,24 +26,52 @@ fn account_reports_all_accountants_side_by_side() {
     let q = format!("{}", 256.0 / 60000.0);
     let v = account("1.1", &q, "14063", &[]);
     let eps = &v["epsilon"];
-    let (rdp, pld, gdp) = (eps["rdp"].as_f64().unwrap(), eps["pld"].as_f64().unwrap(), eps["gdp"].as_f64().unwrap());
+    let (rdp, pld, gdp) = (
+        eps["rdp"].as_f64().unwrap(),
+        eps["pld"].as_f64().unwrap(),
+        eps["gdp"].as_f64().unwrap(),
+    );
     assert!((rdp - 2.597).abs() < 0.002, "rdp {rdp}");
     assert!((v["rdp_order"].as_f64().unwrap() - 8.1).abs() < 1e-9);
     assert!((pld - 2.382).abs() < 0.01 * 2.382, "pld {pld}");
     assert!((gdp - 2.324).abs() < 0.002, "gdp {gdp}");
     assert!((v["mu"].as_f64().unwrap() - 0.5736).abs() < 0.0005);
     let lower = v["pld_lower"].as_f64().unwrap();
-    assert!(lower <= pld && pld <= rdp, "lower {lower} pld {pld} rdp {rdp}");
+    assert!(
+        lower <= pld && pld <= rdp,
+        "lower {lower} pld {pld} rdp {rdp}"
+    );
     assert_eq!(v["bounds"]["gdp"], "approximation");
     assert_eq!(v["bounds"]["rdp"], "upper_bound");
-    let classic = account("1.1", &q, "14063", &["--accountant", "rdp", "--conversion", "classic"]);
+    let classic = account(
+        "1.1",
+        &q,
+        "14063",
+        &["--accountant", "rdp", "--conversion", "classic"],
+    );
     assert!((classic["epsilon"]["rdp"].as_f64().unwrap() - 3.008).abs() < 0.002);
     assert!(classic["epsilon"]["pld"].is_null());
 }
 
 #[test]
 fn epochs_form_matches_rate_and_steps() {
-    let a = dpml(&["account", "--noise-multiplier", "1.3", "--epochs", "15", "--batch-size", "256", "--dataset-size", "60000", "--delta", "1e-5", "--accountant", "rdp", "--json"]).json();
+    let a = dpml(&[
+        "account",
+        "--noise-multiplier",
+        "1.3",
+        "--epochs",
+        "15",
+        "--batch-size",
+        "256",
+        "--dataset-size",
+        "60000",
+        "--delta",
+        "1e-5",
+        "--accountant",
+        "rdp",
+        "--json",
+    ])
+    .json();
     assert_eq!(a["inputs"]["steps"], 3516);
     assert!((a["epsilon"]["rdp"].as_f64().unwrap() - 0.955).abs() < 0.002);
 }
@@ -49,21 +88,53 @@ fn events_file_accounts_a_composition() {
               "event":{"type":"gaussian","noise_multiplier":1.0}}}]"#,
     )
     .unwrap();
-    let v = dpml(&["account", "--events", f.to_str().unwrap(), "--delta", "1e-5", "--json"]).json();
+    let v = dpml(&[
+        "account",
+        "--events",
+        f.to_str().unwrap(),
+        "--delta",
+        "1e-5",
+        "--json",
+    ])
+    .json();
     let pld = v["epsilon"]["pld"].as_f64().unwrap();
     let rdp = v["epsilon"]["rdp"].as_f64().unwrap();
     assert!(pld > 0.3 && pld <= rdp, "pld {pld} rdp {rdp}");
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"type":"cauchy","scale":1}"#).unwrap();
-    dpml(&["account", "--events", bad.to_str().unwrap(), "--delta", "1e-5"]).assert_usage_error("cauchy");
+    dpml(&[
+        "account",
+        "--events",
+        bad.to_str().unwrap(),
+        "--delta",
+        "1e-5",
+    ])
+    .assert_usage_error("cauchy");
     std::fs::write(&bad, "{not json").unwrap();
-    dpml(&["account", "--events", bad.to_str().unwrap(), "--delta", "1e-5"]).assert_usage_error("bad.json");
+    dpml(&[
+        "account",
+        "--events",
+        bad.to_str().unwrap(),
+        "--delta",
+        "1e-5",
+    ])
+    .assert_usage_error("bad.json");
 }
 
 #[test]
 fn account_rejects_bad_input() {
     let run = |sigma: &str, q: &str, t: &str, d: &str| {
-        dpml(&["account", "--noise-multiplier", sigma, "--sampling-rate", q, "--steps", t, "--delta", d])
+        dpml(&[
+            "account",
+            "--noise-multiplier",
+            sigma,
+            "--sampling-rate",
+            q,
+            "--steps",
+            t,
+            "--delta",
+            d,
+        ])
     };
     run("0", "0.01", "10", "1e-5").assert_usage_error("0");
     run("-1", "0.01", "10", "1e-5").assert_usage_error("-1");
@@ -78,23 +149,65 @@ fn account_rejects_bad_input() {
 #[test]
 fn calibrate_never_exceeds_the_target() {
     for acc in ["rdp", "pld"] {
-        let v = dpml(&["calibrate", "--target-epsilon", "3", "--delta", "1e-5", "--epochs", "10", "--batch-size", "256", "--dataset-size", "60000", "--accountant", acc, "--json"]).json();
+        let v = dpml(&[
+            "calibrate",
+            "--target-epsilon",
+            "3",
+            "--delta",
+            "1e-5",
+            "--epochs",
+            "10",
+            "--batch-size",
+            "256",
+            "--dataset-size",
+            "60000",
+            "--accountant",
+            acc,
+            "--json",
+        ])
+        .json();
         let eps = v["epsilon"].as_f64().unwrap();
         assert!(eps <= 3.0 && eps > 2.9, "{acc}: {eps}");
         assert!(v["noise_multiplier"].as_f64().unwrap() > 0.5);
     }
-    dpml(&["calibrate", "--target-epsilon", "0", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10"]).assert_usage_error("0");
+    dpml(&[
+        "calibrate",
+        "--target-epsilon",
+        "0",
+        "--delta",
+        "1e-5",
+        "--sampling-rate",
+        "0.01",
+        "--steps",
+        "10",
+    ])
+    .assert_usage_error("0");
 }
 
 #[test]
 fn tradeoff_writes_csv_and_plots() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("curves");
-    let v = dpml(&["tradeoff", "--noise-multiplier", "1.1", "--sampling-rate", "0.004", "--steps", "1000", "--out", out.to_str().unwrap(), "--json"]).json();
+    let v = dpml(&[
+        "tradeoff",
+        "--noise-multiplier",
+        "1.1",
+        "--sampling-rate",
+        "0.004",
+        "--steps",
+        "1000",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ])
+    .json();
     assert!(v["mu"].as_f64().unwrap() > 0.0);
     let csv = std::fs::read_to_string(out.join("tradeoff.csv")).unwrap();
     let mut lines = csv.lines();
-    assert_eq!(lines.next().unwrap(), "alpha,beta_gdp,beta_pld,beta_rdp_family,beta_rdp_eps_delta");
+    assert_eq!(
+        lines.next().unwrap(),
+        "alpha,beta_gdp,beta_pld,beta_rdp_family,beta_rdp_eps_delta"
+    );
     for line in lines {
         let cols: Vec<f64> = line.split(',').map(|x| x.parse().unwrap()).collect();
         let alpha = cols[0];
@@ -104,6 +217,13 @@ fn tradeoff_writes_csv_and_plots() {
         // The tight PLD curve is at least as high as the (looser) RDP ones.
         assert!(cols[2] + 1e-6 >= cols[3], "{line}");
     }
-    assert_eq!(&std::fs::read(out.join("tradeoff.png")).unwrap()[..4], b"\x89PNG");
-    assert!(std::fs::read_to_string(out.join("tradeoff.svg")).unwrap().contains("</svg>"));
+    assert_eq!(
+        &std::fs::read(out.join("tradeoff.png")).unwrap()[..4],
+        b"\x89PNG"
+    );
+    assert!(
+        std::fs::read_to_string(out.join("tradeoff.svg"))
+            .unwrap()
+            .contains("</svg>")
+    );
 }

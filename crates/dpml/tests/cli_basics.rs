@@ -7,7 +7,15 @@ use common::dpml;
 fn help_lists_the_commands() {
     let r = dpml(&["--help"]);
     assert_eq!(r.code, 0);
-    for cmd in ["release", "query", "rr", "account", "calibrate", "tradeoff", "data"] {
+    for cmd in [
+        "release",
+        "query",
+        "rr",
+        "account",
+        "calibrate",
+        "tradeoff",
+        "data",
+    ] {
         assert!(r.stdout.contains(cmd), "--help does not list {cmd}");
     }
 }
@@ -30,8 +38,20 @@ fn unknown_command_and_flag_are_usage_errors() {
 #[test]
 fn release_laplace_reports_scale_and_seed() {
     let r = dpml(&[
-        "release", "--mechanism", "laplace", "--value", "10", "--sensitivity", "1", "--epsilon",
-        "0.5", "--count", "1000", "--seed", "3", "--json",
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "10",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "0.5",
+        "--count",
+        "1000",
+        "--seed",
+        "3",
+        "--json",
     ]);
     let v = r.json();
     let values = v["values"].as_array().unwrap();
@@ -47,12 +67,33 @@ fn release_laplace_reports_scale_and_seed() {
     assert!((mean - 10.0).abs() < 0.45, "mean {mean}");
     // Same seed, same values; no seed, not seeded.
     let again = dpml(&[
-        "release", "--mechanism", "laplace", "--value", "10", "--sensitivity", "1", "--epsilon",
-        "0.5", "--count", "1000", "--seed", "3", "--json",
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "10",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "0.5",
+        "--count",
+        "1000",
+        "--seed",
+        "3",
+        "--json",
     ]);
     assert_eq!(again.json()["values"], v["values"]);
     let unseeded = dpml(&[
-        "release", "--mechanism", "laplace", "--value", "10", "--sensitivity", "1", "--epsilon", "1", "--json",
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "10",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "1",
+        "--json",
     ]);
     assert_eq!(unseeded.json()["seeded"], false);
 }
@@ -60,21 +101,63 @@ fn release_laplace_reports_scale_and_seed() {
 #[test]
 fn release_gaussian_and_discrete_mechanisms() {
     let g = dpml(&[
-        "release", "--mechanism", "gaussian", "--value", "0", "--sensitivity", "1", "--epsilon",
-        "1", "--delta", "1e-5", "--seed", "1", "--json",
+        "release",
+        "--mechanism",
+        "gaussian",
+        "--value",
+        "0",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--seed",
+        "1",
+        "--json",
     ])
     .json();
     let sigma = g["sigma"].as_f64().unwrap();
     assert!(sigma > 3.0 && sigma < 4.0, "analytic sigma {sigma}");
     let dl = dpml(&[
-        "release", "--mechanism", "discrete-laplace", "--value", "7", "--sensitivity", "1",
-        "--epsilon", "1", "--count", "5", "--seed", "1", "--json",
+        "release",
+        "--mechanism",
+        "discrete-laplace",
+        "--value",
+        "7",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "1",
+        "--count",
+        "5",
+        "--seed",
+        "1",
+        "--json",
     ])
     .json();
-    assert!(dl["values"].as_array().unwrap().iter().all(|x| x.as_f64().unwrap().fract() == 0.0));
+    assert!(
+        dl["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x.as_f64().unwrap().fract() == 0.0)
+    );
     let dg = dpml(&[
-        "release", "--mechanism", "discrete-gaussian", "--value", "7", "--sensitivity", "2",
-        "--epsilon", "1", "--delta", "1e-6", "--seed", "1", "--json",
+        "release",
+        "--mechanism",
+        "discrete-gaussian",
+        "--value",
+        "7",
+        "--sensitivity",
+        "2",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--seed",
+        "1",
+        "--json",
     ])
     .json();
     assert!(dg["sigma"].as_f64().unwrap() > 0.0);
@@ -82,7 +165,15 @@ fn release_gaussian_and_discrete_mechanisms() {
 
 #[test]
 fn release_rejects_bad_parameters() {
-    let base = ["release", "--mechanism", "laplace", "--value", "1", "--sensitivity", "1"];
+    let base = [
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "1",
+        "--sensitivity",
+        "1",
+    ];
     let with = |extra: &[&str]| {
         let mut a: Vec<&str> = base.to_vec();
         a.extend_from_slice(extra);
@@ -94,20 +185,70 @@ fn release_rejects_bad_parameters() {
     with(&["--epsilon", "inf"]).assert_usage_error("inf");
     with(&["--epsilon", "abc"]).assert_usage_error("abc");
     with(&["--epsilon", "1", "--delta", "0.1"]).assert_usage_error("--delta");
-    dpml(&["release", "--mechanism", "gaussian", "--value", "1", "--sensitivity", "1", "--epsilon", "1"])
-        .assert_usage_error("--delta");
     dpml(&[
-        "release", "--mechanism", "gaussian", "--value", "1", "--sensitivity", "1", "--epsilon", "1",
-        "--delta", "1",
+        "release",
+        "--mechanism",
+        "gaussian",
+        "--value",
+        "1",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("--delta");
+    dpml(&[
+        "release",
+        "--mechanism",
+        "gaussian",
+        "--value",
+        "1",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1",
     ])
     .assert_usage_error("1");
     dpml(&[
-        "release", "--mechanism", "gaussian", "--value", "1", "--sensitivity", "1", "--epsilon", "2",
-        "--delta", "1e-5", "--calibration", "classic",
+        "release",
+        "--mechanism",
+        "gaussian",
+        "--value",
+        "1",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "2",
+        "--delta",
+        "1e-5",
+        "--calibration",
+        "classic",
     ])
     .assert_usage_error("2");
-    dpml(&["release", "--mechanism", "discrete-laplace", "--value", "1.5", "--sensitivity", "1", "--epsilon", "1"])
-        .assert_usage_error("1.5");
-    dpml(&["release", "--mechanism", "laplace", "--value", "1", "--sensitivity", "0", "--epsilon", "1"])
-        .assert_usage_error("0");
+    dpml(&[
+        "release",
+        "--mechanism",
+        "discrete-laplace",
+        "--value",
+        "1.5",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("1.5");
+    dpml(&[
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "1",
+        "--sensitivity",
+        "0",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("0");
 }

@@ -4,7 +4,15 @@ mod common;
 use common::{command, dpml, from_output, shared_data};
 
 const IRIS_MEAN: &[&str] = &[
-    "query", "--dataset", "iris", "--column", "petal_length", "--aggregate", "mean", "--bounds", "0,10",
+    "query",
+    "--dataset",
+    "iris",
+    "--column",
+    "petal_length",
+    "--aggregate",
+    "mean",
+    "--bounds",
+    "0,10",
 ];
 
 fn query(extra: &[&str]) -> common::Run {
@@ -15,18 +23,60 @@ fn query(extra: &[&str]) -> common::Run {
 
 #[test]
 fn query_aggregates_report_their_fields() {
-    for (agg, extra) in [("count", vec![]), ("sum", vec!["--bounds", "0,10"]), ("mean", vec!["--bounds", "0,10"])] {
-        let mut a = vec!["query", "--dataset", "iris", "--column", "petal_length", "--aggregate", agg, "--epsilon", "5", "--seed", "1", "--json"];
+    for (agg, extra) in [
+        ("count", vec![]),
+        ("sum", vec!["--bounds", "0,10"]),
+        ("mean", vec!["--bounds", "0,10"]),
+    ] {
+        let mut a = vec![
+            "query",
+            "--dataset",
+            "iris",
+            "--column",
+            "petal_length",
+            "--aggregate",
+            agg,
+            "--epsilon",
+            "5",
+            "--seed",
+            "1",
+            "--json",
+        ];
         a.extend(extra);
         let v = dpml(&a).json();
-        for f in ["value", "mechanism", "epsilon", "delta", "sensitivity", "scale", "seeded"] {
+        for f in [
+            "value",
+            "mechanism",
+            "epsilon",
+            "delta",
+            "sensitivity",
+            "scale",
+            "seeded",
+        ] {
             assert!(!v[f].is_null(), "{agg}: missing {f} in {v}");
         }
     }
     let h = dpml(&[
-        "query", "--dataset", "iris", "--column", "target", "--aggregate", "histogram", "--bounds",
-        "-0.5,2.5", "--bins", "3", "--epsilon", "10", "--mechanism", "gaussian", "--delta", "1e-6",
-        "--seed", "2", "--json",
+        "query",
+        "--dataset",
+        "iris",
+        "--column",
+        "target",
+        "--aggregate",
+        "histogram",
+        "--bounds",
+        "-0.5,2.5",
+        "--bins",
+        "3",
+        "--epsilon",
+        "10",
+        "--mechanism",
+        "gaussian",
+        "--delta",
+        "1e-6",
+        "--seed",
+        "2",
+        "--json",
     ])
     .json();
     let bins = h["value"].as_array().unwrap();
@@ -37,7 +87,21 @@ fn query_aggregates_report_their_fields() {
     }
     assert!(h["sigma"].as_f64().unwrap() > 0.0);
     // Sum sensitivity comes from the bounds: max(|lo|, |hi|).
-    let s = dpml(&["query", "--dataset", "iris", "--column", "petal_length", "--aggregate", "sum", "--bounds", "-3,10", "--epsilon", "1", "--json"]).json();
+    let s = dpml(&[
+        "query",
+        "--dataset",
+        "iris",
+        "--column",
+        "petal_length",
+        "--aggregate",
+        "sum",
+        "--bounds",
+        "-3,10",
+        "--epsilon",
+        "1",
+        "--json",
+    ])
+    .json();
     assert_eq!(s["sensitivity"], 10.0);
 }
 
@@ -45,15 +109,65 @@ fn query_aggregates_report_their_fields() {
 fn query_rejects_bad_input() {
     query(&["--epsilon", "0"]).assert_usage_error("0");
     query(&["--epsilon", "NaN"]).assert_usage_error("NaN");
-    dpml(&["query", "--dataset", "iris", "--column", "petal_length", "--aggregate", "mean", "--bounds", "5,1", "--epsilon", "1"])
-        .assert_usage_error("5,1");
-    dpml(&["query", "--dataset", "iris", "--column", "petal_length", "--aggregate", "sum", "--epsilon", "1"])
-        .assert_usage_error("--bounds");
-    dpml(&["query", "--dataset", "iris", "--column", "no_such", "--aggregate", "count", "--epsilon", "1"])
-        .assert_usage_error("no_such");
-    dpml(&["query", "--dataset", "nosuchset", "--column", "x", "--aggregate", "count", "--epsilon", "1"])
-        .assert_usage_error("nosuchset");
-    query(&["--epsilon", "1", "--mechanism", "gaussian", "--delta", "1.5"]).assert_usage_error("1.5");
+    dpml(&[
+        "query",
+        "--dataset",
+        "iris",
+        "--column",
+        "petal_length",
+        "--aggregate",
+        "mean",
+        "--bounds",
+        "5,1",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("5,1");
+    dpml(&[
+        "query",
+        "--dataset",
+        "iris",
+        "--column",
+        "petal_length",
+        "--aggregate",
+        "sum",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("--bounds");
+    dpml(&[
+        "query",
+        "--dataset",
+        "iris",
+        "--column",
+        "no_such",
+        "--aggregate",
+        "count",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("no_such");
+    dpml(&[
+        "query",
+        "--dataset",
+        "nosuchset",
+        "--column",
+        "x",
+        "--aggregate",
+        "count",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("nosuchset");
+    query(&[
+        "--epsilon",
+        "1",
+        "--mechanism",
+        "gaussian",
+        "--delta",
+        "1.5",
+    ])
+    .assert_usage_error("1.5");
 }
 
 #[test]
@@ -67,14 +181,42 @@ fn csv_files_empty_or_malformed_are_refused_by_name() {
     std::fs::write(&good, "a,b,label\n1,2,x\n3,4,y\n5,6,x\n").unwrap();
     let spec = |p: &std::path::Path| format!("csv:{}", p.display());
     let run = |p: &std::path::Path| {
-        dpml(&["query", "--dataset", &spec(p), "--column", "a", "--aggregate", "count", "--epsilon", "1"])
+        dpml(&[
+            "query",
+            "--dataset",
+            &spec(p),
+            "--column",
+            "a",
+            "--aggregate",
+            "count",
+            "--epsilon",
+            "1",
+        ])
     };
     run(&empty).assert_usage_error("empty.csv");
     let r = run(&bad);
     r.assert_usage_error("oops");
-    assert!(r.stderr.contains("row") || r.stderr.contains("line"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("row") || r.stderr.contains("line"),
+        "{}",
+        r.stderr
+    );
     run(&dir.path().join("missing.csv")).assert_usage_error("missing.csv");
-    let v = dpml(&["query", "--dataset", &spec(&good), "--column", "b", "--aggregate", "mean", "--bounds", "0,10", "--epsilon", "1", "--json"]).json();
+    let v = dpml(&[
+        "query",
+        "--dataset",
+        &spec(&good),
+        "--column",
+        "b",
+        "--aggregate",
+        "mean",
+        "--bounds",
+        "0,10",
+        "--epsilon",
+        "1",
+        "--json",
+    ])
+    .json();
     assert!(v["value"].is_number());
 }
 
@@ -89,7 +231,11 @@ fn ledger_refuses_overspending_and_leaves_file_untouched() {
     let before = std::fs::read(&ledger).unwrap();
     let over = query(&["--epsilon", "0.6", "--ledger", l, "--budget", "1", "--json"]);
     over.assert_usage_error("budget");
-    assert_eq!(std::fs::read(&ledger).unwrap(), before, "a refused spend changed the ledger");
+    assert_eq!(
+        std::fs::read(&ledger).unwrap(),
+        before,
+        "a refused spend changed the ledger"
+    );
     // A bigger budget cannot be slipped in later.
     query(&["--epsilon", "0.6", "--ledger", l, "--budget", "5"]).assert_usage_error("budget");
     // Bad input never touches the ledger.
@@ -105,8 +251,15 @@ fn corrupt_ledger_is_refused_not_reset() {
     let ledger = dir.path().join("budget.db");
     std::fs::write(&ledger, b"this is not a ledger at all, just some bytes").unwrap();
     let before = std::fs::read(&ledger).unwrap();
-    query(&["--epsilon", "0.1", "--ledger", ledger.to_str().unwrap(), "--budget", "1"])
-        .assert_usage_error("budget.db");
+    query(&[
+        "--epsilon",
+        "0.1",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--budget",
+        "1",
+    ])
+    .assert_usage_error("budget.db");
     assert_eq!(std::fs::read(&ledger).unwrap(), before);
 }
 
@@ -119,12 +272,24 @@ fn concurrent_queries_never_overspend() {
         .map(|_| {
             let mut a = IRIS_MEAN.to_vec();
             a.extend_from_slice(&["--epsilon", "0.3", "--ledger", l, "--budget", "1", "--json"]);
-            command(&a).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+            command(&a)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
         })
         .collect();
-    let runs: Vec<_> = children.into_iter().map(|c| from_output(c.wait_with_output().unwrap())).collect();
+    let runs: Vec<_> = children
+        .into_iter()
+        .map(|c| from_output(c.wait_with_output().unwrap()))
+        .collect();
     let ok = runs.iter().filter(|r| r.code == 0).count();
-    assert_eq!(ok, 3, "exactly three spends of 0.3 fit in 1.0: {:?}", runs.iter().map(|r| &r.stderr).collect::<Vec<_>>());
+    assert_eq!(
+        ok,
+        3,
+        "exactly three spends of 0.3 fit in 1.0: {:?}",
+        runs.iter().map(|r| &r.stderr).collect::<Vec<_>>()
+    );
     for r in runs.iter().filter(|r| r.code != 0) {
         r.assert_usage_error("budget");
     }
@@ -140,8 +305,20 @@ fn killed_queries_keep_their_recorded_spends() {
     let mut reported = 0;
     for i in 0..12u64 {
         let mut a = IRIS_MEAN.to_vec();
-        a.extend_from_slice(&["--epsilon", "0.01", "--ledger", l, "--budget", "100", "--json"]);
-        let mut child = command(&a).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        a.extend_from_slice(&[
+            "--epsilon",
+            "0.01",
+            "--ledger",
+            l,
+            "--budget",
+            "100",
+            "--json",
+        ]);
+        let mut child = command(&a)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(2 + 3 * i));
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
@@ -149,26 +326,88 @@ fn killed_queries_keep_their_recorded_spends() {
             reported += 1;
         }
     }
-    let v = query(&["--epsilon", "0.01", "--ledger", l, "--budget", "100", "--json"]).json();
+    let v = query(&[
+        "--epsilon",
+        "0.01",
+        "--ledger",
+        l,
+        "--budget",
+        "100",
+        "--json",
+    ])
+    .json();
     let entries = v["ledger"]["entries"].as_u64().unwrap();
-    assert!(entries > reported, "entries {entries} must include the {reported} reported spends and this one");
+    assert!(
+        entries > reported,
+        "entries {entries} must include the {reported} reported spends and this one"
+    );
 }
 
 #[test]
 fn coin_flip_survey_recovers_the_proportion() {
     // breast-cancer target: 357 of 569 are 1 (benign).
     let truth = 357.0 / 569.0;
-    let v = dpml(&["rr", "--dataset", "breast-cancer", "--column", "target", "--coin", "fair", "--seed", "5", "--json"]).json();
+    let v = dpml(&[
+        "rr",
+        "--dataset",
+        "breast-cancer",
+        "--column",
+        "target",
+        "--coin",
+        "fair",
+        "--seed",
+        "5",
+        "--json",
+    ])
+    .json();
     assert!((v["epsilon"].as_f64().unwrap() - 3f64.ln()).abs() < 1e-12);
     assert_eq!(v["true_value_withheld"], true);
-    let (est, se) = (v["estimate"].as_f64().unwrap(), v["std_error"].as_f64().unwrap());
+    let (est, se) = (
+        v["estimate"].as_f64().unwrap(),
+        v["std_error"].as_f64().unwrap(),
+    );
     let ci = v["ci95"].as_array().unwrap();
     assert!(ci[0].as_f64().unwrap() <= est && est <= ci[1].as_f64().unwrap());
-    assert!((est - truth).abs() < 3.5 * se, "estimate {est} ± {se} vs {truth}");
-    let k = dpml(&["rr", "--dataset", "iris", "--column", "target", "--categories", "0,1,2", "--epsilon", "2", "--seed", "1", "--json"]).json();
+    assert!(
+        (est - truth).abs() < 3.5 * se,
+        "estimate {est} ± {se} vs {truth}"
+    );
+    let k = dpml(&[
+        "rr",
+        "--dataset",
+        "iris",
+        "--column",
+        "target",
+        "--categories",
+        "0,1,2",
+        "--epsilon",
+        "2",
+        "--seed",
+        "1",
+        "--json",
+    ])
+    .json();
     assert_eq!(k["estimate"].as_array().unwrap().len(), 3);
-    dpml(&["rr", "--dataset", "iris", "--column", "target", "--coin", "fair"]).assert_usage_error("categor");
-    dpml(&["rr", "--dataset", "iris", "--column", "target", "--epsilon", "-2"]).assert_usage_error("-2");
+    dpml(&[
+        "rr",
+        "--dataset",
+        "iris",
+        "--column",
+        "target",
+        "--coin",
+        "fair",
+    ])
+    .assert_usage_error("categor");
+    dpml(&[
+        "rr",
+        "--dataset",
+        "iris",
+        "--column",
+        "target",
+        "--epsilon",
+        "-2",
+    ])
+    .assert_usage_error("-2");
 }
 
 #[test]
@@ -191,11 +430,31 @@ fn truncated_idx_is_a_named_error() {
     let Some(data) = shared_data() else { return };
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("mnist")).unwrap();
-    for f in ["train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"] {
+    for f in [
+        "train-images-idx3-ubyte.gz",
+        "t10k-images-idx3-ubyte.gz",
+        "t10k-labels-idx1-ubyte.gz",
+    ] {
         std::fs::copy(data.join("mnist").join(f), dir.path().join("mnist").join(f)).unwrap();
     }
     let labels = std::fs::read(data.join("mnist/train-labels-idx1-ubyte.gz")).unwrap();
-    std::fs::write(dir.path().join("mnist/train-labels-idx1-ubyte.gz"), &labels[..labels.len() / 2]).unwrap();
-    dpml(&["query", "--dataset", "mnist", "--data-dir", dir.path().to_str().unwrap(), "--column", "label", "--aggregate", "count", "--epsilon", "1"])
-        .assert_usage_error("train-labels");
+    std::fs::write(
+        dir.path().join("mnist/train-labels-idx1-ubyte.gz"),
+        &labels[..labels.len() / 2],
+    )
+    .unwrap();
+    dpml(&[
+        "query",
+        "--dataset",
+        "mnist",
+        "--data-dir",
+        dir.path().to_str().unwrap(),
+        "--column",
+        "label",
+        "--aggregate",
+        "count",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("train-labels");
 }

@@ -21,12 +21,33 @@ impl Run {
 
     /// Assert a usage error: exit 2 and one `error: …` line on stderr that contains `needle`.
     pub fn assert_usage_error(&self, needle: &str) {
-        assert_eq!(self.code, 2, "expected exit 2, got {}; stderr: {}", self.code, self.stderr);
-        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-        assert_eq!(lines.len(), 1, "expected one error line, got: {}", self.stderr);
+        assert_eq!(
+            self.code, 2,
+            "expected exit 2, got {}; stderr: {}",
+            self.code, self.stderr
+        );
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "expected one error line, got: {}",
+            self.stderr
+        );
         assert!(lines[0].starts_with("error: "), "{}", lines[0]);
-        assert!(lines[0].contains(needle), "error line {:?} does not name {needle:?}", lines[0]);
-        assert!(self.stdout.is_empty(), "nothing may be printed on error: {}", self.stdout);
+        assert!(
+            lines[0].contains(needle),
+            "error line {:?} does not name {needle:?}",
+            lines[0]
+        );
+        assert!(
+            self.stdout.is_empty(),
+            "nothing may be printed on error: {}",
+            self.stdout
+        );
     }
 }
 
@@ -58,7 +79,10 @@ pub fn shared_data() -> Option<PathBuf> {
     if dir.join("mnist").is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipped: shared data not found at {} (set DPML_DATA_DIR)", dir.display());
+        eprintln!(
+            "skipped: shared data not found at {} (set DPML_DATA_DIR)",
+            dir.display()
+        );
         None
     }
 }

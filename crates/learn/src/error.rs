@@ -61,7 +61,15 @@ pub enum LearnError {
 
 impl LearnError {
     /// Shorthand for [`LearnError::InvalidParameter`].
-    pub(crate) fn invalid(name: &'static str, requirement: &'static str, value: impl ToString) -> Self {
-        LearnError::InvalidParameter { name, requirement, value: value.to_string() }
+    pub(crate) fn invalid(
+        name: &'static str,
+        requirement: &'static str,
+        value: impl ToString,
+    ) -> Self {
+        LearnError::InvalidParameter {
+            name,
+            requirement,
+            value: value.to_string(),
+        }
     }
 }

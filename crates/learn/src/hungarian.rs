@@ -14,7 +14,11 @@ use crate::LearnError;
 ///
 /// # Errors
 /// [`LearnError::InvalidParameter`] when `cost.len() != rows · cols` or a cost is not finite.
-pub fn min_cost_assignment(cost: &[f64], rows: usize, cols: usize) -> Result<Vec<Option<usize>>, LearnError> {
+pub fn min_cost_assignment(
+    cost: &[f64],
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<Option<usize>>, LearnError> {
     if rows.checked_mul(cols) != Some(cost.len()) {
         return Err(LearnError::invalid(
             "cost matrix",
@@ -23,7 +27,11 @@ pub fn min_cost_assignment(cost: &[f64], rows: usize, cols: usize) -> Result<Vec
         ));
     }
     if let Some(bad) = cost.iter().find(|c| !c.is_finite()) {
-        return Err(LearnError::invalid("cost matrix entries", "must be finite", bad));
+        return Err(LearnError::invalid(
+            "cost matrix entries",
+            "must be finite",
+            bad,
+        ));
     }
     if rows <= cols {
         Ok(solve(|i, j| cost[i * cols + j], rows, cols))
@@ -44,7 +52,11 @@ pub fn min_cost_assignment(cost: &[f64], rows: usize, cols: usize) -> Result<Vec
 ///
 /// # Errors
 /// As [`min_cost_assignment`].
-pub fn max_weight_assignment(weight: &[f64], rows: usize, cols: usize) -> Result<Vec<Option<usize>>, LearnError> {
+pub fn max_weight_assignment(
+    weight: &[f64],
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<Option<usize>>, LearnError> {
     let negated: Vec<f64> = weight.iter().map(|w| -w).collect();
     min_cost_assignment(&negated, rows, cols)
 }
@@ -117,7 +129,10 @@ mod tests {
     use dpml_mechanisms::DpRng;
 
     fn total(cost: &[f64], cols: usize, a: &[Option<usize>]) -> f64 {
-        a.iter().enumerate().filter_map(|(i, c)| c.map(|c| cost[i * cols + c])).sum()
+        a.iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.map(|c| cost[i * cols + c]))
+            .sum()
     }
 
     /// The best total over all injective maps from the smaller side, by enumeration.
@@ -155,12 +170,21 @@ mod tests {
         assert_eq!(total(&cost, 3, &a), 5.0);
         // Greedy (take the largest entry first: 9) would give 9 + 1 = 10; the optimum is 8 + 8.
         let w = [9.0, 8.0, 8.0, 1.0];
-        assert_eq!(max_weight_assignment(&w, 2, 2).unwrap(), vec![Some(1), Some(0)]);
+        assert_eq!(
+            max_weight_assignment(&w, 2, 2).unwrap(),
+            vec![Some(1), Some(0)]
+        );
         // Rectangular both ways: 2 clusters, 3 classes and 3 clusters, 2 classes.
         let w = [0.0, 5.0, 1.0, 4.0, 0.0, 3.0];
-        assert_eq!(max_weight_assignment(&w, 2, 3).unwrap(), vec![Some(1), Some(0)]);
+        assert_eq!(
+            max_weight_assignment(&w, 2, 3).unwrap(),
+            vec![Some(1), Some(0)]
+        );
         let w = [0.0, 4.0, 5.0, 0.0, 1.0, 3.0];
-        assert_eq!(max_weight_assignment(&w, 3, 2).unwrap(), vec![Some(1), Some(0), None]);
+        assert_eq!(
+            max_weight_assignment(&w, 3, 2).unwrap(),
+            vec![Some(1), Some(0), None]
+        );
         assert_eq!(min_cost_assignment(&[], 0, 3).unwrap(), vec![]);
     }
 
@@ -177,10 +201,22 @@ mod tests {
             let mut dedup = cols_used.clone();
             dedup.sort_unstable();
             dedup.dedup();
-            assert_eq!(dedup.len(), cols_used.len(), "trial {trial}: column used twice");
-            assert_eq!(cols_used.len(), rows.min(cols), "trial {trial}: not a full matching");
+            assert_eq!(
+                dedup.len(),
+                cols_used.len(),
+                "trial {trial}: column used twice"
+            );
+            assert_eq!(
+                cols_used.len(),
+                rows.min(cols),
+                "trial {trial}: not a full matching"
+            );
             let best = brute_force(&cost, rows, cols);
-            assert_eq!(total(&cost, cols, &a), best, "trial {trial}: {rows}x{cols} {cost:?}");
+            assert_eq!(
+                total(&cost, cols, &a),
+                best,
+                "trial {trial}: {rows}x{cols} {cost:?}"
+            );
         }
     }
 
@@ -199,9 +235,13 @@ mod tests {
 
     #[test]
     fn bad_input_is_named() {
-        let msg = min_cost_assignment(&[1.0; 5], 2, 3).unwrap_err().to_string();
+        let msg = min_cost_assignment(&[1.0; 5], 2, 3)
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("5 values for 2 x 3"), "{msg}");
-        let msg = min_cost_assignment(&[1.0, f64::NAN], 1, 2).unwrap_err().to_string();
+        let msg = min_cost_assignment(&[1.0, f64::NAN], 1, 2)
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("NaN"), "{msg}");
     }
 }

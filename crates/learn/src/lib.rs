@@ -3,6 +3,8 @@
 //!
 //! - [`kmeans`]: plain and differentially private k-means (DPLloyd with Laplace or Gaussian
 //!   noise, input perturbation), with clustering metrics.
+//! - [`label_dp`]: label differential privacy (Laplace, randomized response, RR-with-prior).
+//! - [`perturbation`]: output perturbation of predictions and local-DP input perturbation.
 //! - [`hungarian`]: optimal one-to-one matching, used to score clusterings against classes.
 #![deny(missing_docs)]
 
@@ -10,5 +12,7 @@ pub mod dpsgd;
 pub mod error;
 pub mod hungarian;
 pub mod kmeans;
+pub mod label_dp;
+pub mod perturbation;
 
 pub use error::LearnError;

@@ -43,24 +43,40 @@ struct Group {
 /// # Errors
 /// Invalid or unsupported events (see [`Flat::from_event`]); a fixed `interval` whose grid
 /// would exceed [`MAX_POINTS`].
-pub(crate) fn build(event: &PrivacyEvent, interval: f64, pessimistic: bool) -> Result<Composed, AccountingError> {
+pub(crate) fn build(
+    event: &PrivacyEvent,
+    interval: f64,
+    pessimistic: bool,
+) -> Result<Composed, AccountingError> {
     let flat = Flat::from_event(event)?;
     let auto = interval == 0.0;
     if flat.leaves.is_empty() {
         let h = if auto { DEFAULT_INTERVAL } else { interval };
-        return Ok(Composed { remove: Pmf::identity(h, pessimistic), add: None, h });
+        return Ok(Composed {
+            remove: Pmf::identity(h, pessimistic),
+            add: None,
+            h,
+        });
     }
-    let anchor = flat.leaves.iter().filter_map(|(l, _)| l.anchor()).fold(None, |m: Option<f64>, a| {
-        Some(m.map_or(a, |m| m.max(a)))
-    });
-    let t0 = std::time::Instant::now();
-    let mut h = if auto { initial_interval(&flat.leaves)? } else { interval };
-    if std::env::var("PLD_TIMING").is_ok() { eprintln!("initial {:?}", t0.elapsed()); }
+    let anchor = flat
+        .leaves
+        .iter()
+        .filter_map(|(l, _)| l.anchor())
+        .fold(None, |m: Option<f64>, a| Some(m.map_or(a, |m| m.max(a))));
+    let mut h = if auto {
+        initial_interval(&flat.leaves)?
+    } else {
+        interval
+    };
     for _ in 0..MAX_ATTEMPTS {
         if auto {
             h = align(h, anchor);
         }
-        let widest = flat.leaves.iter().map(|(l, _)| (l.span().1 - l.span().0) / h + 3.0).fold(0.0, f64::max);
+        let widest = flat
+            .leaves
+            .iter()
+            .map(|(l, _)| (l.span().1 - l.span().0) / h + 3.0)
+            .fold(0.0, f64::max);
         if widest > MAX_POINTS as f64 {
             if !auto {
                 return Err(too_many_points(widest as u64, h));
@@ -68,9 +84,7 @@ pub(crate) fn build(event: &PrivacyEvent, interval: f64, pessimistic: bool) -> R
             h *= (widest / MAX_POINTS as f64 * 1.25).max(4.0);
             continue;
         }
-        let t0 = std::time::Instant::now();
         let groups = discretise(&flat.leaves, h, pessimistic)?;
-        if std::env::var("PLD_TIMING").is_ok() { eprintln!("discretise+windows {:?}", t0.elapsed()); }
         let need = total_points(&groups);
         if need > MAX_POINTS as u64 {
             if !auto {
@@ -79,10 +93,7 @@ pub(crate) fn build(event: &PrivacyEvent, interval: f64, pessimistic: bool) -> R
             h *= (need as f64 / MAX_POINTS as f64 * 1.25).max(4.0);
             continue;
         }
-        let t0 = std::time::Instant::now();
-        let r = compose(&groups, h);
-        if std::env::var("PLD_TIMING").is_ok() { eprintln!("compose {:?}", t0.elapsed()); }
-        return r;
+        return compose(&groups, h);
     }
     Err(AccountingError::InvalidParameter(format!(
         "no privacy-loss grid up to interval {h} fits in {MAX_POINTS} points for this event"
@@ -99,7 +110,11 @@ fn initial_interval(leaves: &[(Leaf, u64)]) -> Result<f64, AccountingError> {
         let cells = leaf.cells(coarse)?;
         let n = *count as f64;
         var_remove += n * cells.moments().1;
-        var_add += n * if leaf.symmetric() { cells.moments().1 } else { cells.swapped().moments().1 };
+        var_add += n * if leaf.symmetric() {
+            cells.moments().1
+        } else {
+            cells.swapped().moments().1
+        };
         anchor = anchor.max(leaf.anchor().unwrap_or(0.0));
     }
     let scale = var_remove.max(var_add).sqrt().max(anchor);
@@ -118,31 +133,41 @@ fn align(h: f64, anchor: Option<f64>) -> f64 {
     }
 }
 
-fn discretise(leaves: &[(Leaf, u64)], h: f64, pessimistic: bool) -> Result<Vec<Group>, AccountingError> {
+fn discretise(
+    leaves: &[(Leaf, u64)],
+    h: f64,
+    pessimistic: bool,
+) -> Result<Vec<Group>, AccountingError> {
     let half = TAIL_MASS / 2.0;
     leaves
         .iter()
         .map(|(leaf, count)| {
-            let t0 = std::time::Instant::now();
             let cells = leaf.cells(h)?;
-            if std::env::var("PLD_TIMING").is_ok() { eprintln!("  cells {:?} n={}", t0.elapsed(), cells.p.len()); }
             let remove = cells.to_pmf(pessimistic);
-            if std::env::var("PLD_TIMING").is_ok() { eprintln!("  to_pmf {:?}", t0.elapsed()); }
             let add = (!leaf.symmetric()).then(|| cells.swapped().to_pmf(pessimistic));
             let with_window = |p: Pmf| {
                 let w = p.chernoff_window(*count, half);
                 (p, w)
             };
-            Ok(Group { count: *count, remove: with_window(remove), add: add.map(with_window) })
+            Ok(Group {
+                count: *count,
+                remove: with_window(remove),
+                add: add.map(with_window),
+            })
         })
         .collect()
 }
 
 /// Grid points the composition may need at once: the sum of the groups' windows, per direction.
 fn total_points(groups: &[Group]) -> u64 {
-    let remove: u64 = groups.iter().map(|g| g.remove.1.len).fold(0, u64::saturating_add);
-    let add: u64 =
-        groups.iter().map(|g| g.add.as_ref().unwrap_or(&g.remove).1.len).fold(0, u64::saturating_add);
+    let remove: u64 = groups
+        .iter()
+        .map(|g| g.remove.1.len)
+        .fold(0, u64::saturating_add);
+    let add: u64 = groups
+        .iter()
+        .map(|g| g.add.as_ref().unwrap_or(&g.remove).1.len)
+        .fold(0, u64::saturating_add);
     remove.max(add)
 }
 
@@ -157,7 +182,9 @@ fn compose(groups: &[Group], h: f64) -> Result<Composed, AccountingError> {
             .collect::<Result<Vec<_>, _>>()?;
         parts.sort_by_key(|p| p.probs.len());
         let mut iter = parts.into_iter();
-        let first = iter.next().ok_or_else(|| AccountingError::InvalidParameter("empty composition".into()))?;
+        let first = iter
+            .next()
+            .ok_or_else(|| AccountingError::InvalidParameter("empty composition".into()))?;
         iter.try_fold(first, |acc, p| acc.compose(&p))
     };
     let remove = direction(&|g| &g.remove)?;
@@ -194,7 +221,14 @@ mod tests {
 
     #[test]
     fn automatic_interval_is_fine_for_small_losses_and_coarse_for_large() {
-        let small = build(&PrivacyEvent::Gaussian { noise_multiplier: 200.0 }, 0.0, true).unwrap();
+        let small = build(
+            &PrivacyEvent::Gaussian {
+                noise_multiplier: 200.0,
+            },
+            0.0,
+            true,
+        )
+        .unwrap();
         assert!(small.h < 1e-5, "{}", small.h);
         let large = build(&PrivacyEvent::dp_sgd(0.3, 0.5, 1000), 0.0, true).unwrap();
         assert!(large.h > 1e-4, "{}", large.h);

@@ -54,7 +54,11 @@ pub(crate) fn randomized_response(epsilon: f64, categories: u32, h: f64) -> Cell
     let z = 1.0 + (f64::from(categories) - 1.0) * e; // (e^ε + k − 1) e^{−ε}
     let (hi, lo) = (1.0 / z, e / z);
     let rest = (f64::from(categories) - 2.0) * e / z;
-    atoms(h, &[(epsilon, hi, lo), (-epsilon, lo, hi), (0.0, rest, rest)], 0.0)
+    atoms(
+        h,
+        &[(epsilon, hi, lo), (-epsilon, lo, hi), (0.0, rest, rest)],
+        0.0,
+    )
 }
 
 /// The (ε, δ) pair of Kairouz et al.: mass δ at loss `+∞` and losses ±ε with
@@ -68,7 +72,11 @@ pub(crate) fn epsilon_delta(epsilon: f64, delta: f64, h: f64) -> Cells {
 /// Discrete Laplace `P(k) ∝ e^{−|k − s|/t}` against `Q(k) ∝ e^{−|k|/t}`, with `r = e^{−1/t}`:
 /// loss `s/t` for `k ≥ s` (P = 1/(1+r), Q = r^s/(1+r)), `−s/t` for `k ≤ 0`, and `(2k − s)/t`
 /// for `0 < k < s` (P = r^{s−k}(1−r)/(1+r), Q = r^k(1−r)/(1+r)).
-pub(crate) fn discrete_laplace(scale: f64, sensitivity: u64, h: f64) -> Result<Cells, AccountingError> {
+pub(crate) fn discrete_laplace(
+    scale: f64,
+    sensitivity: u64,
+    h: f64,
+) -> Result<Cells, AccountingError> {
     if sensitivity > MAX_SUPPORT {
         return Err(AccountingError::Unsupported(format!(
             "discrete Laplace sensitivity {sensitivity} needs more than {MAX_SUPPORT} support points"
@@ -78,11 +86,18 @@ pub(crate) fn discrete_laplace(scale: f64, sensitivity: u64, h: f64) -> Result<C
     let r = (-1.0 / scale).exp();
     let one_minus_r = -(-1.0 / scale).exp_m1();
     let rs = (-s / scale).exp();
-    let mut list = vec![(s / scale, 1.0 / (1.0 + r), rs / (1.0 + r)), (-s / scale, rs / (1.0 + r), 1.0 / (1.0 + r))];
+    let mut list = vec![
+        (s / scale, 1.0 / (1.0 + r), rs / (1.0 + r)),
+        (-s / scale, rs / (1.0 + r), 1.0 / (1.0 + r)),
+    ];
     let mid = one_minus_r / (1.0 + r);
     for k in 1..sensitivity {
         let k = k as f64;
-        list.push(((2.0 * k - s) / scale, (-(s - k) / scale).exp() * mid, (-k / scale).exp() * mid));
+        list.push((
+            (2.0 * k - s) / scale,
+            (-(s - k) / scale).exp() * mid,
+            (-k / scale).exp() * mid,
+        ));
     }
     Ok(atoms(h, &list, 0.0))
 }
@@ -90,7 +105,11 @@ pub(crate) fn discrete_laplace(scale: f64, sensitivity: u64, h: f64) -> Result<C
 /// Discrete Gaussian `P(k) ∝ e^{−(k − s)²/(2σ²)}` against `Q(k) ∝ e^{−k²/(2σ²)}` (same
 /// normaliser Z), loss `s(2k − s)/(2σ²)`, enumerated for k within 11σ of both centres; the rest
 /// is reported as truncated tails, with masses bounded by `e^{−m²/(2σ²)} + ∫_m^∞ e^{−x²/(2σ²)}dx`.
-pub(crate) fn discrete_gaussian(sigma: f64, sensitivity: u64, h: f64) -> Result<Cells, AccountingError> {
+pub(crate) fn discrete_gaussian(
+    sigma: f64,
+    sensitivity: u64,
+    h: f64,
+) -> Result<Cells, AccountingError> {
     let s = sensitivity as f64;
     let k_lo = (-DG_TRUNC * sigma).floor() - 1.0;
     let k_hi = (s + DG_TRUNC * sigma).ceil() + 1.0;
@@ -114,7 +133,11 @@ pub(crate) fn discrete_gaussian(sigma: f64, sensitivity: u64, h: f64) -> Result<
         k += 1.0;
     }
     let loss = |k: f64| s * (2.0 * k - s) / two_var;
-    let mut cells = Cells::new(h, Cells::cell_of(h, loss(k_lo)), Cells::cell_of(h, loss(k_hi)));
+    let mut cells = Cells::new(
+        h,
+        Cells::cell_of(h, loss(k_lo)),
+        Cells::cell_of(h, loss(k_hi)),
+    );
     let mut k = k_lo;
     while k <= k_hi {
         cells.add_atom(loss(k), weight(k - s) / z, weight(k) / z);
@@ -122,7 +145,10 @@ pub(crate) fn discrete_gaussian(sigma: f64, sensitivity: u64, h: f64) -> Result<
     }
     // Tail bound for Σ_{m ≥ m0} e^{−m²/(2σ²)}, m0 > 0.
     let tail = |m0: f64| {
-        weight(m0) + sigma * (std::f64::consts::PI / 2.0).sqrt() * libm::erfc(m0 / (sigma * std::f64::consts::SQRT_2))
+        weight(m0)
+            + sigma
+                * (std::f64::consts::PI / 2.0).sqrt()
+                * libm::erfc(m0 / (sigma * std::f64::consts::SQRT_2))
     };
     cells.above = (tail(k_hi + 1.0 - s) / z, tail(k_hi + 1.0) / z);
     cells.below = (tail(s - k_lo + 1.0) / z, tail(-k_lo + 1.0) / z);
@@ -169,8 +195,13 @@ mod tests {
         // Sum P and Q over k directly for the atom at the top loss s/t.
         let t = 1.5;
         let c = discrete_laplace(t, 2, 1e-3).unwrap();
-        let norm: f64 = (-200..=200).map(|k: i64| (-(k.abs() as f64) / t).exp()).sum();
-        let p_top: f64 = (2..=200).map(|k: i64| (-((k - 2).abs() as f64) / t).exp()).sum::<f64>() / norm;
+        let norm: f64 = (-200..=200)
+            .map(|k: i64| (-(k.abs() as f64) / t).exp())
+            .sum();
+        let p_top: f64 = (2..=200)
+            .map(|k: i64| (-((k - 2).abs() as f64) / t).exp())
+            .sum::<f64>()
+            / norm;
         let top = c.p.iter().rposition(|p| *p > 0.0).unwrap();
         assert!((c.p[top] - p_top).abs() < 1e-12, "{} vs {p_top}", c.p[top]);
     }

@@ -12,9 +12,11 @@
 //!   and `δ(ε)` can only grow, for every ε, and after any composition. The mass at the top end is
 //!   `b = (P_j − e^{jh} Q_j) / (1 − e^{−h})`. Unlike rounding every loss up, this adds no bias of
 //!   order h per composition, only of order h².
-//! * **Optimistic**: a greedy sweep from the top merges the part of each cell above a grid point
-//!   with just enough of the cell below it that the merged atom's loss is exactly that grid point
-//!   (again a post-processing, so δ can only shrink); what cannot be balanced is rounded down.
+//! * **Optimistic**: greedy sweeps merge what is left of one cell with just enough of the
+//!   adjacent cell that the merged atom's loss is exactly the grid point between them (again a
+//!   post-processing, so δ can only shrink); what cannot be balanced is rounded down. The sweeps
+//!   run from both ends towards the mode, where the next cell always has more mass, so nearly
+//!   everything balances and the bias is of order h², as for the pessimistic side.
 //!
 //! Truncated tails: pessimistic sends the upper tail to `+∞` and rounds the lower tail up to the
 //! grid; optimistic rounds the upper tail down and drops the lower tail.
@@ -104,14 +106,19 @@ impl Cells {
     /// Mean and variance of the finite loss under P, each cell at its exact merged loss.
     pub(crate) fn moments(&self) -> (f64, f64) {
         let atoms = || {
-            self.p.iter().zip(&self.q).enumerate().filter(|(_, (p, _))| **p > 0.0).map(|(i, (p, q))| {
-                let loss = if *q > 0.0 {
-                    (p / q).ln()
-                } else {
-                    (self.j0 + i as i64 + 1) as f64 * self.h
-                };
-                (loss, *p)
-            })
+            self.p
+                .iter()
+                .zip(&self.q)
+                .enumerate()
+                .filter(|(_, (p, _))| **p > 0.0)
+                .map(|(i, (p, q))| {
+                    let loss = if *q > 0.0 {
+                        (p / q).ln()
+                    } else {
+                        (self.j0 + i as i64 + 1) as f64 * self.h
+                    };
+                    (loss, *p)
+                })
         };
         let mass: f64 = atoms().map(|(_, p)| p).sum();
         if mass <= 0.0 {
@@ -141,66 +148,213 @@ impl Cells {
             out[1.min(n)] += self.below.0;
             inf += self.above.0;
         } else {
-            self.merge_down(&mut out);
+            self.merge_to_grid(&mut out);
             out[n.saturating_sub(1)] += self.above.0;
         }
-        let mut pmf = Pmf { h: self.h, lo: self.j0, probs: out, inf, slack: 0.0, pessimistic };
+        let mut pmf = Pmf {
+            h: self.h,
+            lo: self.j0,
+            probs: out,
+            inf,
+            slack: 0.0,
+            pessimistic,
+        };
         pmf.truncate();
         pmf
     }
 
-    /// The optimistic sweep: see the module documentation. Writes P-masses to grid `out`.
-    ///
-    /// The carry is what is left of cell `home` (its loss is at least that cell's bottom, grid
-    /// point `home`). It is balanced against the cell just below; when the next non-empty cell is
-    /// further down, the carry is rounded down to its own cell's bottom instead.
-    fn merge_down(&self, out: &mut [f64]) {
-        let (mut carry_p, mut carry_q, mut home) = (0.0, 0.0, 0usize);
-        for i in (0..self.p.len()).rev() {
-            let (p, q) = (self.p[i], self.q[i]);
-            if p <= 0.0 {
-                continue;
+    /// The optimistic construction (see the module documentation), writing P-masses to grid
+    /// `out`: a top-down sweep from the highest cell to the mode and a bottom-up sweep from the
+    /// lowest cell to just below it, so that on both flanks the remainder carried along meets
+    /// cells with more mass and can be balanced exactly. The two final remainders straddle the
+    /// mode's bottom grid point and are balanced against each other; what is left is balanced
+    /// against a neighbouring grid atom ([`Cells::settle`]).
+    fn merge_to_grid(&self, out: &mut [f64]) {
+        let mode = (0..self.p.len()).fold(0, |m, i| if self.p[i] > self.p[m] { i } else { m });
+        let top = self.merge_down(mode, out);
+        let bottom = self.merge_up(mode, out);
+        match (top, bottom) {
+            (Some(t), Some(b)) if b.cell + 1 == t.cell => {
+                let g = self.grid(t.cell);
+                let surplus = excess(t.p, t.q, g).max(0.0);
+                let deficit = (-excess(b.p, b.q, g)).max(0.0);
+                if surplus >= deficit {
+                    let f = if surplus > 0.0 {
+                        deficit / surplus
+                    } else {
+                        0.0
+                    };
+                    out[t.cell] += b.p + f * t.p;
+                    self.settle(t.scaled(1.0 - f), out);
+                } else {
+                    let f = surplus / deficit;
+                    out[t.cell] += t.p + f * b.p;
+                    self.settle(b.scaled(1.0 - f), out);
+                }
             }
-            if carry_p > 0.0 && home != i + 1 {
-                out[home] += carry_p;
-                carry_p = 0.0;
-            }
-            if carry_p <= 0.0 {
-                (carry_p, carry_q, home) = (p, q, i);
-                continue;
-            }
-            // Grid point g at the top of cell i (the bottom of the carry's cell); `excess` is
-            // p − e^g q up to a common positive factor.
-            let g = (self.j0 + i as i64 + 1) as f64 * self.h;
-            let surplus = excess(carry_p, carry_q, g).max(0.0);
-            let deficit = -excess(p, q, g);
-            if deficit <= 0.0 {
-                // This cell's loss already reaches g: merge and round down to g.
-                out[i + 1] += carry_p + p;
-                carry_p = 0.0;
-            } else if deficit >= surplus {
-                // Merge the carry with the fraction t of this cell that brings the loss to g.
-                let t = surplus / deficit;
-                out[i + 1] += carry_p + t * p;
-                (carry_p, carry_q, home) = ((1.0 - t) * p, (1.0 - t) * q, i);
-            } else {
-                // Not enough below to balance the carry: round the carry down to g.
-                out[i + 1] += carry_p;
-                (carry_p, carry_q, home) = (p, q, i);
+            (t, b) => {
+                for r in [t, b].into_iter().flatten() {
+                    self.settle(r, out);
+                }
             }
         }
-        out[home] += carry_p;
+    }
+
+    /// Loss of grid index `k` of the output (the bottom of cell `k`).
+    fn grid(&self, k: usize) -> f64 {
+        (self.j0 + k as i64) as f64 * self.h
+    }
+
+    /// Places a remainder lying in cell `r.cell` on the grid: merged with part of the grid atom
+    /// one below its cell (landing on the cell's bottom) or two above (landing on its top),
+    /// whichever needs the smaller part; rounded down when neither has enough mass.
+    fn settle(&self, r: Remainder, out: &mut [f64]) {
+        if r.p <= 0.0 {
+            return;
+        }
+        let k = r.cell;
+        let atom = |j: usize| (out[j], out[j] * (-self.grid(j)).exp());
+        // (fraction of the partner needed, partner index, landing index)
+        let mut best: Option<(f64, usize, usize)> = None;
+        if k >= 1 {
+            let (a, aq) = atom(k - 1);
+            let (need, have) = (
+                excess(r.p, r.q, self.grid(k)).max(0.0),
+                -excess(a, aq, self.grid(k)),
+            );
+            if have > 0.0 && need <= have {
+                best = Some((need / have, k - 1, k));
+            }
+        }
+        if k + 2 < out.len() {
+            let (a, aq) = atom(k + 2);
+            let g = self.grid(k + 1);
+            let (need, have) = ((-excess(r.p, r.q, g)).max(0.0), excess(a, aq, g));
+            if have > 0.0 && need <= have && best.is_none_or(|b| need / have < b.0) {
+                best = Some((need / have, k + 2, k + 1));
+            }
+        }
+        match best {
+            Some((f, partner, landing)) => {
+                out[landing] += r.p + f * out[partner];
+                out[partner] *= 1.0 - f;
+            }
+            None => out[k] += r.p,
+        }
+    }
+
+    /// Top-down sweep over cells `from..`; returns the final remainder (in cell `from` when that
+    /// cell is not empty). The carry, what is left of the cells above, is balanced against the
+    /// cell just below at the grid point between them; when that cell is too light, the carry
+    /// is rounded down to the bottom of its own cell; across empty cells likewise.
+    fn merge_down(&self, from: usize, out: &mut [f64]) -> Option<Remainder> {
+        let mut carry: Option<Remainder> = None;
+        for i in (from..self.p.len()).rev() {
+            let cell = Remainder {
+                p: self.p[i],
+                q: self.q[i],
+                cell: i,
+            };
+            if cell.p <= 0.0 {
+                continue;
+            }
+            let Some(c) = carry.filter(|c| c.cell == i + 1) else {
+                if let Some(c) = carry {
+                    out[c.cell] += c.p;
+                }
+                carry = Some(cell);
+                continue;
+            };
+            let g = self.grid(i + 1);
+            let surplus = excess(c.p, c.q, g).max(0.0);
+            let deficit = -excess(cell.p, cell.q, g);
+            if deficit <= 0.0 {
+                out[i + 1] += c.p + cell.p;
+                carry = None;
+            } else if deficit >= surplus {
+                let t = surplus / deficit;
+                out[i + 1] += c.p + t * cell.p;
+                carry = Some(cell.scaled(1.0 - t));
+            } else {
+                out[c.cell] += c.p;
+                carry = Some(cell);
+            }
+        }
+        carry
+    }
+
+    /// Bottom-up sweep over cells `..to`, the mirror of [`Cells::merge_down`]: the carry (below
+    /// the top of its cell) is balanced against the cell just above; returns the final remainder.
+    fn merge_up(&self, to: usize, out: &mut [f64]) -> Option<Remainder> {
+        let mut carry: Option<Remainder> = None;
+        for i in 0..to {
+            let cell = Remainder {
+                p: self.p[i],
+                q: self.q[i],
+                cell: i,
+            };
+            if cell.p <= 0.0 {
+                continue;
+            }
+            let Some(c) = carry.filter(|c| c.cell + 1 == i) else {
+                if let Some(c) = carry {
+                    out[c.cell] += c.p;
+                }
+                carry = Some(cell);
+                continue;
+            };
+            let g = self.grid(i);
+            let deficit = (-excess(c.p, c.q, g)).max(0.0);
+            let surplus = excess(cell.p, cell.q, g);
+            if surplus <= 0.0 {
+                out[i] += cell.p;
+            } else if surplus >= deficit {
+                let t = deficit / surplus;
+                out[i] += c.p + t * cell.p;
+                carry = Some(cell.scaled(1.0 - t));
+            } else {
+                out[c.cell] += c.p;
+                carry = Some(cell);
+            }
+        }
+        carry
+    }
+}
+
+/// Part of one cell's atom not yet placed on the grid (its loss lies in that cell).
+#[derive(Debug, Clone, Copy)]
+struct Remainder {
+    p: f64,
+    q: f64,
+    cell: usize,
+}
+
+impl Remainder {
+    fn scaled(self, f: f64) -> Remainder {
+        Remainder {
+            p: self.p * f,
+            q: self.q * f,
+            cell: self.cell,
+        }
     }
 }
 
 /// `q · e^x` without overflow in the intermediate `e^x`.
 fn times_exp(q: f64, x: f64) -> f64 {
-    if x < 700.0 { q * x.exp() } else { (q.ln() + x).exp() }
+    if x < 700.0 {
+        q * x.exp()
+    } else {
+        (q.ln() + x).exp()
+    }
 }
 
 /// `(p − e^g q)` times the positive factor `min(1, e^{−g})`, computed without overflow.
 fn excess(p: f64, q: f64, g: f64) -> f64 {
-    if g >= 0.0 { p * (-g).exp() - q } else { p - q * g.exp() }
+    if g >= 0.0 {
+        p * (-g).exp() - q
+    } else {
+        p - q * g.exp()
+    }
 }
 
 #[cfg(test)]
@@ -209,12 +363,22 @@ mod tests {
 
     /// δ(ε) of a list of atoms (loss, P-mass), straight from the definition.
     fn delta_atoms(atoms: &[(f64, f64)], eps: f64) -> f64 {
-        atoms.iter().filter(|(l, _)| *l > eps).map(|(l, p)| p * -(eps - l).exp_m1()).sum()
+        atoms
+            .iter()
+            .filter(|(l, _)| *l > eps)
+            .map(|(l, p)| p * -(eps - l).exp_m1())
+            .sum()
     }
 
     /// Atoms of a toy mechanism: losses off the grid, P and Q consistent (Q = P e^{−ℓ}).
     fn toy_cells(h: f64) -> (Cells, Vec<(f64, f64)>) {
-        let atoms = [(-0.33, 0.2), (0.07, 0.25), (0.12, 0.15), (0.41, 0.3), (0.93, 0.1)];
+        let atoms = [
+            (-0.33, 0.2),
+            (0.07, 0.25),
+            (0.12, 0.15),
+            (0.41, 0.3),
+            (0.93, 0.1),
+        ];
         let mut cells = Cells::new(h, Cells::cell_of(h, -0.33), Cells::cell_of(h, 0.93));
         for (l, p) in atoms {
             cells.add_atom(l, p, p * (-l).exp());

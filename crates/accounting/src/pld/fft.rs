@@ -4,30 +4,57 @@
 //! Results are clamped to be non-negative: FFT round-off leaves values of about 1e-17 times the
 //! largest probability, of either sign, where the exact result is tiny.
 
-use rustfft::FftPlanner;
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use rustfft::num_complex::Complex;
+use rustfft::{Fft, FftPlanner};
 
 /// Below this many multiply-adds a direct convolution is cheaper than three FFTs.
 const DIRECT_LIMIT: usize = 1 << 16;
 
-/// The smallest 5-smooth number (2^a 3^b 5^c) that is at least `n`: sizes rustfft handles fast.
+/// The smallest `2^a · 3^b` (b ≤ 1) that is at least `n`: sizes rustfft plans and runs fast, and
+/// few enough that the two directions of a PLD usually share one cached plan.
 pub(crate) fn fast_len(n: usize) -> usize {
     let n = n.max(1);
-    let mut best = n.next_power_of_two();
-    let mut p5 = 1usize;
-    while p5 < best {
-        let mut p35 = p5;
-        while p35 < best {
-            let mut m = p35;
-            while m < n {
-                m *= 2;
-            }
-            best = best.min(m);
-            p35 *= 3;
-        }
-        p5 *= 5;
+    let pow2 = n.next_power_of_two();
+    if pow2 >= 4 && pow2 / 4 * 3 >= n {
+        pow2 / 4 * 3
+    } else {
+        pow2
     }
-    best
+}
+
+/// A forward and an inverse plan of one length.
+type Plans = (usize, Arc<dyn Fft<f64>>, Arc<dyn Fft<f64>>);
+
+/// How many plan pairs each thread keeps (the largest hold about 2 × 64 MiB of twiddles).
+const CACHED_PLANS: usize = 4;
+
+thread_local! {
+    /// Plans are costly to build for large sizes (tens of ms), so the few most recent are kept;
+    /// the two directions of a PLD and repeated queries usually share them.
+    static PLANS: RefCell<Vec<Plans>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Forward and inverse FFT plans of length `m`, from a small per-thread cache.
+fn plans(m: usize) -> (Arc<dyn Fft<f64>>, Arc<dyn Fft<f64>>) {
+    PLANS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(pos) = cache.iter().position(|(len, _, _)| *len == m) {
+            let entry = cache.remove(pos);
+            let plans = (entry.1.clone(), entry.2.clone());
+            cache.push(entry);
+            return plans;
+        }
+        let mut planner = FftPlanner::new();
+        let (forward, inverse) = (planner.plan_fft_forward(m), planner.plan_fft_inverse(m));
+        if cache.len() == CACHED_PLANS {
+            cache.remove(0);
+        }
+        cache.push((m, forward.clone(), inverse.clone()));
+        (forward, inverse)
+    })
 }
 
 /// The linear convolution of `a` and `b` (length `a.len() + b.len() - 1`).
@@ -49,9 +76,7 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
         return out;
     }
     let m = fast_len(out_len);
-    let mut planner = FftPlanner::<f64>::new();
-    let forward = planner.plan_fft_forward(m);
-    let inverse = planner.plan_fft_inverse(m);
+    let (forward, inverse) = plans(m);
     // Pack both real inputs into one complex signal z = a + i b; one FFT gives both spectra:
     // A[k] = (Z[k] + conj Z[-k]) / 2, B[k] = (Z[k] - conj Z[-k]) / 2i.
     let mut z = vec![Complex::new(0.0, 0.0); m];
@@ -72,7 +97,10 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
     }
     inverse.process(&mut prod);
     let scale = 1.0 / m as f64;
-    prod[..out_len].iter().map(|c| (c.re * scale).max(0.0)).collect()
+    prod[..out_len]
+        .iter()
+        .map(|c| (c.re * scale).max(0.0))
+        .collect()
 }
 
 /// Entries `start ..= start + len - 1` (indices of the sum of `count` independent draws from
@@ -82,21 +110,28 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
 /// the window; the caller accounts for it). Requires `len >= 1`.
 pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: usize) -> Vec<f64> {
     let m = fast_len(len.max(probs.len()));
-    let mut planner = FftPlanner::<f64>::new();
-    let forward = planner.plan_fft_forward(m);
-    let inverse = planner.plan_fft_inverse(m);
+    let (forward, inverse) = plans(m);
     let mut z = vec![Complex::new(0.0, 0.0); m];
     for (zi, &x) in z.iter_mut().zip(probs) {
         zi.re = x;
     }
     forward.process(&mut z);
+    // |z|^count below e^{-745} underflows anyway: skip the exponentiation there (most of the
+    // spectrum of a smooth distribution).
+    let negligible = (-1490.0 / count as f64).exp();
     for zk in z.iter_mut() {
-        *zk = complex_pow(*zk, count);
+        *zk = if zk.norm_sqr() < negligible {
+            Complex::new(0.0, 0.0)
+        } else {
+            complex_pow(*zk, count)
+        };
     }
     inverse.process(&mut z);
     let scale = 1.0 / m as f64;
     let offset = (start % m as u64) as usize;
-    (0..len).map(|i| (z[(offset + i) % m].re * scale).max(0.0)).collect()
+    (0..len)
+        .map(|i| (z[(offset + i) % m].re * scale).max(0.0))
+        .collect()
 }
 
 /// `z^n` by binary exponentiation (relative error about `n` ulps, like the polar form).
@@ -133,25 +168,31 @@ mod tests {
         assert_eq!(fast_len(1), 1);
         assert_eq!(fast_len(7), 8);
         assert_eq!(fast_len(11), 12);
-        assert_eq!(fast_len(1025), 1080);
+        assert_eq!(fast_len(1025), 1536);
+        assert_eq!(fast_len(1 << 20), 1 << 20);
         for n in 1..2000 {
             let m = fast_len(n);
             assert!(m >= n);
             let mut r = m;
-            for p in [2, 3, 5] {
+            assert!(m < 2 * n, "{m} wastes too much for {n}");
+            for p in [2, 3] {
                 while r % p == 0 {
                     r /= p;
                 }
             }
-            assert_eq!(r, 1, "{m} is not 5-smooth");
+            assert_eq!(r, 1, "{m} is not 3-smooth");
         }
     }
 
     #[test]
     fn fft_convolution_matches_direct() {
         // Lengths large enough to take the FFT path (product above DIRECT_LIMIT).
-        let a: Vec<f64> = (0..700).map(|i| ((i * 37 % 101) as f64 + 1.0) / 1e4).collect();
-        let b: Vec<f64> = (0..300).map(|i| ((i * 53 % 89) as f64 + 1.0) / 1e4).collect();
+        let a: Vec<f64> = (0..700)
+            .map(|i| ((i * 37 % 101) as f64 + 1.0) / 1e4)
+            .collect();
+        let b: Vec<f64> = (0..300)
+            .map(|i| ((i * 53 % 89) as f64 + 1.0) / 1e4)
+            .collect();
         let fast = convolve(&a, &b);
         let slow = direct(&a, &b);
         assert_eq!(fast.len(), slow.len());
@@ -181,6 +222,9 @@ mod tests {
             let exact = binom[k] * 0.25f64.powi(5 - k as i32) * 0.75f64.powi(k as i32);
             assert!((x - exact).abs() < 1e-14, "{k}: {x} vs {exact}");
         }
-        assert_eq!(complex_pow(Complex::new(0.0, 1.0), 4), Complex::new(1.0, 0.0));
+        assert_eq!(
+            complex_pow(Complex::new(0.0, 1.0), 4),
+            Complex::new(1.0, 0.0)
+        );
     }
 }

@@ -33,17 +33,28 @@ struct Tail {
 
 impl Tail {
     fn at(z: f64) -> Self {
-        Tail { z, small: 0.5 * libm::erfc(z.abs() / std::f64::consts::SQRT_2) }
+        Tail {
+            z,
+            small: 0.5 * libm::erfc(z.abs() / std::f64::consts::SQRT_2),
+        }
     }
 
     /// `Φ(z)`.
     fn cdf(self) -> f64 {
-        if self.z < 0.0 { self.small } else { 1.0 - self.small }
+        if self.z < 0.0 {
+            self.small
+        } else {
+            1.0 - self.small
+        }
     }
 
     /// `1 − Φ(z)`.
     fn sf(self) -> f64 {
-        if self.z < 0.0 { 1.0 - self.small } else { self.small }
+        if self.z < 0.0 {
+            1.0 - self.small
+        } else {
+            self.small
+        }
     }
 }
 
@@ -62,7 +73,11 @@ fn mass_between(a: Tail, b: Tail) -> f64 {
 /// `ln(e^a + e^b)`.
 fn log_add_exp(a: f64, b: f64) -> f64 {
     let (hi, lo) = if a > b { (a, b) } else { (b, a) };
-    if lo == f64::NEG_INFINITY { hi } else { hi + (lo - hi).exp().ln_1p() }
+    if lo == f64::NEG_INFINITY {
+        hi
+    } else {
+        hi + (lo - hi).exp().ln_1p()
+    }
 }
 
 impl SampledGaussian {
@@ -74,7 +89,11 @@ impl SampledGaussian {
     /// The privacy loss at output `x`.
     pub(crate) fn loss(&self, x: f64) -> f64 {
         let z = (2.0 * x - 1.0) / (2.0 * self.sigma * self.sigma);
-        if self.q >= 1.0 { z } else { log_add_exp(z + self.q.ln(), (-self.q).ln_1p()) }
+        if self.q >= 1.0 {
+            z
+        } else {
+            log_add_exp(z + self.q.ln(), (-self.q).ln_1p())
+        }
     }
 
     /// The output whose loss is `loss` (`−∞` below the smallest loss `ln(1 − q)`).
@@ -105,7 +124,11 @@ impl SampledGaussian {
 
     /// The mass of `P` between two outputs given the tails of both mixture components there.
     fn p_mass(&self, m0: f64, m1: f64) -> f64 {
-        if self.q >= 1.0 { m1 } else { (1.0 - self.q) * m0 + self.q * m1 }
+        if self.q >= 1.0 {
+            m1
+        } else {
+            (1.0 - self.q) * m0 + self.q * m1
+        }
     }
 
     /// Exact (P, Q) masses per loss cell of width `h` (remove direction).
@@ -119,7 +142,9 @@ impl SampledGaussian {
         let mut prev = tails(x_lo);
         let below = prev;
         for i in 0..cells.p.len() {
-            let x = self.x_of_loss((j0 + i as i64 + 1) as f64 * h).clamp(x_lo, x_hi);
+            let x = self
+                .x_of_loss((j0 + i as i64 + 1) as f64 * h)
+                .clamp(x_lo, x_hi);
             let next = tails(x);
             let m0 = mass_between(prev.0, next.0);
             let m1 = mass_between(prev.1, next.1);
@@ -172,18 +197,27 @@ mod tests {
                     continue; // the loss has saturated at ln(1 − q): x is not recoverable
                 }
                 let back = m.x_of_loss(l);
-                assert!((back - x).abs() < 1e-6 * (1.0 + x.abs()), "q {q} σ {sigma} x {x}: {back}");
+                assert!(
+                    (back - x).abs() < 1e-6 * (1.0 + x.abs()),
+                    "q {q} σ {sigma} x {x}: {back}"
+                );
             }
         }
     }
 
     #[test]
     fn cells_hold_all_mass_and_the_right_losses() {
-        let m = SampledGaussian { q: 0.05, sigma: 1.0 };
+        let m = SampledGaussian {
+            q: 0.05,
+            sigma: 1.0,
+        };
         let c = m.cells(1e-3);
         let p: f64 = c.p.iter().sum::<f64>() + c.above.0 + c.below.0;
         let q: f64 = c.q.iter().sum::<f64>() + c.above.1 + c.below.1;
-        assert!((p - 1.0).abs() < 1e-13 && (q - 1.0).abs() < 1e-13, "{p} {q}");
+        assert!(
+            (p - 1.0).abs() < 1e-13 && (q - 1.0).abs() < 1e-13,
+            "{p} {q}"
+        );
         // Every cell's merged loss ln(P/Q) lies inside the cell.
         for (i, (pi, qi)) in c.p.iter().zip(&c.q).enumerate() {
             if *pi > 1e-12 {

@@ -37,7 +37,9 @@ impl Leaf {
     pub(crate) fn anchor(&self) -> Option<f64> {
         let a = match *self {
             Leaf::Laplace { b } => 1.0 / b,
-            Leaf::RandomizedResponse { epsilon, .. } | Leaf::EpsilonDelta { epsilon, .. } => epsilon,
+            Leaf::RandomizedResponse { epsilon, .. } | Leaf::EpsilonDelta { epsilon, .. } => {
+                epsilon
+            }
             Leaf::DiscreteLaplace { scale, .. } => 1.0 / scale,
             _ => return None,
         };
@@ -49,7 +51,9 @@ impl Leaf {
         match *self {
             Leaf::Gaussian(g) => g.span(),
             Leaf::Laplace { b } => (-1.0 / b, 1.0 / b),
-            Leaf::RandomizedResponse { epsilon, .. } | Leaf::EpsilonDelta { epsilon, .. } => (-epsilon, epsilon),
+            Leaf::RandomizedResponse { epsilon, .. } | Leaf::EpsilonDelta { epsilon, .. } => {
+                (-epsilon, epsilon)
+            }
             Leaf::DiscreteLaplace { scale, sensitivity } => {
                 let m = sensitivity as f64 / scale;
                 (-m, m)
@@ -63,14 +67,45 @@ impl Leaf {
     }
 
     /// Exact (P, Q) masses per loss cell of width `h`, remove direction.
+    ///
+    /// # Errors
+    /// [`AccountingError::Unsupported`] when the support is too large to enumerate or the
+    /// parameters are so extreme that the masses cannot be computed in floating point.
     pub(crate) fn cells(&self, h: f64) -> Result<Cells, AccountingError> {
+        let cells = self.raw_cells(h)?;
+        let finite = |x: &f64| x.is_finite() && *x >= 0.0;
+        let tails = [
+            cells.inf_p,
+            cells.neg_inf_q,
+            cells.above.0,
+            cells.above.1,
+            cells.below.0,
+            cells.below.1,
+        ];
+        if cells.p.iter().chain(&cells.q).chain(&tails).all(finite) {
+            Ok(cells)
+        } else {
+            Err(AccountingError::Unsupported(format!(
+                "{self:?} is too extreme: its privacy-loss masses are not finite in floating point"
+            )))
+        }
+    }
+
+    fn raw_cells(&self, h: f64) -> Result<Cells, AccountingError> {
         Ok(match *self {
             Leaf::Gaussian(g) => g.cells(h),
             Leaf::Laplace { b } => discrete::laplace(b, h),
-            Leaf::RandomizedResponse { epsilon, categories } => discrete::randomized_response(epsilon, categories, h),
+            Leaf::RandomizedResponse {
+                epsilon,
+                categories,
+            } => discrete::randomized_response(epsilon, categories, h),
             Leaf::EpsilonDelta { epsilon, delta } => discrete::epsilon_delta(epsilon, delta, h),
-            Leaf::DiscreteLaplace { scale, sensitivity } => discrete::discrete_laplace(scale, sensitivity, h)?,
-            Leaf::DiscreteGaussian { sigma, sensitivity } => discrete::discrete_gaussian(sigma, sensitivity, h)?,
+            Leaf::DiscreteLaplace { scale, sensitivity } => {
+                discrete::discrete_laplace(scale, sensitivity, h)?
+            }
+            Leaf::DiscreteGaussian { sigma, sensitivity } => {
+                discrete::discrete_gaussian(sigma, sensitivity, h)?
+            }
         })
     }
 }
@@ -84,14 +119,20 @@ fn positive(name: &str, v: f64) -> Result<f64, AccountingError> {
     if !(v.is_finite() && v > 0.0) {
         Err(invalid(format!("{name} must be finite and > 0, got {v}")))
     } else if !(1.0 / (v * v)).is_finite() {
-        Err(invalid(format!("{name} {v} is too small to account for (1/{name}² overflows)")))
+        Err(invalid(format!(
+            "{name} {v} is too small to account for (1/{name}² overflows)"
+        )))
     } else {
         Ok(v)
     }
 }
 
 fn non_negative(name: &str, v: f64) -> Result<f64, AccountingError> {
-    if v.is_finite() && v >= 0.0 { Ok(v) } else { Err(invalid(format!("{name} must be finite and >= 0, got {v}"))) }
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(invalid(format!("{name} must be finite and >= 0, got {v}")))
+    }
 }
 
 /// Leaves with their total repetition counts, equal leaves merged.
@@ -113,7 +154,10 @@ impl Flat {
         let mut flat = Flat::default();
         flat.push(event, 1)?;
         if flat.gaussian_precision > 0.0 {
-            let sigma = positive("effective Gaussian noise_multiplier", flat.gaussian_precision.sqrt().recip())?;
+            let sigma = positive(
+                "effective Gaussian noise_multiplier",
+                flat.gaussian_precision.sqrt().recip(),
+            )?;
             flat.add(Leaf::Gaussian(SampledGaussian { q: 1.0, sigma }), 1)?;
         }
         Ok(flat)
@@ -121,7 +165,9 @@ impl Flat {
 
     fn add(&mut self, leaf: Leaf, count: u64) -> Result<(), AccountingError> {
         if let Some((_, c)) = self.leaves.iter_mut().find(|(l, _)| *l == leaf) {
-            *c = c.checked_add(count).ok_or_else(|| invalid(format!("total count overflows u64 for {leaf:?}")))?;
+            *c = c
+                .checked_add(count)
+                .ok_or_else(|| invalid(format!("total count overflows u64 for {leaf:?}")))?;
         } else {
             self.leaves.push((leaf, count));
         }
@@ -134,40 +180,74 @@ impl Flat {
                 let s = positive("noise_multiplier", *noise_multiplier)?;
                 self.gaussian_precision += count as f64 / (s * s);
                 if !self.gaussian_precision.is_finite() {
-                    return Err(invalid(format!("Gaussian noise too small in total (noise_multiplier {s})")));
+                    return Err(invalid(format!(
+                        "Gaussian noise too small in total (noise_multiplier {s})"
+                    )));
                 }
             }
             PrivacyEvent::Laplace { noise_multiplier } => {
                 let b = positive("noise_multiplier", *noise_multiplier)?;
                 self.add(Leaf::Laplace { b }, count)?;
             }
-            PrivacyEvent::RandomizedResponse { epsilon, categories } => {
+            PrivacyEvent::RandomizedResponse {
+                epsilon,
+                categories,
+            } => {
                 let epsilon = non_negative("epsilon", *epsilon)?;
                 if *categories < 2 {
-                    return Err(invalid(format!("categories must be >= 2, got {categories}")));
+                    return Err(invalid(format!(
+                        "categories must be >= 2, got {categories}"
+                    )));
                 }
-                self.add(Leaf::RandomizedResponse { epsilon, categories: *categories }, count)?;
+                self.add(
+                    Leaf::RandomizedResponse {
+                        epsilon,
+                        categories: *categories,
+                    },
+                    count,
+                )?;
             }
             PrivacyEvent::EpsilonDelta { epsilon, delta } => {
                 let epsilon = non_negative("epsilon", *epsilon)?;
                 if !(0.0..1.0).contains(delta) {
                     return Err(invalid(format!("delta must be in [0, 1), got {delta}")));
                 }
-                self.add(Leaf::EpsilonDelta { epsilon, delta: *delta }, count)?;
+                self.add(
+                    Leaf::EpsilonDelta {
+                        epsilon,
+                        delta: *delta,
+                    },
+                    count,
+                )?;
             }
             PrivacyEvent::DiscreteLaplace { scale, sensitivity } => {
                 let scale = positive("scale", *scale)?;
                 if *sensitivity > 0 {
-                    self.add(Leaf::DiscreteLaplace { scale, sensitivity: *sensitivity }, count)?;
+                    self.add(
+                        Leaf::DiscreteLaplace {
+                            scale,
+                            sensitivity: *sensitivity,
+                        },
+                        count,
+                    )?;
                 }
             }
             PrivacyEvent::DiscreteGaussian { sigma, sensitivity } => {
                 let sigma = positive("sigma", *sigma)?;
                 if *sensitivity > 0 {
-                    self.add(Leaf::DiscreteGaussian { sigma, sensitivity: *sensitivity }, count)?;
+                    self.add(
+                        Leaf::DiscreteGaussian {
+                            sigma,
+                            sensitivity: *sensitivity,
+                        },
+                        count,
+                    )?;
                 }
             }
-            PrivacyEvent::PoissonSampled { sampling_rate, event } => {
+            PrivacyEvent::PoissonSampled {
+                sampling_rate,
+                event,
+            } => {
                 let q = *sampling_rate;
                 if !(q > 0.0 && q <= 1.0) {
                     return Err(invalid(format!("sampling_rate must be in (0, 1], got {q}")));
@@ -179,13 +259,16 @@ impl Flat {
                     self.add(Leaf::Gaussian(SampledGaussian { q, sigma }), count)?;
                 }
             }
-            PrivacyEvent::SelfComposed { event, count: inner } => {
+            PrivacyEvent::SelfComposed {
+                event,
+                count: inner,
+            } => {
                 if *inner == 0 {
                     return Err(invalid("count must be >= 1, got 0".to_string()));
                 }
-                let total = count
-                    .checked_mul(*inner)
-                    .ok_or_else(|| invalid(format!("total count {count} × {inner} overflows u64")))?;
+                let total = count.checked_mul(*inner).ok_or_else(|| {
+                    invalid(format!("total count {count} × {inner} overflows u64"))
+                })?;
                 self.push(event, total)?;
             }
             PrivacyEvent::Composed { events } => {
@@ -219,7 +302,10 @@ fn gaussian_only(event: &PrivacyEvent) -> Result<f64, AccountingError> {
         )));
     }
     inner.push(event, 1)?;
-    positive("effective Gaussian noise_multiplier", inner.gaussian_precision.sqrt().recip())
+    positive(
+        "effective Gaussian noise_multiplier",
+        inner.gaussian_precision.sqrt().recip(),
+    )
 }
 
 fn event_name(event: &PrivacyEvent) -> &'static str {
@@ -244,36 +330,87 @@ mod tests {
     fn gaussians_merge_exactly_and_counts_multiply() {
         let e = PrivacyEvent::Composed {
             events: vec![
-                PrivacyEvent::Gaussian { noise_multiplier: 2.0 }.repeated(4),
-                PrivacyEvent::Laplace { noise_multiplier: 1.0 }.repeated(3).repeated(2),
-                PrivacyEvent::Laplace { noise_multiplier: 1.0 },
+                PrivacyEvent::Gaussian {
+                    noise_multiplier: 2.0,
+                }
+                .repeated(4),
+                PrivacyEvent::Laplace {
+                    noise_multiplier: 1.0,
+                }
+                .repeated(3)
+                .repeated(2),
+                PrivacyEvent::Laplace {
+                    noise_multiplier: 1.0,
+                },
             ],
         };
         let flat = Flat::from_event(&e).unwrap();
         assert_eq!(flat.leaves.len(), 2);
         assert_eq!(flat.leaves[0], (Leaf::Laplace { b: 1.0 }, 7));
         // Four releases with σ = 2 are one release with σ = 1.
-        assert_eq!(flat.leaves[1], (Leaf::Gaussian(SampledGaussian { q: 1.0, sigma: 1.0 }), 1));
+        assert_eq!(
+            flat.leaves[1],
+            (Leaf::Gaussian(SampledGaussian { q: 1.0, sigma: 1.0 }), 1)
+        );
     }
 
     #[test]
     fn sampled_compositions_of_gaussians_are_one_sampled_gaussian() {
-        let inner = PrivacyEvent::Gaussian { noise_multiplier: 2.0 }.repeated(4);
+        let inner = PrivacyEvent::Gaussian {
+            noise_multiplier: 2.0,
+        }
+        .repeated(4);
         let flat = Flat::from_event(&inner.poisson_sampled(0.1).repeated(10)).unwrap();
-        assert_eq!(flat.leaves, vec![(Leaf::Gaussian(SampledGaussian { q: 0.1, sigma: 1.0 }), 10)]);
+        assert_eq!(
+            flat.leaves,
+            vec![(Leaf::Gaussian(SampledGaussian { q: 0.1, sigma: 1.0 }), 10)]
+        );
     }
 
     #[test]
     fn bad_parameters_are_named() {
         let cases: Vec<(PrivacyEvent, &str)> = vec![
-            (PrivacyEvent::Gaussian { noise_multiplier: 0.0 }, "got 0"),
-            (PrivacyEvent::Gaussian { noise_multiplier: f64::NAN }, "got NaN"),
-            (PrivacyEvent::dp_sgd(1.0, 1.5, 10), "sampling_rate must be in (0, 1], got 1.5"),
+            (
+                PrivacyEvent::Gaussian {
+                    noise_multiplier: 0.0,
+                },
+                "got 0",
+            ),
+            (
+                PrivacyEvent::Gaussian {
+                    noise_multiplier: f64::NAN,
+                },
+                "got NaN",
+            ),
+            (
+                PrivacyEvent::dp_sgd(1.0, 1.5, 10),
+                "sampling_rate must be in (0, 1], got 1.5",
+            ),
             (PrivacyEvent::dp_sgd(1.0, 0.0, 10), "got 0"),
-            (PrivacyEvent::dp_sgd(1.0, 0.01, 0), "count must be >= 1, got 0"),
-            (PrivacyEvent::Laplace { noise_multiplier: -1.0 }, "got -1"),
-            (PrivacyEvent::RandomizedResponse { epsilon: 1.0, categories: 1 }, "got 1"),
-            (PrivacyEvent::EpsilonDelta { epsilon: 1.0, delta: 1.0 }, "delta must be in [0, 1), got 1"),
+            (
+                PrivacyEvent::dp_sgd(1.0, 0.01, 0),
+                "count must be >= 1, got 0",
+            ),
+            (
+                PrivacyEvent::Laplace {
+                    noise_multiplier: -1.0,
+                },
+                "got -1",
+            ),
+            (
+                PrivacyEvent::RandomizedResponse {
+                    epsilon: 1.0,
+                    categories: 1,
+                },
+                "got 1",
+            ),
+            (
+                PrivacyEvent::EpsilonDelta {
+                    epsilon: 1.0,
+                    delta: 1.0,
+                },
+                "delta must be in [0, 1), got 1",
+            ),
         ];
         for (e, needle) in cases {
             match Flat::from_event(&e) {
@@ -281,7 +418,13 @@ mod tests {
                 other => panic!("{e:?}: expected InvalidParameter, got {other:?}"),
             }
         }
-        let sampled_laplace = PrivacyEvent::Laplace { noise_multiplier: 1.0 }.poisson_sampled(0.1);
-        assert!(matches!(Flat::from_event(&sampled_laplace), Err(AccountingError::Unsupported(_))));
+        let sampled_laplace = PrivacyEvent::Laplace {
+            noise_multiplier: 1.0,
+        }
+        .poisson_sampled(0.1);
+        assert!(matches!(
+            Flat::from_event(&sampled_laplace),
+            Err(AccountingError::Unsupported(_))
+        ));
     }
 }

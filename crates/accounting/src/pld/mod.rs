@@ -100,17 +100,26 @@ impl PldAccountant {
 
     /// Upper bounds ([`BoundKind::UpperBound`]) on an automatic grid: the default.
     pub fn pessimistic() -> Self {
-        PldAccountant { value_discretization_interval: Self::AUTO, estimate: Estimate::Pessimistic }
+        PldAccountant {
+            value_discretization_interval: Self::AUTO,
+            estimate: Estimate::Pessimistic,
+        }
     }
 
     /// Lower bounds ([`BoundKind::LowerBound`]) on an automatic grid.
     pub fn optimistic() -> Self {
-        PldAccountant { value_discretization_interval: Self::AUTO, estimate: Estimate::Optimistic }
+        PldAccountant {
+            value_discretization_interval: Self::AUTO,
+            estimate: Estimate::Optimistic,
+        }
     }
 
     /// The same accountant with a fixed grid spacing (`AUTO` for automatic).
     pub fn with_interval(self, value_discretization_interval: f64) -> Self {
-        PldAccountant { value_discretization_interval, ..self }
+        PldAccountant {
+            value_discretization_interval,
+            ..self
+        }
     }
 
     /// The composed PLD of `event`, to query for many ε or δ without recomposing.
@@ -126,7 +135,12 @@ impl PldAccountant {
         }
         let pessimistic = self.estimate == Estimate::Pessimistic;
         let composed = build::build(event, h, pessimistic)?;
-        Ok(Pld { remove: composed.remove, add: composed.add, interval: composed.h, estimate: self.estimate })
+        Ok(Pld {
+            remove: composed.remove,
+            add: composed.add,
+            interval: composed.h,
+            estimate: self.estimate,
+        })
     }
 
     /// `(lower, upper)` bounds on the true ε at `delta`: the optimistic and pessimistic estimates
@@ -134,7 +148,11 @@ impl PldAccountant {
     ///
     /// # Errors
     /// As for the accountant (see [`PldAccountant`]).
-    pub fn epsilon_bounds(&self, event: &PrivacyEvent, delta: f64) -> Result<(f64, f64), AccountingError> {
+    pub fn epsilon_bounds(
+        &self,
+        event: &PrivacyEvent,
+        delta: f64,
+    ) -> Result<(f64, f64), AccountingError> {
         check_delta(delta)?;
         let with = |estimate| PldAccountant { estimate, ..*self };
         let lower = with(Estimate::Optimistic).pld(event)?.epsilon(delta)?;
@@ -147,7 +165,11 @@ impl PldAccountant {
     ///
     /// # Errors
     /// As for the accountant (see [`PldAccountant`]); any ε negative or not finite.
-    pub fn delta_curve(&self, event: &PrivacyEvent, epsilons: &[f64]) -> Result<Vec<f64>, AccountingError> {
+    pub fn delta_curve(
+        &self,
+        event: &PrivacyEvent,
+        epsilons: &[f64],
+    ) -> Result<Vec<f64>, AccountingError> {
         epsilons.iter().try_for_each(|e| check_epsilon(*e))?;
         self.pld(event)?.delta_curve(epsilons)
     }
@@ -194,7 +216,10 @@ impl Pld {
     pub fn epsilon(&self, delta: f64) -> Result<f64, AccountingError> {
         check_delta(delta)?;
         let remove = self.remove.epsilon(delta);
-        Ok(self.add.as_ref().map_or(remove, |a| remove.max(a.epsilon(delta))))
+        Ok(self
+            .add
+            .as_ref()
+            .map_or(remove, |a| remove.max(a.epsilon(delta))))
     }
 
     /// `δ(ε)`, the larger over the two directions.
@@ -240,7 +265,9 @@ fn check_delta(delta: f64) -> Result<(), AccountingError> {
     if delta > 0.0 && delta < 1.0 {
         Ok(())
     } else {
-        Err(AccountingError::InvalidParameter(format!("delta must be in (0, 1), got {delta}")))
+        Err(AccountingError::InvalidParameter(format!(
+            "delta must be in (0, 1), got {delta}"
+        )))
     }
 }
 
@@ -248,7 +275,9 @@ fn check_epsilon(epsilon: f64) -> Result<(), AccountingError> {
     if epsilon.is_finite() && epsilon >= 0.0 {
         Ok(())
     } else {
-        Err(AccountingError::InvalidParameter(format!("epsilon must be finite and >= 0, got {epsilon}")))
+        Err(AccountingError::InvalidParameter(format!(
+            "epsilon must be finite and >= 0, got {epsilon}"
+        )))
     }
 }
 

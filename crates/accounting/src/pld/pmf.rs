@@ -46,7 +46,14 @@ pub(crate) struct Window {
 impl Pmf {
     /// The distribution of a mechanism that reveals nothing: all mass at loss 0.
     pub(crate) fn identity(h: f64, pessimistic: bool) -> Self {
-        Pmf { h, lo: 0, probs: vec![1.0], inf: 0.0, slack: 0.0, pessimistic }
+        Pmf {
+            h,
+            lo: 0,
+            probs: vec![1.0],
+            inf: 0.0,
+            slack: 0.0,
+            pessimistic,
+        }
     }
 
     /// The loss of grid index `i` of `probs` (may be one past either end).
@@ -74,7 +81,11 @@ impl Pmf {
                 a += p;
                 k -= 1;
             }
-            let raw = if k == n - 1 { a } else { a - (eps - self.loss(k + 1)).exp() * c };
+            let raw = if k == n - 1 {
+                a
+            } else {
+                a - (eps - self.loss(k + 1)).exp() * c
+            };
             out[idx] = (raw.max(0.0) - self.slack).clamp(0.0, 1.0);
         }
         out
@@ -100,14 +111,22 @@ impl Pmf {
             }
             if a - decay * c > target {
                 // δ(ℓ_k) > target ≥ δ(ℓ_{k+1}): the answer lies in (ℓ_k, ℓ_{k+1}].
-                return if c > 0.0 { (upper + ((a - target) / c).ln()).max(0.0) } else { upper };
+                return if c > 0.0 {
+                    (upper + ((a - target) / c).ln()).max(0.0)
+                } else {
+                    upper
+                };
             }
             let p = self.probs[k as usize];
             c = p + decay * c;
             a += p;
         }
         // Below the lowest loss δ(ε) = A − e^{ε−ℓ_0} C.
-        if a > target && c > 0.0 { (self.loss(0) + ((a - target) / c).ln()).max(0.0) } else { 0.0 }
+        if a > target && c > 0.0 {
+            (self.loss(0) + ((a - target) / c).ln()).max(0.0)
+        } else {
+            0.0
+        }
     }
 
     /// Cuts at most [`TAIL_MASS`]/2 from each end of the grid. Pessimistic: the lower tail joins
@@ -144,7 +163,10 @@ impl Pmf {
     pub(crate) fn compose(&self, other: &Pmf) -> Result<Pmf, AccountingError> {
         debug_assert_eq!(self.h.to_bits(), other.h.to_bits());
         debug_assert_eq!(self.pessimistic, other.pessimistic);
-        let lo = self.lo.checked_add(other.lo).ok_or_else(|| overflow("composition"))?;
+        let lo = self
+            .lo
+            .checked_add(other.lo)
+            .ok_or_else(|| overflow("composition"))?;
         let mut out = Pmf {
             h: self.h,
             lo,
@@ -157,12 +179,12 @@ impl Pmf {
         Ok(out)
     }
 
-    /// The distribution of `count` independent copies composed, by one FFT raised to the power
-    /// `count` on a window that holds all but [`TAIL_MASS`] of the result.
+    /// [`Pmf::self_compose_in`] on its Chernoff window (tests only; the builder reuses windows).
     ///
     /// # Errors
     /// [`AccountingError::InvalidParameter`] when the window needs more than [`MAX_POINTS`]
     /// points (a coarser discretisation interval is needed) or the grid index overflows.
+    #[cfg(test)]
     pub(crate) fn self_compose(&self, count: u64) -> Result<Pmf, AccountingError> {
         if count <= 1 {
             return Ok(self.clone());
@@ -170,12 +192,18 @@ impl Pmf {
         self.self_compose_in(count, self.chernoff_window(count, TAIL_MASS / 2.0))
     }
 
-    /// [`Pmf::self_compose`] on a window already computed by
-    /// `chernoff_window(count, TAIL_MASS / 2)`.
+    /// The distribution of `count` independent copies composed, by one FFT raised to the power
+    /// `count`, on a `window` from `chernoff_window(count, TAIL_MASS / 2)` (all but
+    /// [`TAIL_MASS`] of the result).
     ///
     /// # Errors
-    /// As [`Pmf::self_compose`].
-    pub(crate) fn self_compose_in(&self, count: u64, window: Window) -> Result<Pmf, AccountingError> {
+    /// [`AccountingError::InvalidParameter`] when the window needs more than [`MAX_POINTS`]
+    /// points (a coarser discretisation interval is needed) or the grid index overflows.
+    pub(crate) fn self_compose_in(
+        &self,
+        count: u64,
+        window: Window,
+    ) -> Result<Pmf, AccountingError> {
         if count <= 1 {
             return Ok(self.clone());
         }
@@ -188,7 +216,8 @@ impl Pmf {
             .and_then(|c| c.checked_mul(self.lo))
             .and_then(|x| x.checked_add(i64::try_from(window.start).ok()?))
             .ok_or_else(|| overflow("self-composition"))?;
-        let probs = fft::self_convolve_window(&self.probs, count, window.start, window.len as usize);
+        let probs =
+            fft::self_convolve_window(&self.probs, count, window.start, window.len as usize);
         let powered = |x: f64| -(count as f64 * (-x).ln_1p()).exp_m1();
         let mut out = Pmf {
             h: self.h,
@@ -214,13 +243,27 @@ impl Pmf {
     /// `P(S ≥ u) ≤ exp(count·K(λ) − λ u)` with `K(λ) = ln Σ p_i e^{λ i}`.
     pub(crate) fn chernoff_window(&self, count: u64, tail: f64) -> Window {
         let n = self.probs.len();
-        let full = Window { start: 0, len: count.saturating_mul(n as u64 - 1).saturating_add(1) };
+        let full = Window {
+            start: 0,
+            len: count.saturating_mul(n as u64 - 1).saturating_add(1),
+        };
         let mass: f64 = self.probs.iter().sum();
         if count <= 1 || mass <= 0.0 {
             return full;
         }
-        let mean = self.probs.iter().enumerate().map(|(i, p)| i as f64 * p).sum::<f64>() / mass;
-        let var = self.probs.iter().enumerate().map(|(i, p)| (i as f64 - mean).powi(2) * p).sum::<f64>()
+        let mean = self
+            .probs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| i as f64 * p)
+            .sum::<f64>()
+            / mass;
+        let var = self
+            .probs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i as f64 - mean).powi(2) * p)
+            .sum::<f64>()
             / mass;
         let t = count as f64;
         let sd = (var * t).sqrt();
@@ -236,14 +279,21 @@ impl Pmf {
             .map(|(i, p)| (i as f64 - mean, p.ln()))
             .collect();
         let log_mgf = |lambda: f64| {
-            let top = log_p.iter().map(|(x, lp)| lambda * x + lp).fold(f64::NEG_INFINITY, f64::max);
-            top + log_p.iter().map(|(x, lp)| (lambda * x + lp - top).exp()).sum::<f64>().ln()
+            let top = log_p
+                .iter()
+                .map(|(x, lp)| lambda * x + lp)
+                .fold(f64::NEG_INFINITY, f64::max);
+            top + log_p
+                .iter()
+                .map(|(x, lp)| (lambda * x + lp - top).exp())
+                .sum::<f64>()
+                .ln()
         };
         let log_inv_tail = (1.0 / tail).ln();
         let (mut upper, mut lower) = (full.len as f64 - 1.0, 0.0f64);
         // The Gaussian-optimal order is z/sd with z = sqrt(2 ln(1/tail)) ≈ 8.3; heavier tails
         // prefer smaller orders.
-        for z in [0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 11.0, 16.0, 24.0] {
+        for z in [1.0, 2.0, 4.0, 6.0, 8.3, 12.0, 20.0] {
             let lambda = z / sd;
             let up = t * mean + (t * log_mgf(lambda) + log_inv_tail) / lambda;
             let down = t * mean - (t * log_mgf(-lambda) + log_inv_tail) / lambda;
@@ -256,7 +306,10 @@ impl Pmf {
         }
         let start = lower.floor().max(0.0);
         let end = upper.ceil().max(start);
-        Window { start: start as u64, len: (end - start) as u64 + 1 }
+        Window {
+            start: start as u64,
+            len: (end - start) as u64 + 1,
+        }
     }
 }
 
@@ -277,7 +330,14 @@ mod tests {
     use super::*;
 
     fn pmf(lo: i64, probs: &[f64], inf: f64, pessimistic: bool) -> Pmf {
-        Pmf { h: 0.5, lo, probs: probs.to_vec(), inf, slack: 0.0, pessimistic }
+        Pmf {
+            h: 0.5,
+            lo,
+            probs: probs.to_vec(),
+            inf,
+            slack: 0.0,
+            pessimistic,
+        }
     }
 
     /// δ(ε) straight from the definition, one term per loss.
@@ -288,7 +348,11 @@ mod tests {
                 .enumerate()
                 .map(|(i, q)| {
                     let l = (p.lo + i as i64) as f64 * p.h;
-                    if l > eps { q * -(eps - l).exp_m1() } else { 0.0 }
+                    if l > eps {
+                        q * -(eps - l).exp_m1()
+                    } else {
+                        0.0
+                    }
                 })
                 .sum::<f64>()
     }
@@ -311,9 +375,16 @@ mod tests {
             let e = p.epsilon(target);
             assert!(e > 0.0);
             let d = delta_direct(&p, e);
-            assert!((d - target).abs() < 1e-13, "delta({e}) = {d}, want {target}");
+            assert!(
+                (d - target).abs() < 1e-13,
+                "delta({e}) = {d}, want {target}"
+            );
         }
-        assert_eq!(p.epsilon(0.005), f64::INFINITY, "mass at infinity exceeds delta");
+        assert_eq!(
+            p.epsilon(0.005),
+            f64::INFINITY,
+            "mass at infinity exceeds delta"
+        );
         assert_eq!(p.epsilon(0.9), 0.0, "delta(0) is already below 0.9");
     }
 
@@ -343,7 +414,10 @@ mod tests {
         for e in [0.0, 1.0, 2.5, 4.0] {
             let (a, b) = (fast.deltas(&[e])[0], rep.deltas(&[e])[0]);
             // The fast path adds the Chernoff tail bound (TAIL_MASS/2) to the mass at +inf.
-            assert!((a - b).abs() < 1e-14 && a >= b - 1e-16, "eps {e}: {a} vs {b}");
+            assert!(
+                (a - b).abs() < 1e-14 && a >= b - 1e-16,
+                "eps {e}: {a} vs {b}"
+            );
         }
         assert!((fast.inf - (1.0 - 0.999f64.powi(20))).abs() < 1e-14);
     }

@@ -84,7 +84,10 @@ pub fn run(a: &AccountArgs, out: Output) -> CliResult<()> {
         eps.insert("rdp".into(), json!(e));
         kinds.insert("rdp".into(), json!(rdp.bound()));
         result.insert("rdp_order".into(), json!(order));
-        result.insert("rdp_conversion".into(), json!(format!("{:?}", a.conversion).to_lowercase()));
+        result.insert(
+            "rdp_conversion".into(),
+            json!(format!("{:?}", a.conversion).to_lowercase()),
+        );
     }
     if wants(Which::Pld) {
         let pld = PldAccountant::pessimistic();
@@ -105,7 +108,8 @@ pub fn run(a: &AccountArgs, out: Output) -> CliResult<()> {
                     "gdp is a central-limit approximation and can underestimate epsilon".into(),
                 );
             }
-            (Err(AccountingError::Unsupported(why)), _) | (_, Err(AccountingError::Unsupported(why)))
+            (Err(AccountingError::Unsupported(why)), _)
+            | (_, Err(AccountingError::Unsupported(why)))
                 if a.accountant == Which::All =>
             {
                 notes.push(format!("gdp not reported: {why}"));
@@ -139,7 +143,9 @@ pub fn event_and_inputs(a: &AccountArgs) -> CliResult<(PrivacyEvent, Value)> {
             inputs["noise_multiplier"] = json!(sigma);
             Ok((PrivacyEvent::dp_sgd(sigma, q, steps), inputs))
         }
-        _ => Err(CliError::usage("give --noise-multiplier with a schedule, or --events FILE.json")),
+        _ => Err(CliError::usage(
+            "give --noise-multiplier with a schedule, or --events FILE.json",
+        )),
     }
 }
 
@@ -148,14 +154,20 @@ pub fn read_events(path: &std::path::Path) -> CliResult<PrivacyEvent> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::usage(format!("cannot read events file {}: {e}", path.display())))?;
     let bad = |e: serde_json::Error| {
-        CliError::usage(format!("events file {} does not parse: {e}", path.display()))
+        CliError::usage(format!(
+            "events file {} does not parse: {e}",
+            path.display()
+        ))
     };
     let value: Value = serde_json::from_str(&text).map_err(bad)?;
     match value {
         Value::Array(_) => {
             let events: Vec<PrivacyEvent> = serde_json::from_value(value).map_err(bad)?;
             if events.is_empty() {
-                return Err(CliError::usage(format!("events file {} lists no events", path.display())));
+                return Err(CliError::usage(format!(
+                    "events file {} lists no events",
+                    path.display()
+                )));
             }
             Ok(PrivacyEvent::Composed { events })
         }

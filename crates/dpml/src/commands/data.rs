@@ -60,15 +60,26 @@ pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult
                 .collect();
             let bad: Vec<&str> = checks
                 .iter()
-                .filter(|c| matches!(c.status, dpml_data::CheckStatus::Mismatch | dpml_data::CheckStatus::Unreadable))
+                .filter(|c| {
+                    matches!(
+                        c.status,
+                        dpml_data::CheckStatus::Mismatch | dpml_data::CheckStatus::Unreadable
+                    )
+                })
                 .map(|c| c.path.as_str())
                 .collect();
-            let ok = checks.iter().filter(|c| c.status == dpml_data::CheckStatus::Ok).count();
+            let ok = checks
+                .iter()
+                .filter(|c| c.status == dpml_data::CheckStatus::Ok)
+                .count();
             out.emit(&json!({ "files": files, "ok": ok, "mismatched": bad.len() }));
             if bad.is_empty() {
                 Ok(())
             } else {
-                Err(CliError::usage(format!("checksum mismatch: {}", bad.join(", "))))
+                Err(CliError::usage(format!(
+                    "checksum mismatch: {}",
+                    bad.join(", ")
+                )))
             }
         }
         DataCommand::Fetch { name, to, base_url } => {

@@ -1,8 +1,13 @@
 //! One module per command: parse its flags, call the libraries, build the JSON result.
 
 pub mod account;
+pub mod audit;
+pub mod bench;
 pub mod calibrate;
 pub mod data;
+pub mod kmeans;
+pub mod label_dp;
+pub mod predict;
 pub mod query;
 pub mod release;
 pub mod rr;

@@ -84,20 +84,32 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let noise = match (a.mechanism, a.delta) {
         (NoiseArg::Laplace, None) => Noise::Laplace,
         (NoiseArg::Gaussian, Some(delta)) => Noise::Gaussian { delta },
-        (NoiseArg::Gaussian, None) => return Err(CliError::usage("--delta is required with --mechanism gaussian")),
+        (NoiseArg::Gaussian, None) => {
+            return Err(CliError::usage(
+                "--delta is required with --mechanism gaussian",
+            ));
+        }
         (NoiseArg::Laplace, Some(d)) => {
-            return Err(CliError::usage(format!("--delta {d} given, but Laplace noise is pure epsilon-DP")));
+            return Err(CliError::usage(format!(
+                "--delta {d} given, but Laplace noise is pure epsilon-DP"
+            )));
         }
     };
     if a.bins > MAX_BINS {
-        return Err(CliError::usage(format!("--bins {} exceeds the limit {MAX_BINS}", a.bins)));
+        return Err(CliError::usage(format!(
+            "--bins {} exceeds the limit {MAX_BINS}",
+            a.bins
+        )));
     }
     // Open the ledger first: a bad or corrupt ledger stops us before any noise is drawn.
     let ledger = match (&a.ledger, a.budget) {
         (Some(path), Some(eps)) => Some(open_ledger(path, eps, a.budget_delta)?),
         _ => None,
     };
-    let opts = LoadOptions { data_dir: data_dir.map(Path::to_path_buf), label_column: a.data.label_column.clone() };
+    let opts = LoadOptions {
+        data_dir: data_dir.map(Path::to_path_buf),
+        label_column: a.data.label_column.clone(),
+    };
     let table = load_table(&a.data.dataset, &opts)?;
     let column = table.column(&a.column)?;
     let bounds = || {
@@ -113,7 +125,14 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         Aggregate::Count => stats::count(&mut rng, column, a.epsilon, noise)?,
         Aggregate::Sum => stats::sum(&mut rng, column, bounds()?, a.epsilon, noise)?,
         Aggregate::Mean => stats::mean(&mut rng, column, bounds()?, a.epsilon, noise)?,
-        Aggregate::Histogram => stats::histogram(&mut rng, column, bounds()?, a.bins as usize, a.epsilon, noise)?,
+        Aggregate::Histogram => stats::histogram(
+            &mut rng,
+            column,
+            bounds()?,
+            a.bins as usize,
+            a.epsilon,
+            noise,
+        )?,
     };
 
     let mut obj = Map::new();
@@ -124,8 +143,14 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
             StatValue::Vector(v) => json!(v),
         },
     );
-    obj.insert("mechanism".into(), json!(format!("{:?}", a.mechanism).to_lowercase()));
-    obj.insert("aggregate".into(), json!(format!("{:?}", a.aggregate).to_lowercase()));
+    obj.insert(
+        "mechanism".into(),
+        json!(format!("{:?}", a.mechanism).to_lowercase()),
+    );
+    obj.insert(
+        "aggregate".into(),
+        json!(format!("{:?}", a.aggregate).to_lowercase()),
+    );
     obj.insert("column".into(), json!(a.column));
     obj.insert("epsilon".into(), json!(release.epsilon));
     obj.insert("delta".into(), json!(release.delta));
@@ -138,7 +163,13 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     if let Some(ledger) = ledger {
         // Durably recorded before anything is printed; over budget → error, nothing printed.
         let spend = Spend {
-            label: format!("query {:?} of {} on {}", a.aggregate, a.column, a.data.dataset.name()).to_lowercase(),
+            label: format!(
+                "query {:?} of {} on {}",
+                a.aggregate,
+                a.column,
+                a.data.dataset.name()
+            )
+            .to_lowercase(),
             event: release.event.clone(),
             epsilon: release.epsilon,
             delta: release.delta,
@@ -159,5 +190,9 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
 /// A ledger composed with RDP where that is tighter than adding up (both are upper bounds).
 pub fn open_ledger(path: &Path, epsilon: f64, delta: f64) -> CliResult<Ledger> {
     let ledger = Ledger::open(path, Budget { epsilon, delta })?;
-    Ok(ledger.with_composition(Composition::Accountant(Box::new(RdpAccountant::new(Conversion::Current)))))
+    Ok(
+        ledger.with_composition(Composition::Accountant(Box::new(RdpAccountant::new(
+            Conversion::Current,
+        )))),
+    )
 }

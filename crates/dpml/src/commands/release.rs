@@ -69,14 +69,27 @@ const MAX_COUNT: u64 = 10_000_000;
 /// Run `dpml release`.
 pub fn run(a: &ReleaseArgs, out: Output) -> CliResult<()> {
     if a.count > MAX_COUNT {
-        return Err(CliError::usage(format!("--count {} exceeds the limit {MAX_COUNT}", a.count)));
+        return Err(CliError::usage(format!(
+            "--count {} exceeds the limit {MAX_COUNT}",
+            a.count
+        )));
     }
-    let needs_delta = matches!(a.mechanism, MechanismArg::Gaussian | MechanismArg::DiscreteGaussian);
+    let needs_delta = matches!(
+        a.mechanism,
+        MechanismArg::Gaussian | MechanismArg::DiscreteGaussian
+    );
     let delta = match (needs_delta, a.delta) {
         (true, Some(d)) => d,
-        (true, None) => return Err(CliError::usage("--delta is required for Gaussian mechanisms")),
+        (true, None) => {
+            return Err(CliError::usage(
+                "--delta is required for Gaussian mechanisms",
+            ));
+        }
         (false, Some(d)) => {
-            return Err(CliError::usage(format!("--delta {d} given, but {:?} is pure epsilon-DP", a.mechanism)));
+            return Err(CliError::usage(format!(
+                "--delta {d} given, but {:?} is pure epsilon-DP",
+                a.mechanism
+            )));
         }
         (false, None) => 0.0,
     };
@@ -88,7 +101,12 @@ pub fn run(a: &ReleaseArgs, out: Output) -> CliResult<()> {
             let m = LaplaceMechanism::new(a.sensitivity, a.epsilon)?;
             fields.insert("scale".into(), json!(m.scale()));
             fields.insert("granularity".into(), json!(m.granularity()));
-            ((0..n).map(|_| m.release(&mut rng, a.value)).collect::<Result<_, _>>()?, m.event())
+            (
+                (0..n)
+                    .map(|_| m.release(&mut rng, a.value))
+                    .collect::<Result<_, _>>()?,
+                m.event(),
+            )
         }
         MechanismArg::Gaussian => {
             let cal = match a.calibration {
@@ -98,24 +116,42 @@ pub fn run(a: &ReleaseArgs, out: Output) -> CliResult<()> {
             let m = GaussianMechanism::new(a.sensitivity, a.epsilon, delta, cal)?;
             fields.insert("sigma".into(), json!(m.sigma()));
             fields.insert("granularity".into(), json!(m.granularity()));
-            ((0..n).map(|_| m.release(&mut rng, a.value)).collect::<Result<_, _>>()?, m.event())
+            (
+                (0..n)
+                    .map(|_| m.release(&mut rng, a.value))
+                    .collect::<Result<_, _>>()?,
+                m.event(),
+            )
         }
         MechanismArg::DiscreteLaplace => {
             let (x, s) = integers(a.value, a.sensitivity)?;
             let m = DiscreteLaplaceMechanism::new(s, a.epsilon)?;
             fields.insert("scale".into(), json!(m.scale()));
-            ((0..n).map(|_| m.release(&mut rng, x) as f64).collect(), m.event())
+            (
+                (0..n).map(|_| m.release(&mut rng, x) as f64).collect(),
+                m.event(),
+            )
         }
         MechanismArg::DiscreteGaussian => {
             let (x, s) = integers(a.value, a.sensitivity)?;
             let m = DiscreteGaussianMechanism::new(s, a.epsilon, delta)?;
             fields.insert("sigma".into(), json!(m.sigma()));
-            ((0..n).map(|_| m.release(&mut rng, x) as f64).collect(), m.event())
+            (
+                (0..n).map(|_| m.release(&mut rng, x) as f64).collect(),
+                m.event(),
+            )
         }
     };
     let mut obj = Map::new();
     obj.insert("values".into(), json!(values));
-    obj.insert("mechanism".into(), json!(a.mechanism.to_possible_value().map(|v| v.get_name().to_string())));
+    obj.insert(
+        "mechanism".into(),
+        json!(
+            a.mechanism
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+        ),
+    );
     obj.insert("epsilon".into(), json!(a.epsilon));
     obj.insert("delta".into(), json!(delta));
     obj.extend(fields);
@@ -132,7 +168,9 @@ pub fn run(a: &ReleaseArgs, out: Output) -> CliResult<()> {
 fn integers(value: f64, sensitivity: f64) -> CliResult<(i64, u64)> {
     let whole = |v: f64| v.fract() == 0.0 && v.abs() < 9.0e15;
     if !whole(value) {
-        return Err(CliError::usage(format!("--value {value} must be an integer for a discrete mechanism")));
+        return Err(CliError::usage(format!(
+            "--value {value} must be an integer for a discrete mechanism"
+        )));
     }
     if !whole(sensitivity) {
         return Err(CliError::usage(format!(

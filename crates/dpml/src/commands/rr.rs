@@ -45,7 +45,10 @@ pub struct RrArgs {
 pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let categories = a.categories.clone().unwrap_or_else(|| vec![0.0, 1.0]);
     if categories.len() < 2 {
-        return Err(CliError::usage(format!("--categories needs at least 2 values, got {}", categories.len())));
+        return Err(CliError::usage(format!(
+            "--categories needs at least 2 values, got {}",
+            categories.len()
+        )));
     }
     for (i, c) in categories.iter().enumerate() {
         if categories[..i].contains(c) {
@@ -54,13 +57,18 @@ pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     }
     let rr = match (a.coin, a.epsilon) {
         (Some(Coin::Fair), _) if categories.len() != 2 => {
-            return Err(CliError::usage("--coin fair is a yes/no protocol: give exactly 2 categories"));
+            return Err(CliError::usage(
+                "--coin fair is a yes/no protocol: give exactly 2 categories",
+            ));
         }
         (Some(Coin::Fair), _) => RandomizedResponse::fair_coin(),
         (None, Some(eps)) => RandomizedResponse::k_ary(eps, categories.len() as u32)?,
         (None, None) => return Err(CliError::usage("give --epsilon E or --coin fair")),
     };
-    let opts = LoadOptions { data_dir: data_dir.map(Path::to_path_buf), label_column: a.data.label_column.clone() };
+    let opts = LoadOptions {
+        data_dir: data_dir.map(Path::to_path_buf),
+        label_column: a.data.label_column.clone(),
+    };
     let table = load_table(&a.data.dataset, &opts)?;
     let column = table.column(&a.column)?;
     if column.is_empty() {
@@ -84,7 +92,8 @@ pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let result = if categories.len() == 2 && a.categories.is_none() {
         json!({"estimate": est[1].estimate, "std_error": est[1].std_error, "ci95": est[1].ci95})
     } else {
-        let pick = |f: fn(&FrequencyEstimate) -> serde_json::Value| est.iter().map(f).collect::<Vec<_>>();
+        let pick =
+            |f: fn(&FrequencyEstimate) -> serde_json::Value| est.iter().map(f).collect::<Vec<_>>();
         json!({"estimate": pick(|e| json!(e.estimate)), "std_error": pick(|e| json!(e.std_error)),
                "ci95": pick(|e| json!(e.ci95))})
     };
@@ -93,7 +102,11 @@ pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     obj["noisy_answer_counts"] = json!(answers);
     obj["respondents"] = json!(column.len());
     obj["epsilon"] = json!(rr.epsilon());
-    obj["protocol"] = json!(if a.coin.is_some() { "fair coin" } else { "k-ary randomized response" });
+    obj["protocol"] = json!(if a.coin.is_some() {
+        "fair coin"
+    } else {
+        "k-ary randomized response"
+    });
     obj["true_value_withheld"] = json!(true);
     obj["event"] = json!(rr.event());
     obj["seeded"] = json!(rng.is_seeded());

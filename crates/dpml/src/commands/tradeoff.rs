@@ -51,9 +51,14 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
 
     // The ε range that matters: up to where the PLD δ(ε) is negligible.
     let eps_max = pld.epsilon(&event, 1e-10)?.max(eps_rdp) * 1.5 + 0.1;
-    let eps_grid: Vec<f64> = (0..EPS_GRID).map(|i| eps_max * i as f64 / (EPS_GRID - 1) as f64).collect();
-    let pld_curve: Vec<(f64, f64)> =
-        eps_grid.iter().copied().zip(pld.delta_curve(&event, &eps_grid)?).collect();
+    let eps_grid: Vec<f64> = (0..EPS_GRID)
+        .map(|i| eps_max * i as f64 / (EPS_GRID - 1) as f64)
+        .collect();
+    let pld_curve: Vec<(f64, f64)> = eps_grid
+        .iter()
+        .copied()
+        .zip(pld.delta_curve(&event, &eps_grid)?)
+        .collect();
     let rdp_curve = eps_grid
         .iter()
         .map(|&e| Ok((e, rdp.delta(&event, e)?)))
@@ -83,8 +88,16 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
         Series::new(format!("GDP (CLT) mu={mu:.3}"), column(1), Style::Line),
         Series::new("PLD (upper bound)", column(2), Style::Line),
         Series::new("RDP (eps, delta(eps)) family", column(3), Style::Line),
-        Series::new(format!("RDP ({eps_rdp:.3}, {:.0e})-DP", a.delta), column(4), Style::Dashed),
-        Series::new("perfect privacy: beta = 1 - alpha", column(0).iter().map(|&(x, _)| (x, 1.0 - x)).collect(), Style::Dashed),
+        Series::new(
+            format!("RDP ({eps_rdp:.3}, {:.0e})-DP", a.delta),
+            column(4),
+            Style::Dashed,
+        ),
+        Series::new(
+            "perfect privacy: beta = 1 - alpha",
+            column(0).iter().map(|&(x, _)| (x, 1.0 - x)).collect(),
+            Style::Dashed,
+        ),
     ];
     let chart = |log_x: bool, title: &str| Chart {
         title: title.to_string(),
@@ -94,7 +107,10 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
         log_y: false,
         series: series.clone(),
     };
-    let title = format!("Trade-off, sigma={}, q={q:.3e}, T={steps}", a.noise_multiplier);
+    let title = format!(
+        "Trade-off, sigma={}, q={q:.3e}, T={steps}",
+        a.noise_multiplier
+    );
     let (png, svg) = plot::write(
         &[chart(false, &title), chart(true, "same, log alpha")],
         &a.out,
@@ -116,7 +132,11 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
 fn write_csv(path: &std::path::Path, rows: &[[f64; 5]]) -> CliResult<()> {
     let err = |e: std::io::Error| CliError::usage(format!("writing {}: {e}", path.display()));
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
-    writeln!(f, "alpha,beta_gdp,beta_pld,beta_rdp_family,beta_rdp_eps_delta").map_err(err)?;
+    writeln!(
+        f,
+        "alpha,beta_gdp,beta_pld,beta_rdp_family,beta_rdp_eps_delta"
+    )
+    .map_err(err)?;
     for r in rows {
         writeln!(f, "{},{},{},{},{}", r[0], r[1], r[2], r[3], r[4]).map_err(err)?;
     }

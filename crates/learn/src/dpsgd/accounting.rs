@@ -57,12 +57,18 @@ impl PrivacyPlan {
                 Some(noise_multiplier(acc.as_ref(), target, cfg.delta, q, steps)?.noise_multiplier)
             }
         };
-        Ok(Self { sampling_rate: q, steps, steps_per_epoch, noise_multiplier })
+        Ok(Self {
+            sampling_rate: q,
+            steps,
+            steps_per_epoch,
+            noise_multiplier,
+        })
     }
 
     /// The privacy event of the first `steps` steps (`None` when non-private).
     pub fn event(&self, steps: u64) -> Option<PrivacyEvent> {
-        self.noise_multiplier.map(|s| PrivacyEvent::dp_sgd(s, self.sampling_rate, steps))
+        self.noise_multiplier
+            .map(|s| PrivacyEvent::dp_sgd(s, self.sampling_rate, steps))
     }
 
     /// ε after the first `steps` steps at `delta` with `kind` (`None` when non-private or
@@ -84,7 +90,11 @@ mod tests {
 
     #[test]
     fn calibrated_epsilon_never_exceeds_the_target() {
-        for (kind, target) in [(AccountantKind::Pld, 1.0), (AccountantKind::Rdp, 3.0), (AccountantKind::Pld, 8.0)] {
+        for (kind, target) in [
+            (AccountantKind::Pld, 1.0),
+            (AccountantKind::Rdp, 3.0),
+            (AccountantKind::Pld, 8.0),
+        ] {
             let cfg = TrainConfig {
                 privacy: Privacy::TargetEpsilon(target),
                 accountant: kind,
@@ -95,16 +105,25 @@ mod tests {
             let plan = PrivacyPlan::new(&cfg, 1797).unwrap();
             assert_eq!(plan.steps, (5 * 1797u64).div_ceil(64));
             let eps = plan.epsilon(kind, plan.steps, cfg.delta).unwrap().unwrap();
-            assert!(eps <= target && eps > 0.99 * target, "{kind:?}: {eps} vs {target}");
+            assert!(
+                eps <= target && eps > 0.99 * target,
+                "{kind:?}: {eps} vs {target}"
+            );
             // Fewer steps spend less.
-            let half = plan.epsilon(kind, plan.steps / 2, cfg.delta).unwrap().unwrap();
+            let half = plan
+                .epsilon(kind, plan.steps / 2, cfg.delta)
+                .unwrap()
+                .unwrap();
             assert!(half < eps);
         }
     }
 
     #[test]
     fn non_private_has_no_event() {
-        let cfg = TrainConfig { privacy: Privacy::NonPrivate, ..TrainConfig::default() };
+        let cfg = TrainConfig {
+            privacy: Privacy::NonPrivate,
+            ..TrainConfig::default()
+        };
         let plan = PrivacyPlan::new(&cfg, 1000).unwrap();
         assert_eq!(plan.event(10), None);
         assert_eq!(plan.epsilon(AccountantKind::Pld, 10, 1e-5).unwrap(), None);

@@ -3,7 +3,7 @@
 //!
 //! The data are synthetic (uniform pixels, uniform labels) records of MNIST's shape
 //! `[1, 28, 28]` with 10 classes — the speed of a step does not depend on pixel values — with
-//! N = 16·B records so that q = 1/16. Each mode runs the full step of [`super::step`]: Poisson
+//! N = 16·B records so that q = 1/16. Each mode runs the full DP-SGD step: Poisson
 //! sampling, forward, backward (private: per-sample norms, clipping, clipped sum), noise
 //! (private: σ = 1, C = 1; floating-point Gaussian or exact discrete Gaussian), division and an
 //! SGD update (lr 0.05, momentum 0.9). Modes are interleaved over [`REPEATS`] rounds, each
@@ -62,7 +62,13 @@ enum Mode {
 /// # Errors
 /// [`super::DpSgdError::InvalidConfig`] for `batch_size` or `steps` of 0;
 /// [`super::DpSgdError::Nn`] for an unknown model.
-pub fn bench(model: &str, hidden: &[usize], batch_size: usize, steps: usize, rng: &mut DpRng) -> Result<BenchResult> {
+pub fn bench(
+    model: &str,
+    hidden: &[usize],
+    batch_size: usize,
+    steps: usize,
+    rng: &mut DpRng,
+) -> Result<BenchResult> {
     if batch_size == 0 {
         return Err(config_err("batch_size must be >= 1, got 0"));
     }
@@ -75,18 +81,35 @@ pub fn bench(model: &str, hidden: &[usize], batch_size: usize, steps: usize, rng
     let mut rates: [Vec<f64>; 3] = Default::default();
     let mut parameters = 0;
     for _ in 0..REPEATS {
-        for (k, mode) in [Mode::NonPrivate, Mode::Private, Mode::Exact].into_iter().enumerate() {
+        for (k, mode) in [Mode::NonPrivate, Mode::Private, Mode::Exact]
+            .into_iter()
+            .enumerate()
+        {
             let mut r = DpRng::seeded(seed);
             let net = Sequential::new(spec.clone(), &mut r)?;
             parameters = net.num_params();
             let (noise, clip) = match mode {
                 Mode::NonPrivate => (Noise::None, None),
-                Mode::Private => (Noise::new(Some(1.0), 1.0, parameters, false)?, Some(ClipConfig::flat(1.0)?)),
-                Mode::Exact => (Noise::new(Some(1.0), 1.0, parameters, true)?, Some(ClipConfig::flat(1.0)?)),
+                Mode::Private => (
+                    Noise::new(Some(1.0), 1.0, parameters, false)?,
+                    Some(ClipConfig::flat(1.0)?),
+                ),
+                Mode::Exact => (
+                    Noise::new(Some(1.0), 1.0, parameters, true)?,
+                    Some(ClipConfig::flat(1.0)?),
+                ),
             };
             let sampler = PoissonSampler::new(data.n, 1.0 / 16.0)?;
             let opt = Box::new(Sgd::new(0.9, false, 0.0)?);
-            let mut s = Stepper::new(net, opt, sampler, noise, clip, 2 * batch_size, InputTransform::IDENTITY);
+            let mut s = Stepper::new(
+                net,
+                opt,
+                sampler,
+                noise,
+                clip,
+                2 * batch_size,
+                InputTransform::IDENTITY,
+            );
             for _ in 0..WARMUP_STEPS {
                 s.step(&data, 0.05, &mut r)?;
             }
@@ -142,7 +165,17 @@ mod tests {
         assert!(r.exact_noise_samples_per_sec > 0.0);
         assert!((r.ratio - r.private_samples_per_sec / r.nonprivate_samples_per_sec).abs() < 1e-12);
         assert_eq!(r.parameters, 7850);
-        assert!(bench("logreg", &[], 0, 2, &mut DpRng::seeded(0)).unwrap_err().to_string().contains("batch_size"));
-        assert!(bench("logreg", &[], 8, 0, &mut DpRng::seeded(0)).unwrap_err().to_string().contains("steps"));
+        assert!(
+            bench("logreg", &[], 0, 2, &mut DpRng::seeded(0))
+                .unwrap_err()
+                .to_string()
+                .contains("batch_size")
+        );
+        assert!(
+            bench("logreg", &[], 8, 0, &mut DpRng::seeded(0))
+                .unwrap_err()
+                .to_string()
+                .contains("steps")
+        );
     }
 }

@@ -58,7 +58,9 @@ impl std::str::FromStr for AccountantKind {
             "pld" => Ok(AccountantKind::Pld),
             "rdp" => Ok(AccountantKind::Rdp),
             "gdp" => Ok(AccountantKind::Gdp),
-            other => Err(config_err(format!("unknown accountant {other:?}; known accountants: pld, rdp, gdp"))),
+            other => Err(config_err(format!(
+                "unknown accountant {other:?}; known accountants: pld, rdp, gdp"
+            ))),
         }
     }
 }
@@ -85,7 +87,9 @@ impl OptimizerKind {
     /// [`DpSgdError::Nn`] for an out-of-range momentum or weight decay.
     pub(crate) fn build(self, weight_decay: f32) -> Result<Box<dyn Optimizer + Send>> {
         Ok(match self {
-            OptimizerKind::Sgd { momentum, nesterov } => Box::new(Sgd::new(momentum, nesterov, weight_decay)?),
+            OptimizerKind::Sgd { momentum, nesterov } => {
+                Box::new(Sgd::new(momentum, nesterov, weight_decay)?)
+            }
             OptimizerKind::Adam => Box::new(Adam::new(0.9, 0.999, 1e-8, weight_decay)?),
         })
     }
@@ -118,10 +122,17 @@ impl ScheduleKind {
         let clamp = |v: u64| usize::try_from(v.max(1)).unwrap_or(usize::MAX);
         match self {
             ScheduleKind::Constant => LrSchedule::Constant,
-            ScheduleKind::Step { every_epochs, gamma } => {
-                LrSchedule::Step { every: clamp((every_epochs as u64).saturating_mul(steps_per_epoch)), gamma }
-            }
-            ScheduleKind::Cosine { min_lr } => LrSchedule::Cosine { total_steps: clamp(steps), min_lr },
+            ScheduleKind::Step {
+                every_epochs,
+                gamma,
+            } => LrSchedule::Step {
+                every: clamp((every_epochs as u64).saturating_mul(steps_per_epoch)),
+                gamma,
+            },
+            ScheduleKind::Cosine { min_lr } => LrSchedule::Cosine {
+                total_steps: clamp(steps),
+                min_lr,
+            },
         }
     }
 }
@@ -180,13 +191,16 @@ impl Default for TrainConfig {
             batch_size: 256,
             max_grad_norm: 1.0,
             lr: 0.1,
-            optimizer: OptimizerKind::Sgd { momentum: 0.0, nesterov: false },
+            optimizer: OptimizerKind::Sgd {
+                momentum: 0.0,
+                nesterov: false,
+            },
             lr_schedule: ScheduleKind::Constant,
             privacy: Privacy::NoiseMultiplier(1.1),
             delta: 1e-5,
             accountant: AccountantKind::Pld,
             exact_noise: false,
-            physical_batch: 256,
+            physical_batch: 512,
             ema: None,
             per_layer_clipping: false,
             weight_decay: 0.0,
@@ -196,7 +210,13 @@ impl Default for TrainConfig {
 }
 
 fn positive_f64(name: &str, v: f64) -> Result<()> {
-    if v.is_finite() && v > 0.0 { Ok(()) } else { Err(config_err(format!("{name} must be finite and > 0, got {v}"))) }
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(config_err(format!(
+            "{name} must be finite and > 0, got {v}"
+        )))
+    }
 }
 
 fn positive_f32(name: &str, v: f32) -> Result<()> {
@@ -227,12 +247,17 @@ impl TrainConfig {
         positive_f32("max_grad_norm", self.max_grad_norm)?;
         positive_f32("lr", self.lr)?;
         if !(self.delta > 0.0 && self.delta < 1.0) {
-            return Err(config_err(format!("delta must be in (0, 1), got {}", self.delta)));
+            return Err(config_err(format!(
+                "delta must be in (0, 1), got {}",
+                self.delta
+            )));
         }
         match self.privacy {
             Privacy::NonPrivate => {
                 if self.exact_noise {
-                    return Err(config_err("exact_noise needs a private run (a noise multiplier or a target epsilon)"));
+                    return Err(config_err(
+                        "exact_noise needs a private run (a noise multiplier or a target epsilon)",
+                    ));
                 }
             }
             Privacy::NoiseMultiplier(s) => positive_f64("noise_multiplier", s)?,
@@ -255,21 +280,34 @@ impl TrainConfig {
             }
         }
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
-            return Err(config_err(format!("weight_decay must be finite and >= 0, got {}", self.weight_decay)));
+            return Err(config_err(format!(
+                "weight_decay must be finite and >= 0, got {}",
+                self.weight_decay
+            )));
         }
         match self.lr_schedule {
             ScheduleKind::Constant => {}
-            ScheduleKind::Step { every_epochs, gamma } => {
+            ScheduleKind::Step {
+                every_epochs,
+                gamma,
+            } => {
                 if every_epochs == 0 {
-                    return Err(config_err("lr schedule step needs every_epochs >= 1, got 0"));
+                    return Err(config_err(
+                        "lr schedule step needs every_epochs >= 1, got 0",
+                    ));
                 }
                 if !(gamma > 0.0 && gamma <= 1.0) {
-                    return Err(config_err(format!("lr schedule step gamma must be in (0, 1], got {gamma}")));
+                    return Err(config_err(format!(
+                        "lr schedule step gamma must be in (0, 1], got {gamma}"
+                    )));
                 }
             }
             ScheduleKind::Cosine { min_lr } => {
                 if !(min_lr.is_finite() && min_lr >= 0.0 && min_lr <= self.lr) {
-                    return Err(config_err(format!("cosine min_lr must be in [0, lr = {}], got {min_lr}", self.lr)));
+                    return Err(config_err(format!(
+                        "cosine min_lr must be in [0, lr = {}], got {min_lr}",
+                        self.lr
+                    )));
                 }
             }
         }
@@ -299,12 +337,22 @@ impl TrainConfig {
             if t.record_shape != train.record_shape || t.n_classes != train.n_classes {
                 return Err(data_err(format!(
                     "test set {:?} has records {:?} with {} classes, the training set {:?} has {:?} with {}",
-                    t.name, t.record_shape, t.n_classes, train.name, train.record_shape, train.n_classes
+                    t.name,
+                    t.record_shape,
+                    t.n_classes,
+                    train.name,
+                    train.record_shape,
+                    train.n_classes
                 )));
             }
         }
         self.normalize.resolve(train)?;
-        Ok(ModelSpec::named(&self.model, &train.record_shape, train.n_classes, &self.hidden)?)
+        Ok(ModelSpec::named(
+            &self.model,
+            &train.record_shape,
+            train.n_classes,
+            &self.hidden,
+        )?)
     }
 }
 
@@ -325,10 +373,20 @@ pub(crate) fn check_dataset(d: &Dataset) -> Result<()> {
         )));
     }
     if d.n_classes < 2 {
-        return Err(data_err(format!("data set {:?} needs at least 2 classes, got {}", d.name, d.n_classes)));
+        return Err(data_err(format!(
+            "data set {:?} needs at least 2 classes, got {}",
+            d.name, d.n_classes
+        )));
     }
-    if let Some((i, &c)) = d.y.iter().enumerate().find(|&(_, &c)| c as usize >= d.n_classes) {
-        return Err(data_err(format!("data set {:?}: record {i} has label {c}, >= {} classes", d.name, d.n_classes)));
+    if let Some((i, &c)) =
+        d.y.iter()
+            .enumerate()
+            .find(|&(_, &c)| c as usize >= d.n_classes)
+    {
+        return Err(data_err(format!(
+            "data set {:?}: record {i} has label {c}, >= {} classes",
+            d.name, d.n_classes
+        )));
     }
     if let Some(i) = d.x.iter().position(|v| !v.is_finite()) {
         return Err(data_err(format!(
@@ -360,7 +418,10 @@ mod tests {
             msg(c.validate())
         };
         assert!(with(&|c| c.batch_size = 0).contains("batch_size must be >= 1, got 0"));
-        assert!(with(&|c| c.max_grad_norm = 0.0).contains("max_grad_norm must be finite and > 0, got 0"));
+        assert!(
+            with(&|c| c.max_grad_norm = 0.0)
+                .contains("max_grad_norm must be finite and > 0, got 0")
+        );
         assert!(with(&|c| c.max_grad_norm = -1.0).contains("got -1"));
         assert!(with(&|c| c.lr = f32::NAN).contains("lr must be finite and > 0, got NaN"));
         assert!(with(&|c| c.epochs = 0.0).contains("epochs"));
@@ -372,27 +433,51 @@ mod tests {
         assert!(with(&|c| c.model = "mlp".into()).contains("hidden"));
         assert!(with(&|c| c.physical_batch = 0).contains("physical_batch"));
         assert!(with(&|c| c.ema = Some(1.0)).contains("ema"));
-        assert!(with(&|c| {
-            c.privacy = Privacy::TargetEpsilon(1.0);
-            c.accountant = AccountantKind::Gdp;
-        })
-        .contains("gdp"));
-        assert!(with(&|c| {
-            c.privacy = Privacy::NonPrivate;
-            c.exact_noise = true;
-        })
-        .contains("exact_noise"));
-        assert!(with(&|c| c.optimizer = OptimizerKind::Sgd { momentum: 1.5, nesterov: false }).contains("momentum"));
-        assert!(with(&|c| c.lr_schedule = ScheduleKind::Step { every_epochs: 0, gamma: 0.5 }).contains("every_epochs"));
-        assert!("xyz".parse::<AccountantKind>().unwrap_err().to_string().contains("xyz"));
+        assert!(
+            with(&|c| {
+                c.privacy = Privacy::TargetEpsilon(1.0);
+                c.accountant = AccountantKind::Gdp;
+            })
+            .contains("gdp")
+        );
+        assert!(
+            with(&|c| {
+                c.privacy = Privacy::NonPrivate;
+                c.exact_noise = true;
+            })
+            .contains("exact_noise")
+        );
+        assert!(
+            with(&|c| c.optimizer = OptimizerKind::Sgd {
+                momentum: 1.5,
+                nesterov: false
+            })
+            .contains("momentum")
+        );
+        assert!(
+            with(&|c| c.lr_schedule = ScheduleKind::Step {
+                every_epochs: 0,
+                gamma: 0.5
+            })
+            .contains("every_epochs")
+        );
+        assert!(
+            "xyz"
+                .parse::<AccountantKind>()
+                .unwrap_err()
+                .to_string()
+                .contains("xyz")
+        );
     }
 
     #[test]
     fn config_round_trips_through_json() {
-        let mut c = TrainConfig::default();
-        c.privacy = Privacy::TargetEpsilon(3.0);
-        c.lr_schedule = ScheduleKind::Cosine { min_lr: 0.0 };
-        c.normalize = Normalization::mean_std(super::super::normalize::MNIST_MEAN_STD);
+        let c = TrainConfig {
+            privacy: Privacy::TargetEpsilon(3.0),
+            lr_schedule: ScheduleKind::Cosine { min_lr: 0.0 },
+            normalize: Normalization::mean_std(super::super::normalize::MNIST_MEAN_STD),
+            ..TrainConfig::default()
+        };
         let s = serde_json::to_string(&c).unwrap();
         assert!(s.contains("\"target_epsilon\""), "{s}");
         let back: TrainConfig = serde_json::from_str(&s).unwrap();

@@ -19,7 +19,11 @@ pub(crate) struct Ema {
 impl Ema {
     /// Starts the average at the model's current parameters.
     pub(crate) fn new(decay: f32, model: &Sequential) -> Self {
-        Self { decay, updates: 0, values: model.params().iter().map(|p| p.value.clone()).collect() }
+        Self {
+            decay,
+            updates: 0,
+            values: model.params().iter().map(|p| p.value.clone()).collect(),
+        }
     }
 
     /// Folds the model's current parameters into the average.

@@ -62,14 +62,23 @@ pub fn evaluate(model: &mut Sequential, input: &InputTransform, data: &Dataset) 
         Ok(())
     })?;
     let loss = per_example_loss.iter().map(|&l| f64::from(l)).sum::<f64>() / data.n as f64;
-    Ok(Eval { accuracy: correct as f64 / data.n as f64, loss, n: data.n, per_example_loss })
+    Ok(Eval {
+        accuracy: correct as f64 / data.n as f64,
+        loss,
+        n: data.n,
+        per_example_loss,
+    })
 }
 
 /// The logits of every record, as a tensor `[n, classes]` in data order.
 ///
 /// # Errors
 /// As [`evaluate`].
-pub fn predict_logits(model: &mut Sequential, input: &InputTransform, data: &Dataset) -> Result<Tensor> {
+pub fn predict_logits(
+    model: &mut Sequential,
+    input: &InputTransform,
+    data: &Dataset,
+) -> Result<Tensor> {
     let k: usize = model.output_shape().iter().product();
     let mut out = Vec::with_capacity(data.n * k);
     for_each_chunk(model, input, data, |logits, _| {

@@ -29,7 +29,10 @@ pub fn to_bytes(model: &Sequential, input: &InputTransform) -> Result<Vec<u8>> {
     let bytes = dpml_nn::io::to_bytes(model)?;
     let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(io_err)?;
     let mut info: HashMap<String, String> = meta.metadata().clone().unwrap_or_default();
-    info.insert(INPUT_KEY.into(), serde_json::to_string(input).map_err(io_err)?);
+    info.insert(
+        INPUT_KEY.into(),
+        serde_json::to_string(input).map_err(io_err)?,
+    );
     let tensors = SafeTensors::deserialize(&bytes).map_err(io_err)?;
     Ok(safetensors::serialize(tensors.tensors(), Some(info)).map_err(io_err)?)
 }
@@ -49,7 +52,10 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Sequential, InputTransform)> {
             let t: InputTransform = serde_json::from_str(json)
                 .map_err(|e| io_err(format!("bad {INPUT_KEY:?} entry {json:?}: {e}")))?;
             if !(t.shift.is_finite() && t.scale.is_finite() && t.scale > 0.0) {
-                return Err(io_err(format!("bad {INPUT_KEY:?} entry {json:?}: scale must be > 0")).into());
+                return Err(io_err(format!(
+                    "bad {INPUT_KEY:?} entry {json:?}: scale must be > 0"
+                ))
+                .into());
             }
             t
         }
@@ -62,7 +68,8 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Sequential, InputTransform)> {
 /// # Errors
 /// [`super::DpSgdError::Nn`] naming the path when writing fails.
 pub fn save(path: &Path, model: &Sequential, input: &InputTransform) -> Result<()> {
-    std::fs::write(path, to_bytes(model, input)?).map_err(|e| io_err(format!("{}: {e}", path.display())))?;
+    std::fs::write(path, to_bytes(model, input)?)
+        .map_err(|e| io_err(format!("{}: {e}", path.display())))?;
     Ok(())
 }
 
@@ -85,12 +92,20 @@ mod tests {
     fn transform_round_trips_and_plain_files_load_as_identity() {
         let spec = ModelSpec::named("logreg", &[3], 2, &[]).unwrap();
         let m = Sequential::new(spec, &mut DpRng::seeded(1)).unwrap();
-        let t = InputTransform { shift: 0.5, scale: 2.0 };
+        let t = InputTransform {
+            shift: 0.5,
+            scale: 2.0,
+        };
         let (back, bt) = from_bytes(&to_bytes(&m, &t).unwrap()).unwrap();
         assert_eq!(bt, t);
         assert_eq!(back.params()[0].value, m.params()[0].value);
         let (_, plain) = from_bytes(&dpml_nn::io::to_bytes(&m).unwrap()).unwrap();
         assert_eq!(plain, InputTransform::IDENTITY);
-        assert!(load(Path::new("/nonexistent/m.safetensors")).unwrap_err().to_string().contains("/nonexistent"));
+        assert!(
+            load(Path::new("/nonexistent/m.safetensors"))
+                .unwrap_err()
+                .to_string()
+                .contains("/nonexistent")
+        );
     }
 }

@@ -55,5 +55,3 @@ pub use train::{EpochLog, Progress, TrainOutcome, TrainReport, train};
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod scratch;

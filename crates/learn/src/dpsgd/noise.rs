@@ -20,12 +20,15 @@
 //! discrete Gaussian with parameter σ·Δ_g (its σ² rounded UP to an integer). The reported
 //! noise multiplier σ is relative to this adjusted Δ. The grid is chosen as fine as the exact
 //! sampler allows (σ·Δ_g up to about 2¹⁵), which makes g·√d a fraction of a percent of C for
-//! the built-in models. The accountants then compose `dp_sgd(σ, q, T)` as for continuous
-//! noise: the multivariate discrete Gaussian with parameter σΔ_g on a query of integer L2
-//! sensitivity Δ_g is ½σ⁻²-zCDP, i.e. its Rényi divergences are at most those of the
-//! continuous Gaussian at every order (Canonne, Kamath, Steinke 2020, Thm. 14), and its
-//! (ε, δ) curve is essentially identical to the continuous one (ibid., Sec. 2). Rounding the
-//! noisy integers back to `f32` is post-processing.
+//! the built-in models. The accountants then compose `dp_sgd(σ, q, T)` exactly as for
+//! continuous noise. For one unsampled step this is sound: the multivariate discrete Gaussian
+//! with parameter σΔ_g per coordinate on an integer query of L2 sensitivity Δ_g is
+//! ½σ⁻²-zCDP, i.e. its Rényi divergences are at most those of the continuous Gaussian at every
+//! order (Canonne, Kamath, Steinke 2020, multivariate discrete Gaussian). For the Poisson-
+//! subsampled composition the accountants' Gaussian-specific analyses are applied to the
+//! discrete noise on the strength of CKS's finding that its (ε, δ) curve is essentially that of
+//! the continuous Gaussian — a close approximation rather than a proof. Rounding the noisy
+//! integers back to `f32` is post-processing.
 //!
 //! # Citations
 //! - M. Abadi et al. *Deep Learning with Differential Privacy.* CCS 2016.
@@ -38,9 +41,9 @@
 //! [`GridNoise::new`] refuses parameters for which no grid keeps the discrete Gaussian within
 //! the exact sampler's integer range (σ·√d above about 2¹⁵).
 
+use dpml_mechanisms::DpRng;
 use dpml_mechanisms::exact::DiscreteGaussian;
 use dpml_mechanisms::rational::{Rational, ulps_up};
-use dpml_mechanisms::DpRng;
 use dpml_nn::Sequential;
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
@@ -70,13 +73,19 @@ impl GridNoise {
     /// σ·√d too large for exact sampling on any grid.
     pub fn new(noise_multiplier: f64, max_grad_norm: f64, dim: usize) -> Result<Self> {
         if !(noise_multiplier.is_finite() && noise_multiplier > 0.0) {
-            return Err(config_err(format!("noise_multiplier must be finite and > 0, got {noise_multiplier}")));
+            return Err(config_err(format!(
+                "noise_multiplier must be finite and > 0, got {noise_multiplier}"
+            )));
         }
         if !(max_grad_norm.is_finite() && max_grad_norm > 0.0) {
-            return Err(config_err(format!("max_grad_norm must be finite and > 0, got {max_grad_norm}")));
+            return Err(config_err(format!(
+                "max_grad_norm must be finite and > 0, got {max_grad_norm}"
+            )));
         }
         if dim == 0 {
-            return Err(config_err("exact noise needs at least one parameter, got 0"));
+            return Err(config_err(
+                "exact noise needs at least one parameter, got 0",
+            ));
         }
         let sqrt_d = ulps_up((dim as f64).sqrt(), 2);
         // Start where the C term alone is 2^16..2^17 grid units (too fine for the sampler)
@@ -86,7 +95,10 @@ impl GridNoise {
             let g = 2f64.powi(exp);
             let delta_units = ulps_up(max_grad_norm / g + sqrt_d, 2);
             let sigma_units = ulps_up(noise_multiplier * delta_units, 2);
-            let Ok(sigma2) = Rational::ceil_from_f64(ulps_up(sigma_units * sigma_units, 2), 0) else { continue };
+            let Ok(sigma2) = Rational::ceil_from_f64(ulps_up(sigma_units * sigma_units, 2), 0)
+            else {
+                continue;
+            };
             if let Ok(sampler) = DiscreteGaussian::new(sigma2) {
                 return Ok(Self {
                     granularity: g,
@@ -125,13 +137,16 @@ impl GridNoise {
         let chunks = values.len().div_ceil(EXACT_CHUNK);
         let mut forks: Vec<DpRng> = (0..chunks).map(|_| rng.fork()).collect();
         let (g, sampler) = (self.granularity, self.sampler);
-        values.par_chunks_mut(EXACT_CHUNK).zip(forks.par_iter_mut()).for_each(|(chunk, r)| {
-            for v in chunk {
-                // A non-finite sum (a diverged model) rounds to 0; any f64 → i64 cast saturates.
-                let k = (f64::from(*v) / g).round() as i64;
-                *v = (k.saturating_add(sampler.sample(r)) as f64 * g) as f32;
-            }
-        });
+        values
+            .par_chunks_mut(EXACT_CHUNK)
+            .zip(forks.par_iter_mut())
+            .for_each(|(chunk, r)| {
+                for v in chunk {
+                    // A non-finite sum (a diverged model) rounds to 0; any f64 → i64 cast saturates.
+                    let k = (f64::from(*v) / g).round() as i64;
+                    *v = (k.saturating_add(sampler.sample(r)) as f64 * g) as f32;
+                }
+            });
     }
 }
 
@@ -152,20 +167,19 @@ pub(crate) enum Noise {
 impl Noise {
     /// The noise for multiplier σ (`None` when non-private) and clipping norm C on a model of
     /// `dim` parameters.
-    pub(crate) fn new(sigma: Option<f64>, max_grad_norm: f64, dim: usize, exact: bool) -> Result<Self> {
+    pub(crate) fn new(
+        sigma: Option<f64>,
+        max_grad_norm: f64,
+        dim: usize,
+        exact: bool,
+    ) -> Result<Self> {
         Ok(match sigma {
             None => Noise::None,
             Some(s) if exact => Noise::Exact(GridNoise::new(s, max_grad_norm, dim)?),
-            Some(s) => Noise::Gaussian { std: s * max_grad_norm },
+            Some(s) => Noise::Gaussian {
+                std: s * max_grad_norm,
+            },
         })
-    }
-
-    /// The L2 sensitivity the noise multiplier refers to: C, or C + g√d for exact noise.
-    pub(crate) fn sensitivity(&self, max_grad_norm: f64) -> f64 {
-        match self {
-            Noise::Exact(g) => g.sensitivity(),
-            _ => max_grad_norm,
-        }
     }
 
     /// Adds the noise to every parameter gradient of `model` (which holds the clipped sum).
@@ -209,7 +223,10 @@ mod tests {
         let mut v = vec![0.0f32; 20_000];
         g.add_to(&mut v, &mut rng);
         // Every output is on the grid.
-        assert!(v.iter().all(|&x| (f64::from(x) / g.granularity()).fract() == 0.0));
+        assert!(
+            v.iter()
+                .all(|&x| (f64::from(x) / g.granularity()).fract() == 0.0)
+        );
         // Mean of 20000 draws with sd ≈ 1: |mean| < 4.5/√20000 = 0.032.
         let mean: f64 = v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len() as f64;
         assert!(mean.abs() < 4.5 / (v.len() as f64).sqrt(), "{mean}");
@@ -217,8 +234,15 @@ mod tests {
 
     #[test]
     fn impossible_exact_parameters_are_refused() {
-        let msg = GridNoise::new(1000.0, 1.0, 100_000_000).unwrap_err().to_string();
+        let msg = GridNoise::new(1000.0, 1.0, 100_000_000)
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("d = 100000000"), "{msg}");
-        assert!(GridNoise::new(0.0, 1.0, 10).unwrap_err().to_string().contains("got 0"));
+        assert!(
+            GridNoise::new(0.0, 1.0, 10)
+                .unwrap_err()
+                .to_string()
+                .contains("got 0")
+        );
     }
 }

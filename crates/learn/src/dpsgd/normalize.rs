@@ -52,10 +52,14 @@ impl Normalization {
     pub fn validate(&self) -> Result<()> {
         if let Normalization::MeanStd { mean, std } = *self {
             if !mean.is_finite() {
-                return Err(config_err(format!("normalization mean must be finite, got {mean}")));
+                return Err(config_err(format!(
+                    "normalization mean must be finite, got {mean}"
+                )));
             }
             if !(std.is_finite() && std > 0.0) {
-                return Err(config_err(format!("normalization std must be finite and > 0, got {std}")));
+                return Err(config_err(format!(
+                    "normalization std must be finite and > 0, got {std}"
+                )));
             }
         }
         Ok(())
@@ -70,10 +74,16 @@ impl Normalization {
         self.validate()?;
         match *self {
             Normalization::None => Ok(InputTransform::IDENTITY),
-            Normalization::MeanStd { mean, std } => Ok(InputTransform { shift: mean, scale: std }),
+            Normalization::MeanStd { mean, std } => Ok(InputTransform {
+                shift: mean,
+                scale: std,
+            }),
             Normalization::PublicRange => match data.feature_range {
                 Some((lo, hi)) if lo.is_finite() && hi.is_finite() && hi > lo => {
-                    Ok(InputTransform { shift: lo, scale: hi - lo })
+                    Ok(InputTransform {
+                        shift: lo,
+                        scale: hi - lo,
+                    })
                 }
                 Some((lo, hi)) => Err(data_err(format!(
                     "data set {:?} declares an empty or invalid feature range [{lo}, {hi}]",
@@ -107,7 +117,10 @@ impl Default for InputTransform {
 
 impl InputTransform {
     /// The identity map.
-    pub const IDENTITY: InputTransform = InputTransform { shift: 0.0, scale: 1.0 };
+    pub const IDENTITY: InputTransform = InputTransform {
+        shift: 0.0,
+        scale: 1.0,
+    };
 
     /// Writes the transformed `record` into `out` (same length).
     pub(crate) fn apply(&self, record: &[f32], out: &mut [f32]) {
@@ -115,7 +128,9 @@ impl InputTransform {
             out.copy_from_slice(record);
         } else {
             let inv = 1.0 / self.scale;
-            out.iter_mut().zip(record).for_each(|(o, &v)| *o = (v - self.shift) * inv);
+            out.iter_mut()
+                .zip(record)
+                .for_each(|(o, &v)| *o = (v - self.shift) * inv);
         }
     }
 }
@@ -140,21 +155,31 @@ mod tests {
 
     #[test]
     fn public_range_maps_to_unit_interval_and_needs_a_declared_range() {
-        let t = Normalization::PublicRange.resolve(&data(Some((0.0, 16.0)))).unwrap();
+        let t = Normalization::PublicRange
+            .resolve(&data(Some((0.0, 16.0))))
+            .unwrap();
         let mut out = [9.0; 3];
         t.apply(&[0.0, 8.0, 16.0], &mut out);
         assert_eq!(out, [0.0, 0.5, 1.0]);
-        let msg = Normalization::PublicRange.resolve(&data(None)).unwrap_err().to_string();
+        let msg = Normalization::PublicRange
+            .resolve(&data(None))
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("public") && msg.contains("\"t\""), "{msg}");
     }
 
     #[test]
     fn mean_std_is_checked_and_applied() {
-        let t = Normalization::mean_std(MNIST_MEAN_STD).resolve(&data(None)).unwrap();
+        let t = Normalization::mean_std(MNIST_MEAN_STD)
+            .resolve(&data(None))
+            .unwrap();
         let mut out = [9.0];
         t.apply(&[0.1307], &mut out);
         assert!(out[0].abs() < 1e-6);
-        let bad = Normalization::MeanStd { mean: 0.0, std: 0.0 };
+        let bad = Normalization::MeanStd {
+            mean: 0.0,
+            std: 0.0,
+        };
         assert!(bad.validate().unwrap_err().to_string().contains("got 0"));
     }
 }

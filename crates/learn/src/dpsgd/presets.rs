@@ -27,11 +27,20 @@ pub struct Preset {
 }
 
 fn momentum(m: f32) -> OptimizerKind {
-    OptimizerKind::Sgd { momentum: m, nesterov: false }
+    OptimizerKind::Sgd {
+        momentum: m,
+        nesterov: false,
+    }
 }
 
 /// The tanh CNN recipe of Tramèr & Boneh on MNIST-shaped data at target ε.
-fn tanh_cnn(epsilon: f64, batch_size: usize, lr: f32, epochs: f64, normalize: Normalization) -> TrainConfig {
+fn tanh_cnn(
+    epsilon: f64,
+    batch_size: usize,
+    lr: f32,
+    epochs: f64,
+    normalize: Normalization,
+) -> TrainConfig {
     TrainConfig {
         model: "cnn-tanh".into(),
         epochs,
@@ -107,16 +116,16 @@ pub fn presets() -> Vec<Preset> {
         p(
             "digits-eps1",
             "digits",
-            "epsilon = 1 (PLD, delta 1e-5) on the embedded 8x8 digits (all 1797 records): mlp 64-32, \
-             B = 128, C = 1, lr 0.5 momentum 0.9, 20 epochs, EMA 0.99; under a minute",
+            "epsilon = 1 (PLD, delta 1e-5) on the embedded 8x8 digits: logistic regression (a larger model \
+             drowns in noise at N < 2000), B = 256, C = 0.5, lr 2 without momentum, 40 epochs, EMA 0.99; \
+             about 89% on a 75/25 split, in seconds",
             TrainConfig {
-                model: "mlp".into(),
-                hidden: vec![64, 32],
-                epochs: 20.0,
-                batch_size: 128,
-                max_grad_norm: 1.0,
-                lr: 0.5,
-                optimizer: momentum(0.9),
+                model: "logreg".into(),
+                epochs: 40.0,
+                batch_size: 256,
+                max_grad_norm: 0.5,
+                lr: 2.0,
+                optimizer: momentum(0.0),
                 privacy: Privacy::TargetEpsilon(1.0),
                 ema: Some(0.99),
                 normalize: Normalization::PublicRange,
@@ -133,9 +142,12 @@ pub fn presets() -> Vec<Preset> {
 pub fn preset(name: &str) -> Result<Preset> {
     let all = presets();
     let known: Vec<String> = all.iter().map(|p| p.name.clone()).collect();
-    all.into_iter()
-        .find(|p| p.name == name)
-        .ok_or_else(|| config_err(format!("unknown preset {name:?}; known presets: {}", known.join(", "))))
+    all.into_iter().find(|p| p.name == name).ok_or_else(|| {
+        config_err(format!(
+            "unknown preset {name:?}; known presets: {}",
+            known.join(", ")
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -145,14 +157,29 @@ mod tests {
     #[test]
     fn presets_are_valid_and_named() {
         let all = presets();
-        for want in ["mnist-nonprivate", "mnist-eps1", "mnist-eps3", "mnist-eps8", "fashion-mnist-eps3", "digits-eps1"] {
+        for want in [
+            "mnist-nonprivate",
+            "mnist-eps1",
+            "mnist-eps3",
+            "mnist-eps8",
+            "fashion-mnist-eps3",
+            "digits-eps1",
+        ] {
             let p = preset(want).unwrap();
             p.config.validate().unwrap();
             assert_eq!(p.name, want);
         }
         assert_eq!(all.len(), 6);
-        assert!(preset("mnist-eps2").unwrap_err().to_string().contains("mnist-eps2"));
+        assert!(
+            preset("mnist-eps2")
+                .unwrap_err()
+                .to_string()
+                .contains("mnist-eps2")
+        );
         // The ε in the name is the target.
-        assert_eq!(preset("mnist-eps8").unwrap().config.privacy, Privacy::TargetEpsilon(8.0));
+        assert_eq!(
+            preset("mnist-eps8").unwrap().config.privacy,
+            Privacy::TargetEpsilon(8.0)
+        );
     }
 }

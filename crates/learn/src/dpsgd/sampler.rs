@@ -27,12 +27,20 @@ impl PoissonSampler {
     /// [`super::DpSgdError::InvalidConfig`] when `n` is 0 or `q` is not in (0, 1].
     pub fn new(n: usize, q: f64) -> Result<Self> {
         if n == 0 {
-            return Err(config_err("Poisson sampling needs at least one record, got n = 0"));
+            return Err(config_err(
+                "Poisson sampling needs at least one record, got n = 0",
+            ));
         }
         if !(q > 0.0 && q <= 1.0) {
-            return Err(config_err(format!("sampling_rate must be in (0, 1], got {q}")));
+            return Err(config_err(format!(
+                "sampling_rate must be in (0, 1], got {q}"
+            )));
         }
-        Ok(Self { n, q, log_miss: (-q).ln_1p() })
+        Ok(Self {
+            n,
+            q,
+            log_miss: (-q).ln_1p(),
+        })
     }
 
     /// The inclusion probability q.
@@ -57,8 +65,8 @@ impl PoissonSampler {
             // U in (0, 1]: 1 − [0, 1).
             let u = 1.0 - rng.uniform_f64();
             let gap = (u.ln() / self.log_miss).floor();
-            // Saturating conversion: a gap beyond the data ends the batch.
-            if !(gap < (self.n - next) as f64) {
+            // A gap beyond the data ends the batch (NaN cannot occur: ln u ≤ 0 is finite).
+            if gap.is_nan() || gap >= (self.n - next) as f64 {
                 return;
             }
             let i = next + gap as usize;
@@ -104,9 +112,15 @@ mod tests {
         let mut cells = 0;
         for k in lo..=hi {
             let (obs, exp) = if k == lo {
-                (counts[..=lo].iter().sum::<u64>() as f64, expected[..=lo].iter().sum::<f64>())
+                (
+                    counts[..=lo].iter().sum::<u64>() as f64,
+                    expected[..=lo].iter().sum::<f64>(),
+                )
             } else if k == hi {
-                (counts[hi..].iter().sum::<u64>() as f64, expected[hi..].iter().sum::<f64>())
+                (
+                    counts[hi..].iter().sum::<u64>() as f64,
+                    expected[hi..].iter().sum::<f64>(),
+                )
             } else {
                 (counts[k] as f64, expected[k])
             };
@@ -118,7 +132,10 @@ mod tests {
         // df = 16 it gives 39.4; the table value is 39.25).
         let df = (cells - 1) as f64;
         let crit = df * (1.0 - 2.0 / (9.0 * df) + 3.09 * (2.0 / (9.0 * df)).sqrt()).powi(3);
-        assert!(chi2 < crit, "chi2 = {chi2:.1} over {cells} cells, critical {crit:.1}");
+        assert!(
+            chi2 < crit,
+            "chi2 = {chi2:.1} over {cells} cells, critical {crit:.1}"
+        );
         // Mean batch size: standard error √(Nq(1−q)/steps) = 0.0218; allow 4.5 SE.
         let mean = total as f64 / steps as f64;
         let se = (n as f64 * q * (1.0 - q) / steps as f64).sqrt();
@@ -150,14 +167,31 @@ mod tests {
             assert!((h as f64 - steps as f64 * q).abs() < 5.5 * sd, "{h}");
         }
         // q = 1 takes everything, once.
-        PoissonSampler::new(4, 1.0).unwrap().sample_into(&mut rng, &mut batch);
+        PoissonSampler::new(4, 1.0)
+            .unwrap()
+            .sample_into(&mut rng, &mut batch);
         assert_eq!(batch, vec![0, 1, 2, 3]);
     }
 
     #[test]
     fn bad_parameters_are_refused() {
-        assert!(PoissonSampler::new(0, 0.5).unwrap_err().to_string().contains("n = 0"));
-        assert!(PoissonSampler::new(5, 0.0).unwrap_err().to_string().contains("got 0"));
-        assert!(PoissonSampler::new(5, f64::NAN).unwrap_err().to_string().contains("NaN"));
+        assert!(
+            PoissonSampler::new(0, 0.5)
+                .unwrap_err()
+                .to_string()
+                .contains("n = 0")
+        );
+        assert!(
+            PoissonSampler::new(5, 0.0)
+                .unwrap_err()
+                .to_string()
+                .contains("got 0")
+        );
+        assert!(
+            PoissonSampler::new(5, f64::NAN)
+                .unwrap_err()
+                .to_string()
+                .contains("NaN")
+        );
     }
 }

@@ -14,7 +14,9 @@
 
 use dpml_data::Dataset;
 use dpml_mechanisms::DpRng;
-use dpml_nn::{BackwardMode, ClipConfig, Optimizer, Sequential, Tensor, count_correct, cross_entropy};
+use dpml_nn::{
+    BackwardMode, ClipConfig, Optimizer, Sequential, Tensor, count_correct, cross_entropy,
+};
 
 use super::batch::gather;
 use super::error::Result;
@@ -88,10 +90,19 @@ impl Stepper {
 
     /// Steps 2–4 of the module docs on the batch already in `self.idx`.
     fn apply(&mut self, data: &Dataset, lr: f32, rng: &mut DpRng) -> Result<StepStats> {
-        let mut stats = StepStats { batch: self.idx.len(), ..StepStats::default() };
+        let mut stats = StepStats {
+            batch: self.idx.len(),
+            ..StepStats::default()
+        };
         self.model.zero_grad();
         for chunk in self.idx.chunks(self.physical_batch) {
-            gather(data, chunk.iter().copied(), &self.input, &mut self.x, &mut self.labels);
+            gather(
+                data,
+                chunk.iter().copied(),
+                &self.input,
+                &mut self.x,
+                &mut self.labels,
+            );
             let logits = self.model.forward(&self.x)?;
             stats.correct += count_correct(logits, &self.labels);
             cross_entropy(logits, &self.labels, Some(&mut self.grad), &mut self.losses)?;
@@ -105,14 +116,21 @@ impl Stepper {
         };
         self.noise.add(&mut self.model, rng);
         let scale = (1.0 / divisor) as f32;
-        self.model.for_each_param_mut(|_, p| p.grad.iter_mut().for_each(|g| *g *= scale));
+        self.model
+            .for_each_param_mut(|_, p| p.grad.iter_mut().for_each(|g| *g *= scale));
         self.optimizer.step(&mut self.model, lr);
         Ok(stats)
     }
 
     /// Test hook: one step on the given batch instead of a Poisson draw.
     #[cfg(test)]
-    pub(crate) fn step_on(&mut self, data: &Dataset, batch: &[usize], lr: f32, rng: &mut DpRng) -> Result<StepStats> {
+    pub(crate) fn step_on(
+        &mut self,
+        data: &Dataset,
+        batch: &[usize],
+        lr: f32,
+        rng: &mut DpRng,
+    ) -> Result<StepStats> {
         self.idx.clear();
         self.idx.extend_from_slice(batch);
         self.apply(data, lr, rng)
@@ -159,7 +177,10 @@ mod tests {
     }
 
     fn values(m: &Sequential) -> Vec<f32> {
-        m.params().iter().flat_map(|p| p.value.iter().copied()).collect()
+        m.params()
+            .iter()
+            .flat_map(|p| p.value.iter().copied())
+            .collect()
     }
 
     /// On a zero gradient (an empty batch: the clipped sum is exactly 0) the update with lr 1
@@ -186,7 +207,10 @@ mod tests {
         }
         let sd = (sum_sq / m as f64 - (sum / m as f64).powi(2)).sqrt();
         let tol = 5.0 / (2.0 * m as f64).sqrt();
-        assert!((sd / want_sd - 1.0).abs() < tol, "sd {sd} vs {want_sd} (m = {m}, tol {tol})");
+        assert!(
+            (sd / want_sd - 1.0).abs() < tol,
+            "sd {sd} vs {want_sd} (m = {m}, tol {tol})"
+        );
         // The mean change is 0 within 5 standard errors.
         assert!((sum / m as f64).abs() < 5.0 * want_sd / (m as f64).sqrt());
     }
@@ -210,7 +234,8 @@ mod tests {
         let run = |physical: usize| {
             let mut s = stepper(Noise::None, 40, 0.5, physical, 4);
             s.mode = BackwardMode::Private(clip);
-            s.step_on(&data, &batch, 0.1, &mut DpRng::seeded(0)).unwrap();
+            s.step_on(&data, &batch, 0.1, &mut DpRng::seeded(0))
+                .unwrap();
             values(&s.model)
         };
         let (a, b) = (run(3), run(64));

@@ -1,5 +1,5 @@
 //! The training loop: [`train`] validates, plans the privacy (calibrating σ first for a target
-//! ε), builds the model, runs T DP-SGD steps ([`super::step`]) with per-epoch logs and an
+//! ε), builds the model, runs T DP-SGD steps with per-epoch logs and an
 //! observer for progress display, evaluates, and returns the model with its report and its
 //! privacy cost as a [`PrivacyEvent`].
 
@@ -166,7 +166,12 @@ pub fn train(
     let plan = PrivacyPlan::new(cfg, train.n)?;
     let model = Sequential::new(spec, rng)?;
     let c = f64::from(cfg.max_grad_norm);
-    let noise = Noise::new(plan.noise_multiplier, c, model.num_params(), cfg.exact_noise)?;
+    let noise = Noise::new(
+        plan.noise_multiplier,
+        c,
+        model.num_params(),
+        cfg.exact_noise,
+    )?;
     let clip = match plan.noise_multiplier {
         None => None,
         Some(_) if cfg.per_layer_clipping => Some(ClipConfig::per_layer(cfg.max_grad_norm)?),
@@ -175,7 +180,15 @@ pub fn train(
     let optimizer = cfg.optimizer.build(cfg.weight_decay)?;
     let sampler = PoissonSampler::new(train.n, plan.sampling_rate)?;
     let mut ema = cfg.ema.map(|d| Ema::new(d, &model));
-    let mut stepper = Stepper::new(model, optimizer, sampler, noise, clip, cfg.physical_batch, input);
+    let mut stepper = Stepper::new(
+        model,
+        optimizer,
+        sampler,
+        noise,
+        clip,
+        cfg.physical_batch,
+        input,
+    );
     let schedule = cfg.lr_schedule.to_nn(plan.steps, plan.steps_per_epoch);
 
     observer(&Progress::Started {
@@ -205,7 +218,11 @@ pub fn train(
             step: done,
             steps: plan.steps,
             batch_size: stats.batch,
-            loss: if stats.batch == 0 { f64::NAN } else { stats.loss_sum / stats.batch as f64 },
+            loss: if stats.batch == 0 {
+                f64::NAN
+            } else {
+                stats.loss_sum / stats.batch as f64
+            },
         });
         if done % plan.steps_per_epoch == 0 || done == plan.steps {
             let test_eval = with_averaged(&mut stepper.model, ema.as_mut(), |m| {
@@ -253,15 +270,33 @@ pub fn train(
         sampling_rate: plan.sampling_rate,
         steps: plan.steps,
         epochs: cfg.epochs,
-        max_grad_norm: c,
-        sensitivity: plan.noise_multiplier.map(|_| noise.sensitivity(c)),
+        max_grad_norm: decimal(cfg.max_grad_norm),
+        sensitivity: plan.noise_multiplier.map(|_| match noise {
+            Noise::Exact(g) => g.sensitivity(),
+            _ => decimal(cfg.max_grad_norm),
+        }),
         exact_noise: cfg.exact_noise,
-        samples_per_sec: if loop_seconds > 0.0 { samples as f64 / loop_seconds } else { 0.0 },
+        samples_per_sec: if loop_seconds > 0.0 {
+            samples as f64 / loop_seconds
+        } else {
+            0.0
+        },
         wall_seconds: started.elapsed().as_secs_f64(),
         seeded: rng.is_seeded(),
         epoch_log,
     };
-    Ok(TrainOutcome { model, input, report, event })
+    Ok(TrainOutcome {
+        model,
+        input,
+        report,
+        event,
+    })
+}
+
+/// The f64 with the same shortest decimal form as `x` (0.1f32 → 0.1, not 0.10000000149), for
+/// reporting user-given values.
+fn decimal(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
 }
 
 /// `num / den`, NaN when `den` is 0.
@@ -270,7 +305,11 @@ fn ratio(num: f64, den: usize) -> f64 {
 }
 
 /// Runs `f` on the model with the averaged parameters swapped in (if any), then swaps back.
-fn with_averaged<T>(model: &mut Sequential, ema: Option<&mut Ema>, f: impl FnOnce(&mut Sequential) -> T) -> T {
+fn with_averaged<T>(
+    model: &mut Sequential,
+    ema: Option<&mut Ema>,
+    f: impl FnOnce(&mut Sequential) -> T,
+) -> T {
     match ema {
         Some(e) => {
             e.swap(model);

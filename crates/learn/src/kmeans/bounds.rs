@@ -35,7 +35,11 @@ impl Bounds {
             ));
         }
         if lo.is_empty() {
-            return Err(LearnError::invalid("bounds", "must cover at least one dimension", "none"));
+            return Err(LearnError::invalid(
+                "bounds",
+                "must cover at least one dimension",
+                "none",
+            ));
         }
         for (j, (&l, &h)) in lo.iter().zip(&hi).enumerate() {
             if !(l.is_finite() && h.is_finite() && l < h) {
@@ -62,7 +66,10 @@ impl Bounds {
     /// # Errors
     /// As [`Bounds::new`].
     pub fn from_pairs(pairs: &[(f64, f64)]) -> Result<Self, LearnError> {
-        Self::new(pairs.iter().map(|p| p.0).collect(), pairs.iter().map(|p| p.1).collect())
+        Self::new(
+            pairs.iter().map(|p| p.0).collect(),
+            pairs.iter().map(|p| p.1).collect(),
+        )
     }
 
     /// Number of dimensions covered.
@@ -101,7 +108,7 @@ impl Bounds {
     }
 
     /// The inverse of [`Bounds::to_unit`].
-    pub(crate) fn from_unit(&self, j: usize, u: f64) -> f64 {
+    pub(crate) fn unscale(&self, j: usize, u: f64) -> f64 {
         self.clamp(j, self.lo[j] + 0.5 * (u + 1.0) * self.width(j))
     }
 
@@ -110,7 +117,10 @@ impl Bounds {
         if self.dims() == d {
             Ok(())
         } else {
-            Err(LearnError::BoundsDimension { bounds: self.dims(), data: d })
+            Err(LearnError::BoundsDimension {
+                bounds: self.dims(),
+                data: d,
+            })
         }
     }
 }
@@ -121,14 +131,24 @@ mod tests {
 
     #[test]
     fn bad_bounds_are_named() {
-        let msg = Bounds::new(vec![0.0, 1.0], vec![1.0, 1.0]).unwrap_err().to_string();
+        let msg = Bounds::new(vec![0.0, 1.0], vec![1.0, 1.0])
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("[1, 1] in dimension 1"), "{msg}");
-        let msg = Bounds::new(vec![f64::NAN], vec![1.0]).unwrap_err().to_string();
+        let msg = Bounds::new(vec![f64::NAN], vec![1.0])
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("NaN"), "{msg}");
-        let msg = Bounds::new(vec![0.0], vec![1.0, 2.0]).unwrap_err().to_string();
+        let msg = Bounds::new(vec![0.0], vec![1.0, 2.0])
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("1 lower and 2 upper"), "{msg}");
         assert!(Bounds::uniform(0.0, 1.0, 0).is_err());
-        let msg = Bounds::uniform(0.0, 1.0, 3).unwrap().check_dims(4).unwrap_err().to_string();
+        let msg = Bounds::uniform(0.0, 1.0, 3)
+            .unwrap()
+            .check_dims(4)
+            .unwrap_err()
+            .to_string();
         assert_eq!(msg, "bounds cover 3 dimensions, but the data has 4");
     }
 
@@ -138,7 +158,7 @@ mod tests {
         assert_eq!(b.to_unit(0, 4.0), -1.0);
         assert_eq!(b.to_unit(0, 8.0), 1.0);
         assert_eq!(b.to_unit(0, 100.0), 1.0);
-        assert!((b.from_unit(1, b.to_unit(1, -0.25)) + 0.25).abs() < 1e-12);
+        assert!((b.unscale(1, b.to_unit(1, -0.25)) + 0.25).abs() < 1e-12);
         assert_eq!(b.mid(0), 6.0);
         assert_eq!(b.clamp(1, 3.0), 0.0);
     }

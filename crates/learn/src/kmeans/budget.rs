@@ -126,7 +126,10 @@ pub(crate) fn count_share(rule: SplitRule, extents: &[f64], gaussian: bool) -> f
                 (2.0 * SU_RHO, d.sqrt())
             } else {
                 let l1: f64 = extents.iter().sum();
-                ((4.0 * SU_RHO * SU_RHO * sum_sq).cbrt(), (d * l1 * l1).cbrt())
+                (
+                    (4.0 * SU_RHO * SU_RHO * sum_sq).cbrt(),
+                    (d * l1 * l1).cbrt(),
+                )
             };
             count / (count + sum)
         }
@@ -148,14 +151,25 @@ pub(crate) fn count_share_for_test(d: usize) -> f64 {
 /// [`LearnError::Accounting`] if the accountant refuses ε or δ.
 pub(crate) fn rho_for(epsilon: f64, delta: f64) -> Result<f64, LearnError> {
     let acc = RdpAccountant::new(Conversion::Current);
-    let eps_of = |sigma: f64| acc.epsilon(&PrivacyEvent::Gaussian { noise_multiplier: sigma }, delta);
+    let eps_of = |sigma: f64| {
+        acc.epsilon(
+            &PrivacyEvent::Gaussian {
+                noise_multiplier: sigma,
+            },
+            delta,
+        )
+    };
     // ε(σ) decreases in σ: bracket the crossing, then bisect keeping ε(hi) ≤ target.
     let (mut lo, mut hi) = (1e-3, 1.0);
     while eps_of(hi)? > epsilon {
         lo = hi;
         hi *= 2.0;
         if hi > 1e12 {
-            return Err(LearnError::invalid("epsilon", "is too small for the Gaussian calibration", epsilon));
+            return Err(LearnError::invalid(
+                "epsilon",
+                "is too small for the Gaussian calibration",
+                epsilon,
+            ));
         }
     }
     if eps_of(lo)? <= epsilon {
@@ -190,9 +204,15 @@ mod tests {
             let df = d as f64;
             let su = (4.0 * df * SU_RHO * SU_RHO).cbrt();
             let want = su / (su + df);
-            assert!((count_share(SplitRule::MseOptimal, &ext, false) - want).abs() < 1e-12, "d = {d}");
+            assert!(
+                (count_share(SplitRule::MseOptimal, &ext, false) - want).abs() < 1e-12,
+                "d = {d}"
+            );
             let want_g = 2.0 * SU_RHO / (2.0 * SU_RHO + df.sqrt());
-            assert!((count_share(SplitRule::MseOptimal, &ext, true) - want_g).abs() < 1e-12, "d = {d}");
+            assert!(
+                (count_share(SplitRule::MseOptimal, &ext, true) - want_g).abs() < 1e-12,
+                "d = {d}"
+            );
         }
         // Scale-free: the same share for the box scaled by 7.
         let a = count_share(SplitRule::MseOptimal, &[1.0, 2.0, 0.5], false);
@@ -204,9 +224,17 @@ mod tests {
     #[test]
     fn rho_calibration_hits_epsilon_from_below() {
         let acc = RdpAccountant::new(Conversion::Current);
-        for (eps, delta) in [(0.1, 1e-5), (1.0, 1e-5), (3.0, 1e-6), (10.0, 1e-5), (50.0, 1e-3)] {
+        for (eps, delta) in [
+            (0.1, 1e-5),
+            (1.0, 1e-5),
+            (3.0, 1e-6),
+            (10.0, 1e-5),
+            (50.0, 1e-3),
+        ] {
             let rho = rho_for(eps, delta).unwrap();
-            let event = PrivacyEvent::Gaussian { noise_multiplier: 1.0 / (2.0 * rho).sqrt() };
+            let event = PrivacyEvent::Gaussian {
+                noise_multiplier: 1.0 / (2.0 * rho).sqrt(),
+            };
             let got = acc.epsilon(&event, delta).unwrap();
             assert!(got <= eps && got > eps * (1.0 - 1e-9), "eps {eps}: {got}");
             // zCDP's own conversion ε = ρ + 2√(ρ ln 1/δ) is looser, so at the calibrated ρ it

@@ -63,7 +63,11 @@ impl KMeansFit {
     ///
     /// # Errors
     /// [`LearnError::Shape`] if `x.len() != n·d`; [`LearnError::NonFinite`] for a NaN.
-    pub fn predict<T: Copy + Into<f64>>(&self, x: &[T], n: usize) -> Result<Vec<usize>, LearnError> {
+    pub fn predict<T: Copy + Into<f64>>(
+        &self,
+        x: &[T],
+        n: usize,
+    ) -> Result<Vec<usize>, LearnError> {
         let points = to_f64(x, n, self.d)?;
         let mut labels = vec![0; n];
         assign(&points, &self.centroids, self.d, &mut labels);
@@ -121,7 +125,9 @@ pub fn fit<T: Copy + Into<f64>>(
     }
     let k = params.k;
     let epsilon = params.epsilon.unwrap_or(f64::INFINITY);
-    let max_iter = params.iterations.unwrap_or_else(|| default_iterations(params.algorithm, None));
+    let max_iter = params
+        .iterations
+        .unwrap_or_else(|| default_iterations(params.algorithm, None));
     let (centroids, iterations, split, event, init_report) = match params.algorithm {
         Algorithm::Lloyd => {
             let run = lloyd_restarts(&points, &vec![1.0; n], d, k, max_iter, params.restarts, rng);
@@ -131,30 +137,80 @@ pub fn fit<T: Copy + Into<f64>>(
             let budget = Budget::new(epsilon, params.delta)?;
             let (init, init_event, spent, report) = match params.init {
                 Init::Histogram { share } => {
-                    let h = histogram_init(&points, bounds, k, budget.share(share), params.restarts, rng)?;
+                    let h = histogram_init(
+                        &points,
+                        bounds,
+                        k,
+                        budget.share(share),
+                        params.restarts,
+                        rng,
+                    )?;
                     (h.centroids, Some(h.event), h.spent, h.report)
                 }
-                Init::SpherePacking => (initial_centroids(params.init, bounds, k, rng), None, 0.0, InitReport::SpherePacking),
+                Init::SpherePacking => (
+                    initial_centroids(params.init, bounds, k, rng),
+                    None,
+                    0.0,
+                    InitReport::SpherePacking,
+                ),
             };
-            let iterations = params.iterations.unwrap_or_else(|| default_iterations(params.algorithm, Some(&report)));
-            let plan = Plan::new(budget, bounds, params.coordinates, params.split, iterations, spent)?;
-            let centroids = plan.run(&points, bounds, init, rng);
+            let iterations = params
+                .iterations
+                .unwrap_or_else(|| default_iterations(params.algorithm, Some(&report)));
+            let plan = Plan::new(
+                budget,
+                bounds,
+                params.coordinates,
+                params.split,
+                iterations,
+                spent,
+            )?;
+            let centroids = plan.run(&points, bounds, init, params.count_floor, rng);
             let event = match init_event {
-                Some(e) => PrivacyEvent::Composed { events: vec![e, plan.event()] },
+                Some(e) => PrivacyEvent::Composed {
+                    events: vec![e, plan.event()],
+                },
                 None => plan.event(),
             };
-            (centroids, iterations, Some(plan.split), Some(event), Some(report))
+            (
+                centroids,
+                iterations,
+                Some(plan.split),
+                Some(event),
+                Some(report),
+            )
         }
         Algorithm::InputPerturbation => {
             let noisy = perturb(&points, bounds, epsilon, rng)?;
-            let run = lloyd_restarts(&noisy.points, &vec![1.0; n], d, k, max_iter, params.restarts, rng);
-            let centroids = run.centroids.chunks_exact(d).flat_map(|r| r.iter().enumerate().map(|(j, &v)| bounds.clamp(j, v))).collect();
-            (centroids, run.iterations, Some(noisy.split), Some(noisy.event), None)
+            let run = lloyd_restarts(
+                &noisy.points,
+                &vec![1.0; n],
+                d,
+                k,
+                max_iter,
+                params.restarts,
+                rng,
+            );
+            let centroids = run
+                .centroids
+                .chunks_exact(d)
+                .flat_map(|r| r.iter().enumerate().map(|(j, &v)| bounds.clamp(j, v)))
+                .collect();
+            (
+                centroids,
+                run.iterations,
+                Some(noisy.split),
+                Some(noisy.event),
+                None,
+            )
         }
     };
     let mut assignments = vec![0; n];
     let inertia = assign(&points, &centroids, d, &mut assignments);
-    let delta = params.algorithm.is_private().then(|| params.delta.unwrap_or(0.0));
+    let delta = params
+        .algorithm
+        .is_private()
+        .then(|| params.delta.unwrap_or(0.0));
     Ok(KMeansFit {
         algorithm: params.algorithm,
         k,
@@ -175,15 +231,28 @@ pub fn fit<T: Copy + Into<f64>>(
 /// `x` as `f64`, after checking its length and rejecting NaN.
 fn to_f64<T: Copy + Into<f64>>(x: &[T], n: usize, d: usize) -> Result<Vec<f64>, LearnError> {
     if d == 0 {
-        return Err(LearnError::invalid("d (features per record)", "must be >= 1", 0));
+        return Err(LearnError::invalid(
+            "d (features per record)",
+            "must be >= 1",
+            0,
+        ));
     }
     let expected = n.saturating_mul(d);
     if x.len() != expected {
-        return Err(LearnError::Shape { len: x.len(), n, d, expected });
+        return Err(LearnError::Shape {
+            len: x.len(),
+            n,
+            d,
+            expected,
+        });
     }
     let points: Vec<f64> = x.iter().map(|&v| v.into()).collect();
     if let Some(i) = points.iter().position(|v| v.is_nan()) {
-        return Err(LearnError::NonFinite { record: i / d, feature: i % d, value: points[i] });
+        return Err(LearnError::NonFinite {
+            record: i / d,
+            feature: i % d,
+            value: points[i],
+        });
     }
     Ok(points)
 }

@@ -1,7 +1,11 @@
 //! A private initialisation: centroids from a noisy grid histogram, as in the EUGkM step of
 //! Su et al.'s hybrid approach (their best performer in low dimension): the bounds are cut into
 //! `M^d` equal cells, each cell's count gets noise, and a weighted (non-private) k-means on the
-//! cell centres, weighted by the clamped noisy counts, gives the initial centroids for DPLloyd.
+//! centres of the cells whose noisy count clears a threshold, weighted by those counts, gives
+//! the initial centroids for DPLloyd. The threshold τ is set so that about one empty cell is
+//! expected to clear it (Laplace of scale b: `τ = b·ln(cells/2)`; Gaussian of σ:
+//! `τ = σ·√(2 ln cells)`): without it the noise of the many empty cells forms a uniform floor
+//! that pulls centroids into empty space.
 //!
 //! In high dimension (or with little data) the `M^d ≥ 2^d` cells would hold mostly noise.
 //! When the expected positive noise mass of all cells, `M^d·E[max(0, Z)]`, exceeds the noisy
@@ -33,8 +37,8 @@ use dpml_mechanisms::{DpRng, PrivacyEvent};
 use super::bounds::Bounds;
 use super::init::{InitReport, initial_centroids};
 use super::lloyd::lloyd_restarts;
-use super::noise::IntNoise;
 use super::params::Init;
+use super::release::{Allot, GridNoise};
 use crate::LearnError;
 
 /// Largest number of cells, 2^20.
@@ -63,18 +67,29 @@ impl InitBudget {
         }
     }
 
-    /// Noise for a `share` of this budget on a sensitivity-1 count, its ε-equivalent (the ε
-    /// whose Laplace variance 2/ε² equals the noise variance) and its expected positive part.
-    fn noise(self, share: f64) -> Result<(IntNoise, f64, f64), LearnError> {
+    /// Noisy counts with a `share` of this budget, their ε-equivalent (the ε whose Laplace
+    /// variance 2/ε² equals the noise variance) and the expected positive part of the noise.
+    fn counts(self, share: f64) -> Result<(GridNoise, f64, f64), LearnError> {
         match self {
             InitBudget::Epsilon(e) => {
-                let scale = 1.0 / (share * e);
-                Ok((IntNoise::laplace(scale)?, share * e, scale / 2.0))
+                let c = GridNoise::count(Allot::L1Laplace(share * e))?;
+                let half_scale = c.real_noise(0) / 2.0;
+                Ok((c, share * e, half_scale))
             }
             InitBudget::Rho(r) => {
-                let sigma = 1.0 / (2.0 * share * r).sqrt();
-                Ok((IntNoise::gaussian(sigma)?, (4.0 * share * r).sqrt(), sigma / (2.0 * std::f64::consts::PI).sqrt()))
+                let c = GridNoise::count(Allot::L2Gaussian(share * r))?;
+                let positive = c.real_noise(0) / (2.0 * std::f64::consts::PI).sqrt();
+                Ok((c, (4.0 * share * r).sqrt(), positive))
             }
+        }
+    }
+
+    /// The count an empty cell's noise exceeds in about one of `cells` cells.
+    fn threshold(self, noise: &GridNoise, cells: usize) -> f64 {
+        let c = cells as f64;
+        match self {
+            InitBudget::Epsilon(_) => noise.real_noise(0) * (c / 2.0).ln().max(0.0),
+            InitBudget::Rho(_) => noise.real_noise(0) * (2.0 * c.ln()).sqrt(),
         }
     }
 }
@@ -105,11 +120,19 @@ pub(crate) fn histogram_init(
 ) -> Result<HistogramInit, LearnError> {
     let d = bounds.dims();
     let n = points.len() / d;
-    let (count_noise, _, _) = budget.noise(COUNT_SHARE)?;
-    let noisy_n = (n as f64 + count_noise.sample(rng) as f64).max(1.0);
-    let (cell_noise, eps_h, positive_part) = budget.noise(1.0 - COUNT_SHARE)?;
-    let mut m = ((noisy_n * eps_h / THETA).powf(2.0 / (2.0 + d as f64)).floor() as usize).max(2);
-    let cells_of = |m: usize| u32::try_from(d).ok().and_then(|d| m.checked_pow(d)).filter(|&c| c <= MAX_CELLS);
+    let (count_noise, _, _) = budget.counts(COUNT_SHARE)?;
+    let noisy_n = count_noise.release_count(n, rng).max(1.0);
+    let (cell_noise, eps_h, positive_part) = budget.counts(1.0 - COUNT_SHARE)?;
+    let mut m = ((noisy_n * eps_h / THETA)
+        .powf(2.0 / (2.0 + d as f64))
+        .floor() as usize)
+        .max(2);
+    let cells_of = |m: usize| {
+        u32::try_from(d)
+            .ok()
+            .and_then(|d| m.checked_pow(d))
+            .filter(|&c| c <= MAX_CELLS)
+    };
     while m > 2 && cells_of(m).is_none() {
         m -= 1;
     }
@@ -120,26 +143,35 @@ pub(crate) fn histogram_init(
             let cells = (m as f64).powi(d as i32);
             return Ok(HistogramInit {
                 centroids: initial_centroids(Init::SpherePacking, bounds, k, rng),
-                event: count_noise.event(1),
+                event: PrivacyEvent::Composed {
+                    events: count_noise.events(),
+                },
                 spent: COUNT_SHARE * budget.amount(),
-                report: InitReport::HistogramSkipped { cells, noise_mass: cells * positive_part, noisy_count: noisy_n },
+                report: InitReport::HistogramSkipped {
+                    cells,
+                    noise_mass: cells * positive_part,
+                    noisy_count: noisy_n,
+                },
             });
         }
     };
-    let mut counts = vec![0i64; cells];
+    let mut counts = vec![0usize; cells];
     for row in points.chunks_exact(d) {
         let cell = row.iter().enumerate().fold(0usize, |acc, (j, &x)| {
-            let bin = ((x - bounds.lo()[j]) / bounds.width(j) * m as f64).floor().clamp(0.0, (m - 1) as f64) as usize;
+            let bin = ((x - bounds.lo()[j]) / bounds.width(j) * m as f64)
+                .floor()
+                .clamp(0.0, (m - 1) as f64) as usize;
             acc * m + bin
         });
         counts[cell] += 1;
     }
-    // Noise on every cell, empty or not; then keep the cells with positive noisy mass.
+    // Noise on every cell, empty or not; then keep the cells above the noise floor.
+    let tau = budget.threshold(&cell_noise, cells);
     let mut centres = Vec::new();
     let mut weights = Vec::new();
     for (cell, &c) in counts.iter().enumerate() {
-        let noisy = c + cell_noise.sample(rng);
-        if noisy > 0 {
+        let noisy = cell_noise.release_count(c, rng);
+        if noisy > tau {
             let mut rest = cell;
             let mut centre = vec![0.0; d];
             for j in (0..d).rev() {
@@ -147,17 +179,28 @@ pub(crate) fn histogram_init(
                 rest /= m;
             }
             centres.extend(centre);
-            weights.push(noisy as f64);
+            weights.push(noisy);
         }
     }
-    let event = PrivacyEvent::Composed { events: vec![count_noise.event(1), cell_noise.event(1)] };
+    let event = PrivacyEvent::Composed {
+        events: count_noise
+            .events()
+            .into_iter()
+            .chain(cell_noise.events())
+            .collect(),
+    };
     let centroids = if weights.len() >= k {
         lloyd_restarts(&centres, &weights, d, k, MAX_ITER, restarts, rng).centroids
     } else {
-        // Fewer positive cells than clusters: complete with a data-independent start.
+        // Fewer cells above the floor than clusters: a data-independent start.
         initial_centroids(Init::SpherePacking, bounds, k, rng)
     };
-    Ok(HistogramInit { centroids, event, spent: budget.amount(), report: InitReport::Histogram { cells_per_dim: m } })
+    Ok(HistogramInit {
+        centroids,
+        event,
+        spent: budget.amount(),
+        report: InitReport::Histogram { cells_per_dim: m },
+    })
 }
 
 #[cfg(test)]
@@ -167,18 +210,28 @@ mod tests {
     #[test]
     fn finds_two_far_groups_at_large_budget() {
         let bounds = Bounds::uniform(0.0, 1.0, 2).unwrap();
-        let points: Vec<f64> = (0..400).flat_map(|i| if i % 2 == 0 { [0.1, 0.1] } else { [0.9, 0.8] }).collect();
+        let points: Vec<f64> = (0..400)
+            .flat_map(|i| if i % 2 == 0 { [0.1, 0.1] } else { [0.9, 0.8] })
+            .collect();
         let mut rng = DpRng::seeded(2);
-        let init = histogram_init(&points, &bounds, 2, InitBudget::Epsilon(10.0), 3, &mut rng).unwrap();
+        let init =
+            histogram_init(&points, &bounds, 2, InitBudget::Epsilon(10.0), 3, &mut rng).unwrap();
         // (ñ·9/10)^{1/2} with ñ = 400 ± a few (discrete Laplace of scale 1): 18 or 19 cells.
-        let InitReport::Histogram { cells_per_dim } = init.report else { panic!("{:?}", init.report) };
+        let InitReport::Histogram { cells_per_dim } = init.report else {
+            panic!("{:?}", init.report)
+        };
         assert!((18..=19).contains(&cells_per_dim), "{cells_per_dim}");
         assert_eq!(init.spent, 10.0);
         let mut c: Vec<(f64, f64)> = init.centroids.chunks(2).map(|r| (r[0], r[1])).collect();
         c.sort_by(|a, b| a.0.total_cmp(&b.0));
         // Cell centres are within half a cell (1/36) of the points; stray noisy cells are few.
-        assert!((c[0].0 - 0.1).abs() < 0.05 && (c[1].1 - 0.8).abs() < 0.05, "{c:?}");
-        let PrivacyEvent::Composed { events } = init.event else { panic!("composed") };
+        assert!(
+            (c[0].0 - 0.1).abs() < 0.05 && (c[1].1 - 0.8).abs() < 0.05,
+            "{c:?}"
+        );
+        let PrivacyEvent::Composed { events } = init.event else {
+            panic!("composed")
+        };
         assert_eq!(events.len(), 2);
     }
 
@@ -189,10 +242,25 @@ mod tests {
         for d in [21, 8] {
             let bounds = Bounds::uniform(0.0, 1.0, d).unwrap();
             let mut rng = DpRng::seeded(2);
-            let init = histogram_init(&vec![0.5; 50 * d], &bounds, 2, InitBudget::Epsilon(1.0), 1, &mut rng).unwrap();
-            assert!(matches!(init.report, InitReport::HistogramSkipped { .. }), "{:?}", init.report);
+            let init = histogram_init(
+                &vec![0.5; 50 * d],
+                &bounds,
+                2,
+                InitBudget::Epsilon(1.0),
+                1,
+                &mut rng,
+            )
+            .unwrap();
+            assert!(
+                matches!(init.report, InitReport::HistogramSkipped { .. }),
+                "{:?}",
+                init.report
+            );
             assert!((init.spent - 0.1).abs() < 1e-12);
-            assert!(matches!(init.event, PrivacyEvent::DiscreteLaplace { sensitivity: 1, .. }));
+            let PrivacyEvent::Composed { events } = &init.event else {
+                panic!("{:?}", init.event)
+            };
+            assert_eq!(events.len(), 1);
             assert_eq!(init.centroids.len(), 2 * d);
         }
     }

@@ -38,12 +38,19 @@ const RETRIES: usize = 100;
 /// k data-independent initial centroids (row-major, `k × d`) inside `bounds`. The private
 /// [`Init::Histogram`] is computed elsewhere ([`super::histogram`]); asked here, it gets its
 /// fallback, sphere packing.
-pub(crate) fn initial_centroids(init: Init, bounds: &Bounds, k: usize, rng: &mut DpRng) -> Vec<f64> {
+pub(crate) fn initial_centroids(
+    init: Init,
+    bounds: &Bounds,
+    k: usize,
+    rng: &mut DpRng,
+) -> Vec<f64> {
     let unit = match init {
         Init::SpherePacking | Init::Histogram { .. } => sphere_packing(bounds.dims(), k, rng),
     };
     let d = bounds.dims();
-    unit.chunks_exact(d).flat_map(|row| row.iter().enumerate().map(|(j, &u)| bounds.from_unit(j, u))).collect()
+    unit.chunks_exact(d)
+        .flat_map(|row| row.iter().enumerate().map(|(j, &u)| bounds.unscale(j, u)))
+        .collect()
 }
 
 /// Sphere packing in [-1, 1]^d (Su et al. 2016): centres uniform in `[-1 + a, 1 − a]^d`,
@@ -55,8 +62,12 @@ fn sphere_packing(d: usize, k: usize, rng: &mut DpRng) -> Vec<f64> {
         let mut centres: Vec<f64> = Vec::with_capacity(k * d);
         let mut retry = 0;
         while centres.len() < k * d && retry < RETRIES {
-            let candidate: Vec<f64> = (0..d).map(|_| (2.0 * rng.uniform_f64() - 1.0) * (1.0 - a)).collect();
-            let far = centres.chunks_exact(d).all(|c| squared_distance(c, &candidate) >= 4.0 * a * a);
+            let candidate: Vec<f64> = (0..d)
+                .map(|_| (2.0 * rng.uniform_f64() - 1.0) * (1.0 - a))
+                .collect();
+            let far = centres
+                .chunks_exact(d)
+                .all(|c| squared_distance(c, &candidate) >= 4.0 * a * a);
             if far {
                 centres.extend_from_slice(&candidate);
                 retry = 0;
@@ -93,7 +104,9 @@ mod tests {
         let u = sphere_packing(4, 3, &mut rng);
         for i in 0..3 {
             for j in 0..i {
-                assert!(squared_distance(&u[i * 4..i * 4 + 4], &u[j * 4..j * 4 + 4]) >= 1.0 - 1e-12);
+                assert!(
+                    squared_distance(&u[i * 4..i * 4 + 4], &u[j * 4..j * 4 + 4]) >= 1.0 - 1e-12
+                );
             }
         }
     }

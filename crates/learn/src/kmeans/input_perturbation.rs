@@ -5,8 +5,8 @@
 //! The neighbouring relation is local: one record's values replaced by any others inside the
 //! bounds. Feature j is clamped to `[lo_j, hi_j]` and rounded to a grid of step `g_j` about
 //! `lo_j` ([`super::grid`]), giving an integer in `[0, s_j]` with `s_j·g_j ≥ hi_j − lo_j`; it
-//! then gets discrete Laplace noise of scale `s_j/ε_f` (grid units), which is ε_f-DP for that
-//! feature. The d features of a record compose to `ε_record = d·ε_f` (basic composition), the
+//! then gets discrete Laplace noise of scale `s_j/ε_f` (grid units, [`super::release`]), which
+//! is ε_f-DP for that feature. The d features of a record compose to `ε_record = d·ε_f` (basic composition), the
 //! ε the caller asks for; `ε_f = ε_record/d` is reported beside it. Everything after the
 //! noise (clustering, assignments) is post-processing of the noisy records.
 //!
@@ -23,8 +23,7 @@ use dpml_mechanisms::{DpRng, PrivacyEvent};
 
 use super::bounds::Bounds;
 use super::budget::BudgetSplit;
-use super::grid::Grid;
-use super::noise::IntNoise;
+use super::release::{Allot, GridNoise};
 use crate::LearnError;
 
 /// The noisy records, the stated split and the per-record event.
@@ -41,27 +40,43 @@ pub(crate) struct Perturbed {
 ///
 /// # Errors
 /// As the module.
-pub(crate) fn perturb(points: &[f64], bounds: &Bounds, epsilon: f64, rng: &mut DpRng) -> Result<Perturbed, LearnError> {
+pub(crate) fn perturb(
+    points: &[f64],
+    bounds: &Bounds,
+    epsilon: f64,
+    rng: &mut DpRng,
+) -> Result<Perturbed, LearnError> {
     let d = bounds.dims();
     let eps_feature = epsilon / d as f64;
     let widths: Vec<f64> = (0..d).map(|j| bounds.width(j)).collect();
-    let max_scale = widths.iter().fold(0.0f64, |a, &w| a.max(w)) / eps_feature;
-    let grid = Grid::new(bounds.lo().to_vec(), &widths, max_scale);
-    let noise: Vec<IntNoise> =
-        (0..d).map(|j| IntNoise::laplace(grid.bound(j) as f64 / eps_feature)).collect::<Result<_, _>>()?;
+    let release = GridNoise::new(
+        bounds.lo().to_vec(),
+        &widths,
+        Allot::EachLaplace(eps_feature),
+    )?;
+    let grid = release.grid();
     let q = grid.quantise(points);
     let noisy = q
         .chunks_exact(d)
         .flat_map(|row| {
-            row.iter().enumerate().map(|(j, &v)| grid.to_real(j, (v + noise[j].sample(rng)) as f64)).collect::<Vec<_>>()
+            row.iter()
+                .enumerate()
+                .map(|(j, &v)| bounds.lo()[j] + release.release(j, i128::from(v), rng))
+                .collect::<Vec<_>>()
         })
         .collect();
     let split = BudgetSplit::InputPerturbation {
         epsilon_per_record: epsilon,
         epsilon_per_feature: eps_feature,
         features: d,
-        scales: (0..d).map(|j| grid.real_bound(j) / eps_feature).collect(),
+        scales: (0..d).map(|j| release.real_noise(j)).collect(),
     };
-    let event = PrivacyEvent::Composed { events: (0..d).map(|j| noise[j].event(grid.bound(j))).collect() };
-    Ok(Perturbed { points: noisy, split, event })
+    let event = PrivacyEvent::Composed {
+        events: release.events(),
+    };
+    Ok(Perturbed {
+        points: noisy,
+        split,
+        event,
+    })
 }

@@ -36,7 +36,13 @@ pub(crate) fn assign(points: &[f64], centroids: &[f64], d: usize, labels: &mut [
 
 /// One Lloyd update: each centroid becomes the weighted mean of its points; a centroid without
 /// weight stays where it is. Returns the largest squared movement of a centroid.
-fn update(points: &[f64], weights: &[f64], labels: &[usize], d: usize, centroids: &mut [f64]) -> f64 {
+fn update(
+    points: &[f64],
+    weights: &[f64],
+    labels: &[usize],
+    d: usize,
+    centroids: &mut [f64],
+) -> f64 {
     let k = centroids.len() / d;
     let mut sums = vec![0.0; k * d];
     let mut mass = vec![0.0; k];
@@ -52,7 +58,10 @@ fn update(points: &[f64], weights: &[f64], labels: &[usize], d: usize, centroids
             continue;
         }
         let row = &mut centroids[c * d..(c + 1) * d];
-        let mean: Vec<f64> = sums[c * d..(c + 1) * d].iter().map(|s| s / mass[c]).collect();
+        let mean: Vec<f64> = sums[c * d..(c + 1) * d]
+            .iter()
+            .map(|s| s / mass[c])
+            .collect();
         moved = moved.max(squared_distance(row, &mean));
         row.copy_from_slice(&mean);
     }
@@ -81,11 +90,20 @@ fn draw(weights: &[f64], rng: &mut DpRng) -> usize {
 /// proportional to its weight, each next one proportional to weight × squared distance to the
 /// nearest centre chosen so far. For public (or already privatised) points only: it reads
 /// individual records.
-pub(crate) fn kmeans_plus_plus(points: &[f64], weights: &[f64], d: usize, k: usize, rng: &mut DpRng) -> Vec<f64> {
+pub(crate) fn kmeans_plus_plus(
+    points: &[f64],
+    weights: &[f64],
+    d: usize,
+    k: usize,
+    rng: &mut DpRng,
+) -> Vec<f64> {
     let mut centroids = Vec::with_capacity(k * d);
     let first = draw(weights, rng);
     centroids.extend_from_slice(&points[first * d..(first + 1) * d]);
-    let mut dist: Vec<f64> = points.chunks_exact(d).map(|p| squared_distance(p, &centroids[..d])).collect();
+    let mut dist: Vec<f64> = points
+        .chunks_exact(d)
+        .map(|p| squared_distance(p, &centroids[..d]))
+        .collect();
     while centroids.len() < k * d {
         let score: Vec<f64> = dist.iter().zip(weights).map(|(x, w)| x * w).collect();
         let pick = draw(&score, rng);
@@ -111,7 +129,13 @@ pub(crate) struct LloydRun {
 /// Weighted Lloyd from `centroids` until no centroid moves by more than `tol` (squared
 /// distance, relative to the squared scale of the data) or `max_iter` updates. The inertia is
 /// weighted too.
-pub(crate) fn lloyd(points: &[f64], weights: &[f64], d: usize, mut centroids: Vec<f64>, max_iter: usize) -> LloydRun {
+pub(crate) fn lloyd(
+    points: &[f64],
+    weights: &[f64],
+    d: usize,
+    mut centroids: Vec<f64>,
+    max_iter: usize,
+) -> LloydRun {
     let n = points.len() / d;
     let mut labels = vec![0; n];
     let scale: f64 = points.iter().map(|x| x * x).sum::<f64>() / n.max(1) as f64;
@@ -131,7 +155,11 @@ pub(crate) fn lloyd(points: &[f64], weights: &[f64], d: usize, mut centroids: Ve
         .zip(weights)
         .map(|((p, &c), w)| w * squared_distance(p, &centroids[c * d..(c + 1) * d]))
         .sum();
-    LloydRun { centroids, iterations, inertia }
+    LloydRun {
+        centroids,
+        iterations,
+        inertia,
+    }
 }
 
 /// The best of `restarts` weighted Lloyd runs from k-means++ seeds (lowest inertia), as
@@ -175,11 +203,16 @@ mod tests {
 
     #[test]
     fn lloyd_converges_on_two_blobs() {
-        let points = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 10.0, 10.0, 11.0, 10.0, 10.0, 11.0];
+        let points = [
+            0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 10.0, 10.0, 11.0, 10.0, 10.0, 11.0,
+        ];
         let run = lloyd(&points, &[1.0; 6], 2, vec![0.0, 0.0, 1.0, 0.0], 100);
         let mut c: Vec<_> = run.centroids.chunks(2).map(|r| (r[0], r[1])).collect();
         c.sort_by(|a, b| a.0.total_cmp(&b.0));
-        assert!((c[0].0 - 1.0 / 3.0).abs() < 1e-12 && (c[1].0 - 31.0 / 3.0).abs() < 1e-12, "{c:?}");
+        assert!(
+            (c[0].0 - 1.0 / 3.0).abs() < 1e-12 && (c[1].0 - 31.0 / 3.0).abs() < 1e-12,
+            "{c:?}"
+        );
         assert!(run.iterations < 10);
     }
 

@@ -14,7 +14,12 @@ use crate::hungarian::max_weight_assignment;
 /// # Errors
 /// [`LearnError::Labels`] when the two slices differ in length or are empty, or an assignment
 /// is ≥ k or a label ≥ n_classes (the message names the first such value).
-pub fn clustering_accuracy(assignments: &[usize], labels: &[u32], k: usize, n_classes: usize) -> Result<f64, LearnError> {
+pub fn clustering_accuracy(
+    assignments: &[usize],
+    labels: &[u32],
+    k: usize,
+    n_classes: usize,
+) -> Result<f64, LearnError> {
     if assignments.len() != labels.len() || assignments.is_empty() {
         return Err(LearnError::Labels(format!(
             "need as many assignments as labels, at least one: got {} assignments and {} labels",
@@ -25,15 +30,23 @@ pub fn clustering_accuracy(assignments: &[usize], labels: &[u32], k: usize, n_cl
     let mut table = vec![0.0; k * n_classes];
     for (i, (&c, &l)) in assignments.iter().zip(labels).enumerate() {
         if c >= k {
-            return Err(LearnError::Labels(format!("assignment {c} of record {i} is not below k = {k}")));
+            return Err(LearnError::Labels(format!(
+                "assignment {c} of record {i} is not below k = {k}"
+            )));
         }
         if l as usize >= n_classes {
-            return Err(LearnError::Labels(format!("label {l} of record {i} is not below n_classes = {n_classes}")));
+            return Err(LearnError::Labels(format!(
+                "label {l} of record {i} is not below n_classes = {n_classes}"
+            )));
         }
         table[c * n_classes + l as usize] += 1.0;
     }
     let matching = max_weight_assignment(&table, k, n_classes)?;
-    let correct: f64 = matching.iter().enumerate().filter_map(|(c, l)| l.map(|l| table[c * n_classes + l])).sum();
+    let correct: f64 = matching
+        .iter()
+        .enumerate()
+        .filter_map(|(c, l)| l.map(|l| table[c * n_classes + l]))
+        .sum();
     Ok(correct / assignments.len() as f64)
 }
 
@@ -42,10 +55,22 @@ pub fn clustering_accuracy(assignments: &[usize], labels: &[u32], k: usize, n_cl
 ///
 /// # Errors
 /// [`LearnError::Shape`] when `x` or `centroids` is not a whole number of rows of `d`.
-pub fn inertia(x: &[f64], d: usize, centroids: &[f64]) -> Result<f64, LearnError> {
-    check_rows(x, d)?;
-    check_rows(centroids, d)?;
-    Ok(x.chunks_exact(d).map(|p| nearest(p, centroids, d).1).sum())
+pub fn inertia<T: Copy + Into<f64>>(
+    x: &[T],
+    d: usize,
+    centroids: &[f64],
+) -> Result<f64, LearnError> {
+    check_rows(x.len(), d)?;
+    check_rows(centroids.len(), d)?;
+    let mut row = vec![0.0; d];
+    Ok(x.chunks_exact(d)
+        .map(|p| {
+            for (r, &v) in row.iter_mut().zip(p) {
+                *r = v.into();
+            }
+            nearest(&row, centroids, d).1
+        })
+        .sum())
 }
 
 /// Normalised intra-cluster variance (Su et al. 2016, §6):
@@ -62,23 +87,46 @@ pub fn inertia(x: &[f64], d: usize, centroids: &[f64]) -> Result<f64, LearnError
 /// # Errors
 /// [`LearnError::BoundsDimension`] when the bounds do not cover d dimensions;
 /// [`LearnError::Shape`] as [`inertia`], or for an empty `x`.
-pub fn nicv(x: &[f64], d: usize, centroids: &[f64], bounds: &Bounds) -> Result<f64, LearnError> {
+pub fn nicv<T: Copy + Into<f64>>(
+    x: &[T],
+    d: usize,
+    centroids: &[f64],
+    bounds: &Bounds,
+) -> Result<f64, LearnError> {
     bounds.check_dims(d)?;
-    check_rows(x, d)?;
-    check_rows(centroids, d)?;
+    check_rows(x.len(), d)?;
+    check_rows(centroids.len(), d)?;
     if x.is_empty() || centroids.is_empty() {
-        return Err(LearnError::Shape { len: 0, n: 0, d, expected: d });
+        return Err(LearnError::Shape {
+            len: 0,
+            n: 0,
+            d,
+            expected: d,
+        });
     }
-    let scale = |rows: &[f64]| -> Vec<f64> {
-        rows.chunks_exact(d).flat_map(|r| r.iter().enumerate().map(|(j, &v)| bounds.to_unit(j, v))).collect()
-    };
-    let (xs, cs) = (scale(x), scale(centroids));
+    let unit = |i: usize, v: f64| bounds.to_unit(i % d, v);
+    let xs: Vec<f64> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| unit(i, v.into()))
+        .collect();
+    let cs: Vec<f64> = centroids
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| unit(i, v))
+        .collect();
     Ok(inertia(&xs, d, &cs)? / (x.len() / d) as f64)
 }
 
-fn check_rows(v: &[f64], d: usize) -> Result<(), LearnError> {
-    if d == 0 || v.len() % d != 0 {
-        return Err(LearnError::Shape { len: v.len(), n: v.len() / d.max(1), d, expected: (v.len() / d.max(1)) * d });
+/// Checks that `len` values make whole rows of `d`.
+fn check_rows(len: usize, d: usize) -> Result<(), LearnError> {
+    if d == 0 || len % d != 0 {
+        return Err(LearnError::Shape {
+            len,
+            n: len / d.max(1),
+            d,
+            expected: (len / d.max(1)) * d,
+        });
     }
     Ok(())
 }
@@ -90,7 +138,10 @@ mod tests {
     #[test]
     fn accuracy_uses_the_best_matching_not_the_labels_as_given() {
         // Clusters are a permutation of the classes: accuracy 1.
-        assert_eq!(clustering_accuracy(&[2, 2, 0, 0, 1, 1], &[0, 0, 1, 1, 2, 2], 3, 3).unwrap(), 1.0);
+        assert_eq!(
+            clustering_accuracy(&[2, 2, 0, 0, 1, 1], &[0, 0, 1, 1, 2, 2], 3, 3).unwrap(),
+            1.0
+        );
         // table: c0 = [3, 2], c1 = [3, 0]. Greedy (largest entry first: c0 → class 0) gives
         // 3 + 0; the best matching is c0 → class 1, c1 → class 0: 2 + 3 = 5 of 8.
         let a = [0, 0, 0, 0, 0, 1, 1, 1];
@@ -101,16 +152,26 @@ mod tests {
         // table: c0 = [2, 2], c1 = [3, 1] → c0→1 (2) + c1→0 (3) = 5.
         assert_eq!(clustering_accuracy(&a, &l, 2, 2).unwrap(), 5.0 / 8.0);
         // One cluster for two classes: only the larger class can be matched.
-        assert_eq!(clustering_accuracy(&[0, 0, 0], &[1, 1, 0], 1, 2).unwrap(), 2.0 / 3.0);
+        assert_eq!(
+            clustering_accuracy(&[0, 0, 0], &[1, 1, 0], 1, 2).unwrap(),
+            2.0 / 3.0
+        );
         // More clusters than classes: the extra cluster counts as wrong.
-        assert_eq!(clustering_accuracy(&[0, 1, 2, 2], &[0, 0, 1, 1], 3, 2).unwrap(), 0.75);
+        assert_eq!(
+            clustering_accuracy(&[0, 1, 2, 2], &[0, 0, 1, 1], 3, 2).unwrap(),
+            0.75
+        );
     }
 
     #[test]
     fn accuracy_rejects_bad_labels() {
-        let msg = clustering_accuracy(&[0, 3], &[0, 1], 3, 2).unwrap_err().to_string();
+        let msg = clustering_accuracy(&[0, 3], &[0, 1], 3, 2)
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("assignment 3 of record 1"), "{msg}");
-        let msg = clustering_accuracy(&[0, 1], &[0, 2], 3, 2).unwrap_err().to_string();
+        let msg = clustering_accuracy(&[0, 1], &[0, 2], 3, 2)
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("label 2 of record 1"), "{msg}");
         assert!(clustering_accuracy(&[0], &[0, 1], 3, 2).is_err());
         assert!(clustering_accuracy(&[], &[], 3, 2).is_err());

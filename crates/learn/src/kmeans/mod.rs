@@ -9,9 +9,20 @@
 //! - [`Algorithm::InputPerturbation`]: local DP — Laplace noise on every feature of every
 //!   record, then plain Lloyd.
 //!
-//! Sensitivities come from the declared [`Bounds`] only; the data are clamped into them.
-//! Initial centroids of the private variants never look at the data ([`Init`]). Every fit
-//! returns its cost as a [`dpml_mechanisms::PrivacyEvent`] and a [`BudgetSplit`].
+//! Sensitivities come from the declared [`Bounds`] only; the data are clamped into them, and
+//! every noisy statistic is an integer on a per-record grid with exact discrete noise
+//! ([`grid`], [`release`]). Initial centroids never look at the data without paying for it
+//! ([`Init`]). Every fit returns its cost as a [`dpml_mechanisms::PrivacyEvent`] and a
+//! [`BudgetSplit`] whose parts compose to exactly the requested budget.
+//!
+//! Improvements over plain DPLloyd ([`KMeansParams::plain_dplloyd`]), each selectable and all
+//! on by default in [`KMeansParams::new`]: sums about the centre of the bounds
+//! ([`Coordinates::Centred`]), a count floor below which a centroid stays put
+//! ([`KMeansParams::count_floor`]), fewer iterations ([`default_iterations`]), Su et al.'s
+//! hybrid start from a noisy grid histogram ([`Init::Histogram`], [`histogram`]), and Gaussian
+//! noise under zCDP ([`Algorithm::DpLloydGaussian`]). On iris (20 seeds) the default reaches
+//! 0.84 accuracy at ε = 1 and 0.88 at ε = 3, against 0.69 and 0.73 for diffprivlib 0.6.6 and
+//! 0.68 for centroids that never saw the data (`examples/kmeans_iris.rs`).
 //!
 //! ```
 //! use dpml_learn::kmeans::{fit, clustering_accuracy, Algorithm, Bounds, KMeansParams};
@@ -32,10 +43,11 @@ pub mod budget;
 pub mod dplloyd;
 pub mod histogram;
 pub mod input_perturbation;
+pub mod release;
 
 mod bounds;
 mod fit;
-mod grid;
+pub mod grid;
 mod init;
 mod lloyd;
 mod metrics;
@@ -47,7 +59,9 @@ pub use budget::{BudgetSplit, SU_RHO};
 pub use fit::{KMeansFit, LLOYD_MAX_ITERATIONS, default_iterations, fit};
 pub use init::InitReport;
 pub use metrics::{clustering_accuracy, inertia, nicv};
-pub use params::{Algorithm, Coordinates, DEFAULT_INIT, Init, KMeansParams, SplitRule};
+pub use params::{
+    Algorithm, Coordinates, DEFAULT_COUNT_FLOOR, DEFAULT_INIT, Init, KMeansParams, SplitRule,
+};
 
 #[cfg(test)]
 mod tests;

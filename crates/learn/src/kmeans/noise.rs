@@ -40,7 +40,9 @@ impl IntNoise {
         let sigma2 = sigma * sigma;
         // The largest power-of-two denominator 2^k with 2·σ²·2^{2k}·(σ+1)² ≤ 2^61.
         let used = (sigma2 * (sigma + 1.0) * (sigma + 1.0)).log2();
-        let k = ((GAUSSIAN_BUDGET_LOG2 - 1.0 - used) / 2.0).floor().clamp(0.0, 30.0) as u32;
+        let k = ((GAUSSIAN_BUDGET_LOG2 - 1.0 - used) / 2.0)
+            .floor()
+            .clamp(0.0, 30.0) as u32;
         let s2 = Rational::ceil_from_f64(sigma2, k)?;
         Ok(IntNoise::Gaussian(DiscreteGaussian::new(s2)?))
     }
@@ -65,15 +67,25 @@ impl IntNoise {
     /// The event of adding this noise to an integer query of sensitivity `sensitivity`.
     pub(crate) fn event(&self, sensitivity: u64) -> PrivacyEvent {
         match self {
-            IntNoise::Laplace(_) => PrivacyEvent::DiscreteLaplace { scale: self.parameter(), sensitivity },
-            IntNoise::Gaussian(_) => PrivacyEvent::DiscreteGaussian { sigma: self.parameter(), sensitivity },
+            IntNoise::Laplace(_) => PrivacyEvent::DiscreteLaplace {
+                scale: self.parameter(),
+                sensitivity,
+            },
+            IntNoise::Gaussian(_) => PrivacyEvent::DiscreteGaussian {
+                sigma: self.parameter(),
+                sensitivity,
+            },
         }
     }
 }
 
 /// The largest `f64` below a positive finite `x` (`f64::next_down` needs Rust 1.86).
 fn below(x: f64) -> f64 {
-    if x > 0.0 && x.is_finite() { f64::from_bits(x.to_bits() - 1) } else { x }
+    if x > 0.0 && x.is_finite() {
+        f64::from_bits(x.to_bits() - 1)
+    } else {
+        x
+    }
 }
 
 #[cfg(test)]
@@ -84,13 +96,27 @@ mod tests {
     fn parameters_round_outward_and_events_match() {
         let l = IntNoise::laplace(12.5).unwrap();
         assert!(l.parameter() <= 12.5 && l.parameter() > 12.5 * (1.0 - 1e-12));
-        assert_eq!(l.event(3), PrivacyEvent::DiscreteLaplace { scale: l.parameter(), sensitivity: 3 });
+        assert_eq!(
+            l.event(3),
+            PrivacyEvent::DiscreteLaplace {
+                scale: l.parameter(),
+                sensitivity: 3
+            }
+        );
         for sigma in [0.05, 1.0, 3.7, 9000.0, 16000.0] {
             let g = IntNoise::gaussian(sigma).unwrap();
-            let IntNoise::Gaussian(inner) = &g else { unreachable!() };
+            let IntNoise::Gaussian(inner) = &g else {
+                unreachable!()
+            };
             let s2 = inner.sigma2();
-            assert!(s2.num() as f64 / s2.den() as f64 >= sigma * sigma, "{sigma}");
-            assert!(g.parameter() <= sigma * (1.0 + 1e-6) && g.parameter() > sigma * (1.0 - 1e-6), "{sigma}");
+            assert!(
+                s2.num() as f64 / s2.den() as f64 >= sigma * sigma,
+                "{sigma}"
+            );
+            assert!(
+                g.parameter() <= sigma * (1.0 + 1e-6) && g.parameter() > sigma * (1.0 - 1e-6),
+                "{sigma}"
+            );
         }
         assert!(IntNoise::laplace(f64::NAN).is_err());
         assert!(IntNoise::laplace(1e300).is_err());
@@ -105,7 +131,10 @@ mod tests {
         let p = (-0.25f64).exp();
         let laplace_var = 2.0 * p / ((1.0 - p) * (1.0 - p));
         let mut rng = DpRng::seeded(5);
-        for (noise, var) in [(IntNoise::laplace(4.0).unwrap(), laplace_var), (IntNoise::gaussian(4.0).unwrap(), 16.0)] {
+        for (noise, var) in [
+            (IntNoise::laplace(4.0).unwrap(), laplace_var),
+            (IntNoise::gaussian(4.0).unwrap(), 16.0),
+        ] {
             let n = 20_000;
             let xs: Vec<f64> = (0..n).map(|_| noise.sample(&mut rng) as f64).collect();
             let mean = xs.iter().sum::<f64>() / n as f64;

@@ -9,9 +9,8 @@ use serde::Serialize;
 use super::bounds::Bounds;
 use crate::LearnError;
 
-/// Which k-means to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// Which k-means to run. Serialised as its [`Algorithm::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// Non-private Lloyd with k-means++ seeding and restarts (the baseline; no privacy).
     Lloyd,
@@ -36,7 +35,12 @@ impl Algorithm {
 
     /// Every algorithm, in the order above.
     pub fn all() -> [Algorithm; 4] {
-        [Algorithm::Lloyd, Algorithm::DpLloyd, Algorithm::DpLloydGaussian, Algorithm::InputPerturbation]
+        [
+            Algorithm::Lloyd,
+            Algorithm::DpLloyd,
+            Algorithm::DpLloydGaussian,
+            Algorithm::InputPerturbation,
+        ]
     }
 
     /// Whether the algorithm spends a privacy budget.
@@ -47,6 +51,12 @@ impl Algorithm {
     /// Whether the guarantee is (ε, δ) rather than pure ε.
     pub fn needs_delta(self) -> bool {
         self == Algorithm::DpLloydGaussian
+    }
+}
+
+impl Serialize for Algorithm {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -64,13 +74,16 @@ impl FromStr for Algorithm {
     /// # Errors
     /// [`LearnError::InvalidParameter`] naming the input and listing the known names.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Algorithm::all().into_iter().find(|a| a.name() == s).ok_or_else(|| {
-            LearnError::invalid(
-                "algorithm",
-                "must be one of lloyd, dplloyd, dplloyd-gaussian, input-perturbation",
-                format!("{s:?}"),
-            )
-        })
+        Algorithm::all()
+            .into_iter()
+            .find(|a| a.name() == s)
+            .ok_or_else(|| {
+                LearnError::invalid(
+                    "algorithm",
+                    "must be one of lloyd, dplloyd, dplloyd-gaussian, input-perturbation",
+                    format!("{s:?}"),
+                )
+            })
     }
 }
 
@@ -108,6 +121,10 @@ impl Init {
 /// (on iris over 200 seeds, 20%, 30% and 40% were within 0.01 of each other at ε = 1 and 3;
 /// 30% was best at ε = 1).
 pub const DEFAULT_INIT: Init = Init::Histogram { share: 0.3 };
+
+/// The default [`KMeansParams::count_floor`]: a centroid moves only when its noisy count is at
+/// least twice the count noise's scale (Laplace) or σ (Gaussian).
+pub const DEFAULT_COUNT_FLOOR: f64 = 2.0;
 
 /// How each iteration's budget is divided between the cluster counts and the cluster sums.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -159,18 +176,22 @@ pub struct KMeansParams {
     pub coordinates: Coordinates,
     /// Initial centroids of the private Lloyd variants.
     pub init: Init,
+    /// DPLloyd moves a centroid only when its noisy count is at least
+    /// `max(1, count_floor × the count noise's scale or σ)`; otherwise the centroid stays (a
+    /// post-processing choice, free of privacy cost). 0 gives plain DPLloyd's rule.
+    pub count_floor: f64,
     /// k-means++ restarts for the algorithms that run plain Lloyd (`lloyd`, input
-    /// perturbation); the lowest-inertia run is kept.
+    /// perturbation, and k-means on the histogram's cells); the lowest-inertia run is kept.
     pub restarts: usize,
 }
 
 impl KMeansParams {
     /// Parameters with the defaults: no budget yet, default iterations
     /// ([`super::default_iterations`]), the MSE-optimal split, centred coordinates, the
-    /// histogram initialisation with 30% of the budget ([`DEFAULT_INIT`]), 10 restarts.
+    /// histogram initialisation with 30% of the budget ([`DEFAULT_INIT`]), a count floor of
+    /// [`DEFAULT_COUNT_FLOOR`], 10 restarts.
     ///
-    /// Plain DPLloyd as Su et al. describe it is `.with_init(Init::SpherePacking)` (and, for
-    /// the literal sensitivity `Σ_j max(|lo_j|, |hi_j|)`, `.with_coordinates(Coordinates::Raw)`).
+    /// Plain DPLloyd as Su et al. describe it is [`KMeansParams::plain_dplloyd`].
     pub fn new(k: usize, algorithm: Algorithm, bounds: Bounds) -> Self {
         Self {
             k,
@@ -182,7 +203,22 @@ impl KMeansParams {
             split: SplitRule::MseOptimal,
             coordinates: Coordinates::Centred,
             init: DEFAULT_INIT,
+            count_floor: DEFAULT_COUNT_FLOOR,
             restarts: 10,
+        }
+    }
+
+    /// Plain DPLloyd (Su et al. 2016) with Laplace noise: sphere-packing initialisation, sums
+    /// of raw coordinates (sensitivity `Σ_j max(|lo_j|, |hi_j|)`), the MSE-optimal split, a
+    /// centroid kept only when its noisy count is below 1, and `iterations` updates.
+    pub fn plain_dplloyd(k: usize, bounds: Bounds, epsilon: f64, iterations: usize) -> Self {
+        Self {
+            init: Init::SpherePacking,
+            coordinates: Coordinates::Raw,
+            count_floor: 0.0,
+            ..Self::new(k, Algorithm::DpLloyd, bounds)
+                .with_epsilon(epsilon)
+                .with_iterations(iterations)
         }
     }
 
@@ -234,33 +270,74 @@ impl KMeansParams {
             return Err(LearnError::invalid("k", "must be >= 1", self.k));
         }
         if self.k > n {
-            return Err(LearnError::invalid("k", "must be at most the number of records", format!("{} > n = {n}", self.k)));
+            return Err(LearnError::invalid(
+                "k",
+                "must be at most the number of records",
+                format!("{} > n = {n}", self.k),
+            ));
         }
         self.bounds.check_dims(d)?;
         let name = self.algorithm.name();
         match (self.algorithm.is_private(), self.epsilon) {
-            (true, None) => return Err(LearnError::invalid("epsilon", "is required by a private algorithm", format!("none for {name}"))),
-            (true, Some(e)) if !(e.is_finite() && e > 0.0) => return Err(LearnError::invalid("epsilon", "must be finite and > 0", e)),
-            (false, Some(e)) => return Err(LearnError::invalid("epsilon", "is not used by the non-private lloyd", e)),
+            (true, None) => {
+                return Err(LearnError::invalid(
+                    "epsilon",
+                    "is required by a private algorithm",
+                    format!("none for {name}"),
+                ));
+            }
+            (true, Some(e)) if !(e.is_finite() && e > 0.0) => {
+                return Err(LearnError::invalid("epsilon", "must be finite and > 0", e));
+            }
+            (false, Some(e)) => {
+                return Err(LearnError::invalid(
+                    "epsilon",
+                    "is not used by the non-private lloyd",
+                    e,
+                ));
+            }
             _ => {}
         }
         match (self.algorithm.needs_delta(), self.delta) {
-            (true, None) => return Err(LearnError::invalid("delta", "is required by dplloyd-gaussian", "none")),
-            (true, Some(dl)) if !(dl > 0.0 && dl < 1.0) => return Err(LearnError::invalid("delta", "must be in (0, 1)", dl)),
+            (true, None) => {
+                return Err(LearnError::invalid(
+                    "delta",
+                    "is required by dplloyd-gaussian",
+                    "none",
+                ));
+            }
+            (true, Some(dl)) if !(dl > 0.0 && dl < 1.0) => {
+                return Err(LearnError::invalid("delta", "must be in (0, 1)", dl));
+            }
             (false, Some(dl)) => {
-                return Err(LearnError::invalid("delta", "is only used by dplloyd-gaussian", format!("{dl} for {name}")));
+                return Err(LearnError::invalid(
+                    "delta",
+                    "is only used by dplloyd-gaussian",
+                    format!("{dl} for {name}"),
+                ));
             }
             _ => {}
         }
         if self.iterations == Some(0) {
             return Err(LearnError::invalid("iterations", "must be >= 1", 0));
         }
+        if !(self.count_floor.is_finite() && self.count_floor >= 0.0) {
+            return Err(LearnError::invalid(
+                "count floor",
+                "must be finite and >= 0",
+                self.count_floor,
+            ));
+        }
         if self.restarts == 0 {
             return Err(LearnError::invalid("restarts", "must be >= 1", 0));
         }
         if let Init::Histogram { share } = self.init {
             if !(share > 0.0 && share < 1.0) {
-                return Err(LearnError::invalid("init share", "must be in (0, 1)", share));
+                return Err(LearnError::invalid(
+                    "init share",
+                    "must be in (0, 1)",
+                    share,
+                ));
             }
         }
         if let SplitRule::CountShare(s) = self.split {
@@ -290,7 +367,10 @@ mod tests {
             assert_eq!(a.name().parse::<Algorithm>().unwrap(), a);
         }
         let msg = "dp-lloyd".parse::<Algorithm>().unwrap_err().to_string();
-        assert!(msg.contains("\"dp-lloyd\"") && msg.contains("dplloyd-gaussian"), "{msg}");
+        assert!(
+            msg.contains("\"dp-lloyd\"") && msg.contains("dplloyd-gaussian"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -300,23 +380,78 @@ mod tests {
         p.k = 0;
         assert_eq!(err(&p), "k must be >= 1, got 0");
         p.k = 11;
-        assert_eq!(err(&p), "k must be at most the number of records, got 11 > n = 10");
+        assert_eq!(
+            err(&p),
+            "k must be at most the number of records, got 11 > n = 10"
+        );
         p.k = 3;
-        assert_eq!(p.validate(10, 3).unwrap_err().to_string(), "bounds cover 2 dimensions, but the data has 3");
+        assert_eq!(
+            p.validate(10, 3).unwrap_err().to_string(),
+            "bounds cover 2 dimensions, but the data has 3"
+        );
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             let msg = err(&base(Algorithm::DpLloyd).with_epsilon(bad));
-            assert!(msg.starts_with("epsilon must be finite and > 0, got "), "{msg}");
+            assert!(
+                msg.starts_with("epsilon must be finite and > 0, got "),
+                "{msg}"
+            );
             assert!(msg.ends_with(&bad.to_string()), "{msg}");
         }
         assert!(err(&base(Algorithm::DpLloyd)).contains("none for dplloyd"));
         assert!(err(&base(Algorithm::Lloyd).with_epsilon(1.0)).contains("non-private"));
-        assert!(err(&base(Algorithm::DpLloyd).with_epsilon(1.0).with_delta(1e-5)).contains("1e-5 for dplloyd") || err(&base(Algorithm::DpLloyd).with_epsilon(1.0).with_delta(1e-5)).contains("0.00001 for dplloyd"));
+        assert_eq!(
+            err(&base(Algorithm::DpLloyd).with_epsilon(1.0).with_delta(1e-5)),
+            "delta is only used by dplloyd-gaussian, got 0.00001 for dplloyd"
+        );
         let g = base(Algorithm::DpLloydGaussian).with_epsilon(1.0);
         assert_eq!(err(&g), "delta is required by dplloyd-gaussian, got none");
-        assert_eq!(err(&g.clone().with_delta(1.0)), "delta must be in (0, 1), got 1");
+        assert_eq!(
+            err(&g.clone().with_delta(1.0)),
+            "delta must be in (0, 1), got 1"
+        );
         assert!(g.with_delta(1e-6).validate(10, 2).is_ok());
-        assert_eq!(err(&base(Algorithm::DpLloyd).with_epsilon(1.0).with_iterations(0)), "iterations must be >= 1, got 0");
-        let s = base(Algorithm::DpLloyd).with_epsilon(1.0).with_split(SplitRule::CountShare(1.5));
+        assert_eq!(
+            err(&base(Algorithm::DpLloyd)
+                .with_epsilon(1.0)
+                .with_iterations(0)),
+            "iterations must be >= 1, got 0"
+        );
+        let s = base(Algorithm::DpLloyd)
+            .with_epsilon(1.0)
+            .with_split(SplitRule::CountShare(1.5));
         assert_eq!(err(&s), "count share must be in (0, 1), got 1.5");
+        let f = KMeansParams {
+            count_floor: f64::NAN,
+            ..base(Algorithm::DpLloyd).with_epsilon(1.0)
+        };
+        assert_eq!(err(&f), "count floor must be finite and >= 0, got NaN");
+        let h = base(Algorithm::DpLloyd)
+            .with_epsilon(1.0)
+            .with_init(Init::Histogram { share: 1.0 });
+        assert_eq!(err(&h), "init share must be in (0, 1), got 1");
+    }
+
+    #[test]
+    fn plain_dplloyd_is_su_et_al_and_defaults_are_the_improved_variant() {
+        let b = Bounds::uniform(0.0, 1.0, 2).unwrap();
+        let plain = KMeansParams::plain_dplloyd(3, b.clone(), 2.0, 5);
+        assert_eq!(
+            (plain.init, plain.coordinates, plain.count_floor),
+            (Init::SpherePacking, Coordinates::Raw, 0.0)
+        );
+        assert_eq!(
+            (plain.algorithm, plain.epsilon, plain.iterations),
+            (Algorithm::DpLloyd, Some(2.0), Some(5))
+        );
+        let d = KMeansParams::new(3, Algorithm::DpLloyd, b);
+        assert_eq!(
+            (d.init, d.coordinates, d.count_floor, d.split),
+            (
+                DEFAULT_INIT,
+                Coordinates::Centred,
+                DEFAULT_COUNT_FLOOR,
+                SplitRule::MseOptimal
+            )
+        );
     }
 }

@@ -1,0 +1,237 @@
+//! What an audit runs: the attacks ([`AttackKind`]) and the settings ([`AuditConfig`]), with
+//! the checks that reject bad settings before any model is trained.
+
+use std::path::PathBuf;
+
+use dpml_learn::dpsgd::TrainConfig;
+
+use super::error::{DriverError, Result};
+use crate::bounds::DEFAULT_CONFIDENCE;
+use crate::lira::Variance;
+
+/// The attack families an audit can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AttackKind {
+    /// Single-model thresholds on the target: loss (Yeom et al. 2018), confidence, entropy.
+    Loss,
+    /// LiRA online: IN and OUT reference models.
+    Lira,
+    /// LiRA offline: OUT reference scores only.
+    LiraOffline,
+    /// The one-run canary audit (Steinke, Nasr, Jagielski 2023).
+    OneRun,
+}
+
+/// The names accepted by [`AttackKind::parse_list`].
+pub const ATTACK_NAMES: &str = "loss, lira, lira-offline, one-run, all";
+
+impl AttackKind {
+    /// Every attack, in report order.
+    pub const ALL: [AttackKind; 4] = [
+        AttackKind::Loss,
+        AttackKind::Lira,
+        AttackKind::LiraOffline,
+        AttackKind::OneRun,
+    ];
+
+    /// The command-line name: "loss", "lira", "lira-offline", "one-run".
+    pub fn name(self) -> &'static str {
+        match self {
+            AttackKind::Loss => "loss",
+            AttackKind::Lira => "lira",
+            AttackKind::LiraOffline => "lira-offline",
+            AttackKind::OneRun => "one-run",
+        }
+    }
+
+    /// Whether the attack needs reference models.
+    pub fn needs_reference_models(self) -> bool {
+        matches!(self, AttackKind::Lira | AttackKind::LiraOffline)
+    }
+
+    /// Parses a comma-separated list of names (`all` for every attack), without repeats, in
+    /// report order.
+    ///
+    /// # Errors
+    /// [`DriverError::Invalid`] naming an unknown attack, or an empty list.
+    pub fn parse_list(s: &str) -> Result<Vec<AttackKind>> {
+        let mut out = Vec::new();
+        for name in s.split(',').map(str::trim) {
+            match name {
+                "all" => out.extend(AttackKind::ALL),
+                other => out.push(
+                    AttackKind::ALL
+                        .into_iter()
+                        .find(|a| a.name() == other)
+                        .ok_or_else(|| {
+                            DriverError::Invalid(format!(
+                                "unknown attack {other:?}; known attacks: {ATTACK_NAMES}"
+                            ))
+                        })?,
+                ),
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// Everything that defines an audit besides the data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditConfig {
+    /// The training recipe of the target, reused for every reference and canary model.
+    pub recipe: TrainConfig,
+    /// Records the target trains on, N; as many held-out records serve as non-members.
+    pub target_size: usize,
+    /// Attacks to run.
+    pub attacks: Vec<AttackKind>,
+    /// Reference models K for LiRA (each trains on a random half of the 2N audit records).
+    pub reference_models: usize,
+    /// Canaries m of the one-run audit (drawn from the target's N records).
+    pub canaries: usize,
+    /// Confidence of every empirical lower bound.
+    pub confidence: f64,
+    /// The variance model of LiRA's Gaussians.
+    pub lira_variance: Variance,
+    /// Threads that train models side by side (1: one after the other).
+    pub threads: usize,
+    /// Folder for cached models (`None`: no cache).
+    pub cache_dir: Option<PathBuf>,
+    /// The user's seed: every draw and every model's training is derived from it, and models
+    /// are cached only for seeded runs (an unseeded run is never "the same setup" again).
+    pub seed: Option<u64>,
+}
+
+impl AuditConfig {
+    /// Defaults around a recipe: N = 1000, loss attack only, K = 16, m = 256, 95% confidence,
+    /// pooled LiRA variance, 1 thread, no cache, no seed.
+    pub fn new(recipe: TrainConfig) -> Self {
+        Self {
+            recipe,
+            target_size: 1000,
+            attacks: vec![AttackKind::Loss],
+            reference_models: 16,
+            canaries: 256,
+            confidence: DEFAULT_CONFIDENCE,
+            lira_variance: Variance::Global,
+            threads: 1,
+            cache_dir: None,
+            seed: None,
+        }
+    }
+
+    /// Whether any requested attack needs reference models.
+    pub fn needs_reference_models(&self) -> bool {
+        self.attacks.iter().any(|a| a.needs_reference_models())
+    }
+
+    /// Checks the settings against a data set of `records` records.
+    ///
+    /// # Errors
+    /// [`DriverError::Invalid`] naming the value: no attacks, N = 0, 2N above the data set
+    /// size, K = 0 (or K = 1 for online LiRA, which needs IN and OUT scores), m = 0 or m > N
+    /// for the one-run audit, confidence outside (0, 1), 0 threads.
+    pub fn validate(&self, records: usize) -> Result<()> {
+        let bad = |m: String| Err(DriverError::Invalid(m));
+        if self.attacks.is_empty() {
+            return bad(format!(
+                "attack list is empty; known attacks: {ATTACK_NAMES}"
+            ));
+        }
+        if self.target_size == 0 {
+            return bad("target-size must be at least 1, got 0".into());
+        }
+        if self.target_size.saturating_mul(2) > records {
+            return bad(format!(
+                "target-size must be at most half the data set ({} records: N members and N \
+                 non-members), got {}",
+                records, self.target_size
+            ));
+        }
+        if self.reference_models == 0 {
+            return bad("reference-models must be at least 1, got 0".into());
+        }
+        if self.attacks.contains(&AttackKind::Lira) && self.reference_models < 2 {
+            return bad(format!(
+                "reference-models must be at least 2 for online LiRA (IN and OUT models per \
+                 example), got {}",
+                self.reference_models
+            ));
+        }
+        if self.attacks.contains(&AttackKind::OneRun) {
+            if self.canaries == 0 {
+                return bad("canaries must be at least 1, got 0".into());
+            }
+            if self.canaries > self.target_size {
+                return bad(format!(
+                    "canaries must be at most the target size ({}), got {}",
+                    self.target_size, self.canaries
+                ));
+            }
+        }
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return bad(format!(
+                "confidence must be in (0, 1), got {}",
+                self.confidence
+            ));
+        }
+        if self.threads == 0 {
+            return bad("threads must be at least 1, got 0".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attack_lists_parse_and_unknown_names_are_named() {
+        assert_eq!(
+            AttackKind::parse_list("one-run,loss,loss").unwrap(),
+            vec![AttackKind::Loss, AttackKind::OneRun]
+        );
+        assert_eq!(
+            AttackKind::parse_list("all").unwrap(),
+            AttackKind::ALL.to_vec()
+        );
+        let e = AttackKind::parse_list("lira,shadow")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"shadow\"") && e.contains("lira-offline"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let ok = AuditConfig {
+            attacks: AttackKind::ALL.to_vec(),
+            target_size: 100,
+            canaries: 50,
+            ..AuditConfig::new(TrainConfig::default())
+        };
+        ok.validate(200).unwrap();
+        let with = |f: &dyn Fn(&mut AuditConfig), records: usize| {
+            let mut c = ok.clone();
+            f(&mut c);
+            c.validate(records).unwrap_err().to_string()
+        };
+        assert!(with(&|_| {}, 199).contains("got 100"));
+        assert!(
+            with(&|c| c.reference_models = 0, 200)
+                .contains("reference-models must be at least 1, got 0")
+        );
+        assert!(with(&|c| c.reference_models = 1, 200).contains("got 1"));
+        assert!(
+            with(&|c| c.canaries = 101, 200)
+                .contains("canaries must be at most the target size (100), got 101")
+        );
+        assert!(with(&|c| c.canaries = 0, 200).contains("got 0"));
+        assert!(with(&|c| c.confidence = 1.0, 200).contains("confidence"));
+        assert!(with(&|c| c.attacks.clear(), 200).contains("empty"));
+    }
+}

@@ -1,0 +1,326 @@
+//! The audit itself: draw the population, train the target (and reference and canary models)
+//! with the same recipe, score every attack, and set the empirical lower bounds beside the
+//! accountant's ε ([`run_audit`] → [`AuditReport`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use dpml_data::Dataset;
+use dpml_mechanisms::DpRng;
+use serde::Serialize;
+
+use super::cache::ModelCache;
+use super::canary::CanaryRun;
+use super::config::{AttackKind, AuditConfig};
+use super::error::{DriverError, Result};
+use super::metrics::AttackMetrics;
+use super::models::{Job, ModelReady, Scored, train_and_score};
+use super::population::{Population, split_scores};
+use super::scores::{RecordScores, accuracy};
+use super::theory::{Theory, resolve_recipe};
+use crate::bounds::EpsilonBoundParams;
+use crate::lira::{self, OfflineStatistic, ReferenceScores};
+use crate::one_run;
+
+/// The one-run audit's outcome, in the JSON shape of the other attacks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OneRunOutcome {
+    /// ε lower bound holding with the stated confidence.
+    pub epsilon_lower_bound: f64,
+    /// The accountant's ε for the canary run (its training set size differs slightly from the
+    /// target's; `None` when non-private).
+    pub epsilon_theoretical: Option<f64>,
+    /// Canaries m.
+    pub canaries: u64,
+    /// Guesses made.
+    pub guesses: u64,
+    /// Correct guesses.
+    pub correct: u64,
+    /// "In" guesses.
+    pub k_plus: u64,
+    /// "Out" guesses.
+    pub k_minus: u64,
+}
+
+/// One attack's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AttackOutcome {
+    /// A threshold attack on the target's members and non-members.
+    Threshold(AttackMetrics),
+    /// The one-run canary audit.
+    OneRun(OneRunOutcome),
+}
+
+impl AttackOutcome {
+    /// The attack's ε lower bound.
+    pub fn epsilon_lower_bound(&self) -> f64 {
+        match self {
+            AttackOutcome::Threshold(m) => m.epsilon_lower_bound,
+            AttackOutcome::OneRun(o) => o.epsilon_lower_bound,
+        }
+    }
+}
+
+/// Everything an audit found. Field names are the `dpml audit --json` contract.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditReport {
+    /// The data set's name.
+    pub dataset: String,
+    /// N.
+    pub target_size: usize,
+    /// Reference models trained for LiRA (`None` when no LiRA attack ran).
+    pub reference_models: Option<usize>,
+    /// Canaries of the one-run audit (`None` when it did not run).
+    pub canaries: Option<usize>,
+    /// Confidence of every lower bound.
+    pub confidence: f64,
+    /// Whether the run was seeded (reproducible, not a secure release).
+    pub seeded: bool,
+    /// The accountant's ε for the target (`None` = non-private, no guarantee).
+    pub epsilon_theoretical: Option<f64>,
+    /// δ of both ε's.
+    pub delta: f64,
+    /// The accountant's full statement about the target.
+    pub theory: Theory,
+    /// The target's accuracy on its training set.
+    pub target_train_accuracy: f64,
+    /// The target's accuracy on the held-out non-members.
+    pub target_holdout_accuracy: f64,
+    /// Each attack's metrics, by name ("loss", "confidence", "entropy", "lira",
+    /// "lira_offline", "one_run").
+    pub attacks: BTreeMap<String, AttackOutcome>,
+    /// The best lower bound across attacks.
+    pub epsilon_lower_bound: f64,
+    /// The attack that gave it.
+    pub best_attack: String,
+    /// False when some attack's lower bound exceeds its model's theoretical ε (a bug in
+    /// dpml's training or accounting).
+    pub consistent: bool,
+    /// Attacks whose lower bound exceeds the theoretical ε.
+    pub violations: Vec<String>,
+    /// Models trained in this run.
+    pub models_trained: usize,
+    /// Models loaded from the cache.
+    pub models_from_cache: usize,
+    /// The cache folder, if caching was on.
+    pub cache_dir: Option<String>,
+    /// Seconds spent training or loading models.
+    pub training_seconds: f64,
+    /// Seconds for the whole audit.
+    pub wall_seconds: f64,
+    /// The f-DP bound `(FPR, max TPR)` for plots (`None` when non-private).
+    #[serde(skip)]
+    pub roc_bound: Option<Vec<(f64, f64)>>,
+}
+
+impl AuditConfig {
+    /// Models the audit will train or load: the target, K reference models if LiRA runs, and
+    /// one canary model if the one-run audit runs.
+    pub fn models_needed(&self) -> usize {
+        1 + if self.needs_reference_models() {
+            self.reference_models
+        } else {
+            0
+        } + usize::from(self.attacks.contains(&AttackKind::OneRun))
+    }
+}
+
+/// Runs the audit of `cfg` on `data` (the population the target's records are drawn from),
+/// calling `ready` after each model is trained or loaded.
+///
+/// # Privacy
+/// The lower bounds are statistical statements about the trained models (see
+/// [`crate::bounds`] and [`crate::one_run`]); the audit itself releases nothing private.
+///
+/// # Errors
+/// Bad settings ([`AuditConfig::validate`]), a recipe the trainer refuses, cache I/O
+/// failures, and scoring failures, each naming the value.
+pub fn run_audit(
+    cfg: &AuditConfig,
+    data: &Dataset,
+    rng: &mut DpRng,
+    ready: &(dyn Fn(&ModelReady) + Sync),
+) -> Result<AuditReport> {
+    let started = Instant::now();
+    cfg.validate(data.n)?;
+    let pop = Population::draw(data, cfg.target_size, rng)?;
+    let recipe = resolve_recipe(&cfg.recipe, cfg.target_size)?;
+    let theory = Theory::of(&recipe, cfg.target_size)?;
+    let audit_set = Arc::new(data.subset(&pop.indices));
+    let members = data.subset(pop.members());
+
+    let mut jobs = vec![Job::new(
+        "target",
+        members.clone(),
+        audit_set.clone(),
+        cfg.seed,
+        rng,
+    )];
+    let membership = if cfg.needs_reference_models() {
+        let m = lira::balanced_membership(cfg.reference_models, pop.len(), rng)?;
+        for (k, row) in m.iter().enumerate() {
+            let idx: Vec<usize> = (0..pop.len()).filter(|&i| row[i]).collect();
+            let role = format!("reference {k}");
+            jobs.push(Job::new(
+                role,
+                audit_set.subset(&idx),
+                audit_set.clone(),
+                cfg.seed,
+                rng,
+            ));
+        }
+        Some(m)
+    } else {
+        None
+    };
+    let canary_run = if cfg.attacks.contains(&AttackKind::OneRun) {
+        let run = CanaryRun::draw(&members, cfg.canaries, rng)?;
+        let eval = Arc::new(run.canaries.clone());
+        jobs.push(Job::new("canaries", run.train.clone(), eval, cfg.seed, rng));
+        Some(run)
+    } else {
+        None
+    };
+
+    let cache = cfg.cache_dir.as_ref().map(ModelCache::new);
+    let train_start = Instant::now();
+    let mut scored = train_and_score(jobs, &recipe, cache.as_ref(), cfg.threads, ready)?;
+    let training_seconds = train_start.elapsed().as_secs_f64();
+    let from_cache = scored.iter().filter(|s| s.from_cache).count();
+    let models_total = scored.len();
+
+    let params = EpsilonBoundParams::new(recipe.delta, cfg.confidence)?;
+    let mut split_rng = rng.fork();
+    let mut attacks = BTreeMap::new();
+    let canary_scored = canary_run.as_ref().and_then(|_| scored.pop());
+    // What is left after the target are the reference models, in order.
+    let target = scored.remove(0);
+    let target_scores = RecordScores::from_logits(&target.logits, target.classes, &audit_set.y)?;
+    let mut threshold = |name: &str, scores: &[f64], rng: &mut DpRng| -> Result<()> {
+        let (m, n) = split_scores(&pop, scores);
+        let metrics = AttackMetrics::from_scores(&m, &n, params, rng)?;
+        attacks.insert(name.to_string(), AttackOutcome::Threshold(metrics));
+        Ok(())
+    };
+    if cfg.attacks.contains(&AttackKind::Loss) {
+        threshold("loss", &target_scores.loss, &mut split_rng)?;
+        threshold("confidence", &target_scores.confidence, &mut split_rng)?;
+        threshold("entropy", &target_scores.entropy, &mut split_rng)?;
+    }
+    if let Some(membership) = &membership {
+        let refs = reference_scores(&scored, membership, &audit_set.y)?;
+        if cfg.attacks.contains(&AttackKind::Lira) {
+            let s = lira::lira_online(&target_scores.phi, &refs, cfg.lira_variance)?;
+            threshold("lira", &s, &mut split_rng)?;
+        }
+        if cfg.attacks.contains(&AttackKind::LiraOffline) {
+            let s = lira::lira_offline(
+                &target_scores.phi,
+                &refs,
+                cfg.lira_variance,
+                OfflineStatistic::NegLogSurvival,
+            )?;
+            threshold("lira_offline", &s, &mut split_rng)?;
+        }
+    }
+    if let (Some(run), Some(s)) = (&canary_run, &canary_scored) {
+        let outcome = one_run_outcome(run, s, &recipe, params)?;
+        attacks.insert("one_run".into(), AttackOutcome::OneRun(outcome));
+    }
+
+    let (best_attack, best) = attacks
+        .iter()
+        .map(|(k, v)| (k.clone(), v.epsilon_lower_bound()))
+        .fold(
+            (String::new(), 0.0),
+            |acc, x| if x.1 > acc.1 { x } else { acc },
+        );
+    let violations: Vec<String> = attacks
+        .iter()
+        .filter(|(_, v)| {
+            let theoretical = match v {
+                AttackOutcome::OneRun(o) => o.epsilon_theoretical,
+                AttackOutcome::Threshold(_) => theory.epsilon,
+            };
+            theoretical.is_some_and(|t| v.epsilon_lower_bound() > t)
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    let members_n = pop.target_size;
+    let (train_logits, holdout_logits) = target.logits.split_at(members_n * target.classes);
+    Ok(AuditReport {
+        dataset: data.name.clone(),
+        target_size: cfg.target_size,
+        reference_models: membership.as_ref().map(Vec::len),
+        canaries: canary_run.as_ref().map(|r| r.plan.len()),
+        confidence: cfg.confidence,
+        seeded: rng.is_seeded(),
+        epsilon_theoretical: theory.epsilon,
+        delta: recipe.delta,
+        roc_bound: theory.roc_bound()?,
+        theory,
+        target_train_accuracy: accuracy(train_logits, target.classes, &audit_set.y[..members_n]),
+        target_holdout_accuracy: accuracy(
+            holdout_logits,
+            target.classes,
+            &audit_set.y[members_n..],
+        ),
+        attacks,
+        epsilon_lower_bound: best,
+        best_attack,
+        consistent: violations.is_empty(),
+        violations,
+        models_trained: models_total - from_cache,
+        models_from_cache: from_cache,
+        cache_dir: cache.map(|c| c.dir().display().to_string()),
+        training_seconds,
+        wall_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// φ of every reference model (in job order) with their membership.
+fn reference_scores(
+    refs: &[Scored],
+    membership: &[Vec<bool>],
+    labels: &[u32],
+) -> Result<ReferenceScores> {
+    if refs.len() != membership.len() {
+        return Err(DriverError::Invalid(format!(
+            "expected {} reference models, got {}",
+            membership.len(),
+            refs.len()
+        )));
+    }
+    let phis = refs
+        .iter()
+        .map(|s| Ok(RecordScores::from_logits(&s.logits, s.classes, labels)?.phi))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ReferenceScores::from_models(&phis, membership)?)
+}
+
+fn one_run_outcome(
+    run: &CanaryRun,
+    scored: &Scored,
+    recipe: &dpml_learn::dpsgd::TrainConfig,
+    params: EpsilonBoundParams,
+) -> Result<OneRunOutcome> {
+    let scores = RecordScores::from_logits(&scored.logits, scored.classes, &run.canaries.y)?;
+    let r = one_run::audit_sweep(
+        &scores.loss,
+        &run.plan.included,
+        &run.guess_choices(),
+        params.delta(),
+        params.confidence(),
+    )?;
+    Ok(OneRunOutcome {
+        epsilon_lower_bound: r.epsilon,
+        epsilon_theoretical: Theory::of(recipe, run.train.n)?.epsilon,
+        canaries: r.canaries,
+        guesses: r.guesses,
+        correct: r.correct,
+        k_plus: r.k_plus,
+        k_minus: r.k_minus,
+    })
+}

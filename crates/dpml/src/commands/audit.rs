@@ -1,0 +1,309 @@
+//! `dpml audit`: train a target model with dpml's trainer, attack it (loss, LiRA online and
+//! offline with reference models, the one-run canary audit), and put each attack's empirical
+//! ε lower bound beside the accountant's ε. Writes `audit.json`, `roc.png`/`roc.svg` and a
+//! self-contained `report.html` under `--out`; exits 1 (after writing) when a lower bound
+//! exceeds the theoretical ε.
+
+use std::path::{Path, PathBuf};
+
+use clap::{ArgGroup, Args};
+use dpml_audit::driver::{
+    AttackKind, AttackOutcome, AuditConfig, AuditReport, DriverError, ModelReady, run_audit,
+};
+use dpml_data::{LoadOptions, Source, load};
+use dpml_learn::dpsgd::{
+    FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization, OptimizerKind, Privacy, TrainConfig,
+};
+use serde_json::{Value, json};
+
+use crate::args::{self, DataArgs, SeedArg};
+use crate::error::{CliError, CliResult};
+use crate::output::Output;
+use crate::plot::{self, Chart, Series, Style};
+use crate::report;
+
+/// Flags of `dpml audit`.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("privacy").required(true).args(["epsilon", "noise_multiplier", "non_private"])))]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Architecture of the target: logreg, mlp, cnn, cnn-tanh.
+    #[arg(long)]
+    pub model: String,
+    /// Target ε: σ is calibrated (PLD) for the target's training set size.
+    #[arg(long, value_parser = args::positive)]
+    pub epsilon: Option<f64>,
+    /// Noise multiplier σ.
+    #[arg(long, value_parser = args::positive)]
+    pub noise_multiplier: Option<f64>,
+    /// Train without privacy (no clipping, no noise, no ε).
+    #[arg(long)]
+    pub non_private: bool,
+    /// Epochs.
+    #[arg(long, value_parser = args::positive, default_value = "20")]
+    pub epochs: f64,
+    /// Expected (Poisson) batch size.
+    #[arg(long, default_value = "64")]
+    pub batch_size: usize,
+    /// Learning rate.
+    #[arg(long, value_parser = args::positive, default_value = "0.1")]
+    pub lr: f64,
+    /// Per-sample clipping norm C.
+    #[arg(long, value_parser = args::positive, default_value = "1.0")]
+    pub max_grad_norm: f64,
+    /// δ of the theoretical ε and of every lower bound.
+    #[arg(long, value_parser = args::open_unit, default_value = "1e-5")]
+    pub delta: f64,
+    /// Hidden layer sizes of an mlp, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "256")]
+    pub hidden: Vec<usize>,
+    /// Optimizer: sgd (momentum 0.9) or adam.
+    #[arg(long, default_value = "sgd")]
+    pub optimizer: String,
+    #[command(flatten)]
+    pub seed: SeedArg,
+    /// Records the target trains on (N); N held-out records are the non-members
+    /// [default: min(2000, half the data set)].
+    #[arg(long)]
+    pub target_size: Option<usize>,
+    /// Attacks, comma-separated: loss, lira, lira-offline, one-run, all.
+    #[arg(long)]
+    pub attack: String,
+    /// Reference models K for LiRA.
+    #[arg(long, default_value = "16")]
+    pub reference_models: usize,
+    /// Canaries m of the one-run audit [default: min(500, N)].
+    #[arg(long)]
+    pub canaries: Option<usize>,
+    /// Confidence of the lower bounds.
+    #[arg(long, value_parser = args::open_unit, default_value = "0.95")]
+    pub confidence: f64,
+    /// Threads training models side by side [default: the CPU count].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Model cache folder [default: OUT/model-cache, or dpml-audit-cache in the system temp
+    /// folder]. Only seeded runs use it.
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Do not read or write cached models.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Output folder for audit.json, roc.png, roc.svg and report.html.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Default N when `--target-size` is not given.
+const DEFAULT_TARGET_SIZE: usize = 2000;
+/// Default m when `--canaries` is not given.
+const DEFAULT_CANARIES: usize = 500;
+
+fn driver_err(e: DriverError) -> CliError {
+    if e.is_user_error() {
+        CliError::usage(e)
+    } else {
+        CliError::internal(e)
+    }
+}
+
+fn recipe(a: &AuditArgs, source: &Source) -> CliResult<TrainConfig> {
+    let privacy = match (a.epsilon, a.noise_multiplier) {
+        (Some(e), _) => Privacy::TargetEpsilon(e),
+        (None, Some(s)) => Privacy::NoiseMultiplier(s),
+        (None, None) => Privacy::NonPrivate,
+    };
+    let optimizer = match a.optimizer.as_str() {
+        "sgd" => OptimizerKind::Sgd {
+            momentum: 0.9,
+            nesterov: false,
+        },
+        "adam" => OptimizerKind::Adam,
+        other => {
+            return Err(CliError::usage(format!(
+                "unknown optimizer {other:?}; known optimizers: sgd, adam"
+            )));
+        }
+    };
+    let normalize = match source {
+        Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
+        Source::FashionMnist => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
+        _ => Normalization::None,
+    };
+    Ok(TrainConfig {
+        model: a.model.clone(),
+        hidden: a.hidden.clone(),
+        epochs: a.epochs,
+        batch_size: a.batch_size,
+        max_grad_norm: a.max_grad_norm as f32,
+        lr: a.lr as f32,
+        optimizer,
+        privacy,
+        delta: a.delta,
+        normalize,
+        ..TrainConfig::default()
+    })
+}
+
+/// Run `dpml audit`.
+pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let attacks = AttackKind::parse_list(&a.attack).map_err(driver_err)?;
+    let source = &a.data.dataset;
+    let mut rec = recipe(a, source)?;
+    rec.validate().map_err(CliError::usage)?;
+    let opts = LoadOptions {
+        data_dir: data_dir.map(Path::to_path_buf),
+        label_column: a.data.label_column.clone(),
+    };
+    let data = load(source, &opts)?.train;
+    if rec.normalize == Normalization::None && data.feature_range.is_some() {
+        rec.normalize = Normalization::PublicRange;
+    }
+    let target_size = a.target_size.unwrap_or(DEFAULT_TARGET_SIZE.min(data.n / 2));
+    let cache_dir = (!a.no_cache).then(|| {
+        a.cache.clone().unwrap_or_else(|| match &a.out {
+            Some(o) => o.join("model-cache"),
+            None => std::env::temp_dir().join("dpml-audit-cache"),
+        })
+    });
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let cfg = AuditConfig {
+        target_size,
+        attacks,
+        reference_models: a.reference_models,
+        canaries: a.canaries.unwrap_or(DEFAULT_CANARIES.min(target_size)),
+        confidence: a.confidence,
+        threads,
+        cache_dir,
+        seed: a.seed.seed,
+        ..AuditConfig::new(rec.clone())
+    };
+    cfg.validate(data.n).map_err(driver_err)?;
+    let mut rng = a.seed.rng()?;
+    let bar = out.progress(cfg.models_needed() as u64, "models");
+    let ready = |m: &ModelReady| {
+        bar.set_message(if m.from_cache { "cached" } else { "trained" });
+        bar.inc(1);
+    };
+    let report = run_audit(&cfg, &data, &mut rng, &ready).map_err(driver_err)?;
+    bar.finish_and_clear();
+
+    let mut result = serde_json::to_value(&report).map_err(CliError::internal)?;
+    result["recipe"] = serde_json::to_value(&rec).map_err(CliError::internal)?;
+    result["threads"] = json!(threads);
+    if let Some(dir) = &a.out {
+        let files = write_outputs(dir, &report, &result)?;
+        result["files"] = files;
+        write_json(&dir.join("audit.json"), &result)?;
+    }
+    out.emit(&result);
+    if !report.consistent {
+        eprintln!("{}", inconsistency_banner(&report));
+        return Err(CliError::internal(format!(
+            "empirical epsilon lower bound {} ({}) exceeds the theoretical epsilon {}: a bug in dpml's \
+             training or accounting",
+            report.epsilon_lower_bound,
+            report.violations.join(", "),
+            report
+                .epsilon_theoretical
+                .map_or("none".into(), |e| e.to_string())
+        )));
+    }
+    Ok(())
+}
+
+/// The loud warning printed when the audit contradicts the accountant.
+pub fn inconsistency_banner(r: &AuditReport) -> String {
+    let line = "!".repeat(78);
+    format!(
+        "{line}\n!! PRIVACY AUDIT FAILED: attacks {:?} show epsilon >= {:.4} with {:.0}% confidence,\n!! \
+         above the accountant's epsilon {:?} at delta {:e}. This is a bug in dpml: report it.\n{line}",
+        r.violations,
+        r.epsilon_lower_bound,
+        100.0 * r.confidence,
+        r.epsilon_theoretical,
+        r.delta
+    )
+}
+
+fn write_json(path: &Path, v: &Value) -> CliResult<()> {
+    let text = serde_json::to_string_pretty(v).map_err(CliError::internal)?;
+    std::fs::write(path, text)
+        .map_err(|e| CliError::usage(format!("writing {}: {e}", path.display())))
+}
+
+/// Attacks drawn on the ROC plot: every threshold attack, in report order.
+fn roc_chart(r: &AuditReport) -> Chart {
+    let mut series: Vec<Series> = r
+        .attacks
+        .iter()
+        .filter_map(|(name, o)| match o {
+            AttackOutcome::Threshold(m) => Some(Series::new(
+                format!("{name} (AUC {:.3})", m.auc),
+                m.roc.clone(),
+                Style::Line,
+            )),
+            AttackOutcome::OneRun(_) => None,
+        })
+        .collect();
+    // Below one false positive in the sample nothing is measured: start the reference lines there.
+    let non_members = r
+        .attacks
+        .values()
+        .find_map(|o| match o {
+            AttackOutcome::Threshold(m) => Some(m.non_members),
+            AttackOutcome::OneRun(_) => None,
+        })
+        .unwrap_or(1000);
+    let min_fpr = 0.5 / non_members as f64;
+    let grid: Vec<f64> = dpml_accounting::fdp::alpha_grid(100)
+        .into_iter()
+        .filter(|&a| a >= min_fpr)
+        .collect();
+    series.push(Series::new(
+        "random guess",
+        grid.iter().map(|&a| (a, a)).collect(),
+        Style::Dashed,
+    ));
+    let title = match (&r.roc_bound, r.epsilon_theoretical) {
+        (Some(bound), Some(eps)) => {
+            series.push(Series::new(
+                format!("f-DP bound, PLD eps={eps:.3} (no attack may cross)"),
+                bound.iter().copied().filter(|p| p.0 >= min_fpr).collect(),
+                Style::Dashed,
+            ));
+            format!(
+                "Membership inference ROC, eps={eps:.3}, delta={:e}",
+                r.delta
+            )
+        }
+        _ => "Membership inference ROC (non-private: no bound)".to_string(),
+    };
+    Chart {
+        title,
+        x_label: "false-positive rate".into(),
+        y_label: "true-positive rate".into(),
+        log_x: true,
+        log_y: true,
+        series,
+    }
+}
+
+fn write_outputs(dir: &Path, r: &AuditReport, result: &Value) -> CliResult<Value> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
+    let (png, svg) = plot::write(&[roc_chart(r)], dir, "roc")?;
+    let svg_text = std::fs::read_to_string(&svg)
+        .map_err(|e| CliError::internal(format!("reading {}: {e}", svg.display())))?;
+    let html = dir.join("report.html");
+    std::fs::write(&html, report::audit_html(r, result, &svg_text))
+        .map_err(|e| CliError::usage(format!("writing {}: {e}", html.display())))?;
+    Ok(json!({
+        "audit_json": dir.join("audit.json"),
+        "roc_png": png,
+        "roc_svg": svg,
+        "report_html": html,
+    }))
+}

@@ -1,0 +1,103 @@
+//! `dpml bench …`: benchmarks that print what they measure in one run. Not tests: the numbers
+//! depend on the machine, and only the run's own ratios and medians are meaningful.
+
+use std::time::Instant;
+
+use clap::{Args, Subcommand};
+use dpml_accounting::calibrate::noise_multiplier;
+use dpml_accounting::gdp::GdpAccountant;
+use dpml_accounting::pld::PldAccountant;
+use dpml_accounting::rdp::{Conversion, RdpAccountant};
+use dpml_accounting::{Accountant, PrivacyEvent};
+use serde_json::{Value, json};
+
+use crate::args;
+use crate::error::CliResult;
+use crate::output::Output;
+
+/// Benchmarks.
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Time of each accountant and of calibration for DP-SGD at two horizons.
+    Accounting(AccountingBenchArgs),
+}
+
+/// Flags of `dpml bench accounting`.
+#[derive(Args, Debug)]
+pub struct AccountingBenchArgs {
+    /// Noise multiplier σ.
+    #[arg(long, value_parser = args::positive, default_value = "1.1")]
+    pub noise_multiplier: f64,
+    /// Sampling rate q.
+    #[arg(long, value_parser = args::rate, default_value = "0.004266666666666667")]
+    pub sampling_rate: f64,
+    /// δ.
+    #[arg(long, value_parser = args::open_unit, default_value = "1e-5")]
+    pub delta: f64,
+    /// Step counts to time.
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one, default_value = "10000,100000")]
+    pub steps: Vec<u64>,
+    /// Repetitions per measurement (the median is reported).
+    #[arg(long, value_parser = args::at_least_one, default_value = "5")]
+    pub repeats: u64,
+}
+
+/// Run a benchmark.
+pub fn run(cmd: &BenchCommand, out: Output) -> CliResult<()> {
+    match cmd {
+        BenchCommand::Accounting(a) => accounting(a, out),
+    }
+}
+
+/// Median wall time in milliseconds of `repeats` runs of `f`, and its last result.
+fn time_ms<T>(repeats: u64, mut f: impl FnMut() -> CliResult<T>) -> CliResult<(f64, T)> {
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..repeats {
+        let start = Instant::now();
+        last = Some(f()?);
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    let result = last.expect("repeats ≥ 1 is enforced by the argument parser");
+    Ok((times[times.len() / 2], result))
+}
+
+fn accounting(a: &AccountingBenchArgs, out: Output) -> CliResult<()> {
+    let (sigma, q, delta, reps) = (a.noise_multiplier, a.sampling_rate, a.delta, a.repeats);
+    let rdp = RdpAccountant::new(Conversion::Current);
+    let pld = PldAccountant::pessimistic();
+    let bar = out.progress(a.steps.len() as u64, "accounting");
+    let mut rows = Vec::new();
+    for &steps in &a.steps {
+        let event = PrivacyEvent::dp_sgd(sigma, q, steps);
+        let (rdp_ms, rdp_eps) = time_ms(reps, || Ok(rdp.epsilon(&event, delta)?))?;
+        let (gdp_ms, gdp_eps) = time_ms(reps, || Ok(GdpAccountant.epsilon(&event, delta)?))?;
+        let (pld_ms, composed) = time_ms(reps, || Ok(pld.pld(&event)?))?;
+        let pld_eps = composed.epsilon(delta)?;
+        let target = rdp_eps;
+        let (cal_rdp_ms, cal_rdp) = time_ms(reps, || {
+            Ok(noise_multiplier(&rdp, target, delta, q, steps)?)
+        })?;
+        let (cal_pld_ms, cal_pld) =
+            time_ms(1, || Ok(noise_multiplier(&pld, target, delta, q, steps)?))?;
+        rows.push(json!({
+            "steps": steps,
+            "rdp": {"epsilon": rdp_eps, "ms": rdp_ms, "orders": rdp.orders.len()},
+            "pld": {"epsilon": pld_eps, "ms": pld_ms, "grid_points": composed.grid_points(),
+                    "interval": composed.value_discretization_interval()},
+            "gdp": {"epsilon": gdp_eps, "ms": gdp_ms},
+            "calibration_rdp": {"target_epsilon": target, "noise_multiplier": cal_rdp.noise_multiplier, "ms": cal_rdp_ms},
+            "calibration_pld": {"target_epsilon": target, "noise_multiplier": cal_pld.noise_multiplier, "ms": cal_pld_ms},
+        }));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    out.emit(&json!({
+        "benchmark": "accounting",
+        "noise_multiplier": sigma, "sampling_rate": q, "delta": delta, "repeats": reps,
+        "note": "wall-clock medians on this machine; RDP memory is one value per order whatever T; PLD memory is grid_points f64 values",
+        "results": Value::Array(rows),
+    }));
+    Ok(())
+}

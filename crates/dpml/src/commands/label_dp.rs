@@ -1,0 +1,175 @@
+//! `dpml label-dp`: label differential privacy on a classification data set. Each training
+//! label is privatised once (Laplace, randomized response or RR-with-prior), a model is trained
+//! without further noise, and the test utility is reported next to ε (ε-label-DP: features are
+//! not protected).
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use dpml_data::{Dataset, LoadOptions, Source, load};
+use dpml_learn::dpsgd::{FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization, OptimizerKind, Privacy, TrainConfig, save};
+use dpml_learn::label_dp::{LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, run as run_label_dp};
+use serde_json::{Value, json};
+
+use crate::args::{self, DataArgs, SeedArg};
+use crate::error::{CliError, CliResult};
+use crate::output::Output;
+
+fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    s.parse::<T>().map_err(|e| e.to_string())
+}
+
+/// One layer size ≥ 1 (the flag takes a comma-separated list).
+pub fn size(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(v) if v >= 1 => Ok(v),
+        _ => Err(format!("hidden sizes must be whole numbers >= 1, got {s}")),
+    }
+}
+
+/// Flags of `dpml label-dp`.
+#[derive(Args, Debug)]
+pub struct LabelDpArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// classification (test accuracy) or regression (the class index as a number; test MSE, MAE).
+    #[arg(long, default_value = "classification", value_parser = parse::<Task>)]
+    pub task: Task,
+    /// laplace, rr (k-ary randomized response) or rr-prior (RR-with-prior, multi-stage).
+    #[arg(long, value_parser = parse::<LabelMechanism>)]
+    pub mechanism: LabelMechanism,
+    /// Laplace classification only: clamp-round (default, multi-hot + BCE), argmax or soft.
+    #[arg(long, value_parser = parse::<PostProcess>)]
+    pub postprocess: Option<PostProcess>,
+    /// ε of each label (the per-record ε-label-DP guarantee).
+    #[arg(long, value_parser = args::positive)]
+    pub epsilon: f64,
+    /// rr-prior only: number of stages (default 2).
+    #[arg(long, value_parser = args::at_least_one)]
+    pub stages: Option<u64>,
+    /// Model: mlp, logreg, cnn or cnn-tanh.
+    #[arg(long, default_value = "mlp")]
+    pub model: String,
+    /// Hidden layer sizes of the mlp, comma-separated.
+    #[arg(long, default_value = "512", value_delimiter = ',', value_parser = size)]
+    pub hidden: Vec<usize>,
+    /// Training epochs (of each stage for rr-prior).
+    #[arg(long, default_value = "10", value_parser = args::positive)]
+    pub epochs: f64,
+    /// Mini-batch size.
+    #[arg(long, default_value = "128", value_parser = args::at_least_one)]
+    pub batch_size: u64,
+    /// Learning rate.
+    #[arg(long, default_value = "0.001", value_parser = args::positive)]
+    pub lr: f64,
+    /// adam or sgd (momentum 0.9).
+    #[arg(long, default_value = "adam")]
+    pub optimizer: String,
+    /// Save the trained model (safetensors) here, e.g. for `dpml predict`.
+    #[arg(long)]
+    pub save_model: Option<PathBuf>,
+    #[command(flatten)]
+    pub seed: SeedArg,
+}
+
+/// The training recipe for `source` (normalisation from public constants only).
+fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<TrainConfig> {
+    let optimizer = match a.optimizer.as_str() {
+        "sgd" => OptimizerKind::Sgd { momentum: 0.9, nesterov: false },
+        "adam" => OptimizerKind::Adam,
+        other => return Err(CliError::usage(format!("unknown optimizer {other:?}; known optimizers: sgd, adam"))),
+    };
+    let normalize = match source {
+        Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
+        Source::FashionMnist => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
+        _ if train.feature_range.is_some() => Normalization::PublicRange,
+        _ => Normalization::None,
+    };
+    let batch_size = usize::try_from(a.batch_size).map_err(|_| CliError::usage(format!("--batch-size {} is too large", a.batch_size)))?;
+    Ok(TrainConfig {
+        model: a.model.clone(),
+        hidden: a.hidden.clone(),
+        epochs: a.epochs,
+        batch_size,
+        lr: a.lr as f32,
+        optimizer,
+        privacy: Privacy::NonPrivate,
+        normalize,
+        physical_batch: batch_size.max(1),
+        ..TrainConfig::default()
+    })
+}
+
+/// The test split: the data set's own, or every 5th record (a public rule) when it has none.
+fn split(train: Dataset, test: Option<Dataset>) -> (Dataset, Dataset, &'static str) {
+    match test {
+        Some(t) => (train, t, "published test split"),
+        None => {
+            let (tr, te): (Vec<usize>, Vec<usize>) = (0..train.n).partition(|i| i % 5 != 0);
+            (train.subset(&tr), train.subset(&te), "every 5th record")
+        }
+    }
+}
+
+/// Run `dpml label-dp`.
+pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let cfg_probe = LabelDpConfig {
+        task: a.task,
+        mechanism: a.mechanism,
+        postprocess: a.postprocess,
+        epsilon: a.epsilon,
+        stages: a.stages.map(|s| s as usize),
+        training: TrainConfig { privacy: Privacy::NonPrivate, ..TrainConfig::default() },
+    };
+    // Combinations are refused before any data is read.
+    cfg_probe.validate().map_err(CliError::usage)?;
+    let opts = LoadOptions { data_dir: data_dir.map(Path::to_path_buf), label_column: a.data.label_column.clone() };
+    let splits = load(&a.data.dataset, &opts)?;
+    let (train, test, test_split) = split(splits.train, splits.test);
+    let cfg = LabelDpConfig { training: training(a, &a.data.dataset, &train)?, ..cfg_probe };
+    let mut rng = a.seed.rng()?;
+    let bar = out.progress(1, "label-dp");
+    let outcome = run_label_dp(&cfg, &train, &test, &mut rng, &mut |p| match p {
+        LabelDpProgress::Stage { stage, stages, steps } => {
+            bar.set_length(steps);
+            bar.set_position(0);
+            bar.set_message(format!("stage {stage}/{stages}"));
+        }
+        LabelDpProgress::Step { step, .. } => bar.set_position(step),
+    });
+    bar.finish_and_clear();
+    let outcome = outcome.map_err(CliError::usage)?;
+    if let Some(path) = &a.save_model {
+        save(path, &outcome.model, &outcome.input).map_err(CliError::usage)?;
+    }
+    let mut obj = match serde_json::to_value(&outcome.report).map_err(CliError::internal)? {
+        Value::Object(m) => m,
+        _ => return Err(CliError::internal("report is not an object")),
+    };
+    obj.insert("dataset".into(), json!(a.data.dataset.name()));
+    obj.insert("test_split".into(), json!(test_split));
+    obj.insert("event".into(), serde_json::to_value(&outcome.event).map_err(CliError::internal)?);
+    if let Some(path) = &a.save_model {
+        obj.insert("model_file".into(), json!(path.display().to_string()));
+    }
+    // Regression has no accuracy and classification no MSE: drop the empty fields.
+    obj.retain(|_, v| !v.is_null());
+    out.emit(&Value::Object(obj));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_sizes_parse_and_refuse_zero() {
+        assert_eq!(size("512").unwrap(), 512);
+        assert!(size("0").unwrap_err().contains("got 0"));
+        assert!(size("a").is_err());
+        assert!(parse::<LabelMechanism>("gauss").unwrap_err().contains("gauss"));
+    }
+}

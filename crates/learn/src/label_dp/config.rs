@@ -1,0 +1,224 @@
+//! The label-DP configuration ([`LabelDpConfig`]) and its checks: bad values and combinations
+//! that make no sense are refused before any label is touched.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{LabelDpError, config_err};
+use crate::dpsgd::{Privacy, TrainConfig};
+
+/// What the labels are used for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Predict the class; reports test accuracy.
+    Classification,
+    /// Predict the class index as a number (the digit value 0…9 on MNIST) with MSE; reports
+    /// test MSE and MAE.
+    Regression,
+}
+
+/// How each label is privatised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabelMechanism {
+    /// Laplace noise: scale 2/ε on each coordinate of the one-hot label (classification) or
+    /// (K − 1)/ε on the label value (regression).
+    Laplace,
+    /// k-ary randomized response over all K classes.
+    Rr,
+    /// RR-with-prior over several stages (Ghazi et al. 2021).
+    RrPrior,
+}
+
+/// Post-processing of a Laplace-noised one-hot label (classification only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PostProcess {
+    /// Clamp every coordinate to [0, 1] and round: a multi-hot (or all-zero) vector, trained
+    /// with binary cross-entropy per class as the classic experiment does; vectors with no 1
+    /// or several 1s are kept as they are.
+    ClampRound,
+    /// The nearest one-hot vector (argmax of the noisy vector), trained with cross-entropy.
+    Argmax,
+    /// Clamp to [0, 1] and renormalise to sum 1, trained with soft-target cross-entropy; a
+    /// vector that clamps to all zeros becomes the one-hot of its noisy argmax.
+    Soft,
+}
+
+macro_rules! names {
+    ($t:ty, $what:literal, $($v:path => $s:literal),+) => {
+        impl $t {
+            /// The name used in outputs and on the command line.
+            pub fn name(self) -> &'static str {
+                match self { $($v => $s),+ }
+            }
+        }
+        impl std::str::FromStr for $t {
+            type Err = LabelDpError;
+            /// Parses the command-line name.
+            fn from_str(s: &str) -> Result<Self, LabelDpError> {
+                match s {
+                    $($s => Ok($v),)+
+                    other => Err(config_err(format!(
+                        concat!("unknown ", $what, " {:?}; known: {}"), other, [$($s),+].join(", ")
+                    ))),
+                }
+            }
+        }
+    };
+}
+names!(Task, "task", Task::Classification => "classification", Task::Regression => "regression");
+names!(LabelMechanism, "mechanism", LabelMechanism::Laplace => "laplace", LabelMechanism::Rr => "rr", LabelMechanism::RrPrior => "rr-prior");
+names!(PostProcess, "postprocess", PostProcess::ClampRound => "clamp-round", PostProcess::Argmax => "argmax", PostProcess::Soft => "soft");
+
+/// Default number of stages of RR-with-prior.
+pub const DEFAULT_STAGES: usize = 2;
+
+/// Most stages accepted for RR-with-prior.
+pub const MAX_STAGES: usize = 10;
+
+/// A label-DP experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelDpConfig {
+    /// Classification or regression.
+    pub task: Task,
+    /// The label mechanism.
+    pub mechanism: LabelMechanism,
+    /// Post-processing for Laplace classification (`None` there means `ClampRound`, the
+    /// classic experiment); must be `None` otherwise.
+    pub postprocess: Option<PostProcess>,
+    /// ε of each label (the per-record ε-label-DP guarantee).
+    pub epsilon: f64,
+    /// Stages of RR-with-prior (`None` means [`DEFAULT_STAGES`]); must be `None` otherwise.
+    pub stages: Option<usize>,
+    /// Model and optimisation. `privacy` must be [`Privacy::NonPrivate`]: the labels are
+    /// already private and the features are public, so training adds no noise.
+    pub training: TrainConfig,
+}
+
+impl LabelDpConfig {
+    /// The post-processing actually used (Laplace classification only).
+    pub fn effective_postprocess(&self) -> Option<PostProcess> {
+        match (self.task, self.mechanism) {
+            (Task::Classification, LabelMechanism::Laplace) => Some(self.postprocess.unwrap_or(PostProcess::ClampRound)),
+            _ => None,
+        }
+    }
+
+    /// The number of stages actually used (1 except for RR-with-prior).
+    pub fn effective_stages(&self) -> usize {
+        match self.mechanism {
+            LabelMechanism::RrPrior => self.stages.unwrap_or(DEFAULT_STAGES),
+            _ => 1,
+        }
+    }
+
+    /// Checks values and combinations (the training configuration itself is checked by the
+    /// trainer).
+    ///
+    /// # Errors
+    /// [`LabelDpError::InvalidConfig`] naming the bad value: ε not finite and > 0, regression
+    /// with randomized response, a post-processing rule outside Laplace classification, stages
+    /// outside RR-with-prior or outside 2..=10, private training.
+    pub fn validate(&self) -> Result<(), LabelDpError> {
+        if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
+            return Err(config_err(format!("epsilon must be finite and > 0, got {}", self.epsilon)));
+        }
+        if self.task == Task::Regression && self.mechanism != LabelMechanism::Laplace {
+            return Err(config_err(format!(
+                "task regression needs mechanism laplace (randomized response releases a class, not a number), got {}",
+                self.mechanism.name()
+            )));
+        }
+        if let Some(p) = self.postprocess {
+            if self.effective_postprocess().is_none() {
+                return Err(config_err(format!(
+                    "postprocess {} applies to task classification with mechanism laplace only, got task {} with mechanism {}",
+                    p.name(),
+                    self.task.name(),
+                    self.mechanism.name()
+                )));
+            }
+        }
+        match (self.mechanism, self.stages) {
+            (LabelMechanism::RrPrior, Some(s)) if !(2..=MAX_STAGES).contains(&s) => {
+                return Err(config_err(format!("stages must be in 2..={MAX_STAGES} for rr-prior, got {s}")));
+            }
+            (LabelMechanism::RrPrior, _) | (_, None) => {}
+            (m, Some(s)) => {
+                return Err(config_err(format!("stages applies to mechanism rr-prior only, got stages {s} with {}", m.name())));
+            }
+        }
+        if self.training.privacy != Privacy::NonPrivate {
+            return Err(config_err(format!(
+                "label DP trains without gradient noise (labels are privatised once, features are public): \
+                 training.privacy must be non_private, got {:?}",
+                self.training.privacy
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn base() -> LabelDpConfig {
+        LabelDpConfig {
+            task: Task::Classification,
+            mechanism: LabelMechanism::Laplace,
+            postprocess: None,
+            epsilon: 1.0,
+            stages: None,
+            training: TrainConfig { privacy: Privacy::NonPrivate, ..TrainConfig::default() },
+        }
+    }
+
+    #[test]
+    fn nonsense_is_refused_by_name() {
+        let msg = |f: &dyn Fn(&mut LabelDpConfig)| {
+            let mut c = base();
+            f(&mut c);
+            c.validate().unwrap_err().to_string()
+        };
+        base().validate().unwrap();
+        assert!(msg(&|c| c.epsilon = f64::NAN).contains("epsilon must be finite and > 0, got NaN"));
+        assert!(msg(&|c| c.epsilon = 0.0).contains("got 0"));
+        assert!(msg(&|c| c.epsilon = -2.0).contains("got -2"));
+        assert!(msg(&|c| {
+            c.task = Task::Regression;
+            c.mechanism = LabelMechanism::Rr;
+        })
+        .contains("regression needs mechanism laplace"));
+        assert!(msg(&|c| {
+            c.mechanism = LabelMechanism::Rr;
+            c.postprocess = Some(PostProcess::Soft);
+        })
+        .contains("postprocess soft"));
+        assert!(msg(&|c| {
+            c.task = Task::Regression;
+            c.postprocess = Some(PostProcess::Argmax);
+        })
+        .contains("postprocess argmax"));
+        assert!(msg(&|c| c.stages = Some(3)).contains("stages applies to mechanism rr-prior"));
+        assert!(msg(&|c| {
+            c.mechanism = LabelMechanism::RrPrior;
+            c.stages = Some(1);
+        })
+        .contains("got 1"));
+        assert!(msg(&|c| c.training.privacy = Privacy::NoiseMultiplier(1.0)).contains("non_private"));
+        assert!("gauss".parse::<LabelMechanism>().unwrap_err().to_string().contains("unknown mechanism \"gauss\""));
+        assert!("round".parse::<PostProcess>().unwrap_err().to_string().contains("unknown postprocess \"round\""));
+        assert!("ranking".parse::<Task>().unwrap_err().to_string().contains("ranking"));
+        assert_eq!("rr-prior".parse::<LabelMechanism>().unwrap(), LabelMechanism::RrPrior);
+    }
+
+    #[test]
+    fn defaults_follow_the_mechanism() {
+        assert_eq!(base().effective_postprocess(), Some(PostProcess::ClampRound));
+        let mut c = base();
+        c.mechanism = LabelMechanism::RrPrior;
+        assert_eq!((c.effective_postprocess(), c.effective_stages()), (None, DEFAULT_STAGES));
+    }
+}

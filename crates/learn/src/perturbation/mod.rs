@@ -1,0 +1,13 @@
+//! Perturbation learners: noise added to a model's OUTPUTS (central DP on each released
+//! prediction, [`output`]) or to each training record's INPUTS before training (local DP,
+//! [`input`]), plus the vector Laplace mechanism they and label DP share ([`vector_laplace`]).
+
+pub mod error;
+pub mod input;
+pub mod output;
+pub mod vector_laplace;
+
+pub use error::PerturbationError;
+pub use input::{InputBudget, InputMechanism, PerturbationReport, perturb_dataset, perturb_dataset_with};
+pub use output::{OutputPerturbation, softmax_rows};
+pub use vector_laplace::VectorLaplace;
