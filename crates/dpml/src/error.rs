@@ -59,7 +59,8 @@ usage_from!(
     dpml_accounting::AccountingError,
     dpml_accounting::ledger::LedgerError,
     dpml_data::DataError,
-    dpml_learn::LearnError
+    dpml_learn::LearnError,
+    dpml_learn::dpsgd::DpSgdError
 );
 
 /// The result type of every command.

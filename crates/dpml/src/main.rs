@@ -29,23 +29,16 @@ struct Cli {
 }
 
 /// What `dpml` does with no command: the main job on an embedded data set, no download needed.
-const DEFAULT_JOB: &[&str] = &[
-    "dpml",
-    "query",
-    "--dataset",
-    "iris",
-    "--column",
-    "petal_length",
-    "--aggregate",
-    "mean",
-    "--bounds",
-    "0,10",
-    "--epsilon",
-    "1",
-];
+const DEFAULT_JOB: &[&str] = &["dpml", "train", "--preset", "digits-eps1"];
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Train a model with DP-SGD (or without privacy) and report accuracy and ε.
+    Train(commands::train::TrainArgs),
+    /// Evaluate a saved model on a data set's test split.
+    Eval(commands::train::EvalArgs),
+    /// List the named training recipes (`dpml train --preset NAME`).
+    Presets,
     /// Release a value with calibrated noise (Laplace, Gaussian, discrete variants).
     Release(commands::release::ReleaseArgs),
     /// A DP count, sum, mean or histogram of a column, optionally charged to a budget ledger.
@@ -89,6 +82,9 @@ fn main() {
         None => default_job(),
     };
     let result = match &command {
+        Command::Train(a) => commands::train::run(a, data_dir, out),
+        Command::Eval(a) => commands::train::eval(a, data_dir, out),
+        Command::Presets => commands::train::presets(out),
         Command::Release(a) => commands::release::run(a, out),
         Command::Query(a) => commands::query::run(a, data_dir, out),
         Command::Rr(a) => commands::rr::run(a, data_dir, out),

@@ -84,7 +84,12 @@ pub fn audit_html(r: &AuditReport, result: &Value, roc_svg: &str) -> String {
         "epochs, batch size, lr",
         format!(
             "{}, {}, {}",
-            recipe["epochs"], recipe["batch_size"], recipe["lr"]
+            recipe["epochs"],
+            recipe["batch_size"],
+            // The recipe holds lr as f32: print it as one, not as its f64 widening.
+            recipe["lr"]
+                .as_f64()
+                .map_or("?".into(), |v| (v as f32).to_string())
         ),
     );
     row("privacy", recipe["privacy"].to_string());

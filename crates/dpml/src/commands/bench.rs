@@ -20,6 +20,28 @@ use crate::output::Output;
 pub enum BenchCommand {
     /// Time of each accountant and of calibration for DP-SGD at two horizons.
     Accounting(AccountingBenchArgs),
+    /// Private against non-private DP-SGD throughput of one model, measured in the same run on
+    /// the same synthetic data (and the exact-noise variant).
+    Dpsgd(DpsgdBenchArgs),
+}
+
+/// Flags of `dpml bench dpsgd`.
+#[derive(Args, Debug)]
+pub struct DpsgdBenchArgs {
+    /// Model: logreg, mlp, cnn, cnn-tanh.
+    #[arg(long, default_value = "cnn")]
+    pub model: String,
+    /// Hidden sizes for mlp.
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one, default_value = "512,256")]
+    pub hidden: Vec<u64>,
+    /// Expected batch size.
+    #[arg(long, value_parser = args::at_least_one, default_value = "256")]
+    pub batch_size: u64,
+    /// Steps per mode and round.
+    #[arg(long, value_parser = args::at_least_one, default_value = "30")]
+    pub steps: u64,
+    #[command(flatten)]
+    pub seed: crate::args::SeedArg,
 }
 
 /// Flags of `dpml bench accounting`.
@@ -46,6 +68,7 @@ pub struct AccountingBenchArgs {
 pub fn run(cmd: &BenchCommand, out: Output) -> CliResult<()> {
     match cmd {
         BenchCommand::Accounting(a) => accounting(a, out),
+        BenchCommand::Dpsgd(a) => dpsgd(a, out),
     }
 }
 
@@ -100,4 +123,23 @@ fn accounting(a: &AccountingBenchArgs, out: Output) -> CliResult<()> {
         "results": Value::Array(rows),
     }));
     Ok(())
+}
+
+fn dpsgd(a: &DpsgdBenchArgs, out: Output) -> CliResult<()> {
+    let hidden: Vec<usize> = a.hidden.iter().map(|&h| h as usize).collect();
+    let mut rng = a.seed.rng()?;
+    eprintln!("bench dpsgd: {} at batch {} for {} steps per mode ...", a.model, a.batch_size, a.steps);
+    let r = dpml_learn::dpsgd::bench(&a.model, &hidden, a.batch_size as usize, a.steps as usize, &mut rng)?;
+    let mut v = serde_json::to_value(&r).map_err(crate::error::CliError::internal)?;
+    v["threads"] = json!(rayon_threads());
+    out.emit(&v);
+    Ok(())
+}
+
+/// Worker threads the engine uses (rayon's default: one per core unless RAYON_NUM_THREADS).
+fn rayon_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

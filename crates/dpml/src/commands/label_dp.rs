@@ -7,8 +7,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use dpml_data::{Dataset, LoadOptions, Source, load};
-use dpml_learn::dpsgd::{FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization, OptimizerKind, Privacy, TrainConfig, save};
-use dpml_learn::label_dp::{LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, run as run_label_dp};
+use dpml_learn::dpsgd::{
+    FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization, OptimizerKind, Privacy, TrainConfig,
+    save,
+};
+use dpml_learn::label_dp::{
+    LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, run as run_label_dp,
+};
 use serde_json::{Value, json};
 
 use crate::args::{self, DataArgs, SeedArg};
@@ -78,9 +83,16 @@ pub struct LabelDpArgs {
 /// The training recipe for `source` (normalisation from public constants only).
 fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<TrainConfig> {
     let optimizer = match a.optimizer.as_str() {
-        "sgd" => OptimizerKind::Sgd { momentum: 0.9, nesterov: false },
+        "sgd" => OptimizerKind::Sgd {
+            momentum: 0.9,
+            nesterov: false,
+        },
         "adam" => OptimizerKind::Adam,
-        other => return Err(CliError::usage(format!("unknown optimizer {other:?}; known optimizers: sgd, adam"))),
+        other => {
+            return Err(CliError::usage(format!(
+                "unknown optimizer {other:?}; known optimizers: sgd, adam"
+            )));
+        }
     };
     let normalize = match source {
         Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
@@ -88,7 +100,8 @@ fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<Trai
         _ if train.feature_range.is_some() => Normalization::PublicRange,
         _ => Normalization::None,
     };
-    let batch_size = usize::try_from(a.batch_size).map_err(|_| CliError::usage(format!("--batch-size {} is too large", a.batch_size)))?;
+    let batch_size = usize::try_from(a.batch_size)
+        .map_err(|_| CliError::usage(format!("--batch-size {} is too large", a.batch_size)))?;
     Ok(TrainConfig {
         model: a.model.clone(),
         hidden: a.hidden.clone(),
@@ -122,18 +135,31 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         postprocess: a.postprocess,
         epsilon: a.epsilon,
         stages: a.stages.map(|s| s as usize),
-        training: TrainConfig { privacy: Privacy::NonPrivate, ..TrainConfig::default() },
+        training: TrainConfig {
+            privacy: Privacy::NonPrivate,
+            ..TrainConfig::default()
+        },
     };
     // Combinations are refused before any data is read.
     cfg_probe.validate().map_err(CliError::usage)?;
-    let opts = LoadOptions { data_dir: data_dir.map(Path::to_path_buf), label_column: a.data.label_column.clone() };
+    let opts = LoadOptions {
+        data_dir: data_dir.map(Path::to_path_buf),
+        label_column: a.data.label_column.clone(),
+    };
     let splits = load(&a.data.dataset, &opts)?;
     let (train, test, test_split) = split(splits.train, splits.test);
-    let cfg = LabelDpConfig { training: training(a, &a.data.dataset, &train)?, ..cfg_probe };
+    let cfg = LabelDpConfig {
+        training: training(a, &a.data.dataset, &train)?,
+        ..cfg_probe
+    };
     let mut rng = a.seed.rng()?;
     let bar = out.progress(1, "label-dp");
     let outcome = run_label_dp(&cfg, &train, &test, &mut rng, &mut |p| match p {
-        LabelDpProgress::Stage { stage, stages, steps } => {
+        LabelDpProgress::Stage {
+            stage,
+            stages,
+            steps,
+        } => {
             bar.set_length(steps);
             bar.set_position(0);
             bar.set_message(format!("stage {stage}/{stages}"));
@@ -151,7 +177,10 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     };
     obj.insert("dataset".into(), json!(a.data.dataset.name()));
     obj.insert("test_split".into(), json!(test_split));
-    obj.insert("event".into(), serde_json::to_value(&outcome.event).map_err(CliError::internal)?);
+    obj.insert(
+        "event".into(),
+        serde_json::to_value(&outcome.event).map_err(CliError::internal)?,
+    );
     if let Some(path) = &a.save_model {
         obj.insert("model_file".into(), json!(path.display().to_string()));
     }
@@ -170,6 +199,10 @@ mod tests {
         assert_eq!(size("512").unwrap(), 512);
         assert!(size("0").unwrap_err().contains("got 0"));
         assert!(size("a").is_err());
-        assert!(parse::<LabelMechanism>("gauss").unwrap_err().contains("gauss"));
+        assert!(
+            parse::<LabelMechanism>("gauss")
+                .unwrap_err()
+                .contains("gauss")
+        );
     }
 }

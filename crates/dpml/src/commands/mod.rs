@@ -13,3 +13,4 @@ pub mod release;
 pub mod rr;
 pub mod schedule;
 pub mod tradeoff;
+pub mod train;

@@ -100,7 +100,9 @@ impl LabelDpConfig {
     /// The post-processing actually used (Laplace classification only).
     pub fn effective_postprocess(&self) -> Option<PostProcess> {
         match (self.task, self.mechanism) {
-            (Task::Classification, LabelMechanism::Laplace) => Some(self.postprocess.unwrap_or(PostProcess::ClampRound)),
+            (Task::Classification, LabelMechanism::Laplace) => {
+                Some(self.postprocess.unwrap_or(PostProcess::ClampRound))
+            }
             _ => None,
         }
     }
@@ -122,7 +124,10 @@ impl LabelDpConfig {
     /// outside RR-with-prior or outside 2..=10, private training.
     pub fn validate(&self) -> Result<(), LabelDpError> {
         if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
-            return Err(config_err(format!("epsilon must be finite and > 0, got {}", self.epsilon)));
+            return Err(config_err(format!(
+                "epsilon must be finite and > 0, got {}",
+                self.epsilon
+            )));
         }
         if self.task == Task::Regression && self.mechanism != LabelMechanism::Laplace {
             return Err(config_err(format!(
@@ -142,11 +147,16 @@ impl LabelDpConfig {
         }
         match (self.mechanism, self.stages) {
             (LabelMechanism::RrPrior, Some(s)) if !(2..=MAX_STAGES).contains(&s) => {
-                return Err(config_err(format!("stages must be in 2..={MAX_STAGES} for rr-prior, got {s}")));
+                return Err(config_err(format!(
+                    "stages must be in 2..={MAX_STAGES} for rr-prior, got {s}"
+                )));
             }
             (LabelMechanism::RrPrior, _) | (_, None) => {}
             (m, Some(s)) => {
-                return Err(config_err(format!("stages applies to mechanism rr-prior only, got stages {s} with {}", m.name())));
+                return Err(config_err(format!(
+                    "stages applies to mechanism rr-prior only, got stages {s} with {}",
+                    m.name()
+                )));
             }
         }
         if self.training.privacy != Privacy::NonPrivate {
@@ -171,7 +181,10 @@ mod tests {
             postprocess: None,
             epsilon: 1.0,
             stages: None,
-            training: TrainConfig { privacy: Privacy::NonPrivate, ..TrainConfig::default() },
+            training: TrainConfig {
+                privacy: Privacy::NonPrivate,
+                ..TrainConfig::default()
+            },
         }
     }
 
@@ -186,39 +199,76 @@ mod tests {
         assert!(msg(&|c| c.epsilon = f64::NAN).contains("epsilon must be finite and > 0, got NaN"));
         assert!(msg(&|c| c.epsilon = 0.0).contains("got 0"));
         assert!(msg(&|c| c.epsilon = -2.0).contains("got -2"));
-        assert!(msg(&|c| {
-            c.task = Task::Regression;
-            c.mechanism = LabelMechanism::Rr;
-        })
-        .contains("regression needs mechanism laplace"));
-        assert!(msg(&|c| {
-            c.mechanism = LabelMechanism::Rr;
-            c.postprocess = Some(PostProcess::Soft);
-        })
-        .contains("postprocess soft"));
-        assert!(msg(&|c| {
-            c.task = Task::Regression;
-            c.postprocess = Some(PostProcess::Argmax);
-        })
-        .contains("postprocess argmax"));
+        assert!(
+            msg(&|c| {
+                c.task = Task::Regression;
+                c.mechanism = LabelMechanism::Rr;
+            })
+            .contains("regression needs mechanism laplace")
+        );
+        assert!(
+            msg(&|c| {
+                c.mechanism = LabelMechanism::Rr;
+                c.postprocess = Some(PostProcess::Soft);
+            })
+            .contains("postprocess soft")
+        );
+        assert!(
+            msg(&|c| {
+                c.task = Task::Regression;
+                c.postprocess = Some(PostProcess::Argmax);
+            })
+            .contains("postprocess argmax")
+        );
         assert!(msg(&|c| c.stages = Some(3)).contains("stages applies to mechanism rr-prior"));
-        assert!(msg(&|c| {
-            c.mechanism = LabelMechanism::RrPrior;
-            c.stages = Some(1);
-        })
-        .contains("got 1"));
-        assert!(msg(&|c| c.training.privacy = Privacy::NoiseMultiplier(1.0)).contains("non_private"));
-        assert!("gauss".parse::<LabelMechanism>().unwrap_err().to_string().contains("unknown mechanism \"gauss\""));
-        assert!("round".parse::<PostProcess>().unwrap_err().to_string().contains("unknown postprocess \"round\""));
-        assert!("ranking".parse::<Task>().unwrap_err().to_string().contains("ranking"));
-        assert_eq!("rr-prior".parse::<LabelMechanism>().unwrap(), LabelMechanism::RrPrior);
+        assert!(
+            msg(&|c| {
+                c.mechanism = LabelMechanism::RrPrior;
+                c.stages = Some(1);
+            })
+            .contains("got 1")
+        );
+        assert!(
+            msg(&|c| c.training.privacy = Privacy::NoiseMultiplier(1.0)).contains("non_private")
+        );
+        assert!(
+            "gauss"
+                .parse::<LabelMechanism>()
+                .unwrap_err()
+                .to_string()
+                .contains("unknown mechanism \"gauss\"")
+        );
+        assert!(
+            "round"
+                .parse::<PostProcess>()
+                .unwrap_err()
+                .to_string()
+                .contains("unknown postprocess \"round\"")
+        );
+        assert!(
+            "ranking"
+                .parse::<Task>()
+                .unwrap_err()
+                .to_string()
+                .contains("ranking")
+        );
+        assert_eq!(
+            "rr-prior".parse::<LabelMechanism>().unwrap(),
+            LabelMechanism::RrPrior
+        );
     }
 
     #[test]
     fn defaults_follow_the_mechanism() {
-        assert_eq!(base().effective_postprocess(), Some(PostProcess::ClampRound));
+        assert_eq!(
+            base().effective_postprocess(),
+            Some(PostProcess::ClampRound)
+        );
         let mut c = base();
         c.mechanism = LabelMechanism::RrPrior;
-        assert_eq!((c.effective_postprocess(), c.effective_stages()), (None, DEFAULT_STAGES));
+        assert_eq!(
+            (c.effective_postprocess(), c.effective_stages()),
+            (None, DEFAULT_STAGES)
+        );
     }
 }

@@ -41,7 +41,12 @@ fn soft_cross_entropy(logits: &Tensor, targets: &[f32], grad: &mut Tensor) -> f6
     let k = logits.record_len();
     grad.reset(logits.batch(), &[k]);
     let mut loss = 0.0;
-    for (i, (g, t)) in grad.data_mut().chunks_exact_mut(k).zip(targets.chunks_exact(k)).enumerate() {
+    for (i, (g, t)) in grad
+        .data_mut()
+        .chunks_exact_mut(k)
+        .zip(targets.chunks_exact(k))
+        .enumerate()
+    {
         let z = logits.record(i);
         let m = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         let lse = m + z.iter().map(|v| (v - m).exp()).sum::<f32>().ln();
@@ -59,15 +64,29 @@ fn likelihood_loss(logits: &Tensor, channel: &[f32], grad: &mut Tensor) -> f64 {
     let k = logits.record_len();
     grad.reset(logits.batch(), &[k]);
     let mut loss = 0.0;
-    for (i, (g, c)) in grad.data_mut().chunks_exact_mut(k).zip(channel.chunks_exact(k)).enumerate() {
+    for (i, (g, c)) in grad
+        .data_mut()
+        .chunks_exact_mut(k)
+        .zip(channel.chunks_exact(k))
+        .enumerate()
+    {
         let z = logits.record(i);
         let m = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        g.iter_mut().zip(z).for_each(|(gv, &zv)| *gv = (zv - m).exp());
+        g.iter_mut()
+            .zip(z)
+            .for_each(|(gv, &zv)| *gv = (zv - m).exp());
         let sum: f32 = g.iter().sum();
         g.iter_mut().for_each(|gv| *gv /= sum);
-        let r: f32 = g.iter().zip(c).map(|(s, c)| s * c).sum::<f32>().max(f32::MIN_POSITIVE);
+        let r: f32 = g
+            .iter()
+            .zip(c)
+            .map(|(s, c)| s * c)
+            .sum::<f32>()
+            .max(f32::MIN_POSITIVE);
         loss -= f64::from(r.ln());
-        g.iter_mut().zip(c).for_each(|(gv, &cv)| *gv *= 1.0 - cv / r);
+        g.iter_mut()
+            .zip(c)
+            .for_each(|(gv, &cv)| *gv *= 1.0 - cv / r);
     }
     loss
 }
@@ -91,12 +110,22 @@ pub fn fit(
     cfg.validate()?;
     cfg.validate_data(train, None)?;
     let (outputs, values): (usize, &[f32]) = match targets {
-        Targets::MultiHot { k, values } | Targets::Soft { k, values } | Targets::Likelihood { k, values } => (*k, values),
+        Targets::MultiHot { k, values }
+        | Targets::Soft { k, values }
+        | Targets::Likelihood { k, values } => (*k, values),
         Targets::Values(v) => (1, v),
-        Targets::Classes(_) => return Err(config_err("class targets are trained by the DP-SGD trainer, not by fit")),
+        Targets::Classes(_) => {
+            return Err(config_err(
+                "class targets are trained by the DP-SGD trainer, not by fit",
+            ));
+        }
     };
     if values.len() != train.n * outputs {
-        return Err(config_err(format!("{} target values for {} records of {outputs} outputs", values.len(), train.n)));
+        return Err(config_err(format!(
+            "{} target values for {} records of {outputs} outputs",
+            values.len(),
+            train.n
+        )));
     }
     let spec = ModelSpec::named(&cfg.model, &train.record_shape, outputs, &cfg.hidden)?;
     let input = cfg.normalize.resolve(train)?;
@@ -108,7 +137,12 @@ pub fn fit(
     let schedule = cfg.lr_schedule.to_nn(steps, steps_per_epoch);
 
     let mut order: Vec<usize> = (0..train.n).collect();
-    let (mut x, mut y, mut grad, mut losses) = (Tensor::default(), Tensor::default(), Tensor::default(), Vec::new());
+    let (mut x, mut y, mut grad, mut losses) = (
+        Tensor::default(),
+        Tensor::default(),
+        Tensor::default(),
+        Vec::new(),
+    );
     let mut t_vals = Vec::with_capacity(b * outputs);
     let mut cursor = train.n;
     for step in 0..steps {
@@ -120,7 +154,8 @@ pub fn fit(
         cursor += b;
         gather(train, idx, &input, &mut x);
         t_vals.clear();
-        idx.iter().for_each(|&i| t_vals.extend_from_slice(&values[i * outputs..(i + 1) * outputs]));
+        idx.iter()
+            .for_each(|&i| t_vals.extend_from_slice(&values[i * outputs..(i + 1) * outputs]));
         let out = model.forward(&x)?;
         match targets {
             Targets::MultiHot { .. } => {
@@ -162,7 +197,12 @@ pub(crate) fn shuffle(v: &mut [usize], rng: &mut DpRng) {
 ///
 /// # Errors
 /// [`LabelDpError::Nn`] when the records do not fit the model.
-pub fn predict_values(model: &mut Sequential, input: &InputTransform, data: &Dataset, (lo, hi): (f32, f32)) -> Result<Vec<f32>, LabelDpError> {
+pub fn predict_values(
+    model: &mut Sequential,
+    input: &InputTransform,
+    data: &Dataset,
+    (lo, hi): (f32, f32),
+) -> Result<Vec<f32>, LabelDpError> {
     let mut x = Tensor::default();
     let mut out = Vec::with_capacity(data.n);
     let all: Vec<usize> = (0..data.n).collect();
@@ -192,8 +232,13 @@ mod tests {
             zp.data_mut()[i] += h;
             let mut zm = z.clone();
             zm.data_mut()[i] -= h;
-            let fd = (f(&zp, targets, &mut scratch) - f(&zm, targets, &mut scratch)) / (2.0 * f64::from(h));
-            assert!((fd - f64::from(g.data()[i])).abs() < 2e-3, "coordinate {i}: {fd} vs {}", g.data()[i]);
+            let fd = (f(&zp, targets, &mut scratch) - f(&zm, targets, &mut scratch))
+                / (2.0 * f64::from(h));
+            assert!(
+                (fd - f64::from(g.data()[i])).abs() < 2e-3,
+                "coordinate {i}: {fd} vs {}",
+                g.data()[i]
+            );
         }
     }
 

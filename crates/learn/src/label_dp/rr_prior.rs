@@ -62,10 +62,15 @@ impl RrWithPrior {
     /// See the type-level `# Errors`.
     pub fn new(epsilon: f64, classes: usize) -> Result<Self, LabelDpError> {
         if classes < 2 {
-            return Err(config_err(format!("rr-prior needs at least 2 classes, got {classes}")));
+            return Err(config_err(format!(
+                "rr-prior needs at least 2 classes, got {classes}"
+            )));
         }
-        let k_max = u32::try_from(classes).map_err(|_| config_err(format!("too many classes: {classes}")))?;
-        let by_k = (2..=k_max).map(|k| RandomizedResponse::k_ary(epsilon, k)).collect::<Result<_, _>>()?;
+        let k_max = u32::try_from(classes)
+            .map_err(|_| config_err(format!("too many classes: {classes}")))?;
+        let by_k = (2..=k_max)
+            .map(|k| RandomizedResponse::k_ary(epsilon, k))
+            .collect::<Result<_, _>>()?;
         Ok(Self { epsilon, by_k })
     }
 
@@ -76,7 +81,10 @@ impl RrWithPrior {
 
     /// The privacy cost of one label: k-ary RR at ε over K classes (the worst case of any k).
     pub fn event(&self) -> PrivacyEvent {
-        PrivacyEvent::RandomizedResponse { epsilon: self.epsilon, categories: self.classes() as u32 }
+        PrivacyEvent::RandomizedResponse {
+            epsilon: self.epsilon,
+            categories: self.classes() as u32,
+        }
     }
 
     /// The top classes the prior keeps (in decreasing prior order, ties by class index).
@@ -86,10 +94,15 @@ impl RrWithPrior {
     pub fn top_classes(&self, prior: &[f64]) -> Result<Vec<usize>, LabelDpError> {
         let k = self.classes();
         if prior.len() != k {
-            return Err(config_err(format!("prior has {} entries, expected {k} classes", prior.len())));
+            return Err(config_err(format!(
+                "prior has {} entries, expected {k} classes",
+                prior.len()
+            )));
         }
         if let Some(p) = prior.iter().find(|p| !(p.is_finite() && **p >= 0.0)) {
-            return Err(config_err(format!("prior entries must be finite and >= 0, got {p}")));
+            return Err(config_err(format!(
+                "prior entries must be finite and >= 0, got {p}"
+            )));
         }
         let mut order: Vec<usize> = (0..k).collect();
         order.sort_by(|&a, &b| prior[b].total_cmp(&prior[a]).then(a.cmp(&b)));
@@ -103,7 +116,12 @@ impl RrWithPrior {
     ///
     /// # Errors
     /// See the type-level `# Errors`.
-    pub fn respond(&self, rng: &mut DpRng, label: u32, prior: &[f64]) -> Result<(u32, usize), LabelDpError> {
+    pub fn respond(
+        &self,
+        rng: &mut DpRng,
+        label: u32,
+        prior: &[f64],
+    ) -> Result<(u32, usize), LabelDpError> {
         let top = self.top_classes(prior)?;
         Ok((self.respond_in(rng, label, &top)?, top.len()))
     }
@@ -112,11 +130,19 @@ impl RrWithPrior {
     ///
     /// # Errors
     /// A label ≥ K, or an empty or out-of-range top set.
-    pub fn respond_in(&self, rng: &mut DpRng, label: u32, top: &[usize]) -> Result<u32, LabelDpError> {
+    pub fn respond_in(
+        &self,
+        rng: &mut DpRng,
+        label: u32,
+        top: &[usize],
+    ) -> Result<u32, LabelDpError> {
         let y = check_label(label, self.classes())?;
         let k = top.len();
         if k == 0 || k > self.classes() || top.iter().any(|&c| c >= self.classes()) {
-            return Err(config_err(format!("top set {top:?} does not fit {} classes", self.classes())));
+            return Err(config_err(format!(
+                "top set {top:?} does not fit {} classes",
+                self.classes()
+            )));
         }
         let out = match (k, top.iter().position(|&c| c == y)) {
             (1, _) => top[0],
@@ -190,25 +216,64 @@ mod tests {
         let n = 20_000;
         // Label in the top set: kept with p = e/(e + 1) ≈ 0.731; n = 20 000 → sd ≈ 0.0031,
         // tolerance 4.5 sd. Label outside: uniform on {0, 1}, never itself.
-        let kept = (0..n).filter(|_| rr.respond(&mut rng, 1, &prior).unwrap() == (1, 2)).count() as f64 / n as f64;
+        let kept = (0..n)
+            .filter(|_| rr.respond(&mut rng, 1, &prior).unwrap() == (1, 2))
+            .count() as f64
+            / n as f64;
         let p = 1f64.exp() / (1f64.exp() + 1.0);
-        assert!((kept - p).abs() < 4.5 * (p * (1.0 - p) / n as f64).sqrt(), "{kept}");
-        let outs: Vec<u32> = (0..n).map(|_| rr.respond(&mut rng, 3, &prior).unwrap().0).collect();
+        assert!(
+            (kept - p).abs() < 4.5 * (p * (1.0 - p) / n as f64).sqrt(),
+            "{kept}"
+        );
+        let outs: Vec<u32> = (0..n)
+            .map(|_| rr.respond(&mut rng, 3, &prior).unwrap().0)
+            .collect();
         assert!(outs.iter().all(|&o| o < 2));
         let zeros = outs.iter().filter(|&&o| o == 0).count() as f64 / n as f64;
-        assert!((zeros - 0.5).abs() < 4.5 * (0.25 / n as f64).sqrt(), "{zeros}");
+        assert!(
+            (zeros - 0.5).abs() < 4.5 * (0.25 / n as f64).sqrt(),
+            "{zeros}"
+        );
         // A certain prior: the top class, whatever the label.
-        assert_eq!(rr.respond(&mut rng, 2, &[0.0, 1.0, 0.0, 0.0]).unwrap(), (1, 1));
+        assert_eq!(
+            rr.respond(&mut rng, 2, &[0.0, 1.0, 0.0, 0.0]).unwrap(),
+            (1, 1)
+        );
     }
 
     #[test]
     fn bad_priors_and_labels_are_named() {
         let rr = RrWithPrior::new(1.0, 3).unwrap();
         let mut rng = DpRng::seeded(1);
-        assert!(rr.respond(&mut rng, 0, &[0.5, 0.5]).unwrap_err().to_string().contains("2 entries"));
-        assert!(rr.respond(&mut rng, 0, &[0.5, f64::NAN, 0.5]).unwrap_err().to_string().contains("NaN"));
-        assert!(rr.respond(&mut rng, 3, &[0.2, 0.3, 0.5]).unwrap_err().to_string().contains("label 3"));
-        assert!(RrWithPrior::new(f64::NAN, 3).unwrap_err().to_string().contains("NaN"));
-        assert!(RrWithPrior::new(1.0, 1).unwrap_err().to_string().contains("got 1"));
+        assert!(
+            rr.respond(&mut rng, 0, &[0.5, 0.5])
+                .unwrap_err()
+                .to_string()
+                .contains("2 entries")
+        );
+        assert!(
+            rr.respond(&mut rng, 0, &[0.5, f64::NAN, 0.5])
+                .unwrap_err()
+                .to_string()
+                .contains("NaN")
+        );
+        assert!(
+            rr.respond(&mut rng, 3, &[0.2, 0.3, 0.5])
+                .unwrap_err()
+                .to_string()
+                .contains("label 3")
+        );
+        assert!(
+            RrWithPrior::new(f64::NAN, 3)
+                .unwrap_err()
+                .to_string()
+                .contains("NaN")
+        );
+        assert!(
+            RrWithPrior::new(1.0, 1)
+                .unwrap_err()
+                .to_string()
+                .contains("got 1")
+        );
     }
 }

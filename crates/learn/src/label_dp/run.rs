@@ -162,7 +162,9 @@ pub fn run(
                     targets::randomized_response(&train.y, k, cfg.epsilon, rng)?
                 }
                 (Task::Classification, _) => {
-                    let post = cfg.effective_postprocess().ok_or_else(|| config_err("internal: no post-processing"))?;
+                    let post = cfg
+                        .effective_postprocess()
+                        .ok_or_else(|| config_err("internal: no post-processing"))?;
                     targets::laplace_one_hot(&train.y, k, cfg.epsilon, post, rng)?
                 }
             };
@@ -203,7 +205,12 @@ pub fn run(
         wall_seconds: started.elapsed().as_secs_f64(),
         seeded: rng.is_seeded(),
     };
-    Ok(LabelDpOutcome { model, input, report, event: noised.event })
+    Ok(LabelDpOutcome {
+        model,
+        input,
+        report,
+        event: noised.event,
+    })
 }
 
 /// e^ε/(e^ε + K − 1).
@@ -234,19 +241,33 @@ fn train_on(
     stages: usize,
     observer: &mut dyn FnMut(LabelDpProgress),
 ) -> Result<(Sequential, InputTransform), LabelDpError> {
-    let steps = (cfg.training.epochs * data.n as f64 / cfg.training.batch_size as f64).ceil().max(1.0) as u64;
-    observer(LabelDpProgress::Stage { stage, stages, steps });
+    let steps = (cfg.training.epochs * data.n as f64 / cfg.training.batch_size as f64)
+        .ceil()
+        .max(1.0) as u64;
+    observer(LabelDpProgress::Stage {
+        stage,
+        stages,
+        steps,
+    });
     match targets {
         Targets::Classes(classes) => {
-            let noisy = Dataset { y: classes.clone(), ..data.clone() };
+            let noisy = Dataset {
+                y: classes.clone(),
+                ..data.clone()
+            };
             let out = dpsgd::train(&cfg.training, &noisy, None, rng, &mut |p| {
                 if let Progress::Step { step, steps, .. } = p {
-                    observer(LabelDpProgress::Step { step: *step, steps: *steps });
+                    observer(LabelDpProgress::Step {
+                        step: *step,
+                        steps: *steps,
+                    });
                 }
             })?;
             Ok((out.model, out.input))
         }
-        other => fit(&cfg.training, data, other, rng, &mut |step, steps| observer(LabelDpProgress::Step { step, steps })),
+        other => fit(&cfg.training, data, other, rng, &mut |step, steps| {
+            observer(LabelDpProgress::Step { step, steps })
+        }),
     }
 }
 
@@ -287,7 +308,9 @@ fn rr_prior_stages(
         };
         let mut correct = 0usize;
         for (j, &i) in part.iter().enumerate() {
-            let prior = priors.as_ref().map_or(uniform.as_slice(), |p| &p[j * k..(j + 1) * k]);
+            let prior = priors
+                .as_ref()
+                .map_or(uniform.as_slice(), |p| &p[j * k..(j + 1) * k]);
             let top = rr.top_classes(prior)?;
             let noisy = rr.respond_in(rng, train.y[i], &top)?;
             rr.channel(&top, noisy, &mut row);
@@ -300,13 +323,34 @@ fn rr_prior_stages(
         stage_acc.push(correct as f64 / part.len().max(1) as f64);
         seen.extend_from_slice(part);
         let so_far = train.subset(&seen);
-        let values = seen.iter().flat_map(|&i| channels[i * k..(i + 1) * k].iter().copied()).collect();
+        let values = seen
+            .iter()
+            .flat_map(|&i| channels[i * k..(i + 1) * k].iter().copied())
+            .collect();
         let targets = Targets::Likelihood { k, values };
-        last = Some(train_on(cfg, &so_far, &targets, rng, s + 1, stages, observer)?);
+        last = Some(train_on(
+            cfg,
+            &so_far,
+            &targets,
+            rng,
+            s + 1,
+            stages,
+            observer,
+        )?);
     }
     let (model, input) = last.ok_or_else(|| config_err("internal: rr-prior ran no stage"))?;
-    let noised = Noised { targets: Targets::Classes(labels), event: rr.event(), scale: None };
-    Ok((noised, model, input, stage_acc, k_sum as f64 / k_count.max(1) as f64))
+    let noised = Noised {
+        targets: Targets::Classes(labels),
+        event: rr.event(),
+        scale: None,
+    };
+    Ok((
+        noised,
+        model,
+        input,
+        stage_acc,
+        k_sum as f64 / k_count.max(1) as f64,
+    ))
 }
 
 #[cfg(test)]
@@ -318,12 +362,22 @@ mod tests {
 
     /// `digits` (1797 records, 10 classes), split 4:1 by index (a public rule).
     fn digits() -> (Dataset, Dataset) {
-        let all = load(&"digits".parse::<Source>().unwrap(), &LoadOptions::default()).unwrap().train;
+        let all = load(
+            &"digits".parse::<Source>().unwrap(),
+            &LoadOptions::default(),
+        )
+        .unwrap()
+        .train;
         let (tr, te): (Vec<usize>, Vec<usize>) = (0..all.n).partition(|i| i % 5 != 0);
         (all.subset(&tr), all.subset(&te))
     }
 
-    fn config(task: Task, mechanism: LabelMechanism, post: Option<PostProcess>, epsilon: f64) -> LabelDpConfig {
+    fn config(
+        task: Task,
+        mechanism: LabelMechanism,
+        post: Option<PostProcess>,
+        epsilon: f64,
+    ) -> LabelDpConfig {
         LabelDpConfig {
             task,
             mechanism,
@@ -359,14 +413,35 @@ mod tests {
         ];
         for (seed, (mech, post)) in cases.into_iter().enumerate() {
             let mut rng = DpRng::seeded(seed as u64);
-            let hi = run(&config(Task::Classification, mech, post, 50.0), &train, &test, &mut rng, &mut |_| {}).unwrap();
+            let hi = run(
+                &config(Task::Classification, mech, post, 50.0),
+                &train,
+                &test,
+                &mut rng,
+                &mut |_| {},
+            )
+            .unwrap();
             let acc = hi.report.test_accuracy.unwrap();
             assert!(acc > 0.8, "{mech:?} {post:?} at eps 50: {acc}");
             assert!(hi.report.noisy_label_accuracy > 0.95, "{:?}", hi.report);
-            let lo = run(&config(Task::Classification, mech, post, 0.01), &train, &test, &mut rng, &mut |_| {}).unwrap();
+            let lo = run(
+                &config(Task::Classification, mech, post, 0.01),
+                &train,
+                &test,
+                &mut rng,
+                &mut |_| {},
+            )
+            .unwrap();
             let acc = lo.report.test_accuracy.unwrap();
             assert!(acc < 0.2, "{mech:?} {post:?} at eps 0.01: {acc}");
-            assert_eq!((lo.report.guarantee.as_str(), lo.report.epsilon, lo.report.seeded), ("label-dp", 0.01, true));
+            assert_eq!(
+                (
+                    lo.report.guarantee.as_str(),
+                    lo.report.epsilon,
+                    lo.report.seeded
+                ),
+                ("label-dp", 0.01, true)
+            );
         }
     }
 
@@ -379,11 +454,18 @@ mod tests {
         let mut rng = DpRng::seeded(21);
         let mut cfg = config(Task::Regression, LabelMechanism::Laplace, None, 50.0);
         cfg.training.epochs = 60.0;
-        let hi = run(&cfg, &train, &test, &mut rng, &mut |_| {}).unwrap().report;
-        assert!(hi.test_mse.unwrap() < 3.0 && hi.test_mae.unwrap() < 1.5, "{hi:?}");
+        let hi = run(&cfg, &train, &test, &mut rng, &mut |_| {})
+            .unwrap()
+            .report;
+        assert!(
+            hi.test_mse.unwrap() < 3.0 && hi.test_mae.unwrap() < 1.5,
+            "{hi:?}"
+        );
         assert!((hi.noise_scale.unwrap() - 9.0 / 50.0).abs() < 1e-4);
         cfg.epsilon = 0.01;
-        let lo = run(&cfg, &train, &test, &mut rng, &mut |_| {}).unwrap().report;
+        let lo = run(&cfg, &train, &test, &mut rng, &mut |_| {})
+            .unwrap()
+            .report;
         assert!(lo.test_mse.unwrap() > 5.0, "{lo:?}");
         assert!(lo.test_accuracy.is_none());
     }
@@ -409,7 +491,13 @@ mod tests {
         assert!((r.stage_noisy_label_accuracy[0] - p).abs() < 0.1, "{r:?}");
         assert!(r.stage_noisy_label_accuracy[2] > p + 0.2, "{r:?}");
         assert!(r.mean_top_k.unwrap() < 10.0);
-        assert_eq!(out.event, PrivacyEvent::RandomizedResponse { epsilon: 1.0, categories: 10 });
+        assert_eq!(
+            out.event,
+            PrivacyEvent::RandomizedResponse {
+                epsilon: 1.0,
+                categories: 10
+            }
+        );
     }
 
     #[test]
@@ -417,7 +505,11 @@ mod tests {
         let (train, test) = digits();
         let mut cfg = config(Task::Regression, LabelMechanism::Rr, None, 1.0);
         let err = run(&cfg, &train, &test, &mut DpRng::seeded(1), &mut |_| {}).unwrap_err();
-        assert!(err.to_string().contains("regression needs mechanism laplace"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("regression needs mechanism laplace"),
+            "{err}"
+        );
         cfg = config(Task::Classification, LabelMechanism::RrPrior, None, 1.0);
         cfg.stages = Some(10);
         cfg.training.batch_size = 500;

@@ -59,7 +59,11 @@ impl Targets {
             Targets::MultiHot { k, values } => values
                 .chunks_exact(*k)
                 .zip(y)
-                .filter(|&(row, &t)| row.iter().enumerate().all(|(j, &v)| v == if j == t as usize { 1.0 } else { 0.0 }))
+                .filter(|&(row, &t)| {
+                    row.iter()
+                        .enumerate()
+                        .all(|(j, &v)| v == if j == t as usize { 1.0 } else { 0.0 })
+                })
                 .count(),
             Targets::Soft { k, values } | Targets::Likelihood { k, values } => values
                 .chunks_exact(*k)
@@ -69,7 +73,11 @@ impl Targets {
                     row.iter().enumerate().all(|(j, &v)| j == t || v < row[t])
                 })
                 .count(),
-            Targets::Values(v) => v.iter().zip(y).filter(|&(a, &b)| a.round() == b as f32).count(),
+            Targets::Values(v) => v
+                .iter()
+                .zip(y)
+                .filter(|&(a, &b)| a.round() == b as f32)
+                .count(),
         };
         correct as f64 / y.len() as f64
     }
@@ -100,9 +108,17 @@ pub struct Noised {
 ///
 /// # Errors
 /// [`LabelDpError`] for ε not finite and > 0 or fewer than 2 classes, or a label ≥ K.
-pub fn laplace_one_hot(y: &[u32], k: usize, epsilon: f64, post: PostProcess, rng: &mut DpRng) -> Result<Noised, LabelDpError> {
+pub fn laplace_one_hot(
+    y: &[u32],
+    k: usize,
+    epsilon: f64,
+    post: PostProcess,
+    rng: &mut DpRng,
+) -> Result<Noised, LabelDpError> {
     if k < 2 {
-        return Err(super::error::config_err(format!("classification needs at least 2 classes, got {k}")));
+        return Err(super::error::config_err(format!(
+            "classification needs at least 2 classes, got {k}"
+        )));
     }
     let mech = VectorLaplace::new(ONE_HOT_L1_SENSITIVITY, k, epsilon)?;
     let (mut one_hot, mut noisy) = (vec![0.0; k], Vec::with_capacity(k));
@@ -110,12 +126,17 @@ pub fn laplace_one_hot(y: &[u32], k: usize, epsilon: f64, post: PostProcess, rng
     let mut values = Vec::new();
     for &label in y {
         let t = check_label(label, k)?;
-        one_hot.iter_mut().enumerate().for_each(|(j, v)| *v = if j == t { 1.0 } else { 0.0 });
+        one_hot
+            .iter_mut()
+            .enumerate()
+            .for_each(|(j, v)| *v = if j == t { 1.0 } else { 0.0 });
         mech.release_into(rng, &one_hot, &mut noisy)?;
         let argmax = (0..k).fold(0, |b, j| if noisy[j] > noisy[b] { j } else { b });
         match post {
             PostProcess::Argmax => classes.push(argmax as u32),
-            PostProcess::ClampRound => values.extend(noisy.iter().map(|v| v.clamp(0.0, 1.0).round() as f32)),
+            PostProcess::ClampRound => {
+                values.extend(noisy.iter().map(|v| v.clamp(0.0, 1.0).round() as f32))
+            }
             PostProcess::Soft => {
                 let sum: f64 = noisy.iter().map(|v| v.clamp(0.0, 1.0)).sum();
                 if sum > 0.0 {
@@ -131,7 +152,11 @@ pub fn laplace_one_hot(y: &[u32], k: usize, epsilon: f64, post: PostProcess, rng
         PostProcess::ClampRound => Targets::MultiHot { k, values },
         PostProcess::Soft => Targets::Soft { k, values },
     };
-    Ok(Noised { targets, event: mech.event(), scale: Some(mech.scale()) })
+    Ok(Noised {
+        targets,
+        event: mech.event(),
+        scale: Some(mech.scale()),
+    })
 }
 
 /// Laplace noise on the label VALUE (the class index 0…K−1 as a number), clamped to [0, K−1].
@@ -145,9 +170,16 @@ pub fn laplace_one_hot(y: &[u32], k: usize, epsilon: f64, post: PostProcess, rng
 ///
 /// # Errors
 /// As [`laplace_one_hot`].
-pub fn laplace_value(y: &[u32], k: usize, epsilon: f64, rng: &mut DpRng) -> Result<Noised, LabelDpError> {
+pub fn laplace_value(
+    y: &[u32],
+    k: usize,
+    epsilon: f64,
+    rng: &mut DpRng,
+) -> Result<Noised, LabelDpError> {
     if k < 2 {
-        return Err(super::error::config_err(format!("regression needs at least 2 label values, got {k}")));
+        return Err(super::error::config_err(format!(
+            "regression needs at least 2 label values, got {k}"
+        )));
     }
     let top = (k - 1) as f64;
     let mech = VectorLaplace::new(top, 1, epsilon)?;
@@ -158,7 +190,11 @@ pub fn laplace_value(y: &[u32], k: usize, epsilon: f64, rng: &mut DpRng) -> Resu
         mech.release_into(rng, &[t as f64], &mut noisy)?;
         values.push(noisy[0].clamp(0.0, top) as f32);
     }
-    Ok(Noised { targets: Targets::Values(values), event: mech.event(), scale: Some(mech.scale()) })
+    Ok(Noised {
+        targets: Targets::Values(values),
+        event: mech.event(),
+        scale: Some(mech.scale()),
+    })
 }
 
 /// k-ary randomized response on every label: the true class with probability
@@ -172,20 +208,36 @@ pub fn laplace_value(y: &[u32], k: usize, epsilon: f64, rng: &mut DpRng) -> Resu
 ///
 /// # Errors
 /// As [`laplace_one_hot`].
-pub fn randomized_response(y: &[u32], k: usize, epsilon: f64, rng: &mut DpRng) -> Result<Noised, LabelDpError> {
-    let categories = u32::try_from(k).map_err(|_| super::error::config_err(format!("too many classes: {k}")))?;
+pub fn randomized_response(
+    y: &[u32],
+    k: usize,
+    epsilon: f64,
+    rng: &mut DpRng,
+) -> Result<Noised, LabelDpError> {
+    let categories =
+        u32::try_from(k).map_err(|_| super::error::config_err(format!("too many classes: {k}")))?;
     let rr = RandomizedResponse::k_ary(epsilon, categories)?;
     let classes = y
         .iter()
         .map(|&label| Ok(rr.respond(rng, check_label(label, k)?)? as u32))
         .collect::<Result<Vec<_>, LabelDpError>>()?;
-    Ok(Noised { targets: Targets::Classes(classes), event: rr.event(), scale: None })
+    Ok(Noised {
+        targets: Targets::Classes(classes),
+        event: rr.event(),
+        scale: None,
+    })
 }
 
 /// The label as an index, refused when ≥ K.
 pub(crate) fn check_label(label: u32, k: usize) -> Result<usize, LabelDpError> {
     let t = label as usize;
-    if t < k { Ok(t) } else { Err(super::error::config_err(format!("label {label} is out of range for {k} classes"))) }
+    if t < k {
+        Ok(t)
+    } else {
+        Err(super::error::config_err(format!(
+            "label {label} is out of range for {k} classes"
+        )))
+    }
 }
 
 #[cfg(test)]
@@ -199,7 +251,11 @@ mod tests {
         xs.iter()
             .enumerate()
             .map(|(i, &x)| {
-                let f = if x < 0.0 { 0.5 * (x / b).exp() } else { 1.0 - 0.5 * (-x / b).exp() };
+                let f = if x < 0.0 {
+                    0.5 * (x / b).exp()
+                } else {
+                    1.0 - 0.5 * (-x / b).exp()
+                };
                 (f - i as f64 / n).abs().max((f - (i + 1) as f64 / n).abs())
             })
             .fold(0.0, f64::max)
@@ -218,7 +274,9 @@ mod tests {
         let mut xs = Vec::new();
         let mut out = Vec::new();
         for i in 0..4000 {
-            let hot: Vec<f64> = (0..10).map(|j| if j == i % 10 { 1.0 } else { 0.0 }).collect();
+            let hot: Vec<f64> = (0..10)
+                .map(|j| if j == i % 10 { 1.0 } else { 0.0 })
+                .collect();
             mech.release_into(&mut rng, &hot, &mut out).unwrap();
             xs.extend(out.iter().zip(&hot).map(|(a, b)| a - b));
         }
@@ -241,8 +299,14 @@ mod tests {
         let noised = laplace_value(&y, 10, eps, &mut DpRng::seeded(4)).unwrap();
         let b = noised.scale.unwrap();
         assert!((b - 9.0 / eps).abs() < 1e-4 * 9.0 / eps);
-        let Targets::Values(v) = &noised.targets else { panic!("regression gives values") };
-        let mut xs: Vec<f64> = v.iter().zip(&y).map(|(a, &t)| f64::from(*a) - f64::from(t)).collect();
+        let Targets::Values(v) = &noised.targets else {
+            panic!("regression gives values")
+        };
+        let mut xs: Vec<f64> = v
+            .iter()
+            .zip(&y)
+            .map(|(a, &t)| f64::from(*a) - f64::from(t))
+            .collect();
         let d = ks_laplace(&mut xs, b);
         assert!(d < 1.63 / (xs.len() as f64).sqrt(), "D = {d}");
         assert!(v.iter().all(|&x| (0.0..=9.0).contains(&x)));
@@ -253,23 +317,47 @@ mod tests {
         let y: Vec<u32> = (0..3000).map(|i| i % 10).collect();
         let mut rng = DpRng::seeded(9);
         // Huge ε: the noise is ~1e-3, every rule gives back the label exactly.
-        for post in [PostProcess::ClampRound, PostProcess::Argmax, PostProcess::Soft] {
+        for post in [
+            PostProcess::ClampRound,
+            PostProcess::Argmax,
+            PostProcess::Soft,
+        ] {
             let n = laplace_one_hot(&y, 10, 2000.0, post, &mut rng).unwrap();
             assert_eq!(n.targets.accuracy(&y), 1.0, "{post:?}");
         }
         // Hand-made targets: accuracy counts exactly the rows that still say the label.
-        let t = Targets::MultiHot { k: 3, values: vec![0., 1., 0., 1., 1., 0., 0., 0., 0.] };
+        let t = Targets::MultiHot {
+            k: 3,
+            values: vec![0., 1., 0., 1., 1., 0., 0., 0., 0.],
+        };
         assert_eq!(t.accuracy(&[1, 0, 2]), 1.0 / 3.0);
-        let s = Targets::Soft { k: 2, values: vec![0.7, 0.3, 0.5, 0.5, 0.2, 0.8] };
+        let s = Targets::Soft {
+            k: 2,
+            values: vec![0.7, 0.3, 0.5, 0.5, 0.2, 0.8],
+        };
         assert_eq!(s.accuracy(&[0, 0, 1]), 2.0 / 3.0);
-        assert_eq!(Targets::Classes(vec![1, 2, 3, 4]).accuracy(&[1, 2, 0, 0]), 0.5);
-        assert_eq!(Targets::Values(vec![0.4, 8.6, 3.0]).accuracy(&[0, 8, 3]), 2.0 / 3.0);
+        assert_eq!(
+            Targets::Classes(vec![1, 2, 3, 4]).accuracy(&[1, 2, 0, 0]),
+            0.5
+        );
+        assert_eq!(
+            Targets::Values(vec![0.4, 8.6, 3.0]).accuracy(&[0, 8, 3]),
+            2.0 / 3.0
+        );
         // Soft rows sum to 1; clamp-round rows are 0/1.
         let n = laplace_one_hot(&y, 10, 1.0, PostProcess::Soft, &mut rng).unwrap();
-        let Targets::Soft { values, .. } = &n.targets else { panic!() };
-        assert!(values.chunks_exact(10).all(|r| (r.iter().sum::<f32>() - 1.0).abs() < 1e-4));
+        let Targets::Soft { values, .. } = &n.targets else {
+            panic!()
+        };
+        assert!(
+            values
+                .chunks_exact(10)
+                .all(|r| (r.iter().sum::<f32>() - 1.0).abs() < 1e-4)
+        );
         let n = laplace_one_hot(&y, 10, 1.0, PostProcess::ClampRound, &mut rng).unwrap();
-        let Targets::MultiHot { values, .. } = &n.targets else { panic!() };
+        let Targets::MultiHot { values, .. } = &n.targets else {
+            panic!()
+        };
         assert!(values.iter().all(|&v| v == 0.0 || v == 1.0));
     }
 
@@ -281,7 +369,15 @@ mod tests {
         let noised = randomized_response(&y, 10, 1.0, &mut DpRng::seeded(2)).unwrap();
         let p = 1f64.exp() / (1f64.exp() + 9.0);
         let acc = noised.targets.accuracy(&y);
-        assert!((acc - p).abs() < 4.5 * (p * (1.0 - p) / n as f64).sqrt(), "{acc} vs {p}");
-        assert!(randomized_response(&[10], 10, 1.0, &mut DpRng::seeded(2)).unwrap_err().to_string().contains("label 10"));
+        assert!(
+            (acc - p).abs() < 4.5 * (p * (1.0 - p) / n as f64).sqrt(),
+            "{acc} vs {p}"
+        );
+        assert!(
+            randomized_response(&[10], 10, 1.0, &mut DpRng::seeded(2))
+                .unwrap_err()
+                .to_string()
+                .contains("label 10")
+        );
     }
 }

@@ -25,6 +25,8 @@ pub(crate) fn check_epsilon(name: &str, epsilon: f64) -> Result<(), Perturbation
     if epsilon.is_finite() && epsilon > 0.0 {
         Ok(())
     } else {
-        Err(invalid(format!("{name} must be finite and > 0, got {epsilon}")))
+        Err(invalid(format!(
+            "{name} must be finite and > 0, got {epsilon}"
+        )))
     }
 }

@@ -2,7 +2,9 @@
 //! before any learner sees it; training on the perturbed records is post-processing.
 
 use dpml_data::Dataset;
-use dpml_mechanisms::{Calibration, DpRng, GaussianMechanism, LaplaceMechanism, PrivacyEvent, analytic_gaussian_delta};
+use dpml_mechanisms::{
+    Calibration, DpRng, GaussianMechanism, LaplaceMechanism, PrivacyEvent, analytic_gaussian_delta,
+};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -29,7 +31,9 @@ impl std::str::FromStr for InputMechanism {
         match s {
             "laplace" => Ok(InputMechanism::Laplace),
             "gaussian" => Ok(InputMechanism::Gaussian { delta: 1e-5 }),
-            other => Err(invalid(format!("unknown input perturbation {other:?}; known: laplace, gaussian"))),
+            other => Err(invalid(format!(
+                "unknown input perturbation {other:?}; known: laplace, gaussian"
+            ))),
         }
     }
 }
@@ -110,7 +114,12 @@ pub fn perturb_dataset(
     epsilon_per_feature: f64,
     rng: &mut DpRng,
 ) -> Result<PerturbationReport, PerturbationError> {
-    perturb_dataset_with(data, mechanism, InputBudget::PerFeature(epsilon_per_feature), rng)
+    perturb_dataset_with(
+        data,
+        mechanism,
+        InputBudget::PerFeature(epsilon_per_feature),
+        rng,
+    )
 }
 
 /// Perturbs every record of `data` in place, once: each feature is clamped to the data set's
@@ -152,7 +161,12 @@ pub fn perturb_dataset_with(
 ) -> Result<PerturbationReport, PerturbationError> {
     let d = data.n_features();
     if d == 0 || data.x.len() != data.n * d {
-        return Err(invalid(format!("data set {:?} has {} values for {} records of {d} features", data.name, data.x.len(), data.n)));
+        return Err(invalid(format!(
+            "data set {:?} has {} values for {} records of {d} features",
+            data.name,
+            data.x.len(),
+            data.n
+        )));
     }
     let (lo, hi) = data.feature_range.ok_or_else(|| {
         invalid(format!(
@@ -162,10 +176,18 @@ pub fn perturb_dataset_with(
         ))
     })?;
     if !(lo.is_finite() && hi.is_finite() && hi > lo) {
-        return Err(invalid(format!("data set {:?} declares an empty or invalid feature range [{lo}, {hi}]", data.name)));
+        return Err(invalid(format!(
+            "data set {:?} declares an empty or invalid feature range [{lo}, {hi}]",
+            data.name
+        )));
     }
     if let Some(i) = data.x.iter().position(|v| v.is_nan()) {
-        return Err(invalid(format!("data set {:?}: record {}, feature {} is NaN", data.name, i / d, i % d)));
+        return Err(invalid(format!(
+            "data set {:?}: record {}, feature {} is NaN",
+            data.name,
+            i / d,
+            i % d
+        )));
     }
     let range = f64::from(hi) - f64::from(lo);
     let (eps_f, eps_r) = match budget {
@@ -191,32 +213,66 @@ pub fn perturb_dataset_with(
                 e + e * 4.0 * f64::EPSILON
             });
             let event = m.event().repeated(d as u64);
-            let part = ("laplace", per_record, 0.0, 0.0, m.scale(), event, format!("basic: {d} features x epsilon per feature (exact for the L1 range)"));
+            let part = (
+                "laplace",
+                per_record,
+                0.0,
+                0.0,
+                m.scale(),
+                event,
+                format!("basic: {d} features x epsilon per feature (exact for the L1 range)"),
+            );
             (FeatureNoise::Laplace(m), part)
         }
         InputMechanism::Gaussian { delta } => {
             let m = GaussianMechanism::new(range, eps_f, delta, Calibration::Analytic)?;
             let PrivacyEvent::Gaussian { noise_multiplier } = m.event() else {
-                return Err(invalid("internal: the Gaussian mechanism reported a non-Gaussian event"));
+                return Err(invalid(
+                    "internal: the Gaussian mechanism reported a non-Gaussian event",
+                ));
             };
             let record_multiplier = noise_multiplier / (d as f64).sqrt();
             let per_record = gaussian_epsilon(record_multiplier, delta);
-            let event = PrivacyEvent::Gaussian { noise_multiplier: record_multiplier };
-            let part = ("gaussian", per_record, delta, delta, m.sigma(), event, format!("gaussian on the record's L2 range sqrt({d}) x (hi - lo), exact epsilon at delta"));
+            let event = PrivacyEvent::Gaussian {
+                noise_multiplier: record_multiplier,
+            };
+            let part = (
+                "gaussian",
+                per_record,
+                delta,
+                delta,
+                m.sigma(),
+                event,
+                format!(
+                    "gaussian on the record's L2 range sqrt({d}) x (hi - lo), exact epsilon at delta"
+                ),
+            );
             (FeatureNoise::Gaussian(m), part)
         }
     };
-    let (name, epsilon_per_record, delta_per_feature, delta_per_record, noise_scale, event_per_record, composition) = report_part;
+    let (
+        name,
+        epsilon_per_record,
+        delta_per_feature,
+        delta_per_record,
+        noise_scale,
+        event_per_record,
+        composition,
+    ) = report_part;
 
-    let mut rngs: Vec<DpRng> = (0..data.n.div_ceil(CHUNK_RECORDS)).map(|_| rng.fork()).collect();
+    let mut rngs: Vec<DpRng> = (0..data.n.div_ceil(CHUNK_RECORDS))
+        .map(|_| rng.fork())
+        .collect();
     let mut out = data.x.clone();
-    out.par_chunks_mut(CHUNK_RECORDS * d).zip(rngs.par_iter_mut()).try_for_each(|(chunk, r)| {
-        for v in chunk.iter_mut() {
-            let clamped = f64::from(v.clamp(lo, hi));
-            *v = noise.release(r, clamped)? as f32;
-        }
-        Ok::<(), PerturbationError>(())
-    })?;
+    out.par_chunks_mut(CHUNK_RECORDS * d)
+        .zip(rngs.par_iter_mut())
+        .try_for_each(|(chunk, r)| {
+            for v in chunk.iter_mut() {
+                let clamped = f64::from(v.clamp(lo, hi));
+                *v = noise.release(r, clamped)? as f32;
+            }
+            Ok::<(), PerturbationError>(())
+        })?;
     data.x = out;
     Ok(PerturbationReport {
         mechanism: name.into(),
@@ -245,7 +301,11 @@ fn gaussian_epsilon(multiplier: f64, delta: f64) -> f64 {
     let mut lo = 0.0;
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if delta_at(mid) > delta { lo = mid } else { hi = mid }
+        if delta_at(mid) > delta {
+            lo = mid
+        } else {
+            hi = mid
+        }
         if hi - lo <= 1e-9 * hi {
             break;
         }
@@ -274,17 +334,40 @@ mod tests {
     #[test]
     fn laplace_epsilon_composes_over_features() {
         let mut data = synthetic(10, 784);
-        let r = perturb_dataset(&mut data, InputMechanism::Laplace, 0.01, &mut DpRng::seeded(1)).unwrap();
+        let r = perturb_dataset(
+            &mut data,
+            InputMechanism::Laplace,
+            0.01,
+            &mut DpRng::seeded(1),
+        )
+        .unwrap();
         // d × ε_f: 784 × 0.01 = 7.84 (rounded up by a few ulps).
-        assert!(r.epsilon_per_record >= 7.84 && r.epsilon_per_record < 7.84 + 1e-12, "{}", r.epsilon_per_record);
+        assert!(
+            r.epsilon_per_record >= 7.84 && r.epsilon_per_record < 7.84 + 1e-12,
+            "{}",
+            r.epsilon_per_record
+        );
         assert_eq!(r.epsilon_per_feature, 0.01);
         // b = (hi − lo)/ε_f = 100, times the grid inflation 1 + g/(hi − lo) with g ≤ b/2^20.
-        assert!(r.noise_scale >= 100.0 && r.noise_scale < 100.0 * (1.0 + 2.0 * 100.0 / 2f64.powi(20)), "{}", r.noise_scale);
+        assert!(
+            r.noise_scale >= 100.0 && r.noise_scale < 100.0 * (1.0 + 2.0 * 100.0 / 2f64.powi(20)),
+            "{}",
+            r.noise_scale
+        );
         assert!(r.seeded && r.features == 784 && r.records == 10);
         let mut again = synthetic(10, 784);
-        let p = perturb_dataset_with(&mut again, InputMechanism::Laplace, InputBudget::PerRecord(7.84), &mut DpRng::seeded(1)).unwrap();
+        let p = perturb_dataset_with(
+            &mut again,
+            InputMechanism::Laplace,
+            InputBudget::PerRecord(7.84),
+            &mut DpRng::seeded(1),
+        )
+        .unwrap();
         assert!((p.epsilon_per_feature - 0.01).abs() < 1e-15 && p.epsilon_per_record == 7.84);
-        assert_eq!(again.x, data.x, "a per-record budget is the same noise as ε/d per feature");
+        assert_eq!(
+            again.x, data.x,
+            "a per-record budget is the same noise as ε/d per feature"
+        );
     }
 
     #[test]
@@ -295,22 +378,46 @@ mod tests {
         let (n, d) = (20_000, 8);
         let clean = synthetic(n, d);
         let mut data = clean.clone();
-        let r = perturb_dataset(&mut data, InputMechanism::Laplace, 2.0, &mut DpRng::seeded(5)).unwrap();
-        let diffs: Vec<f64> = data.x.iter().zip(&clean.x).map(|(a, b)| f64::from(a - b)).collect();
+        let r = perturb_dataset(
+            &mut data,
+            InputMechanism::Laplace,
+            2.0,
+            &mut DpRng::seeded(5),
+        )
+        .unwrap();
+        let diffs: Vec<f64> = data
+            .x
+            .iter()
+            .zip(&clean.x)
+            .map(|(a, b)| f64::from(a - b))
+            .collect();
         let m = diffs.len() as f64;
         let var = diffs.iter().map(|x| x * x).sum::<f64>() / m;
         let b = r.noise_scale;
-        assert!((var - 2.0 * b * b).abs() < 5.0 * (20.0 * b.powi(4) / m).sqrt(), "{var}");
+        assert!(
+            (var - 2.0 * b * b).abs() < 5.0 * (20.0 * b.powi(4) / m).sqrt(),
+            "{var}"
+        );
         assert_eq!(data.y, clean.y, "labels are untouched");
     }
 
     #[test]
     fn gaussian_reports_the_l2_composition() {
         let mut data = synthetic(4, 100);
-        let r = perturb_dataset(&mut data, InputMechanism::Gaussian { delta: 1e-5 }, 1.0, &mut DpRng::seeded(2)).unwrap();
+        let r = perturb_dataset(
+            &mut data,
+            InputMechanism::Gaussian { delta: 1e-5 },
+            1.0,
+            &mut DpRng::seeded(2),
+        )
+        .unwrap();
         // The record's multiplier is the feature's over √100 = 10: its ε is far above 1 but far
         // below basic composition's 100.
-        assert!(r.epsilon_per_record > 5.0 && r.epsilon_per_record < 100.0, "{}", r.epsilon_per_record);
+        assert!(
+            r.epsilon_per_record > 5.0 && r.epsilon_per_record < 100.0,
+            "{}",
+            r.epsilon_per_record
+        );
         assert!(analytic_gaussian_delta(r.noise_scale, 1.0, 1.0) <= 1e-5 * (1.0 + 1e-6));
         assert_eq!(r.delta_per_record, 1e-5);
     }
@@ -321,13 +428,59 @@ mod tests {
         let before = data.x.clone();
         let mut rng = DpRng::seeded(1);
         let msg = |r: Result<PerturbationReport, PerturbationError>| r.unwrap_err().to_string();
-        assert!(msg(perturb_dataset(&mut data, InputMechanism::Laplace, f64::NAN, &mut rng)).contains("epsilon per feature must be finite and > 0, got NaN"));
-        assert!(msg(perturb_dataset(&mut data, InputMechanism::Laplace, -1.0, &mut rng)).contains("got -1"));
-        assert!(msg(perturb_dataset_with(&mut data, InputMechanism::Gaussian { delta: 1e-5 }, InputBudget::PerRecord(1.0), &mut rng)).contains("Laplace"));
-        assert!(msg(perturb_dataset(&mut data, InputMechanism::Gaussian { delta: 2.0 }, 1.0, &mut rng)).contains('2'));
-        assert!("cauchy".parse::<InputMechanism>().unwrap_err().to_string().contains("cauchy"));
+        assert!(
+            msg(perturb_dataset(
+                &mut data,
+                InputMechanism::Laplace,
+                f64::NAN,
+                &mut rng
+            ))
+            .contains("epsilon per feature must be finite and > 0, got NaN")
+        );
+        assert!(
+            msg(perturb_dataset(
+                &mut data,
+                InputMechanism::Laplace,
+                -1.0,
+                &mut rng
+            ))
+            .contains("got -1")
+        );
+        assert!(
+            msg(perturb_dataset_with(
+                &mut data,
+                InputMechanism::Gaussian { delta: 1e-5 },
+                InputBudget::PerRecord(1.0),
+                &mut rng
+            ))
+            .contains("Laplace")
+        );
+        assert!(
+            msg(perturb_dataset(
+                &mut data,
+                InputMechanism::Gaussian { delta: 2.0 },
+                1.0,
+                &mut rng
+            ))
+            .contains('2')
+        );
+        assert!(
+            "cauchy"
+                .parse::<InputMechanism>()
+                .unwrap_err()
+                .to_string()
+                .contains("cauchy")
+        );
         data.feature_range = None;
-        assert!(msg(perturb_dataset(&mut data, InputMechanism::Laplace, 1.0, &mut rng)).contains("public feature range"));
+        assert!(
+            msg(perturb_dataset(
+                &mut data,
+                InputMechanism::Laplace,
+                1.0,
+                &mut rng
+            ))
+            .contains("public feature range")
+        );
         assert_eq!(data.x, before);
     }
 }

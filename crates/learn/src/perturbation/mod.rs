@@ -8,6 +8,8 @@ pub mod output;
 pub mod vector_laplace;
 
 pub use error::PerturbationError;
-pub use input::{InputBudget, InputMechanism, PerturbationReport, perturb_dataset, perturb_dataset_with};
+pub use input::{
+    InputBudget, InputMechanism, PerturbationReport, perturb_dataset, perturb_dataset_with,
+};
 pub use output::{OutputPerturbation, softmax_rows};
 pub use vector_laplace::VectorLaplace;

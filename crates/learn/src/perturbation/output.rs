@@ -65,10 +65,15 @@ impl OutputPerturbation {
     /// See the type-level `# Errors`.
     pub fn new(epsilon_per_query: f64, classes: usize) -> Result<Self, PerturbationError> {
         if classes < 2 {
-            return Err(invalid(format!("output perturbation needs at least 2 classes, got {classes}")));
+            return Err(invalid(format!(
+                "output perturbation needs at least 2 classes, got {classes}"
+            )));
         }
         super::error::check_epsilon("output epsilon", epsilon_per_query)?;
-        Ok(Self { mech: VectorLaplace::new(PROBABILITY_L1_SENSITIVITY, classes, epsilon_per_query)?, classes })
+        Ok(Self {
+            mech: VectorLaplace::new(PROBABILITY_L1_SENSITIVITY, classes, epsilon_per_query)?,
+            classes,
+        })
     }
 
     /// ε of one answered query.
@@ -96,15 +101,24 @@ impl OutputPerturbation {
     ///
     /// # Errors
     /// See the type-level `# Errors`; nothing is drawn when any row is invalid.
-    pub fn release_labels(&self, rng: &mut DpRng, probs: &[f64]) -> Result<Vec<usize>, PerturbationError> {
+    pub fn release_labels(
+        &self,
+        rng: &mut DpRng,
+        probs: &[f64],
+    ) -> Result<Vec<usize>, PerturbationError> {
         let k = self.classes;
         if probs.len() % k != 0 {
-            return Err(invalid(format!("{} probabilities are not rows of {k} classes", probs.len())));
+            return Err(invalid(format!(
+                "{} probabilities are not rows of {k} classes",
+                probs.len()
+            )));
         }
         for (i, row) in probs.chunks_exact(k).enumerate() {
             let sum: f64 = row.iter().sum();
             if row.iter().any(|p| !(p.is_finite() && *p >= 0.0)) || (sum - 1.0).abs() > 1e-6 {
-                return Err(invalid(format!("row {i} is not a probability vector: {row:?}")));
+                return Err(invalid(format!(
+                    "row {i} is not a probability vector: {row:?}"
+                )));
             }
         }
         let mut noisy = Vec::with_capacity(k);
@@ -153,10 +167,28 @@ mod tests {
 
     #[test]
     fn bad_inputs_are_refused() {
-        assert!(OutputPerturbation::new(f64::NAN, 10).unwrap_err().to_string().contains("output epsilon must be finite and > 0, got NaN"));
-        assert!(OutputPerturbation::new(1.0, 1).unwrap_err().to_string().contains("got 1"));
+        assert!(
+            OutputPerturbation::new(f64::NAN, 10)
+                .unwrap_err()
+                .to_string()
+                .contains("output epsilon must be finite and > 0, got NaN")
+        );
+        assert!(
+            OutputPerturbation::new(1.0, 1)
+                .unwrap_err()
+                .to_string()
+                .contains("got 1")
+        );
         let m = OutputPerturbation::new(1.0, 2).unwrap();
-        assert!(m.release_labels(&mut DpRng::seeded(1), &[0.5, 0.6]).unwrap_err().to_string().contains("row 0"));
-        assert!(m.release_labels(&mut DpRng::seeded(1), &[0.5, 0.5, 1.0]).is_err());
+        assert!(
+            m.release_labels(&mut DpRng::seeded(1), &[0.5, 0.6])
+                .unwrap_err()
+                .to_string()
+                .contains("row 0")
+        );
+        assert!(
+            m.release_labels(&mut DpRng::seeded(1), &[0.5, 0.5, 1.0])
+                .is_err()
+        );
     }
 }

@@ -41,7 +41,9 @@ impl VectorLaplace {
     pub fn new(l1_sensitivity: f64, dim: usize, epsilon: f64) -> Result<Self, PerturbationError> {
         check_epsilon("epsilon", epsilon)?;
         if !(l1_sensitivity.is_finite() && l1_sensitivity > 0.0) {
-            return Err(invalid(format!("L1 sensitivity must be finite and > 0, got {l1_sensitivity}")));
+            return Err(invalid(format!(
+                "L1 sensitivity must be finite and > 0, got {l1_sensitivity}"
+            )));
         }
         if dim == 0 {
             return Err(invalid("vector dimension must be >= 1, got 0"));
@@ -52,15 +54,21 @@ impl VectorLaplace {
             let mech = LaplaceMechanism::new(delta, epsilon)?;
             let need = l1_sensitivity + dim as f64 * mech.granularity();
             if need <= delta {
-                return Ok(Self { mech, l1_sensitivity, dim });
+                return Ok(Self {
+                    mech,
+                    l1_sensitivity,
+                    dim,
+                });
             }
             // A relative margin of 1e-12 absorbs the rounding of the sum above.
             delta = need * (1.0 + 1e-12);
         }
-        Err(PerturbationError::Mechanism(MechanismError::InvalidParameter(format!(
-            "cannot fit a grid for the vector Laplace mechanism with sensitivity {l1_sensitivity}, \
+        Err(PerturbationError::Mechanism(
+            MechanismError::InvalidParameter(format!(
+                "cannot fit a grid for the vector Laplace mechanism with sensitivity {l1_sensitivity}, \
              dimension {dim}, epsilon {epsilon}"
-        ))))
+            )),
+        ))
     }
 
     /// The Laplace scale actually used on each coordinate (≥ Δ₁/ε).
@@ -93,9 +101,18 @@ impl VectorLaplace {
     /// # Errors
     /// [`PerturbationError::Invalid`] for a length other than `dim`;
     /// [`PerturbationError::Mechanism`] for a NaN or infinite value.
-    pub fn release_into(&self, rng: &mut DpRng, values: &[f64], out: &mut Vec<f64>) -> Result<(), PerturbationError> {
+    pub fn release_into(
+        &self,
+        rng: &mut DpRng,
+        values: &[f64],
+        out: &mut Vec<f64>,
+    ) -> Result<(), PerturbationError> {
         if values.len() != self.dim {
-            return Err(invalid(format!("vector has {} values, the mechanism expects {}", values.len(), self.dim)));
+            return Err(invalid(format!(
+                "vector has {} values, the mechanism expects {}",
+                values.len(),
+                self.dim
+            )));
         }
         out.clear();
         for &v in values {
@@ -111,11 +128,22 @@ mod tests {
 
     #[test]
     fn scale_covers_the_sensitivity_and_the_grid_slack() {
-        for (l1, dim, eps) in [(2.0, 10, 1.0), (2.0, 10, 0.1), (9.0, 1, 0.5), (2.0, 1000, 3.0)] {
+        for (l1, dim, eps) in [
+            (2.0, 10, 1.0),
+            (2.0, 10, 0.1),
+            (9.0, 1, 0.5),
+            (2.0, 1000, 3.0),
+        ] {
             let m = VectorLaplace::new(l1, dim, eps).unwrap();
             let b = l1 / eps;
-            assert!(m.scale() >= b && m.scale() < b * (1.0 + 1e-3), "{l1} {dim} {eps}: {}", m.scale());
-            let PrivacyEvent::Laplace { noise_multiplier } = m.event() else { panic!("not Laplace") };
+            assert!(
+                m.scale() >= b && m.scale() < b * (1.0 + 1e-3),
+                "{l1} {dim} {eps}: {}",
+                m.scale()
+            );
+            let PrivacyEvent::Laplace { noise_multiplier } = m.event() else {
+                panic!("not Laplace")
+            };
             assert!(1.0 / noise_multiplier <= eps);
         }
     }
@@ -123,13 +151,24 @@ mod tests {
     #[test]
     fn bad_parameters_are_named() {
         let msg = |r: Result<VectorLaplace, PerturbationError>| r.unwrap_err().to_string();
-        assert!(msg(VectorLaplace::new(2.0, 10, f64::NAN)).contains("epsilon must be finite and > 0, got NaN"));
+        assert!(
+            msg(VectorLaplace::new(2.0, 10, f64::NAN))
+                .contains("epsilon must be finite and > 0, got NaN")
+        );
         assert!(msg(VectorLaplace::new(2.0, 10, 0.0)).contains("got 0"));
         assert!(msg(VectorLaplace::new(-1.0, 10, 1.0)).contains("got -1"));
         assert!(msg(VectorLaplace::new(2.0, 0, 1.0)).contains("dimension"));
         let m = VectorLaplace::new(2.0, 3, 1.0).unwrap();
         let mut out = Vec::new();
-        assert!(m.release_into(&mut DpRng::seeded(1), &[0.0; 2], &mut out).unwrap_err().to_string().contains("2 values"));
-        assert!(m.release_into(&mut DpRng::seeded(1), &[0.0, f64::NAN, 1.0], &mut out).is_err());
+        assert!(
+            m.release_into(&mut DpRng::seeded(1), &[0.0; 2], &mut out)
+                .unwrap_err()
+                .to_string()
+                .contains("2 values")
+        );
+        assert!(
+            m.release_into(&mut DpRng::seeded(1), &[0.0, f64::NAN, 1.0], &mut out)
+                .is_err()
+        );
     }
 }

@@ -1,0 +1,375 @@
+//! `dpml train` and `dpml eval`: DP-SGD (or non-private) training of a named model on a data
+//! set, with a progress bar showing loss, accuracy and the ε spent so far; and evaluation of a
+//! saved model. The training flags here are shared by every command that trains.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use dpml_data::{Dataset, LoadOptions, Source, load, train_test_split};
+use dpml_learn::dpsgd::{
+    self, AccountantKind, EpochLog, OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
+};
+use serde_json::{Value, json};
+
+use crate::args::{self, SeedArg};
+use crate::error::{CliError, CliResult};
+use crate::output::Output;
+
+/// Optimizers on the command line.
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum OptimizerArg {
+    /// SGD (with --momentum).
+    Sgd,
+    /// Adam.
+    Adam,
+}
+
+/// Learning-rate schedules on the command line.
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum ScheduleArg {
+    /// The same rate throughout.
+    Constant,
+    /// Cosine annealing to 0 over the run.
+    Cosine,
+}
+
+/// Accountants on the command line.
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum AccountantArg {
+    /// Privacy-loss distribution (tight upper bound).
+    Pld,
+    /// Rényi DP (upper bound).
+    Rdp,
+    /// Gaussian DP via the CLT (approximation; not for calibration).
+    Gdp,
+}
+
+/// The flags that define a training recipe. Every one is optional so that a preset (or a
+/// command's own defaults) can supply it and a flag given on the command line overrides it.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TrainingArgs {
+    /// Model: logreg, mlp, cnn, cnn-tanh.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Hidden layer sizes of mlp, e.g. 512,256.
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one)]
+    pub hidden: Option<Vec<u64>>,
+    /// Target ε: σ is calibrated before training so the final ε does not exceed it.
+    #[arg(long, value_parser = args::positive, conflicts_with_all = ["noise_multiplier", "non_private"])]
+    pub epsilon: Option<f64>,
+    /// Noise multiplier σ (noise std σ·C on the clipped sum).
+    #[arg(long, value_parser = args::positive, conflicts_with = "non_private")]
+    pub noise_multiplier: Option<f64>,
+    /// Train without privacy (a baseline).
+    #[arg(long)]
+    pub non_private: bool,
+    /// δ of the (ε, δ) guarantee.
+    #[arg(long, value_parser = args::open_unit)]
+    pub delta: Option<f64>,
+    /// Epochs (the run has ⌈E·N/B⌉ steps).
+    #[arg(long, value_parser = args::positive)]
+    pub epochs: Option<f64>,
+    /// Expected (Poisson) batch size B.
+    #[arg(long, value_parser = args::at_least_one)]
+    pub batch_size: Option<u64>,
+    /// Clipping norm C of each per-sample gradient.
+    #[arg(long, value_parser = args::positive)]
+    pub max_grad_norm: Option<f64>,
+    /// Learning rate.
+    #[arg(long, value_parser = args::positive)]
+    pub lr: Option<f64>,
+    /// Optimizer.
+    #[arg(long, value_enum)]
+    pub optimizer: Option<OptimizerArg>,
+    /// SGD momentum in [0, 1).
+    #[arg(long, value_parser = args::finite)]
+    pub momentum: Option<f64>,
+    /// Learning-rate schedule.
+    #[arg(long, value_enum)]
+    pub schedule: Option<ScheduleArg>,
+    /// Accountant reporting (and calibrating) ε.
+    #[arg(long, value_enum)]
+    pub accountant: Option<AccountantArg>,
+    /// Draw the noise from the exact discrete Gaussian on a fine grid.
+    #[arg(long)]
+    pub exact_noise: bool,
+    /// Largest number of records through the model at once (virtual batching).
+    #[arg(long, value_parser = args::at_least_one)]
+    pub physical_batch: Option<u64>,
+    /// Evaluate an exponential moving average of the parameters with this decay.
+    #[arg(long, value_parser = args::open_unit)]
+    pub ema: Option<f64>,
+    /// Clip each layer separately (C/√L each) instead of the whole gradient.
+    #[arg(long)]
+    pub per_layer_clipping: bool,
+}
+
+impl TrainingArgs {
+    /// `base` with every given flag applied.
+    pub fn apply(&self, mut cfg: TrainConfig) -> CliResult<TrainConfig> {
+        if let Some(m) = &self.model {
+            cfg.model = m.clone();
+        }
+        if let Some(h) = &self.hidden {
+            cfg.hidden = h.iter().map(|&v| v as usize).collect();
+        }
+        match (self.epsilon, self.noise_multiplier, self.non_private) {
+            (Some(e), _, _) => cfg.privacy = Privacy::TargetEpsilon(e),
+            (_, Some(s), _) => cfg.privacy = Privacy::NoiseMultiplier(s),
+            (_, _, true) => cfg.privacy = Privacy::NonPrivate,
+            _ => {}
+        }
+        set(&mut cfg.delta, self.delta);
+        set(&mut cfg.epochs, self.epochs);
+        set(&mut cfg.batch_size, self.batch_size.map(|b| b as usize));
+        set(&mut cfg.max_grad_norm, self.max_grad_norm.map(|c| c as f32));
+        set(&mut cfg.lr, self.lr.map(|l| l as f32));
+        set(&mut cfg.physical_batch, self.physical_batch.map(|b| b as usize));
+        if let Some(e) = self.ema {
+            cfg.ema = Some(e as f32);
+        }
+        cfg.exact_noise |= self.exact_noise;
+        cfg.per_layer_clipping |= self.per_layer_clipping;
+        match (self.optimizer, self.momentum) {
+            (Some(OptimizerArg::Adam), Some(m)) => {
+                return Err(CliError::usage(format!("--momentum {m} applies to sgd, not adam")));
+            }
+            (Some(OptimizerArg::Adam), None) => cfg.optimizer = OptimizerKind::Adam,
+            (Some(OptimizerArg::Sgd), m) => {
+                cfg.optimizer = OptimizerKind::Sgd { momentum: m.unwrap_or(0.0) as f32, nesterov: false };
+            }
+            (None, Some(m)) => match &mut cfg.optimizer {
+                OptimizerKind::Sgd { momentum, .. } => *momentum = m as f32,
+                OptimizerKind::Adam => {
+                    return Err(CliError::usage(format!("--momentum {m} applies to sgd, not adam")));
+                }
+            },
+            (None, None) => {}
+        }
+        if let Some(s) = self.schedule {
+            cfg.lr_schedule = match s {
+                ScheduleArg::Constant => ScheduleKind::Constant,
+                ScheduleArg::Cosine => ScheduleKind::Cosine { min_lr: 0.0 },
+            };
+        }
+        if let Some(a) = self.accountant {
+            cfg.accountant = match a {
+                AccountantArg::Pld => AccountantKind::Pld,
+                AccountantArg::Rdp => AccountantKind::Rdp,
+                AccountantArg::Gdp => AccountantKind::Gdp,
+            };
+        }
+        Ok(cfg)
+    }
+
+    /// Whether the command line chose the privacy mode.
+    pub fn chooses_privacy(&self) -> bool {
+        self.epsilon.is_some() || self.noise_multiplier.is_some() || self.non_private
+    }
+}
+
+fn set<T>(field: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *field = v;
+    }
+}
+
+/// Train and test sets: the source's own test split, or a seeded stratified split.
+#[derive(Args, Debug, Clone)]
+pub struct SplitArgs {
+    /// Share held out for testing when the data set has no test split of its own.
+    #[arg(long, value_parser = args::open_unit, default_value = "0.2")]
+    pub test_fraction: f64,
+    /// Seed of that split (public: it does not touch the noise).
+    #[arg(long, default_value = "0")]
+    pub split_seed: u64,
+}
+
+/// Load `source` as (train, test).
+pub fn load_split(
+    source: &Source,
+    label_column: Option<&str>,
+    data_dir: Option<&Path>,
+    split: &SplitArgs,
+) -> CliResult<(Dataset, Dataset)> {
+    let opts = LoadOptions { data_dir: data_dir.map(Path::to_path_buf), label_column: label_column.map(String::from) };
+    let sets = load(source, &opts)?;
+    match sets.test {
+        Some(test) => Ok((sets.train, test)),
+        None => Ok(train_test_split(&sets.train, split.test_fraction, split.split_seed)?),
+    }
+}
+
+/// Flags of `dpml train`.
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    /// Data set: mnist, fashion-mnist, digits, iris, breast-cancer, wine, csv:PATH.
+    #[arg(long)]
+    pub dataset: Option<Source>,
+    /// Label column of a csv: data set.
+    #[arg(long)]
+    pub label_column: Option<String>,
+    /// A named recipe (see `dpml presets`); flags given with it override it.
+    #[arg(long)]
+    pub preset: Option<String>,
+    #[command(flatten)]
+    pub training: TrainingArgs,
+    #[command(flatten)]
+    pub split: SplitArgs,
+    #[command(flatten)]
+    pub seed: SeedArg,
+    /// Save the trained model (safetensors with its architecture).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write one CSV row per epoch (loss, accuracy, ε so far).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+}
+
+/// The recipe: preset (if any) overridden by flags; the data set it names.
+pub fn recipe(a: &TrainArgs) -> CliResult<(Source, TrainConfig, Option<String>)> {
+    let (dataset, base) = match &a.preset {
+        Some(name) => {
+            let p = dpsgd::preset(name)?;
+            let ds: Source = p.dataset.parse()?;
+            (Some(ds), p.config)
+        }
+        None if !a.training.chooses_privacy() => {
+            return Err(CliError::usage("choose --epsilon E, --noise-multiplier S or --non-private (or a --preset)"));
+        }
+        None => (None, TrainConfig::default()),
+    };
+    let dataset = a
+        .dataset
+        .clone()
+        .or(dataset)
+        .ok_or_else(|| CliError::usage("--dataset is required without a --preset"))?;
+    Ok((dataset, a.training.apply(base)?, a.preset.clone()))
+}
+
+/// Run `dpml train`.
+pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let (source, cfg, preset) = recipe(a)?;
+    cfg.validate()?;
+    let (train, test) = load_split(&source, a.label_column.as_deref(), data_dir, &a.split)?;
+    let mut rng = a.seed.rng()?;
+    let outcome = train_with_progress(&cfg, &train, Some(&test), &mut rng, out)?;
+    if let Some(path) = &a.out {
+        dpsgd::save(path, &outcome.model, &outcome.input)?;
+    }
+    if let Some(path) = &a.log {
+        write_log(path, &outcome.report.epoch_log)?;
+    }
+    let mut report = serde_json::to_value(&outcome.report).map_err(CliError::internal)?;
+    if let Value::Object(map) = &mut report {
+        map.remove("epoch_log");
+        map.insert("dataset".into(), json!(source.name()));
+        map.insert("model".into(), json!(cfg.model));
+        map.insert("preset".into(), json!(preset));
+        map.insert("train_size".into(), json!(train.n));
+        map.insert("test_size".into(), json!(test.n));
+        map.insert("saved_to".into(), json!(a.out));
+        map.insert("event".into(), json!(outcome.event));
+    }
+    out.emit(&report);
+    Ok(())
+}
+
+/// Train with a progress bar on stderr: steps, loss, and per epoch accuracy and ε so far.
+pub fn train_with_progress(
+    cfg: &TrainConfig,
+    train: &Dataset,
+    test: Option<&Dataset>,
+    rng: &mut dpml_mechanisms::DpRng,
+    out: Output,
+) -> CliResult<dpsgd::TrainOutcome> {
+    let bar = out.progress(0, "training");
+    let mut epoch_note = String::new();
+    let mut observer = |p: &Progress| match p {
+        Progress::Started { steps, noise_multiplier, .. } => {
+            bar.set_length(*steps);
+            if let Some(s) = noise_multiplier {
+                bar.println(format!("noise multiplier sigma = {s:.4}"));
+            }
+        }
+        Progress::Step { step, loss, .. } => {
+            bar.set_position(*step);
+            if loss.is_finite() {
+                bar.set_message(format!("loss {loss:.3}{epoch_note}"));
+            }
+        }
+        Progress::Epoch(log) => {
+            epoch_note = format!(
+                " | epoch {} acc {}{}",
+                log.epoch,
+                log.test_accuracy.map_or("-".into(), |a| format!("{:.2}%", 100.0 * a)),
+                log.epsilon.map_or(String::new(), |e| format!(" eps {e:.3}")),
+            );
+            bar.println(epoch_note.trim_start_matches(" | ").to_string());
+        }
+    };
+    let outcome = dpsgd::train(cfg, train, test, rng, &mut observer)?;
+    bar.finish_and_clear();
+    Ok(outcome)
+}
+
+fn write_log(path: &Path, log: &[EpochLog]) -> CliResult<()> {
+    let err = |e: std::io::Error| CliError::usage(format!("writing {}: {e}", path.display()));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
+    writeln!(f, "epoch,steps,train_loss,train_accuracy,test_accuracy,test_loss,epsilon").map_err(err)?;
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    for e in log {
+        writeln!(
+            f,
+            "{},{},{},{},{},{},{}",
+            e.epoch,
+            e.steps,
+            e.train_loss,
+            e.train_accuracy,
+            opt(e.test_accuracy),
+            opt(e.test_loss),
+            opt(e.epsilon)
+        )
+        .map_err(err)?;
+    }
+    f.flush().map_err(err)
+}
+
+/// Flags of `dpml eval`.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// A model saved by `dpml train --out`.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Data set to evaluate on (its test split).
+    #[arg(long)]
+    pub dataset: Source,
+    /// Label column of a csv: data set.
+    #[arg(long)]
+    pub label_column: Option<String>,
+    #[command(flatten)]
+    pub split: SplitArgs,
+}
+
+/// Run `dpml eval`.
+pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let (mut model, input) = dpsgd::load(&a.model)?;
+    let (_, test) = load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+    let e = dpsgd::evaluate(&mut model, &input, &test)?;
+    out.emit(&json!({"test_accuracy": e.accuracy, "test_loss": e.loss, "n": e.n}));
+    Ok(())
+}
+
+/// Run `dpml presets`.
+pub fn presets(out: Output) -> CliResult<()> {
+    let list: Vec<Value> = dpsgd::presets()
+        .into_iter()
+        .map(|p| {
+            json!({"name": p.name, "description": p.description, "dataset": p.dataset,
+                   "command": format!("dpml train --preset {}", p.name), "config": p.config})
+        })
+        .collect();
+    out.emit(&json!({ "presets": list }));
+    Ok(())
+}
