@@ -1,6 +1,9 @@
 //! Printing results: with `--json`, exactly one JSON object on stdout; otherwise readable
 //! `key: value` lines. Progress and logs always go to stderr.
 
+use std::fmt::Write as _;
+use std::io::Write as _;
+
 use serde_json::Value;
 
 /// How results are printed.
@@ -13,11 +16,14 @@ pub struct Output {
 impl Output {
     /// Print a command's result object.
     pub fn emit(&self, result: &Value) {
+        let mut text = String::new();
         if self.json {
-            println!("{result}");
+            text = format!("{result}\n");
         } else {
-            print_human(result, 0);
+            render_human(&mut text, result, 0);
         }
+        // A closed pipe (`dpml … | head`) is the reader's choice, not a failure to report.
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
     }
 
     /// A progress bar on stderr (hidden with `--json` is not needed: stderr is separate,
@@ -38,28 +44,32 @@ impl Output {
     }
 }
 
-fn print_human(v: &Value, indent: usize) {
+fn render_human(out: &mut String, v: &Value, indent: usize) {
     let pad = " ".repeat(indent);
     match v {
         Value::Object(map) => {
             for (k, val) in map {
                 match val {
                     Value::Object(_) => {
-                        println!("{pad}{k}:");
-                        print_human(val, indent + 2);
+                        let _ = writeln!(out, "{pad}{k}:");
+                        render_human(out, val, indent + 2);
                     }
                     Value::Array(items) if items.iter().any(|i| i.is_object()) => {
-                        println!("{pad}{k}:");
+                        let _ = writeln!(out, "{pad}{k}:");
                         for item in items {
-                            println!("{pad}  -");
-                            print_human(item, indent + 4);
+                            let _ = writeln!(out, "{pad}  -");
+                            render_human(out, item, indent + 4);
                         }
                     }
-                    _ => println!("{pad}{k}: {}", scalar(val)),
+                    _ => {
+                        let _ = writeln!(out, "{pad}{k}: {}", scalar(val));
+                    }
                 }
             }
         }
-        other => println!("{pad}{}", scalar(other)),
+        other => {
+            let _ = writeln!(out, "{pad}{}", scalar(other));
+        }
     }
 }
 

@@ -9,13 +9,33 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
     let model = dir.path().join("digits.safetensors");
     let log = dir.path().join("epochs.csv");
     let v = dpml(&[
-        "train", "--preset", "digits-eps1", "--seed", "1", "--out", model.to_str().unwrap(), "--log",
-        log.to_str().unwrap(), "--json",
+        "train",
+        "--preset",
+        "digits-eps1",
+        "--seed",
+        "1",
+        "--out",
+        model.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--json",
     ])
     .json();
     for f in [
-        "test_accuracy", "train_accuracy", "test_loss", "epsilon", "delta", "accountant", "noise_multiplier",
-        "sampling_rate", "steps", "epochs", "max_grad_norm", "samples_per_sec", "wall_seconds", "seeded",
+        "test_accuracy",
+        "train_accuracy",
+        "test_loss",
+        "epsilon",
+        "delta",
+        "accountant",
+        "noise_multiplier",
+        "sampling_rate",
+        "steps",
+        "epochs",
+        "max_grad_norm",
+        "samples_per_sec",
+        "wall_seconds",
+        "seeded",
     ] {
         assert!(!v[f].is_null(), "missing {f}: {v}");
     }
@@ -27,21 +47,77 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
     // One CSV row per epoch; the last row's ε is the run's ε.
     let csv = std::fs::read_to_string(&log).unwrap();
     assert!(csv.lines().count() > 2, "{csv}");
-    let last_eps: f64 = csv.lines().last().unwrap().rsplit(',').next().unwrap().parse().unwrap();
-    assert!((last_eps - v["epsilon"].as_f64().unwrap()).abs() < 1e-9, "{csv}");
+    let last_eps: f64 = csv
+        .lines()
+        .last()
+        .unwrap()
+        .rsplit(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (last_eps - v["epsilon"].as_f64().unwrap()).abs() < 1e-9,
+        "{csv}"
+    );
 
     // Saved, loaded and evaluated: the same accuracy on the same split.
-    let e = dpml(&["eval", "--model", model.to_str().unwrap(), "--dataset", "digits", "--json"]).json();
+    let e = dpml(&[
+        "eval",
+        "--model",
+        model.to_str().unwrap(),
+        "--dataset",
+        "digits",
+        "--json",
+    ])
+    .json();
     assert_eq!(e["test_accuracy"], v["test_accuracy"]);
     assert_eq!(e["n"], v["test_size"]);
 }
 
 #[test]
 fn non_private_and_noise_multiplier_runs() {
-    let np = dpml(&["train", "--dataset", "iris", "--model", "logreg", "--non-private", "--epochs", "30", "--batch-size", "32", "--lr", "0.5", "--seed", "2", "--json"]).json();
+    let np = dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--non-private",
+        "--epochs",
+        "30",
+        "--batch-size",
+        "32",
+        "--lr",
+        "0.5",
+        "--seed",
+        "2",
+        "--json",
+    ])
+    .json();
     assert!(np["epsilon"].is_null());
     assert!(np["test_accuracy"].as_f64().unwrap() > 0.8, "{np}");
-    let sigma = dpml(&["train", "--dataset", "iris", "--model", "mlp", "--hidden", "16", "--noise-multiplier", "1.0", "--epochs", "2", "--batch-size", "30", "--accountant", "rdp", "--seed", "2", "--json"]).json();
+    let sigma = dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "mlp",
+        "--hidden",
+        "16",
+        "--noise-multiplier",
+        "1.0",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "30",
+        "--accountant",
+        "rdp",
+        "--seed",
+        "2",
+        "--json",
+    ])
+    .json();
     assert_eq!(sigma["noise_multiplier"], 1.0);
     assert_eq!(sigma["accountant"], "rdp");
     assert!(sigma["epsilon"].as_f64().unwrap() > 0.0);
@@ -50,30 +126,92 @@ fn non_private_and_noise_multiplier_runs() {
 #[test]
 fn train_rejects_bad_input_by_name() {
     let base = |extra: &[&str]| {
-        let mut a = vec!["train", "--dataset", "iris", "--epochs", "1", "--batch-size", "16"];
+        let mut a = vec![
+            "train",
+            "--dataset",
+            "iris",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "16",
+        ];
         a.extend_from_slice(extra);
         dpml(&a)
     };
     base(&["--model", "resnet", "--non-private"]).assert_usage_error("resnet");
     base(&["--model", "batchnorm", "--non-private"]).assert_usage_error("BatchNorm");
     base(&["--model", "cnn", "--non-private"]).assert_usage_error("28");
-    base(&["--model", "logreg", "--epsilon", "1", "--max-grad-norm", "0"]).assert_usage_error("0");
+    base(&[
+        "--model",
+        "logreg",
+        "--epsilon",
+        "1",
+        "--max-grad-norm",
+        "0",
+    ])
+    .assert_usage_error("0");
     base(&["--model", "logreg", "--epsilon", "NaN"]).assert_usage_error("NaN");
     base(&["--model", "logreg"]).assert_usage_error("--epsilon");
-    dpml(&["train", "--dataset", "iris", "--model", "logreg", "--batch-size", "0", "--non-private"]).assert_usage_error("0");
-    dpml(&["train", "--dataset", "nosuch", "--model", "logreg", "--non-private"]).assert_usage_error("nosuch");
+    dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--batch-size",
+        "0",
+        "--non-private",
+    ])
+    .assert_usage_error("0");
+    dpml(&[
+        "train",
+        "--dataset",
+        "nosuch",
+        "--model",
+        "logreg",
+        "--non-private",
+    ])
+    .assert_usage_error("nosuch");
     dpml(&["train", "--preset", "nosuch"]).assert_usage_error("nosuch");
 }
 
 #[test]
 fn presets_and_bench() {
     let p = dpml(&["presets", "--json"]).json();
-    let names: Vec<&str> = p["presets"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
-    for want in ["mnist-nonprivate", "mnist-eps1", "mnist-eps3", "mnist-eps8", "fashion-mnist-eps3", "digits-eps1"] {
+    let names: Vec<&str> = p["presets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    for want in [
+        "mnist-nonprivate",
+        "mnist-eps1",
+        "mnist-eps3",
+        "mnist-eps8",
+        "fashion-mnist-eps3",
+        "digits-eps1",
+    ] {
         assert!(names.contains(&want), "missing preset {want}");
     }
-    let b = dpml(&["bench", "dpsgd", "--model", "logreg", "--batch-size", "32", "--steps", "2", "--json"]).json();
-    for f in ["private_samples_per_sec", "nonprivate_samples_per_sec", "ratio", "exact_noise_samples_per_sec"] {
+    let b = dpml(&[
+        "bench",
+        "dpsgd",
+        "--model",
+        "logreg",
+        "--batch-size",
+        "32",
+        "--steps",
+        "2",
+        "--json",
+    ])
+    .json();
+    for f in [
+        "private_samples_per_sec",
+        "nonprivate_samples_per_sec",
+        "ratio",
+        "exact_noise_samples_per_sec",
+    ] {
         assert!(b[f].as_f64().unwrap() > 0.0, "{f}: {b}");
     }
 }

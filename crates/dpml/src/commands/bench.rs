@@ -128,8 +128,17 @@ fn accounting(a: &AccountingBenchArgs, out: Output) -> CliResult<()> {
 fn dpsgd(a: &DpsgdBenchArgs, out: Output) -> CliResult<()> {
     let hidden: Vec<usize> = a.hidden.iter().map(|&h| h as usize).collect();
     let mut rng = a.seed.rng()?;
-    eprintln!("bench dpsgd: {} at batch {} for {} steps per mode ...", a.model, a.batch_size, a.steps);
-    let r = dpml_learn::dpsgd::bench(&a.model, &hidden, a.batch_size as usize, a.steps as usize, &mut rng)?;
+    eprintln!(
+        "bench dpsgd: {} at batch {} for {} steps per mode ...",
+        a.model, a.batch_size, a.steps
+    );
+    let r = dpml_learn::dpsgd::bench(
+        &a.model,
+        &hidden,
+        a.batch_size as usize,
+        a.steps as usize,
+        &mut rng,
+    )?;
     let mut v = serde_json::to_value(&r).map_err(crate::error::CliError::internal)?;
     v["threads"] = json!(rayon_threads());
     out.emit(&v);

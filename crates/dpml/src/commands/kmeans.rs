@@ -45,7 +45,10 @@ pub struct KMeansArgs {
 
 /// Run `dpml kmeans`.
 pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let opts = LoadOptions { data_dir: data_dir.map(Path::to_path_buf), label_column: a.data.label_column.clone() };
+    let opts = LoadOptions {
+        data_dir: data_dir.map(Path::to_path_buf),
+        label_column: a.data.label_column.clone(),
+    };
     let data = load(&a.data.dataset, &opts)?.train;
     let d = data.n_features();
     let bounds = match &a.bounds {
@@ -55,9 +58,16 @@ pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()
     let mut params = KMeansParams::new(a.k as usize, a.algorithm, bounds.clone());
     match (a.algorithm.is_private(), a.epsilon) {
         (true, Some(e)) => params = params.with_epsilon(e),
-        (true, None) => return Err(CliError::usage(format!("--epsilon is required for {}", a.algorithm.name()))),
+        (true, None) => {
+            return Err(CliError::usage(format!(
+                "--epsilon is required for {}",
+                a.algorithm.name()
+            )));
+        }
         (false, Some(e)) => {
-            return Err(CliError::usage(format!("--epsilon {e} given, but lloyd is not private")));
+            return Err(CliError::usage(format!(
+                "--epsilon {e} given, but lloyd is not private"
+            )));
         }
         (false, None) => {}
     }
@@ -98,8 +108,13 @@ fn parse_bounds(spec: &str, d: usize) -> CliResult<Bounds> {
     let pairs: Vec<(f64, f64)> = if spec.contains(':') {
         spec.split(',')
             .map(|p| {
-                let (lo, hi) = p.split_once(':').ok_or_else(|| bad(format!("{p} is not lo:hi")))?;
-                Ok((args::finite(lo).map_err(bad)?, args::finite(hi).map_err(bad)?))
+                let (lo, hi) = p
+                    .split_once(':')
+                    .ok_or_else(|| bad(format!("{p} is not lo:hi")))?;
+                Ok((
+                    args::finite(lo).map_err(bad)?,
+                    args::finite(hi).map_err(bad)?,
+                ))
             })
             .collect::<CliResult<_>>()?
     } else {
@@ -107,7 +122,10 @@ fn parse_bounds(spec: &str, d: usize) -> CliResult<Bounds> {
         vec![(lo, hi); d]
     };
     if pairs.len() != d {
-        return Err(bad(format!("{} ranges given, but the data has {d} features", pairs.len())));
+        return Err(bad(format!(
+            "{} ranges given, but the data has {d} features",
+            pairs.len()
+        )));
     }
     Ok(Bounds::from_pairs(&pairs)?)
 }
@@ -118,7 +136,11 @@ fn public_bounds(source: &Source, data: &dpml_data::Dataset) -> CliResult<Bounds
         return Ok(Bounds::from_pairs(&IRIS_FEATURE_RANGES)?);
     }
     match data.feature_range {
-        Some((lo, hi)) => Ok(Bounds::uniform(f64::from(lo), f64::from(hi), data.n_features())?),
+        Some((lo, hi)) => Ok(Bounds::uniform(
+            f64::from(lo),
+            f64::from(hi),
+            data.n_features(),
+        )?),
         None => Err(CliError::usage(format!(
             "{} has no published feature ranges: pass --bounds (sensitivity comes from declared bounds, never from the data)",
             source.name()

@@ -50,11 +50,14 @@ pub struct LabelDpArgs {
     #[arg(long, value_parser = parse::<PostProcess>)]
     pub postprocess: Option<PostProcess>,
     /// ε of each label (the per-record ε-label-DP guarantee).
-    #[arg(long, value_parser = args::positive)]
+    #[arg(long, value_parser = args::positive, allow_hyphen_values = true)]
     pub epsilon: f64,
     /// rr-prior only: number of stages (default 2).
     #[arg(long, value_parser = args::at_least_one)]
     pub stages: Option<u64>,
+    /// rr-prior only: temperature T of the prior softmax(logits/T) (default 1).
+    #[arg(long, value_parser = args::positive)]
+    pub prior_temperature: Option<f64>,
     /// Model: mlp, logreg, cnn or cnn-tanh.
     #[arg(long, default_value = "mlp")]
     pub model: String,
@@ -135,6 +138,7 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         postprocess: a.postprocess,
         epsilon: a.epsilon,
         stages: a.stages.map(|s| s as usize),
+        prior_temperature: a.prior_temperature,
         training: TrainConfig {
             privacy: Privacy::NonPrivate,
             ..TrainConfig::default()

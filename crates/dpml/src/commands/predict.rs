@@ -27,7 +27,7 @@ pub struct PredictArgs {
     #[command(flatten)]
     pub data: DataArgs,
     /// ε of each answered query (Laplace 2/ε on each probability, then argmax).
-    #[arg(long, value_parser = args::positive)]
+    #[arg(long, value_parser = args::positive, allow_hyphen_values = true)]
     pub output_epsilon: f64,
     /// Answer only the first N records of the query set (default: all).
     #[arg(long, value_parser = args::at_least_one)]

@@ -125,7 +125,10 @@ impl TrainingArgs {
         set(&mut cfg.batch_size, self.batch_size.map(|b| b as usize));
         set(&mut cfg.max_grad_norm, self.max_grad_norm.map(|c| c as f32));
         set(&mut cfg.lr, self.lr.map(|l| l as f32));
-        set(&mut cfg.physical_batch, self.physical_batch.map(|b| b as usize));
+        set(
+            &mut cfg.physical_batch,
+            self.physical_batch.map(|b| b as usize),
+        );
         if let Some(e) = self.ema {
             cfg.ema = Some(e as f32);
         }
@@ -133,16 +136,23 @@ impl TrainingArgs {
         cfg.per_layer_clipping |= self.per_layer_clipping;
         match (self.optimizer, self.momentum) {
             (Some(OptimizerArg::Adam), Some(m)) => {
-                return Err(CliError::usage(format!("--momentum {m} applies to sgd, not adam")));
+                return Err(CliError::usage(format!(
+                    "--momentum {m} applies to sgd, not adam"
+                )));
             }
             (Some(OptimizerArg::Adam), None) => cfg.optimizer = OptimizerKind::Adam,
             (Some(OptimizerArg::Sgd), m) => {
-                cfg.optimizer = OptimizerKind::Sgd { momentum: m.unwrap_or(0.0) as f32, nesterov: false };
+                cfg.optimizer = OptimizerKind::Sgd {
+                    momentum: m.unwrap_or(0.0) as f32,
+                    nesterov: false,
+                };
             }
             (None, Some(m)) => match &mut cfg.optimizer {
                 OptimizerKind::Sgd { momentum, .. } => *momentum = m as f32,
                 OptimizerKind::Adam => {
-                    return Err(CliError::usage(format!("--momentum {m} applies to sgd, not adam")));
+                    return Err(CliError::usage(format!(
+                        "--momentum {m} applies to sgd, not adam"
+                    )));
                 }
             },
             (None, None) => {}
@@ -193,11 +203,18 @@ pub fn load_split(
     data_dir: Option<&Path>,
     split: &SplitArgs,
 ) -> CliResult<(Dataset, Dataset)> {
-    let opts = LoadOptions { data_dir: data_dir.map(Path::to_path_buf), label_column: label_column.map(String::from) };
+    let opts = LoadOptions {
+        data_dir: data_dir.map(Path::to_path_buf),
+        label_column: label_column.map(String::from),
+    };
     let sets = load(source, &opts)?;
     match sets.test {
         Some(test) => Ok((sets.train, test)),
-        None => Ok(train_test_split(&sets.train, split.test_fraction, split.split_seed)?),
+        None => Ok(train_test_split(
+            &sets.train,
+            split.test_fraction,
+            split.split_seed,
+        )?),
     }
 }
 
@@ -236,7 +253,9 @@ pub fn recipe(a: &TrainArgs) -> CliResult<(Source, TrainConfig, Option<String>)>
             (Some(ds), p.config)
         }
         None if !a.training.chooses_privacy() => {
-            return Err(CliError::usage("choose --epsilon E, --noise-multiplier S or --non-private (or a --preset)"));
+            return Err(CliError::usage(
+                "choose --epsilon E, --noise-multiplier S or --non-private (or a --preset)",
+            ));
         }
         None => (None, TrainConfig::default()),
     };
@@ -287,7 +306,11 @@ pub fn train_with_progress(
     let bar = out.progress(0, "training");
     let mut epoch_note = String::new();
     let mut observer = |p: &Progress| match p {
-        Progress::Started { steps, noise_multiplier, .. } => {
+        Progress::Started {
+            steps,
+            noise_multiplier,
+            ..
+        } => {
             bar.set_length(*steps);
             if let Some(s) = noise_multiplier {
                 bar.println(format!("noise multiplier sigma = {s:.4}"));
@@ -303,10 +326,12 @@ pub fn train_with_progress(
             epoch_note = format!(
                 " | epoch {} acc {}{}",
                 log.epoch,
-                log.test_accuracy.map_or("-".into(), |a| format!("{:.2}%", 100.0 * a)),
-                log.epsilon.map_or(String::new(), |e| format!(" eps {e:.3}")),
+                log.test_accuracy
+                    .map_or("-".into(), |a| format!("{:.2}%", 100.0 * a)),
+                log.epsilon
+                    .map_or(String::new(), |e| format!(" eps {e:.3}")),
             );
-            bar.println(epoch_note.trim_start_matches(" | ").to_string());
+            bar.println(epoch_note.trim_start_matches(" | "));
         }
     };
     let outcome = dpsgd::train(cfg, train, test, rng, &mut observer)?;
@@ -317,7 +342,11 @@ pub fn train_with_progress(
 fn write_log(path: &Path, log: &[EpochLog]) -> CliResult<()> {
     let err = |e: std::io::Error| CliError::usage(format!("writing {}: {e}", path.display()));
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
-    writeln!(f, "epoch,steps,train_loss,train_accuracy,test_accuracy,test_loss,epsilon").map_err(err)?;
+    writeln!(
+        f,
+        "epoch,steps,train_loss,train_accuracy,test_accuracy,test_loss,epsilon"
+    )
+    .map_err(err)?;
     let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
     for e in log {
         writeln!(

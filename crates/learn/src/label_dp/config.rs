@@ -91,6 +91,11 @@ pub struct LabelDpConfig {
     pub epsilon: f64,
     /// Stages of RR-with-prior (`None` means [`DEFAULT_STAGES`]); must be `None` otherwise.
     pub stages: Option<usize>,
+    /// RR-with-prior only: the prior is softmax(logits/T) of the previous stage's model
+    /// (`None` means T = 1, the paper's choice). T > 1 softens an over-confident model so that
+    /// top-k keeps more than one class more often (on MNIST at ε = 1, T = 2 measured +1 point
+    /// of test accuracy, one seed). Must be `None` for other mechanisms.
+    pub prior_temperature: Option<f64>,
     /// Model and optimisation. `privacy` must be [`Privacy::NonPrivate`]: the labels are
     /// already private and the features are public, so training adds no noise.
     pub training: TrainConfig,
@@ -159,6 +164,21 @@ impl LabelDpConfig {
                 )));
             }
         }
+        match (self.mechanism, self.prior_temperature) {
+            (_, None) => {}
+            (LabelMechanism::RrPrior, Some(t)) if t.is_finite() && t > 0.0 => {}
+            (LabelMechanism::RrPrior, Some(t)) => {
+                return Err(config_err(format!(
+                    "prior_temperature must be finite and > 0, got {t}"
+                )));
+            }
+            (m, Some(t)) => {
+                return Err(config_err(format!(
+                    "prior_temperature applies to mechanism rr-prior only, got {t} with {}",
+                    m.name()
+                )));
+            }
+        }
         if self.training.privacy != Privacy::NonPrivate {
             return Err(config_err(format!(
                 "label DP trains without gradient noise (labels are privatised once, features are public): \
@@ -181,6 +201,7 @@ mod tests {
             postprocess: None,
             epsilon: 1.0,
             stages: None,
+            prior_temperature: None,
             training: TrainConfig {
                 privacy: Privacy::NonPrivate,
                 ..TrainConfig::default()

@@ -277,7 +277,8 @@ fn train_on(
 /// labels privatised so far, with the forward-corrected loss on each label's likelihood
 /// ([`Targets::Likelihood`]), so that its softmax estimates the TRUE label's posterior — the
 /// prior the next stage needs (a model trained on raw RR labels would predict the noisy
-/// labels' distribution, far flatter). Returns the privatised labels in data order, the last model, the
+/// labels' distribution, far flatter). The prior is softmax(z/T) with T =
+/// `prior_temperature` (default 1). Returns the privatised labels in data order, the last model, the
 /// per-stage noisy-label accuracy and the mean top-k size.
 #[allow(clippy::type_complexity)]
 fn rr_prior_stages(
@@ -304,7 +305,12 @@ fn rr_prior_stages(
         let subset = train.subset(part);
         let priors = match last.as_mut() {
             None => None,
-            Some((m, input)) => Some(softmax_rows(&predict_logits(m, input, &subset)?)),
+            Some((m, input)) => {
+                let mut logits = predict_logits(m, input, &subset)?;
+                let t = cfg.prior_temperature.unwrap_or(1.0) as f32;
+                logits.data_mut().iter_mut().for_each(|v| *v /= t);
+                Some(softmax_rows(&logits))
+            }
         };
         let mut correct = 0usize;
         for (j, &i) in part.iter().enumerate() {
@@ -384,6 +390,7 @@ mod tests {
             postprocess: post,
             epsilon,
             stages: None,
+            prior_temperature: None,
             training: TrainConfig {
                 model: "mlp".into(),
                 hidden: vec![32],

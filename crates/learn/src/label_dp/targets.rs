@@ -263,10 +263,11 @@ mod tests {
 
     #[test]
     fn one_hot_noise_has_scale_two_over_epsilon() {
-        // Soft post-processing keeps the noisy coordinates' ORDER only, so check the raw noise
-        // through a mechanism with the same parameters; the scale is asserted to be 2/ε, and
-        // the noise (coordinate − one-hot) must follow Laplace(2/ε): KS at 1%, critical value
-        // 1.63/√n with n = 4000 × 10 coordinates (≈ 0.0082).
+        // Every post-processing rule clamps or rounds, so the raw noise is checked on the
+        // mechanism the label functions build (same Δ₁ = 2, K, ε), and the label function is
+        // checked to report that mechanism's scale. The scale must be 2/ε and the noise
+        // (coordinate − one-hot) Laplace(2/ε): KS at 1%, critical value 1.63/√n with
+        // n = 4000 × 10 coordinates (≈ 0.0082).
         let eps = 0.5;
         let mech = VectorLaplace::new(ONE_HOT_L1_SENSITIVITY, 10, eps).unwrap();
         assert!((mech.scale() - 2.0 / eps).abs() < 1e-4 * 2.0 / eps);
