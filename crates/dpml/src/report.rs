@@ -171,7 +171,9 @@ pub fn audit_html(r: &AuditReport, result: &Value, roc_svg: &str) -> String {
     h.push_str(
         "<p>Each attack's threshold is chosen on a random half of the records and its ε lower bound \
          measured on the other half with Clopper–Pearson intervals. The dashed f-DP line is the largest \
-         TPR the accountant allows at each FPR.</p></body></html>",
+         TPR the accountant allows at each FPR. The curves are raw counts: where only a few false \
+         positives are possible they can cross that line by sampling noise alone; the ε lower bounds \
+         account for this with their confidence intervals.</p></body></html>",
     );
     h
 }
