@@ -16,6 +16,7 @@ use dpml_learn::dpsgd::{
 };
 use serde_json::{Value, json};
 
+use super::train::TrainingArgs;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -28,39 +29,10 @@ use crate::report;
 pub struct AuditArgs {
     #[command(flatten)]
     pub data: DataArgs,
-    /// Architecture of the target: logreg, mlp, cnn, cnn-tanh.
-    #[arg(long)]
-    pub model: String,
-    /// Target ε: σ is calibrated (PLD) for the target's training set size.
-    #[arg(long, value_parser = args::positive)]
-    pub epsilon: Option<f64>,
-    /// Noise multiplier σ.
-    #[arg(long, value_parser = args::positive)]
-    pub noise_multiplier: Option<f64>,
-    /// Train without privacy (no clipping, no noise, no ε).
-    #[arg(long)]
-    pub non_private: bool,
-    /// Epochs.
-    #[arg(long, value_parser = args::positive, default_value = "20")]
-    pub epochs: f64,
-    /// Expected (Poisson) batch size.
-    #[arg(long, default_value = "64")]
-    pub batch_size: usize,
-    /// Learning rate.
-    #[arg(long, value_parser = args::positive, default_value = "0.1")]
-    pub lr: f64,
-    /// Per-sample clipping norm C.
-    #[arg(long, value_parser = args::positive, default_value = "1.0")]
-    pub max_grad_norm: f64,
-    /// δ of the theoretical ε and of every lower bound.
-    #[arg(long, value_parser = args::open_unit, default_value = "1e-5")]
-    pub delta: f64,
-    /// Hidden layer sizes of an mlp, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "256")]
-    pub hidden: Vec<usize>,
-    /// Optimizer: sgd (momentum 0.9) or adam.
-    #[arg(long, default_value = "sgd")]
-    pub optimizer: String,
+    /// The target's training recipe (the reference models reuse it). Defaults: mlp with 256
+    /// hidden units, 20 epochs, batch 64, lr 0.1, SGD momentum 0.9, C = 1, δ = 1e-5.
+    #[command(flatten)]
+    pub training: TrainingArgs,
     #[command(flatten)]
     pub seed: SeedArg,
     /// Records the target trains on (N); N held-out records are the non-members
@@ -108,41 +80,31 @@ fn driver_err(e: DriverError) -> CliError {
 }
 
 fn recipe(a: &AuditArgs, source: &Source) -> CliResult<TrainConfig> {
-    let privacy = match (a.epsilon, a.noise_multiplier) {
-        (Some(e), _) => Privacy::TargetEpsilon(e),
-        (None, Some(s)) => Privacy::NoiseMultiplier(s),
-        (None, None) => Privacy::NonPrivate,
-    };
-    let optimizer = match a.optimizer.as_str() {
-        "sgd" => OptimizerKind::Sgd {
-            momentum: 0.9,
-            nesterov: false,
-        },
-        "adam" => OptimizerKind::Adam,
-        other => {
-            return Err(CliError::usage(format!(
-                "unknown optimizer {other:?}; known optimizers: sgd, adam"
-            )));
-        }
-    };
+    if a.training.model.is_none() {
+        return Err(CliError::usage(
+            "--model is required (logreg, mlp, cnn, cnn-tanh)",
+        ));
+    }
     let normalize = match source {
         Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
         Source::FashionMnist => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
         _ => Normalization::None,
     };
-    Ok(TrainConfig {
-        model: a.model.clone(),
-        hidden: a.hidden.clone(),
-        epochs: a.epochs,
-        batch_size: a.batch_size,
-        max_grad_norm: a.max_grad_norm as f32,
-        lr: a.lr as f32,
-        optimizer,
-        privacy,
-        delta: a.delta,
+    let base = TrainConfig {
+        hidden: vec![256],
+        epochs: 20.0,
+        batch_size: 64,
+        lr: 0.1,
+        max_grad_norm: 1.0,
+        optimizer: OptimizerKind::Sgd {
+            momentum: 0.9,
+            nesterov: false,
+        },
+        privacy: Privacy::NonPrivate,
         normalize,
         ..TrainConfig::default()
-    })
+    };
+    a.training.apply(base)
 }
 
 /// Run `dpml audit`.

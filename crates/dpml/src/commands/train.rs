@@ -142,8 +142,14 @@ impl TrainingArgs {
             }
             (Some(OptimizerArg::Adam), None) => cfg.optimizer = OptimizerKind::Adam,
             (Some(OptimizerArg::Sgd), m) => {
+                // Keep a recipe's momentum unless --momentum says otherwise.
+                let kept = match cfg.optimizer {
+                    OptimizerKind::Sgd { momentum, .. } => momentum,
+                    OptimizerKind::Adam => 0.0,
+                };
+                let momentum = m.map_or(kept, |m| m as f32);
                 cfg.optimizer = OptimizerKind::Sgd {
-                    momentum: m.unwrap_or(0.0) as f32,
+                    momentum,
                     nesterov: false,
                 };
             }
