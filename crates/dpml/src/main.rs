@@ -51,6 +51,8 @@ enum Command {
     Calibrate(commands::calibrate::CalibrateArgs),
     /// Draw f-DP trade-off curves (type I against type II error) for DP-SGD.
     Tradeoff(commands::tradeoff::TradeoffArgs),
+    /// Run an experiment over a grid of ε and plot utility against ε.
+    Sweep(commands::sweep::SweepArgs),
     /// Benchmarks that print what they measure in one run.
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),
@@ -97,6 +99,7 @@ fn main() {
         Command::LabelDp(a) => commands::label_dp::run(a, data_dir, out),
         Command::Predict(a) => commands::predict::run(a, data_dir, out),
         Command::Bench(a) => commands::bench::run(a, out),
+        Command::Sweep(a) => commands::sweep::run(a, data_dir, out),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -103,7 +103,7 @@ pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()
 }
 
 /// `LO,HI` for all features, or `lo:hi` pairs separated by commas, one per feature.
-fn parse_bounds(spec: &str, d: usize) -> CliResult<Bounds> {
+pub fn parse_bounds(spec: &str, d: usize) -> CliResult<Bounds> {
     let bad = |why: String| CliError::usage(format!("--bounds {spec}: {why}"));
     let pairs: Vec<(f64, f64)> = if spec.contains(':') {
         spec.split(',')
@@ -131,7 +131,7 @@ fn parse_bounds(spec: &str, d: usize) -> CliResult<Bounds> {
 }
 
 /// Bounds published with the data set itself (never computed from the records).
-fn public_bounds(source: &Source, data: &dpml_data::Dataset) -> CliResult<Bounds> {
+pub fn public_bounds(source: &Source, data: &dpml_data::Dataset) -> CliResult<Bounds> {
     if *source == Source::Iris {
         return Ok(Bounds::from_pairs(&IRIS_FEATURE_RANGES)?);
     }

@@ -12,5 +12,6 @@ pub mod query;
 pub mod release;
 pub mod rr;
 pub mod schedule;
+pub mod sweep;
 pub mod tradeoff;
 pub mod train;

@@ -1,0 +1,374 @@
+//! `dpml sweep`: run one experiment over a grid of ε (with repeats and a non-private
+//! baseline), in parallel on the available cores, and draw utility against ε on a log axis.
+//! Writes `results.csv` (one row per run and metric), `summary.csv` (mean and standard
+//! deviation per ε) and `plot.png` / `plot.svg`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use clap::{Args, ValueEnum};
+use dpml_data::{Dataset, Source};
+use dpml_learn::dpsgd::{self, Privacy, TrainConfig};
+use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
+use dpml_mechanisms::DpRng;
+use serde_json::json;
+
+use super::kmeans::public_bounds;
+use super::train::{SplitArgs, TrainingArgs, load_split};
+use crate::args::{self, SeedArg};
+use crate::error::{CliError, CliResult};
+use crate::output::Output;
+use crate::plot::{self, Chart, Series, Style};
+
+/// The experiments a sweep can run.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Experiment {
+    /// DP-SGD test accuracy against the target ε.
+    DpSgd,
+    /// DPLloyd clustering accuracy against ε.
+    Kmeans,
+}
+
+/// Flags of `dpml sweep`.
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The experiment.
+    #[arg(long, value_enum)]
+    pub experiment: Experiment,
+    /// Data set.
+    #[arg(long)]
+    pub dataset: Source,
+    /// Label column of a csv: data set.
+    #[arg(long)]
+    pub label_column: Option<String>,
+    /// The ε grid, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = args::positive, default_value = "0.1,0.3,1,3,10,30,100")]
+    pub epsilons: Vec<f64>,
+    /// Runs per ε (and for the baseline).
+    #[arg(long, value_parser = args::at_least_one, default_value = "3")]
+    pub repeats: u64,
+    /// Output folder.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Clusters (kmeans).
+    #[arg(long, value_parser = args::at_least_one)]
+    pub k: Option<u64>,
+    /// Public feature bounds for kmeans (as for `dpml kmeans --bounds`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub bounds: Option<String>,
+    /// Training recipe for dp-sgd (defaults: the data set's preset where one exists).
+    #[command(flatten)]
+    pub training: TrainingArgs,
+    #[command(flatten)]
+    pub split: SplitArgs,
+    #[command(flatten)]
+    pub seed: SeedArg,
+}
+
+/// One run's result: metric name and value.
+type Metrics = Vec<(&'static str, f64)>;
+
+/// One run of the grid: ε (None = non-private baseline) and its repeat index.
+#[derive(Clone, Copy)]
+struct Job {
+    epsilon: Option<f64>,
+    repeat: u64,
+}
+
+/// What each experiment needs, loaded once.
+enum Setup {
+    DpSgd {
+        base: TrainConfig,
+        train: Dataset,
+        test: Dataset,
+    },
+    Kmeans {
+        params: KMeansParams,
+        data: Dataset,
+    },
+}
+
+impl Setup {
+    fn new(a: &SweepArgs, data_dir: Option<&Path>) -> CliResult<Self> {
+        match a.experiment {
+            Experiment::DpSgd => {
+                let base = dpsgd::presets()
+                    .into_iter()
+                    .find(|p| p.dataset == a.dataset.name())
+                    .map(|p| p.config)
+                    .unwrap_or_else(|| TrainConfig {
+                        model: "mlp".into(),
+                        hidden: vec![32],
+                        epochs: 30.0,
+                        batch_size: 32,
+                        ..TrainConfig::default()
+                    });
+                let base = a.training.apply(base)?;
+                let (train, test) =
+                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                Ok(Setup::DpSgd { base, train, test })
+            }
+            Experiment::Kmeans => {
+                let (data, _) =
+                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)
+                        .map(|(train, test)| (merge(train, test), ()))?;
+                let bounds = match &a.bounds {
+                    Some(spec) => super::kmeans::parse_bounds(spec, data.n_features())?,
+                    None => public_bounds(&a.dataset, &data)?,
+                };
+                let k = a.k.map_or(data.n_classes, |k| k as usize);
+                Ok(Setup::Kmeans {
+                    params: KMeansParams::new(k, Algorithm::DpLloyd, bounds),
+                    data,
+                })
+            }
+        }
+    }
+
+    fn run(&self, job: Job, rng: &mut DpRng) -> CliResult<Metrics> {
+        match self {
+            Setup::DpSgd { base, train, test } => {
+                let mut cfg = base.clone();
+                cfg.privacy = job
+                    .epsilon
+                    .map_or(Privacy::NonPrivate, Privacy::TargetEpsilon);
+                let out = dpsgd::train(&cfg, train, Some(test), rng, &mut |_| {})?;
+                Ok(vec![(
+                    "test_accuracy",
+                    out.report.test_accuracy.unwrap_or(f64::NAN),
+                )])
+            }
+            Setup::Kmeans { params, data } => {
+                let p = match job.epsilon {
+                    Some(e) => params.clone().with_epsilon(e),
+                    None => KMeansParams::new(params.k, Algorithm::Lloyd, params.bounds.clone()),
+                };
+                let fit = kmeans::fit(&p, &data.x, data.n, data.n_features(), rng)?;
+                let acc =
+                    kmeans::clustering_accuracy(&fit.assignments, &data.y, fit.k, data.n_classes)?;
+                let nicv =
+                    kmeans::nicv(&data.x, data.n_features(), &fit.centroids, &params.bounds)?;
+                Ok(vec![("accuracy", acc), ("nicv", nicv)])
+            }
+        }
+    }
+}
+
+/// Clustering uses every record; the split exists only for the learners that test.
+fn merge(train: Dataset, test: Dataset) -> Dataset {
+    let mut all = train;
+    all.x.extend_from_slice(&test.x);
+    all.y.extend_from_slice(&test.y);
+    all.n += test.n;
+    all
+}
+
+/// Run `dpml sweep`.
+pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let setup = Setup::new(a, data_dir)?;
+    let mut rng = a.seed.rng()?;
+    let grid = std::iter::once(None).chain(a.epsilons.iter().copied().map(Some));
+    let jobs: Vec<(Job, DpRng)> = grid
+        .flat_map(|epsilon| (0..a.repeats).map(move |repeat| Job { epsilon, repeat }))
+        .map(|job| (job, rng.fork()))
+        .collect();
+    let bar = out.progress(jobs.len() as u64, "sweep");
+    let queue = Mutex::new(jobs.into_iter().enumerate().collect::<Vec<_>>());
+    let results = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                while let Some((i, (job, mut job_rng))) =
+                    queue.lock().ok().and_then(|mut q| q.pop())
+                {
+                    let r = setup.run(job, &mut job_rng);
+                    if let Ok(mut all) = results.lock() {
+                        all.push((i, job, r));
+                    }
+                    bar.inc(1);
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut runs = results
+        .into_inner()
+        .map_err(|_| CliError::internal("a sweep worker panicked"))?;
+    runs.sort_by_key(|r| r.0);
+    let mut rows = Vec::new();
+    for (_, job, r) in runs {
+        for (metric, value) in r? {
+            rows.push((job, metric, value));
+        }
+    }
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", a.out.display())))?;
+    write_results(&a.out.join("results.csv"), a.experiment, &rows)?;
+    let summary = summarise(&rows);
+    write_summary(&a.out.join("summary.csv"), &summary)?;
+    let charts = charts(a, &summary);
+    let (png, svg) = plot::write(&charts, &a.out, "plot")?;
+    out.emit(&json!({
+        "experiment": format!("{:?}", a.experiment).to_lowercase(),
+        "dataset": a.dataset.name(),
+        "epsilons": a.epsilons,
+        "repeats": a.repeats,
+        "runs": rows.len(),
+        "summary": summary.iter().map(|s| json!({"epsilon": s.epsilon, "metric": s.metric, "mean": s.mean, "std": s.std, "n": s.n})).collect::<Vec<_>>(),
+        "results_csv": a.out.join("results.csv"),
+        "summary_csv": a.out.join("summary.csv"),
+        "png": png,
+        "svg": svg,
+        "seeded": rng.is_seeded(),
+    }));
+    Ok(())
+}
+
+/// Mean and standard deviation of one metric at one ε (None: the baseline).
+struct Summary {
+    epsilon: Option<f64>,
+    metric: &'static str,
+    mean: f64,
+    std: f64,
+    n: usize,
+}
+
+fn summarise(rows: &[(Job, &'static str, f64)]) -> Vec<Summary> {
+    let mut keys: Vec<(Option<f64>, &'static str)> = Vec::new();
+    for (job, metric, _) in rows {
+        if !keys.contains(&(job.epsilon, *metric)) {
+            keys.push((job.epsilon, metric));
+        }
+    }
+    keys.into_iter()
+        .map(|(epsilon, metric)| {
+            let v: Vec<f64> = rows
+                .iter()
+                .filter(|(j, m, _)| j.epsilon == epsilon && *m == metric)
+                .map(|r| r.2)
+                .collect();
+            let n = v.len();
+            let mean = v.iter().sum::<f64>() / n as f64;
+            let var = if n > 1 {
+                v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+            } else {
+                0.0
+            };
+            Summary {
+                epsilon,
+                metric,
+                mean,
+                std: var.sqrt(),
+                n,
+            }
+        })
+        .collect()
+}
+
+fn epsilon_label(e: Option<f64>) -> String {
+    e.map_or("non-private".into(), |e| e.to_string())
+}
+
+fn write_results(
+    path: &Path,
+    experiment: Experiment,
+    rows: &[(Job, &'static str, f64)],
+) -> CliResult<()> {
+    write_lines(
+        path,
+        "experiment,epsilon,repeat,metric,value",
+        rows.iter().map(|(job, metric, value)| {
+            format!(
+                "{:?},{},{},{metric},{value}",
+                experiment,
+                epsilon_label(job.epsilon),
+                job.repeat
+            )
+            .to_lowercase()
+        }),
+    )
+}
+
+fn write_summary(path: &Path, summary: &[Summary]) -> CliResult<()> {
+    write_lines(
+        path,
+        "epsilon,metric,mean,std,n",
+        summary.iter().map(|s| {
+            format!(
+                "{},{},{},{},{}",
+                epsilon_label(s.epsilon),
+                s.metric,
+                s.mean,
+                s.std,
+                s.n
+            )
+        }),
+    )
+}
+
+fn write_lines(path: &Path, header: &str, lines: impl Iterator<Item = String>) -> CliResult<()> {
+    let err = |e: std::io::Error| CliError::usage(format!("writing {}: {e}", path.display()));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
+    writeln!(f, "{header}").map_err(err)?;
+    for line in lines {
+        writeln!(f, "{line}").map_err(err)?;
+    }
+    f.flush().map_err(err)
+}
+
+/// One panel per metric: ε on a log axis, mean ± std, the baseline as a dashed line.
+fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
+    let mut metrics: Vec<&'static str> = Vec::new();
+    for s in summary {
+        if !metrics.contains(&s.metric) {
+            metrics.push(s.metric);
+        }
+    }
+    let (lo, hi) = a
+        .epsilons
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(l, h), &e| (l.min(e), h.max(e)));
+    metrics
+        .into_iter()
+        .map(|metric| {
+            let private: Vec<&Summary> = summary
+                .iter()
+                .filter(|s| s.metric == metric && s.epsilon.is_some())
+                .collect();
+            let mut series = vec![Series {
+                name: format!("{} ({} runs per epsilon)", a.dataset.name(), a.repeats),
+                points: private
+                    .iter()
+                    .map(|s| (s.epsilon.unwrap_or(f64::NAN), s.mean))
+                    .collect(),
+                style: Style::LineWithPoints,
+                error_bars: Some(private.iter().map(|s| s.std).collect()),
+            }];
+            if let Some(b) = summary
+                .iter()
+                .find(|s| s.metric == metric && s.epsilon.is_none())
+            {
+                series.push(Series::new(
+                    "non-private baseline",
+                    vec![(lo, b.mean), (hi, b.mean)],
+                    Style::Dashed,
+                ));
+            }
+            Chart {
+                title: format!(
+                    "{:?} on {}: {metric} against epsilon",
+                    a.experiment,
+                    a.dataset.name()
+                )
+                .to_lowercase(),
+                x_label: "epsilon (log scale)".into(),
+                y_label: metric.replace('_', " "),
+                log_x: true,
+                log_y: metric.contains("mse"),
+                series,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,128 @@
+//! `dpml sweep` and `dpml kmeans`, run as a user would, on embedded data.
+
+mod common;
+use common::dpml;
+
+#[test]
+fn kmeans_sweep_writes_results_summary_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let v = dpml(&[
+        "sweep",
+        "--experiment",
+        "kmeans",
+        "--dataset",
+        "iris",
+        "--epsilons",
+        "0.05,30",
+        "--repeats",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+        "--seed",
+        "3",
+        "--json",
+    ])
+    .json();
+    // Two metrics × (baseline + 2 ε) × 4 repeats.
+    assert_eq!(v["runs"], 24);
+    let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(results.lines().count(), 25);
+    assert!(
+        results
+            .lines()
+            .any(|l| l.starts_with("kmeans,non-private,"))
+    );
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let mean = |eps: &str| -> f64 {
+        let line = summary
+            .lines()
+            .find(|l| l.starts_with(&format!("{eps},accuracy,")))
+            .unwrap();
+        line.split(',').nth(2).unwrap().parse().unwrap()
+    };
+    // Large ε approaches the non-private baseline; tiny ε stays well below it.
+    assert!(mean("30") > 0.8, "{summary}");
+    assert!(mean("0.05") < mean("30"), "{summary}");
+    assert_eq!(
+        &std::fs::read(out.join("plot.png")).unwrap()[..4],
+        b"\x89PNG"
+    );
+    let svg = std::fs::read_to_string(out.join("plot.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("</svg>") && svg.contains("epsilon"));
+}
+
+#[test]
+fn sweep_and_kmeans_reject_bad_input() {
+    dpml(&[
+        "sweep",
+        "--experiment",
+        "kmeans",
+        "--dataset",
+        "iris",
+        "--epsilons",
+        "1,abc",
+        "--out",
+        "x",
+    ])
+    .assert_usage_error("abc");
+    dpml(&[
+        "sweep",
+        "--experiment",
+        "kmeans",
+        "--dataset",
+        "iris",
+        "--epsilons",
+        "1,-3",
+        "--out",
+        "x",
+    ])
+    .assert_usage_error("-3");
+    dpml(&["kmeans", "--dataset", "iris", "--k", "0", "--epsilon", "1"]).assert_usage_error("0");
+    dpml(&[
+        "kmeans",
+        "--dataset",
+        "iris",
+        "--k",
+        "3",
+        "--epsilon",
+        "1",
+        "--bounds",
+        "0:1,0:1",
+    ])
+    .assert_usage_error("4 features");
+    dpml(&["kmeans", "--dataset", "wine", "--k", "3", "--epsilon", "1"])
+        .assert_usage_error("--bounds");
+    dpml(&["kmeans", "--dataset", "iris", "--k", "3"]).assert_usage_error("--epsilon");
+}
+
+#[test]
+fn kmeans_reports_accuracy_and_a_budget_that_composes_to_epsilon() {
+    let v = dpml(&[
+        "kmeans",
+        "--dataset",
+        "iris",
+        "--k",
+        "3",
+        "--epsilon",
+        "3",
+        "--seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    for f in [
+        "accuracy",
+        "nicv",
+        "inertia",
+        "centroids",
+        "epsilon",
+        "iterations",
+        "budget_split",
+    ] {
+        assert!(!v[f].is_null(), "missing {f}: {v}");
+    }
+    assert_eq!(v["epsilon"], 3.0);
+    assert_eq!(v["centroids"].as_array().unwrap().len(), 3);
+    assert!(v["accuracy"].as_f64().unwrap() > 0.6);
+}
