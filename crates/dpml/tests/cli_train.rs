@@ -215,3 +215,36 @@ fn presets_and_bench() {
         assert!(b[f].as_f64().unwrap() > 0.0, "{f}: {b}");
     }
 }
+
+#[test]
+fn cross_validation_reports_mean_and_std_over_folds() {
+    let v = dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--epsilon",
+        "5",
+        "--epochs",
+        "10",
+        "--batch-size",
+        "24",
+        "--lr",
+        "0.5",
+        "--folds",
+        "3",
+        "--seed",
+        "4",
+        "--json",
+    ])
+    .json();
+    assert_eq!(v["folds"], 3);
+    assert_eq!(v["fold_accuracies"].as_array().unwrap().len(), 3);
+    let mean = v["test_accuracy_mean"].as_f64().unwrap();
+    assert!(
+        mean > 0.34 && v["test_accuracy_std"].as_f64().unwrap() >= 0.0,
+        "{v}"
+    );
+    assert!(v["epsilon"].as_f64().unwrap() <= 5.0);
+}

@@ -15,7 +15,7 @@ use dpml_mechanisms::DpRng;
 use serde_json::json;
 
 use super::kmeans::public_bounds;
-use super::train::{SplitArgs, TrainingArgs, load_split};
+use super::train::{SplitArgs, TrainingArgs, load_all, load_split};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -110,9 +110,7 @@ impl Setup {
                 Ok(Setup::DpSgd { base, train, test })
             }
             Experiment::Kmeans => {
-                let (data, _) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)
-                        .map(|(train, test)| (merge(train, test), ()))?;
+                let data = load_all(&a.dataset, a.label_column.as_deref(), data_dir)?;
                 let bounds = match &a.bounds {
                     Some(spec) => super::kmeans::parse_bounds(spec, data.n_features())?,
                     None => public_bounds(&a.dataset, &data)?,
@@ -153,15 +151,6 @@ impl Setup {
             }
         }
     }
-}
-
-/// Clustering uses every record; the split exists only for the learners that test.
-fn merge(train: Dataset, test: Dataset) -> Dataset {
-    let mut all = train;
-    all.x.extend_from_slice(&test.x);
-    all.y.extend_from_slice(&test.y);
-    all.n += test.n;
-    all
 }
 
 /// Run `dpml sweep`.

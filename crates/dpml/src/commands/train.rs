@@ -248,6 +248,10 @@ pub struct TrainArgs {
     /// Write one CSV row per epoch (loss, accuracy, ε so far).
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// K-fold cross-validation over all records: mean and standard deviation of the test
+    /// accuracy over the K folds (ε is that of each fold's model).
+    #[arg(long, value_parser = args::at_least_one, conflicts_with_all = ["out", "log"])]
+    pub folds: Option<u64>,
 }
 
 /// The recipe: preset (if any) overridden by flags; the data set it names.
@@ -277,8 +281,11 @@ pub fn recipe(a: &TrainArgs) -> CliResult<(Source, TrainConfig, Option<String>)>
 pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let (source, cfg, preset) = recipe(a)?;
     cfg.validate()?;
-    let (train, test) = load_split(&source, a.label_column.as_deref(), data_dir, &a.split)?;
     let mut rng = a.seed.rng()?;
+    if let Some(k) = a.folds {
+        return cross_validate(a, &source, &cfg, k as usize, data_dir, &mut rng, out);
+    }
+    let (train, test) = load_split(&source, a.label_column.as_deref(), data_dir, &a.split)?;
     let outcome = train_with_progress(&cfg, &train, Some(&test), &mut rng, out)?;
     if let Some(path) = &a.out {
         dpsgd::save(path, &outcome.model, &outcome.input)?;
@@ -298,6 +305,74 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         map.insert("event".into(), json!(outcome.event));
     }
     out.emit(&report);
+    Ok(())
+}
+
+/// Every record of `source`, its own test split included (for cross-validation and clustering).
+pub fn load_all(
+    source: &Source,
+    label_column: Option<&str>,
+    data_dir: Option<&Path>,
+) -> CliResult<Dataset> {
+    let opts = LoadOptions {
+        data_dir: data_dir.map(Path::to_path_buf),
+        label_column: label_column.map(String::from),
+    };
+    let sets = load(source, &opts)?;
+    let mut all = sets.train;
+    if let Some(test) = sets.test {
+        all.x.extend_from_slice(&test.x);
+        all.y.extend_from_slice(&test.y);
+        all.n += test.n;
+    }
+    Ok(all)
+}
+
+/// `dpml train --folds K`: one model per fold, each tested on its held-out fold.
+fn cross_validate(
+    a: &TrainArgs,
+    source: &Source,
+    cfg: &TrainConfig,
+    k: usize,
+    data_dir: Option<&Path>,
+    rng: &mut dpml_mechanisms::DpRng,
+    out: Output,
+) -> CliResult<()> {
+    let all = load_all(source, a.label_column.as_deref(), data_dir)?;
+    let folds = dpml_data::kfold(all.n, k, a.split.split_seed)?;
+    let mut accuracies = Vec::with_capacity(k);
+    let mut epsilons = Vec::with_capacity(k);
+    for (i, (train_idx, test_idx)) in folds.iter().enumerate() {
+        eprintln!("fold {}/{k}", i + 1);
+        let (train, test) = (all.subset(train_idx), all.subset(test_idx));
+        let outcome = train_with_progress(cfg, &train, Some(&test), rng, out)?;
+        accuracies.push(outcome.report.test_accuracy.unwrap_or(f64::NAN));
+        epsilons.push(outcome.report.epsilon);
+    }
+    let mean = accuracies.iter().sum::<f64>() / k as f64;
+    let std = if k > 1 {
+        (accuracies.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    let epsilon = epsilons
+        .iter()
+        .flatten()
+        .copied()
+        .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+    out.emit(&json!({
+        "folds": k,
+        "test_accuracy_mean": mean,
+        "test_accuracy_std": std,
+        "fold_accuracies": accuracies,
+        "epsilon": epsilon,
+        "epsilon_per_fold": epsilons,
+        "delta": cfg.delta,
+        "dataset": source.name(),
+        "model": cfg.model,
+        "note": "epsilon is the guarantee of each fold's model; releasing all K models, which share records, costs more",
+        "seeded": rng.is_seeded(),
+    }));
     Ok(())
 }
 
