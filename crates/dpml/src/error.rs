@@ -60,7 +60,8 @@ usage_from!(
     dpml_accounting::ledger::LedgerError,
     dpml_data::DataError,
     dpml_learn::LearnError,
-    dpml_learn::dpsgd::DpSgdError
+    dpml_learn::dpsgd::DpSgdError,
+    dpml_learn::perturbation::PerturbationError
 );
 
 /// The result type of every command.

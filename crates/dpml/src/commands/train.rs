@@ -10,6 +10,7 @@ use dpml_data::{Dataset, LoadOptions, Source, load, train_test_split};
 use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
 };
+use dpml_learn::perturbation::{InputMechanism, perturb_dataset};
 use serde_json::{Value, json};
 
 use crate::args::{self, SeedArg};
@@ -252,6 +253,16 @@ pub struct TrainArgs {
     /// accuracy over the K folds (ε is that of each fold's model).
     #[arg(long, value_parser = args::at_least_one, conflicts_with_all = ["out", "log"])]
     pub folds: Option<u64>,
+    /// Local DP: perturb every feature of every training record once before training
+    /// (laplace or gaussian; needs the data set's public feature range).
+    #[arg(long, requires = "input_epsilon")]
+    pub input_perturbation: Option<String>,
+    /// ε of each feature's perturbation; a record's ε composes over its features (reported).
+    #[arg(long, value_parser = args::positive, requires = "input_perturbation")]
+    pub input_epsilon: Option<f64>,
+    /// δ of each feature's Gaussian perturbation.
+    #[arg(long, value_parser = args::open_unit, default_value = "1e-6")]
+    pub input_delta: f64,
 }
 
 /// The recipe: preset (if any) overridden by flags; the data set it names.
@@ -285,7 +296,24 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     if let Some(k) = a.folds {
         return cross_validate(a, &source, &cfg, k as usize, data_dir, &mut rng, out);
     }
-    let (train, test) = load_split(&source, a.label_column.as_deref(), data_dir, &a.split)?;
+    let (mut train, test) = load_split(&source, a.label_column.as_deref(), data_dir, &a.split)?;
+    let perturbation = match (&a.input_perturbation, a.input_epsilon) {
+        (Some(name), Some(eps)) => {
+            let mechanism = match name.as_str() {
+                "laplace" => InputMechanism::Laplace,
+                "gaussian" => InputMechanism::Gaussian {
+                    delta: a.input_delta,
+                },
+                other => {
+                    return Err(CliError::usage(format!(
+                        "unknown --input-perturbation {other:?}; known: laplace, gaussian"
+                    )));
+                }
+            };
+            Some(perturb_dataset(&mut train, mechanism, eps, &mut rng)?)
+        }
+        _ => None,
+    };
     let outcome = train_with_progress(&cfg, &train, Some(&test), &mut rng, out)?;
     if let Some(path) = &a.out {
         dpsgd::save(path, &outcome.model, &outcome.input)?;
@@ -303,6 +331,11 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         map.insert("test_size".into(), json!(test.n));
         map.insert("saved_to".into(), json!(a.out));
         map.insert("event".into(), json!(outcome.event));
+        if let Some(p) = &perturbation {
+            map.insert("epsilon_per_record".into(), json!(p.epsilon_per_record));
+            map.insert("epsilon_per_feature".into(), json!(p.epsilon_per_feature));
+            map.insert("input_perturbation".into(), json!(p));
+        }
     }
     out.emit(&report);
     Ok(())

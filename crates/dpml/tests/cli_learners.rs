@@ -1,0 +1,183 @@
+//! `dpml label-dp`, `dpml predict` and input perturbation in `dpml train`, run as a user would.
+
+mod common;
+use common::dpml;
+
+#[test]
+fn label_dp_reports_its_guarantee_and_utility() {
+    let c = dpml(&[
+        "label-dp",
+        "--dataset",
+        "digits",
+        "--task",
+        "classification",
+        "--mechanism",
+        "rr",
+        "--epsilon",
+        "4",
+        "--epochs",
+        "5",
+        "--seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    assert_eq!(c["guarantee"], "label-dp");
+    assert_eq!(c["epsilon"], 4.0);
+    assert!(c["test_accuracy"].as_f64().unwrap() > 0.5, "{c}");
+    assert!((0.0..=1.0).contains(&c["noisy_label_accuracy"].as_f64().unwrap()));
+    let r = dpml(&[
+        "label-dp",
+        "--dataset",
+        "digits",
+        "--task",
+        "regression",
+        "--mechanism",
+        "laplace",
+        "--epsilon",
+        "4",
+        "--epochs",
+        "5",
+        "--seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    assert!(
+        r["test_mse"].as_f64().unwrap() > 0.0 && r["test_mae"].as_f64().unwrap() > 0.0,
+        "{r}"
+    );
+    dpml(&[
+        "label-dp",
+        "--dataset",
+        "digits",
+        "--task",
+        "regression",
+        "--mechanism",
+        "rr",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("rr");
+    dpml(&[
+        "label-dp",
+        "--dataset",
+        "digits",
+        "--task",
+        "classification",
+        "--mechanism",
+        "laplace",
+        "--epsilon",
+        "NaN",
+    ])
+    .assert_usage_error("NaN");
+}
+
+#[test]
+fn predict_charges_the_ledger_before_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.safetensors");
+    let ledger = dir.path().join("l.db");
+    let (m, l) = (model.to_str().unwrap(), ledger.to_str().unwrap());
+    dpml(&[
+        "train",
+        "--dataset",
+        "digits",
+        "--model",
+        "logreg",
+        "--non-private",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "64",
+        "--out",
+        m,
+        "--seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    let v = dpml(&[
+        "predict",
+        "--model",
+        m,
+        "--dataset",
+        "digits",
+        "--output-epsilon",
+        "1",
+        "--queries",
+        "10",
+        "--ledger",
+        l,
+        "--budget",
+        "12",
+        "--seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    assert_eq!(v["queries"], 10);
+    assert_eq!(v["epsilon_per_query"], 1.0);
+    assert!((v["epsilon_total"].as_f64().unwrap() - 10.0).abs() < 1e-9);
+    let before = std::fs::read(&ledger).unwrap();
+    dpml(&[
+        "predict",
+        "--model",
+        m,
+        "--dataset",
+        "digits",
+        "--output-epsilon",
+        "1",
+        "--queries",
+        "100",
+        "--ledger",
+        l,
+        "--budget",
+        "12",
+    ])
+    .assert_usage_error("budget");
+    assert_eq!(std::fs::read(&ledger).unwrap(), before);
+}
+
+#[test]
+fn input_perturbation_reports_per_record_and_per_feature_epsilon() {
+    let v = dpml(&[
+        "train",
+        "--dataset",
+        "digits",
+        "--model",
+        "logreg",
+        "--non-private",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "64",
+        "--input-perturbation",
+        "laplace",
+        "--input-epsilon",
+        "0.5",
+        "--seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    assert_eq!(v["epsilon_per_feature"], 0.5);
+    // 64 pixels per digit: the record's ε composes to 64 × 0.5.
+    assert!(
+        (v["epsilon_per_record"].as_f64().unwrap() - 32.0).abs() < 1e-9,
+        "{v}"
+    );
+    dpml(&[
+        "train",
+        "--dataset",
+        "digits",
+        "--model",
+        "logreg",
+        "--non-private",
+        "--input-perturbation",
+        "cauchy",
+        "--input-epsilon",
+        "1",
+    ])
+    .assert_usage_error("cauchy");
+}
