@@ -10,13 +10,11 @@ use clap::{ArgGroup, Args};
 use dpml_audit::driver::{
     AttackKind, AttackOutcome, AuditConfig, AuditReport, DriverError, ModelReady, run_audit,
 };
-use dpml_data::{LoadOptions, Source, load};
-use dpml_learn::dpsgd::{
-    FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization, OptimizerKind, Privacy, TrainConfig,
-};
+use dpml_data::{LoadOptions, load};
+use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig};
 use serde_json::{Value, json};
 
-use super::train::TrainingArgs;
+use super::train::{TrainingArgs, public_normalization};
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -79,17 +77,12 @@ fn driver_err(e: DriverError) -> CliError {
     }
 }
 
-fn recipe(a: &AuditArgs, source: &Source) -> CliResult<TrainConfig> {
+fn recipe(a: &AuditArgs) -> CliResult<TrainConfig> {
     if a.training.model.is_none() {
         return Err(CliError::usage(
             "--model is required (logreg, mlp, cnn, cnn-tanh)",
         ));
     }
-    let normalize = match source {
-        Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
-        Source::FashionMnist => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
-        _ => Normalization::None,
-    };
     let base = TrainConfig {
         hidden: vec![256],
         epochs: 20.0,
@@ -101,7 +94,6 @@ fn recipe(a: &AuditArgs, source: &Source) -> CliResult<TrainConfig> {
             nesterov: false,
         },
         privacy: Privacy::NonPrivate,
-        normalize,
         ..TrainConfig::default()
     };
     a.training.apply(base)
@@ -111,16 +103,14 @@ fn recipe(a: &AuditArgs, source: &Source) -> CliResult<TrainConfig> {
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let attacks = AttackKind::parse_list(&a.attack).map_err(driver_err)?;
     let source = &a.data.dataset;
-    let mut rec = recipe(a, source)?;
+    let mut rec = recipe(a)?;
     rec.validate().map_err(CliError::usage)?;
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
         label_column: a.data.label_column.clone(),
     };
     let data = load(source, &opts)?.train;
-    if rec.normalize == Normalization::None && data.feature_range.is_some() {
-        rec.normalize = Normalization::PublicRange;
-    }
+    rec.normalize = public_normalization(source, &data);
     let target_size = a.target_size.unwrap_or(DEFAULT_TARGET_SIZE.min(data.n / 2));
     let cache_dir = (!a.no_cache).then(|| {
         a.cache.clone().unwrap_or_else(|| match &a.out {

@@ -7,15 +7,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use dpml_data::{Dataset, LoadOptions, Source, load};
-use dpml_learn::dpsgd::{
-    FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization, OptimizerKind, Privacy, TrainConfig,
-    save,
-};
+use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig, save};
 use dpml_learn::label_dp::{
     LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, run as run_label_dp,
 };
 use serde_json::{Value, json};
 
+use super::train::public_normalization;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -99,12 +97,7 @@ fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<Trai
             )));
         }
     };
-    let normalize = match source {
-        Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
-        Source::FashionMnist => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
-        _ if train.feature_range.is_some() => Normalization::PublicRange,
-        _ => Normalization::None,
-    };
+    let normalize = public_normalization(source, train);
     let batch_size = usize::try_from(a.batch_size)
         .map_err(|_| CliError::usage(format!("--batch-size {} is too large", a.batch_size)))?;
     Ok(TrainConfig {

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use dpml_data::{Dataset, LoadOptions, Source, load, train_test_split};
 use dpml_learn::dpsgd::{
-    self, AccountantKind, EpochLog, OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
+    self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
+    OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
 };
 use dpml_learn::perturbation::{InputMechanism, perturb_dataset};
 use serde_json::{Value, json};
@@ -339,6 +340,17 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     }
     out.emit(&report);
     Ok(())
+}
+
+/// Input normalisation from public constants only: MNIST-family mean/std, else the data set's
+/// declared feature range, else none (a range read off private data would not be public).
+pub fn public_normalization(source: &Source, data: &Dataset) -> Normalization {
+    match source {
+        Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
+        Source::FashionMnist => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
+        _ if data.feature_range.is_some() => Normalization::PublicRange,
+        _ => Normalization::None,
+    }
 }
 
 /// Every record of `source`, its own test split included (for cross-validation and clustering).
