@@ -6,6 +6,7 @@
 mod args;
 mod commands;
 mod error;
+mod ledger_args;
 mod output;
 mod plot;
 mod report;

@@ -14,8 +14,8 @@ use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
 
 use crate::args::{self, DataArgs, SeedArg};
-use crate::commands::query::open_ledger;
 use crate::error::{CliError, CliResult};
+use crate::ledger_args::{LedgerArgs, balance_json};
 use crate::output::Output;
 
 /// Flags of `dpml predict`.
@@ -32,15 +32,8 @@ pub struct PredictArgs {
     /// Answer only the first N records of the query set (default: all).
     #[arg(long, value_parser = args::at_least_one)]
     pub queries: Option<u64>,
-    /// Budget ledger file: queries × ε is recorded there before anything is released.
-    #[arg(long, requires = "budget")]
-    pub ledger: Option<PathBuf>,
-    /// Total ε budget of the ledger (fixed when the ledger is created).
-    #[arg(long, value_parser = args::positive, requires = "ledger")]
-    pub budget: Option<f64>,
-    /// Total δ budget of the ledger (fixed when the ledger is created).
-    #[arg(long, value_parser = args::open_unit, default_value = "1e-5", requires = "ledger")]
-    pub budget_delta: f64,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
     #[command(flatten)]
     pub seed: SeedArg,
 }
@@ -48,10 +41,7 @@ pub struct PredictArgs {
 /// Run `dpml predict`.
 pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     // Open the ledger first: a bad or corrupt ledger stops us before anything is computed.
-    let ledger = match (&a.ledger, a.budget) {
-        (Some(path), Some(eps)) => Some(open_ledger(path, eps, a.budget_delta)?),
-        _ => None,
-    };
+    let ledger = a.ledger.open()?;
     let (mut model, input) = dpsgd::load(&a.model).map_err(CliError::usage)?;
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
@@ -129,11 +119,7 @@ fn answer(
     obj.insert("noise_scale".into(), json!(op.scale()));
     obj.insert("predictions".into(), json!(labels));
     if let Some(b) = balance {
-        obj.insert(
-            "ledger".into(),
-            json!({"spent": b.spent_epsilon, "remaining": b.remaining_epsilon, "entries": b.entries,
-                   "composition": b.composition}),
-        );
+        obj.insert("ledger".into(), balance_json(&b));
     }
     obj.insert("seeded".into(), json!(rng.is_seeded()));
     Ok(Value::Object(obj))
@@ -142,6 +128,7 @@ fn answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger_args::open_ledger;
     use dpml_accounting::ledger::Budget;
 
     fn iris() -> Dataset {

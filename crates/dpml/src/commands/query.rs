@@ -2,17 +2,17 @@
 //! from the declared `--bounds`, never from the data; with `--ledger` the spend is recorded
 //! durably before the result is printed, and a request over budget releases nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::{Args, ValueEnum};
-use dpml_accounting::ledger::{Budget, Composition, Ledger, Spend};
-use dpml_accounting::rdp::{Conversion, RdpAccountant};
+use dpml_accounting::ledger::Spend;
 use dpml_data::{LoadOptions, load_table};
 use dpml_mechanisms::stats::{self, Noise, StatValue};
 use serde_json::{Map, Value, json};
 
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
+use crate::ledger_args::{LedgerArgs, balance_json};
 use crate::output::Output;
 
 /// The statistic to release.
@@ -63,15 +63,8 @@ pub struct QueryArgs {
     /// δ (Gaussian noise only).
     #[arg(long, value_parser = args::open_unit)]
     pub delta: Option<f64>,
-    /// Budget ledger file: the spend is recorded there before the result is printed.
-    #[arg(long, requires = "budget")]
-    pub ledger: Option<PathBuf>,
-    /// Total ε budget of the ledger (fixed when the ledger is created).
-    #[arg(long, value_parser = args::positive, requires = "ledger")]
-    pub budget: Option<f64>,
-    /// Total δ budget of the ledger (fixed when the ledger is created).
-    #[arg(long, value_parser = args::open_unit, default_value = "1e-5", requires = "ledger")]
-    pub budget_delta: f64,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
     #[command(flatten)]
     pub seed: SeedArg,
 }
@@ -102,10 +95,7 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         )));
     }
     // Open the ledger first: a bad or corrupt ledger stops us before any noise is drawn.
-    let ledger = match (&a.ledger, a.budget) {
-        (Some(path), Some(eps)) => Some(open_ledger(path, eps, a.budget_delta)?),
-        _ => None,
-    };
+    let ledger = a.ledger.open()?;
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
         label_column: a.data.label_column.clone(),
@@ -175,24 +165,9 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
             delta: release.delta,
         };
         let bal = ledger.spend(&spend)?;
-        obj.insert(
-            "ledger".into(),
-            json!({"spent": bal.spent_epsilon, "remaining": bal.remaining_epsilon,
-                   "spent_delta": bal.spent_delta, "remaining_delta": bal.remaining_delta,
-                   "entries": bal.entries, "composition": bal.composition}),
-        );
+        obj.insert("ledger".into(), balance_json(&bal));
     }
     obj.insert("seeded".into(), json!(rng.is_seeded()));
     out.emit(&Value::Object(obj));
     Ok(())
-}
-
-/// A ledger composed with RDP where that is tighter than adding up (both are upper bounds).
-pub fn open_ledger(path: &Path, epsilon: f64, delta: f64) -> CliResult<Ledger> {
-    let ledger = Ledger::open(path, Budget { epsilon, delta })?;
-    Ok(
-        ledger.with_composition(Composition::Accountant(Box::new(RdpAccountant::new(
-            Conversion::Current,
-        )))),
-    )
 }
