@@ -126,3 +126,38 @@ fn kmeans_reports_accuracy_and_a_budget_that_composes_to_epsilon() {
     assert_eq!(v["centroids"].as_array().unwrap().len(), 3);
     assert!(v["accuracy"].as_f64().unwrap() > 0.6);
 }
+
+#[test]
+fn label_dp_sweep_draws_the_two_panel_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("labeldp");
+    let v = dpml(&[
+        "sweep",
+        "--experiment",
+        "label-dp",
+        "--dataset",
+        "digits",
+        "--epsilons",
+        "0.1,10",
+        "--repeats",
+        "1",
+        "--epochs",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+        "--seed",
+        "2",
+        "--json",
+    ])
+    .json();
+    assert_eq!(v["runs"], 6);
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert!(
+        summary.contains(",test_mse,") && summary.contains(",test_accuracy,"),
+        "{summary}"
+    );
+    // Two panels side by side: MSE (log-log) on the left, accuracy on the right.
+    let png = std::fs::read(out.join("plot.png")).unwrap();
+    let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
+    assert_eq!(width, 1600);
+}

@@ -9,13 +9,14 @@ use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
 use dpml_data::{Dataset, Source};
-use dpml_learn::dpsgd::{self, Privacy, TrainConfig};
+use dpml_learn::dpsgd::{self, OptimizerKind, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
+use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
 use dpml_mechanisms::DpRng;
 use serde_json::json;
 
 use super::kmeans::public_bounds;
-use super::train::{SplitArgs, TrainingArgs, load_all, load_split};
+use super::train::{SplitArgs, TrainingArgs, load_all, load_split, public_normalization};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -28,7 +29,26 @@ pub enum Experiment {
     DpSgd,
     /// DPLloyd clustering accuracy against ε.
     Kmeans,
+    /// The classic label-DP figure: Laplace on the digit value (MSE, log-log) and on the
+    /// one-hot label with clamp-round (accuracy), side by side.
+    LabelDp,
+    /// Laplace label noise, regression on the label value: test MSE against ε.
+    LabelDpRegression,
+    /// Laplace label noise, one-hot with clamp-round: test accuracy against ε.
+    LabelDpClassification,
 }
+
+impl Experiment {
+    /// The name as typed after `--experiment`.
+    fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_string())
+    }
+}
+
+/// ε standing in for "no label noise" in the label-DP baseline (Laplace scale 2e-9 on a
+/// one-hot label): the labels are used as they are, up to rounding.
+const NOISE_FREE_LABEL_EPSILON: f64 = 1e9;
 
 /// Flags of `dpml sweep`.
 #[derive(Args, Debug)]
@@ -87,6 +107,12 @@ enum Setup {
         params: KMeansParams,
         data: Dataset,
     },
+    LabelDp {
+        tasks: Vec<Task>,
+        training: TrainConfig,
+        train: Dataset,
+        test: Dataset,
+    },
 }
 
 impl Setup {
@@ -121,6 +147,38 @@ impl Setup {
                     data,
                 })
             }
+            Experiment::LabelDp
+            | Experiment::LabelDpRegression
+            | Experiment::LabelDpClassification => {
+                let tasks = match a.experiment {
+                    Experiment::LabelDpRegression => vec![Task::Regression],
+                    Experiment::LabelDpClassification => vec![Task::Classification],
+                    _ => vec![Task::Regression, Task::Classification],
+                };
+                let (train, test) =
+                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                // The label-DP command's defaults: a 512-unit MLP, 3 epochs of Adam (networks
+                // memorise noisy labels when trained longer).
+                let base = TrainConfig {
+                    model: "mlp".into(),
+                    hidden: vec![512],
+                    epochs: 3.0,
+                    batch_size: 128,
+                    physical_batch: 128,
+                    lr: 1e-3,
+                    optimizer: OptimizerKind::Adam,
+                    normalize: public_normalization(&a.dataset, &train),
+                    ..TrainConfig::default()
+                };
+                let mut training = a.training.apply(base)?;
+                training.privacy = Privacy::NonPrivate;
+                Ok(Setup::LabelDp {
+                    tasks,
+                    training,
+                    train,
+                    test,
+                })
+            }
         }
     }
 
@@ -148,6 +206,37 @@ impl Setup {
                 let nicv =
                     kmeans::nicv(&data.x, data.n_features(), &fit.centroids, &params.bounds)?;
                 Ok(vec![("accuracy", acc), ("nicv", nicv)])
+            }
+            Setup::LabelDp {
+                tasks,
+                training,
+                train,
+                test,
+            } => {
+                let mut metrics = Vec::new();
+                for &task in tasks {
+                    let cfg = LabelDpConfig {
+                        task,
+                        mechanism: LabelMechanism::Laplace,
+                        postprocess: None,
+                        epsilon: job.epsilon.unwrap_or(NOISE_FREE_LABEL_EPSILON),
+                        stages: None,
+                        prior_temperature: None,
+                        training: training.clone(),
+                    };
+                    let r = label_dp::run(&cfg, train, test, rng, &mut |_| {})
+                        .map_err(CliError::usage)?
+                        .report;
+                    match task {
+                        Task::Regression => {
+                            metrics.push(("test_mse", r.test_mse.unwrap_or(f64::NAN)))
+                        }
+                        Task::Classification => {
+                            metrics.push(("test_accuracy", r.test_accuracy.unwrap_or(f64::NAN)))
+                        }
+                    }
+                }
+                Ok(metrics)
             }
         }
     }
@@ -200,7 +289,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let charts = charts(a, &summary);
     let (png, svg) = plot::write(&charts, &a.out, "plot")?;
     out.emit(&json!({
-        "experiment": format!("{:?}", a.experiment).to_lowercase(),
+        "experiment": a.experiment.name(),
         "dataset": a.dataset.name(),
         "epsilons": a.epsilons,
         "repeats": a.repeats,
@@ -270,12 +359,11 @@ fn write_results(
         "experiment,epsilon,repeat,metric,value",
         rows.iter().map(|(job, metric, value)| {
             format!(
-                "{:?},{},{},{metric},{value}",
-                experiment,
+                "{},{},{},{metric},{value}",
+                experiment.name(),
                 epsilon_label(job.epsilon),
                 job.repeat
             )
-            .to_lowercase()
         }),
     )
 }
@@ -315,6 +403,10 @@ fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
             metrics.push(s.metric);
         }
     }
+    let baseline_name = match a.experiment {
+        Experiment::DpSgd | Experiment::Kmeans => "non-private baseline",
+        _ => "noise-free labels",
+    };
     let (lo, hi) = a
         .epsilons
         .iter()
@@ -340,18 +432,17 @@ fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
                 .find(|s| s.metric == metric && s.epsilon.is_none())
             {
                 series.push(Series::new(
-                    "non-private baseline",
+                    baseline_name,
                     vec![(lo, b.mean), (hi, b.mean)],
                     Style::Dashed,
                 ));
             }
             Chart {
                 title: format!(
-                    "{:?} on {}: {metric} against epsilon",
-                    a.experiment,
+                    "{} on {}: {metric} against epsilon",
+                    a.experiment.name(),
                     a.dataset.name()
-                )
-                .to_lowercase(),
+                ),
                 x_label: "epsilon (log scale)".into(),
                 y_label: metric.replace('_', " "),
                 log_x: true,
