@@ -161,3 +161,42 @@ fn label_dp_sweep_draws_the_two_panel_figure() {
     let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
     assert_eq!(width, 1600);
 }
+
+#[test]
+fn perturbation_sweeps_approach_the_baseline_at_large_epsilon() {
+    for experiment in ["output-perturbation", "input-perturbation"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join(experiment);
+        dpml(&[
+            "sweep",
+            "--experiment",
+            experiment,
+            "--dataset",
+            "digits",
+            "--epsilons",
+            "0.01,1000",
+            "--repeats",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--seed",
+            "5",
+            "--json",
+        ])
+        .json();
+        let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+        let mean = |eps: &str| -> f64 {
+            let line = summary
+                .lines()
+                .find(|l| l.starts_with(&format!("{eps},")))
+                .unwrap();
+            line.split(',').nth(2).unwrap().parse().unwrap()
+        };
+        // Ten classes: chance is 0.1. A tiny ε is near chance; a huge one near the baseline.
+        assert!(mean("0.01") < 0.3, "{experiment}: {summary}");
+        assert!(
+            mean("1000") > mean("non-private") - 0.1,
+            "{experiment}: {summary}"
+        );
+    }
+}

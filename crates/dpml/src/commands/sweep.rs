@@ -12,6 +12,9 @@ use dpml_data::{Dataset, Source};
 use dpml_learn::dpsgd::{self, OptimizerKind, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
 use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
+use dpml_learn::perturbation::{
+    InputBudget, InputMechanism, OutputPerturbation, perturb_dataset_with, softmax_rows,
+};
 use dpml_mechanisms::DpRng;
 use serde_json::json;
 
@@ -36,6 +39,12 @@ pub enum Experiment {
     LabelDpRegression,
     /// Laplace label noise, one-hot with clamp-round: test accuracy against ε.
     LabelDpClassification,
+    /// One non-private model; Laplace noise (L1 sensitivity 2) on each predicted probability
+    /// vector, argmax after noise: test accuracy against ε per query.
+    OutputPerturbation,
+    /// Local DP: Laplace noise on every feature of every training record (ε per record, the
+    /// record's L1 range as sensitivity), then non-private training: test accuracy.
+    InputPerturbation,
 }
 
 impl Experiment {
@@ -107,6 +116,16 @@ enum Setup {
         params: KMeansParams,
         data: Dataset,
     },
+    Output {
+        probs: Vec<f64>,
+        classes: usize,
+        test: Dataset,
+    },
+    Input {
+        base: TrainConfig,
+        train: Dataset,
+        test: Dataset,
+    },
     LabelDp {
         tasks: Vec<Task>,
         training: TrainConfig,
@@ -119,21 +138,31 @@ impl Setup {
     fn new(a: &SweepArgs, data_dir: Option<&Path>) -> CliResult<Self> {
         match a.experiment {
             Experiment::DpSgd => {
-                let base = dpsgd::presets()
-                    .into_iter()
-                    .find(|p| p.dataset == a.dataset.name())
-                    .map(|p| p.config)
-                    .unwrap_or_else(|| TrainConfig {
-                        model: "mlp".into(),
-                        hidden: vec![32],
-                        epochs: 30.0,
-                        batch_size: 32,
-                        ..TrainConfig::default()
-                    });
-                let base = a.training.apply(base)?;
                 let (train, test) =
                     load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                let base = recipe_for(a)?;
                 Ok(Setup::DpSgd { base, train, test })
+            }
+            Experiment::OutputPerturbation => {
+                let (train, test) =
+                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                let mut cfg = recipe_for(a)?;
+                cfg.privacy = Privacy::NonPrivate;
+                let mut trained =
+                    dpsgd::train(&cfg, &train, Some(&test), &mut a.seed.rng()?, &mut |_| {})?;
+                let logits = dpsgd::predict_logits(&mut trained.model, &trained.input, &test)?;
+                Ok(Setup::Output {
+                    probs: softmax_rows(&logits),
+                    classes: test.n_classes,
+                    test,
+                })
+            }
+            Experiment::InputPerturbation => {
+                let (train, test) =
+                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                let mut base = recipe_for(a)?;
+                base.privacy = Privacy::NonPrivate;
+                Ok(Setup::Input { base, train, test })
             }
             Experiment::Kmeans => {
                 let data = load_all(&a.dataset, a.label_column.as_deref(), data_dir)?;
@@ -207,6 +236,48 @@ impl Setup {
                     kmeans::nicv(&data.x, data.n_features(), &fit.centroids, &params.bounds)?;
                 Ok(vec![("accuracy", acc), ("nicv", nicv)])
             }
+            Setup::Output {
+                probs,
+                classes,
+                test,
+            } => {
+                let labels: Vec<usize> = match job.epsilon {
+                    Some(e) => OutputPerturbation::new(e, *classes)?.release_labels(rng, probs)?,
+                    None => probs
+                        .chunks(*classes)
+                        .map(|row| {
+                            (0..row.len())
+                                .max_by(|&i, &j| row[i].total_cmp(&row[j]))
+                                .unwrap_or(0)
+                        })
+                        .collect(),
+                };
+                let correct = labels
+                    .iter()
+                    .zip(&test.y)
+                    .filter(|&(&p, &y)| p == y as usize)
+                    .count();
+                Ok(vec![(
+                    "test_accuracy",
+                    correct as f64 / test.n.max(1) as f64,
+                )])
+            }
+            Setup::Input { base, train, test } => {
+                let mut noisy = train.clone();
+                if let Some(e) = job.epsilon {
+                    perturb_dataset_with(
+                        &mut noisy,
+                        InputMechanism::Laplace,
+                        InputBudget::PerRecord(e),
+                        rng,
+                    )?;
+                }
+                let out = dpsgd::train(base, &noisy, Some(test), rng, &mut |_| {})?;
+                Ok(vec![(
+                    "test_accuracy",
+                    out.report.test_accuracy.unwrap_or(f64::NAN),
+                )])
+            }
             Setup::LabelDp {
                 tasks,
                 training,
@@ -240,6 +311,23 @@ impl Setup {
             }
         }
     }
+}
+
+/// The DP-SGD recipe of a sweep: the data set's preset where one exists, else a small MLP;
+/// command-line training flags override it.
+fn recipe_for(a: &SweepArgs) -> CliResult<TrainConfig> {
+    let base = dpsgd::presets()
+        .into_iter()
+        .find(|p| p.dataset == a.dataset.name())
+        .map(|p| p.config)
+        .unwrap_or_else(|| TrainConfig {
+            model: "mlp".into(),
+            hidden: vec![32],
+            epochs: 30.0,
+            batch_size: 32,
+            ..TrainConfig::default()
+        });
+    a.training.apply(base)
 }
 
 /// Run `dpml sweep`.
@@ -404,8 +492,10 @@ fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
         }
     }
     let baseline_name = match a.experiment {
-        Experiment::DpSgd | Experiment::Kmeans => "non-private baseline",
-        _ => "noise-free labels",
+        Experiment::LabelDp | Experiment::LabelDpRegression | Experiment::LabelDpClassification => {
+            "noise-free labels"
+        }
+        _ => "non-private baseline",
     };
     let (lo, hi) = a
         .epsilons
