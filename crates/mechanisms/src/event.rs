@@ -81,6 +81,22 @@ pub enum PrivacyEvent {
 }
 
 impl PrivacyEvent {
+    /// The event's type tag as written in JSON (`"laplace"`, `"poisson_sampled"`, …), for
+    /// messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PrivacyEvent::Laplace { .. } => "laplace",
+            PrivacyEvent::Gaussian { .. } => "gaussian",
+            PrivacyEvent::DiscreteLaplace { .. } => "discrete_laplace",
+            PrivacyEvent::DiscreteGaussian { .. } => "discrete_gaussian",
+            PrivacyEvent::RandomizedResponse { .. } => "randomized_response",
+            PrivacyEvent::EpsilonDelta { .. } => "epsilon_delta",
+            PrivacyEvent::PoissonSampled { .. } => "poisson_sampled",
+            PrivacyEvent::SelfComposed { .. } => "self_composed",
+            PrivacyEvent::Composed { .. } => "composed",
+        }
+    }
+
     /// `self` repeated `count` times.
     pub fn repeated(self, count: u64) -> Self {
         PrivacyEvent::SelfComposed {
@@ -123,6 +139,10 @@ mod tests {
         let s = serde_json::to_string(&e).unwrap();
         assert!(s.contains("\"type\":\"self_composed\""), "{s}");
         let back: PrivacyEvent = serde_json::from_str(&s).unwrap();
+        assert!(
+            s.starts_with(&format!("{{\"type\":\"{}\"", e.kind())),
+            "{s}"
+        );
         assert_eq!(back, e);
         assert!(serde_json::from_str::<PrivacyEvent>(r#"{"type":"cauchy","scale":1}"#).is_err());
     }

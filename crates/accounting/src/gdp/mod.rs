@@ -11,7 +11,7 @@
 
 pub mod normal;
 
-use crate::rdp::{check, event_kind as kind};
+use crate::rdp::check;
 use crate::{Accountant, AccountingError, BoundKind, PrivacyEvent};
 use normal::log_phi;
 
@@ -242,7 +242,7 @@ fn mu_squared(event: &PrivacyEvent) -> Result<f64, AccountingError> {
                 let s = check::positive("noise_multiplier of a gaussian event", *noise_multiplier)?;
                 Ok(q * q * (1.0 / (s * s)).exp_m1())
             }
-            other => Err(unsupported(&format!("poisson_sampled({})", kind(other)))),
+            other => Err(unsupported(&format!("poisson_sampled({})", other.kind()))),
         },
         PrivacyEvent::SelfComposed { event, count } => {
             let n = check::count("count of a self_composed event", *count)?;
@@ -255,7 +255,7 @@ fn mu_squared(event: &PrivacyEvent) -> Result<f64, AccountingError> {
             }
             Ok(total)
         }
-        other => Err(unsupported(kind(other))),
+        other => Err(unsupported(other.kind())),
     }
 }
 

@@ -297,8 +297,8 @@ fn gaussian_only(event: &PrivacyEvent) -> Result<f64, AccountingError> {
     };
     if !only_gaussian {
         return Err(AccountingError::Unsupported(format!(
-            "the PLD accountant handles Poisson sampling of Gaussian noise only, got {}",
-            event_name(event)
+            "the PLD accountant handles Poisson sampling of Gaussian noise only, got a {} event that is not (a composition of) Gaussian noise",
+            event.kind()
         )));
     }
     inner.push(event, 1)?;
@@ -306,20 +306,6 @@ fn gaussian_only(event: &PrivacyEvent) -> Result<f64, AccountingError> {
         "effective Gaussian noise_multiplier",
         inner.gaussian_precision.sqrt().recip(),
     )
-}
-
-fn event_name(event: &PrivacyEvent) -> &'static str {
-    match event {
-        PrivacyEvent::Laplace { .. } => "laplace",
-        PrivacyEvent::Gaussian { .. } => "gaussian",
-        PrivacyEvent::DiscreteLaplace { .. } => "discrete_laplace",
-        PrivacyEvent::DiscreteGaussian { .. } => "discrete_gaussian",
-        PrivacyEvent::RandomizedResponse { .. } => "randomized_response",
-        PrivacyEvent::EpsilonDelta { .. } => "epsilon_delta",
-        PrivacyEvent::PoissonSampled { .. } => "poisson_sampled",
-        PrivacyEvent::SelfComposed { .. } => "self_composed (of non-Gaussian events)",
-        PrivacyEvent::Composed { .. } => "composed (of non-Gaussian events)",
-    }
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ fn poisson_sampled(
             "the RDP accountant handles poisson_sampled only around a gaussian event (or a \
              composition of gaussians) or around pure/approximate (ε, δ) events; got \
              poisson_sampled({})",
-            kind(inner)
+            inner.kind()
         ))),
     }
 }
@@ -298,19 +298,4 @@ fn epsilon_delta(epsilon: f64, delta: f64) -> Result<(f64, f64), AccountingError
         )));
     }
     Ok((eps, delta))
-}
-
-/// The event's type tag, for messages.
-pub(crate) fn kind(event: &PrivacyEvent) -> &'static str {
-    match event {
-        PrivacyEvent::Laplace { .. } => "laplace",
-        PrivacyEvent::Gaussian { .. } => "gaussian",
-        PrivacyEvent::DiscreteLaplace { .. } => "discrete_laplace",
-        PrivacyEvent::DiscreteGaussian { .. } => "discrete_gaussian",
-        PrivacyEvent::RandomizedResponse { .. } => "randomized_response",
-        PrivacyEvent::EpsilonDelta { .. } => "epsilon_delta",
-        PrivacyEvent::PoissonSampled { .. } => "poisson_sampled",
-        PrivacyEvent::SelfComposed { .. } => "self_composed",
-        PrivacyEvent::Composed { .. } => "composed",
-    }
 }

@@ -13,7 +13,6 @@ mod conversion;
 mod curves;
 mod sampled_gaussian;
 
-pub(crate) use compose::kind as event_kind;
 pub use conversion::Conversion;
 
 use crate::{Accountant, AccountingError, BoundKind, PrivacyEvent};
