@@ -19,7 +19,7 @@ use dpml_mechanisms::DpRng;
 use serde_json::json;
 
 use super::kmeans::public_bounds;
-use super::train::{SplitArgs, TrainingArgs, load_all, load_split, public_normalization};
+use super::train::{SplitArgs, TrainingArgs, load_all, load_split, mean_std, public_normalization};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -119,6 +119,7 @@ enum Setup {
     Output {
         probs: Vec<f64>,
         classes: usize,
+        clean_accuracy: f64,
         test: Dataset,
     },
     Input {
@@ -154,6 +155,7 @@ impl Setup {
                 Ok(Setup::Output {
                     probs: softmax_rows(&logits),
                     classes: test.n_classes,
+                    clean_accuracy: trained.report.test_accuracy.unwrap_or(f64::NAN),
                     test,
                 })
             }
@@ -239,19 +241,14 @@ impl Setup {
             Setup::Output {
                 probs,
                 classes,
+                clean_accuracy,
                 test,
             } => {
-                let labels: Vec<usize> = match job.epsilon {
-                    Some(e) => OutputPerturbation::new(e, *classes)?.release_labels(rng, probs)?,
-                    None => probs
-                        .chunks(*classes)
-                        .map(|row| {
-                            (0..row.len())
-                                .max_by(|&i, &j| row[i].total_cmp(&row[j]))
-                                .unwrap_or(0)
-                        })
-                        .collect(),
+                // The baseline is the model's own accuracy; only noisy answers are drawn per run.
+                let Some(e) = job.epsilon else {
+                    return Ok(vec![("test_accuracy", *clean_accuracy)]);
                 };
+                let labels = OutputPerturbation::new(e, *classes)?.release_labels(rng, probs)?;
                 let correct = labels
                     .iter()
                     .zip(&test.y)
@@ -415,19 +412,13 @@ fn summarise(rows: &[(Job, &'static str, f64)]) -> Vec<Summary> {
                 .filter(|(j, m, _)| j.epsilon == epsilon && *m == metric)
                 .map(|r| r.2)
                 .collect();
-            let n = v.len();
-            let mean = v.iter().sum::<f64>() / n as f64;
-            let var = if n > 1 {
-                v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-            } else {
-                0.0
-            };
+            let (mean, std) = mean_std(&v);
             Summary {
                 epsilon,
                 metric,
                 mean,
-                std: var.sqrt(),
-                n,
+                std,
+                n: v.len(),
             }
         })
         .collect()

@@ -394,12 +394,7 @@ fn cross_validate(
         accuracies.push(outcome.report.test_accuracy.unwrap_or(f64::NAN));
         epsilons.push(outcome.report.epsilon);
     }
-    let mean = accuracies.iter().sum::<f64>() / k as f64;
-    let std = if k > 1 {
-        (accuracies.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1) as f64).sqrt()
-    } else {
-        0.0
-    };
+    let (mean, std) = mean_std(&accuracies);
     let epsilon = epsilons
         .iter()
         .flatten()
@@ -419,6 +414,18 @@ fn cross_validate(
         "seeded": rng.is_seeded(),
     }));
     Ok(())
+}
+
+/// Mean and sample standard deviation (0 for fewer than two values) of repeated measurements.
+pub fn mean_std(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = if values.len() > 1 {
+        values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var.sqrt())
 }
 
 /// Train with a progress bar on stderr: steps, loss, and per epoch accuracy and ε so far.
