@@ -127,16 +127,27 @@ impl Window {
         lo..hi.max(lo)
     }
 
+    /// The valid output ranges of every kernel row and column: [`Window::valid`] hoisted out of
+    /// the channel loop (its divisions otherwise cost as much as the copies of a small layer).
+    fn spans(&self) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
+        let ys = (0..self.kh)
+            .map(|ki| self.valid(ki, self.h, self.oh))
+            .collect();
+        let xs = (0..self.kw)
+            .map(|kj| self.valid(kj, self.w, self.ow))
+            .collect();
+        (ys, xs)
+    }
+
     /// Unfolds one record `x` (`c × h × w`) into `cols` (`d × t`, row `(c, ki, kj)`, column
     /// `(oy, ox)`); out-of-bounds (padding) entries are zero.
     pub fn im2col(&self, x: &[f32], cols: &mut [f32]) {
         let (t, s) = (self.t(), self.stride);
+        let (ys_by_ki, xs_by_kj) = self.spans();
         for c in 0..self.c {
             let xc = &x[c * self.h * self.w..(c + 1) * self.h * self.w];
-            for ki in 0..self.kh {
-                let ys = self.valid(ki, self.h, self.oh);
-                for kj in 0..self.kw {
-                    let xs = self.valid(kj, self.w, self.ow);
+            for (ki, ys) in ys_by_ki.iter().enumerate() {
+                for (kj, xs) in xs_by_kj.iter().enumerate() {
                     let row = (c * self.kh + ki) * self.kw + kj;
                     let dst = &mut cols[row * t..(row + 1) * t];
                     if ys.len() < self.oh || xs.len() < self.ow {
@@ -150,13 +161,7 @@ impl Window {
                         let iy = oy * s + ki - self.pad;
                         let src = &xc[iy * self.w + x0..];
                         let drow = &mut dst[oy * self.ow + xs.start..oy * self.ow + xs.end];
-                        if s == 1 {
-                            drow.copy_from_slice(&src[..drow.len()]);
-                        } else {
-                            drow.iter_mut()
-                                .zip(src.iter().step_by(s))
-                                .for_each(|(d, v)| *d = *v);
-                        }
+                        gather_strided(drow, src, s);
                     }
                 }
             }
@@ -167,12 +172,11 @@ impl Window {
     /// (`c × h × w`), which the caller zeroes first.
     pub fn col2im(&self, cols: &[f32], gx: &mut [f32]) {
         let (t, s) = (self.t(), self.stride);
+        let (ys_by_ki, xs_by_kj) = self.spans();
         for c in 0..self.c {
             let gc = &mut gx[c * self.h * self.w..(c + 1) * self.h * self.w];
-            for ki in 0..self.kh {
-                let ys = self.valid(ki, self.h, self.oh);
-                for kj in 0..self.kw {
-                    let xs = self.valid(kj, self.w, self.ow);
+            for (ki, ys) in ys_by_ki.iter().enumerate() {
+                for (kj, xs) in xs_by_kj.iter().enumerate() {
                     if xs.is_empty() {
                         continue;
                     }
@@ -183,18 +187,52 @@ impl Window {
                         let iy = oy * s + ki - self.pad;
                         let drow = &mut gc[iy * self.w + x0..];
                         let srow = &src[oy * self.ow + xs.start..oy * self.ow + xs.end];
-                        if s == 1 {
-                            drow.iter_mut().zip(srow).for_each(|(d, v)| *d += v);
-                        } else {
-                            drow.iter_mut()
-                                .step_by(s)
-                                .zip(srow)
-                                .for_each(|(d, v)| *d += v);
-                        }
+                        scatter_add_strided(drow, srow, s);
                     }
                 }
             }
         }
+    }
+}
+
+/// `dst[j] = src[j·s]` for every j (`dst` non-empty). Stride 1 and 2 (every strided layer of
+/// the built-in models) get loops the compiler vectorises.
+fn gather_strided(dst: &mut [f32], src: &[f32], s: usize) {
+    let n = dst.len();
+    match s {
+        1 => dst.copy_from_slice(&src[..n]),
+        2 => {
+            // The last element may be the plane's last value, with no partner for a pair.
+            let (head, last) = dst.split_at_mut(n - 1);
+            head.iter_mut()
+                .zip(src.chunks_exact(2))
+                .for_each(|(d, pair)| *d = pair[0]);
+            last[0] = src[(n - 1) * 2];
+        }
+        _ => dst
+            .iter_mut()
+            .zip(src.iter().step_by(s))
+            .for_each(|(d, v)| *d = *v),
+    }
+}
+
+/// `dst[j·s] += src[j]` for every j (`src` non-empty): the adjoint of [`gather_strided`].
+fn scatter_add_strided(dst: &mut [f32], src: &[f32], s: usize) {
+    let n = src.len();
+    match s {
+        1 => dst.iter_mut().zip(src).for_each(|(d, v)| *d += v),
+        2 => {
+            let (head, last) = src.split_at(n - 1);
+            dst.chunks_exact_mut(2)
+                .zip(head)
+                .for_each(|(pair, v)| pair[0] += v);
+            dst[(n - 1) * 2] += last[0];
+        }
+        _ => dst
+            .iter_mut()
+            .step_by(s)
+            .zip(src)
+            .for_each(|(d, v)| *d += v),
     }
 }
 
@@ -282,7 +320,14 @@ mod tests {
     #[test]
     fn col2im_is_adjoint_of_im2col() {
         // <im2col(x), y> == <x, col2im(y)> for all x, y: checks padding and stride book-keeping.
-        for (k, s, p) in [(3, 1, 1), (4, 2, 0), (8, 2, 3), (2, 1, 0)] {
+        for (k, s, p) in [
+            (3, 1, 1),
+            (4, 2, 0),
+            (8, 2, 3),
+            (2, 1, 0),
+            (3, 3, 1),
+            (2, 2, 1),
+        ] {
             let win = Window::new(2, 9, 7, k, s, p).unwrap();
             let x: Vec<f32> = (0..2 * 9 * 7).map(|i| (i as f32 * 0.3).sin()).collect();
             let y: Vec<f32> = (0..win.d() * win.t())
@@ -298,6 +343,44 @@ mod tests {
                 (lhs - rhs).abs() < 1e-3 * lhs.abs().max(1.0),
                 "{k} {s} {p}: {lhs} {rhs}"
             );
+        }
+    }
+
+    #[test]
+    fn im2col_matches_the_definition() {
+        // cols[(c, ki, kj), (oy, ox)] = x[c, oy·s + ki − p, ox·s + kj − p], 0 outside.
+        for (k, s, p) in [
+            (3, 1, 1),
+            (4, 2, 0),
+            (8, 2, 3),
+            (3, 3, 1),
+            (2, 2, 1),
+            (3, 2, 0),
+        ] {
+            let (c, h, w) = (2, 9, 7);
+            let win = Window::new(c, h, w, k, s, p).unwrap();
+            let x: Vec<f32> = (0..c * h * w).map(|i| i as f32 + 1.0).collect();
+            let mut cols = vec![f32::NAN; win.d() * win.t()];
+            win.im2col(&x, &mut cols);
+            for (row, col) in (0..win.d()).flat_map(|r| (0..win.t()).map(move |t| (r, t))) {
+                let (ch, ki, kj) = (row / (k * k), row / k % k, row % k);
+                let (oy, ox) = (col / win.ow, col % win.ow);
+                let (iy, ix) = (
+                    (oy * s + ki) as isize - p as isize,
+                    (ox * s + kj) as isize - p as isize,
+                );
+                let inside = (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix);
+                let want = if inside {
+                    x[ch * h * w + iy as usize * w + ix as usize]
+                } else {
+                    0.0
+                };
+                assert_eq!(
+                    cols[row * win.t() + col],
+                    want,
+                    "k {k} s {s} p {p} row {row} col {col}"
+                );
+            }
         }
     }
 

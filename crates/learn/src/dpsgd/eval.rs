@@ -11,7 +11,7 @@ use super::error::Result;
 use super::normalize::InputTransform;
 
 /// Records per forward pass during evaluation.
-const EVAL_CHUNK: usize = 1024;
+const EVAL_CHUNK: usize = 256;
 
 /// The result of evaluating a model on a data set.
 #[derive(Debug, Clone, PartialEq, Serialize)]

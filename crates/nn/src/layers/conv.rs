@@ -16,8 +16,11 @@ use crate::tensor::Tensor;
 /// (`p × T`), sample i's weight gradient is Gᵢ Aᵢᵀ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ConvNormMode {
-    /// Pick per layer the cheaper of the two by the cost model of Li et al. 2021: ghost costs
-    /// ~T²(d+p), materialising ~T·d·p multiply-adds per sample.
+    /// Pick per layer. Materialising costs ~T·d·p multiply-adds per sample, the same product
+    /// non-private training forms, and makes the clipped sum a cheap weighted sum; the ghost norm
+    /// costs ~T²(d+p) and then needs that product again for the clipped sum. So materialise
+    /// unless a per-sample gradient is large (over 64 Ki values) and the ghost norm is
+    /// cheap (T(d+p) < d·p, the cost model of Li et al. 2021), where ghost saves memory.
     #[default]
     Auto,
     /// ‖Gᵢ Aᵢᵀ‖²_F = Σ_{t,s} (aᵢₜ·aᵢₛ)(gᵢₜ·gᵢₛ): two T×T Gram matrices per sample; the clipped
@@ -27,6 +30,10 @@ pub enum ConvNormMode {
     /// sum as Σᵢ cᵢ (Gᵢ Aᵢᵀ) — no second product.
     Materialize,
 }
+
+/// Largest per-sample gradient (weights and bias) that [`ConvNormMode::Auto`] materialises:
+/// 64 Ki values, 64 MiB for a physical batch of 256.
+const MATERIALIZE_MAX: usize = 1 << 16;
 
 /// Per-thread scratch space for [`Conv2d`]: one sample's unfolded input (recomputed where
 /// needed rather than cached for the whole batch: it stays in cache and keeps memory flat),
@@ -98,11 +105,13 @@ impl Conv2d {
         self.mode = mode;
     }
 
-    /// The mode actually used: `Auto` resolved by the cost model T²(d+p) vs T·d·p.
+    /// The mode actually used (see [`ConvNormMode::Auto`]).
     pub fn effective_norm_mode(&self) -> ConvNormMode {
         let (t, d, p) = (self.win.t(), self.win.d(), self.out_ch);
         match self.mode {
-            ConvNormMode::Auto if t * (d + p) < d * p => ConvNormMode::Ghost,
+            ConvNormMode::Auto if self.grad_len() > MATERIALIZE_MAX && t * (d + p) < d * p => {
+                ConvNormMode::Ghost
+            }
             ConvNormMode::Auto => ConvNormMode::Materialize,
             m => m,
         }
@@ -359,9 +368,14 @@ mod tests {
         // cnn conv1: T = 196, d = 64, p = 16: ghost 196·80 > 64·16 → materialise.
         let c1 = Conv2d::new([1, 28, 28], 16, 8, 2, 3, &mut rng).unwrap();
         assert_eq!(c1.effective_norm_mode(), ConvNormMode::Materialize);
-        // cnn conv2: T = 25, d = 256, p = 32: 25·288 = 7200 < 8192 → ghost.
+        // cnn conv2: T = 25, d = 256, p = 32: ghost would be cheap (25·288 < 8192), but
+        // 8,224 values per sample are small enough to keep → materialise.
         let c2 = Conv2d::new([16, 13, 13], 32, 4, 2, 0, &mut rng).unwrap();
-        assert_eq!(c2.effective_norm_mode(), ConvNormMode::Ghost);
+        assert_eq!(c2.effective_norm_mode(), ConvNormMode::Materialize);
+        // A wide layer: T = 9, d = 64·9, p = 256: 147,712 values per sample, 9·832 < 147,456
+        // → ghost.
+        let c3 = Conv2d::new([64, 5, 5], 256, 3, 1, 0, &mut rng).unwrap();
+        assert_eq!(c3.effective_norm_mode(), ConvNormMode::Ghost);
     }
 
     #[test]

@@ -14,13 +14,16 @@ fn window(input: [usize; 3], kernel: usize, stride: usize, what: &str) -> Result
     })
 }
 
-/// Max pooling. The forward pass is separable (row maxima, then column maxima) and keeps no
-/// indices; the backward pass finds each window's first maximum again (branch-free) and routes
-/// the output gradient there, as PyTorch does for ties.
+/// Max pooling. The forward pass is separable (row maxima, then column maxima) and records
+/// where each window's first maximum lies (in scan order, as PyTorch routes ties); the backward
+/// pass only routes each output gradient there.
 #[derive(Debug, Clone)]
 pub struct MaxPool2d {
     win: Window,
     out_shape: [usize; 3],
+    /// For each output of the last forward pass, the index within its input plane of the
+    /// window's first maximum.
+    argmax: Vec<u32>,
 }
 
 impl MaxPool2d {
@@ -31,38 +34,65 @@ impl MaxPool2d {
     /// fit.
     pub fn new(input: [usize; 3], kernel: usize, stride: usize) -> Result<Self> {
         let win = window(input, kernel, stride, "max-pool")?;
+        if win.h * win.w > u32::MAX as usize {
+            return Err(invalid(format!(
+                "max-pool input plane {}×{} is too large",
+                win.h, win.w
+            )));
+        }
         Ok(Self {
             win,
             out_shape: [win.c, win.oh, win.ow],
+            argmax: Vec::new(),
         })
     }
 }
 
-/// Max pooling of one `h × w` plane into `oh × ow`, using `rows` (`h × ow`) as scratch.
-fn max_plane(w: &Window, x: &[f32], rows: &mut [f32], out: &mut [f32]) {
+/// Row maxima of one plane: for each input row and output column, the window's maximum along
+/// the row and its first position (index within the plane).
+struct RowMax {
+    value: Vec<f32>,
+    at: Vec<u32>,
+}
+
+/// Max pooling of one `h × w` plane into `oh × ow` values `out` and plane indices `arg`.
+/// Strict `>` keeps the first maximum in scan order (rows first, then the row within).
+fn max_plane(w: &Window, x: &[f32], rows: &mut RowMax, out: &mut [f32], arg: &mut [u32]) {
     let s = w.stride;
-    for (xr, rr) in x.chunks_exact(w.w).zip(rows.chunks_exact_mut(w.ow)) {
-        rr.copy_from_slice(&xr[..w.ow]);
-        if s == 1 {
+    for (iy, xr) in x.chunks_exact(w.w).enumerate() {
+        let (rv, ra) = (
+            &mut rows.value[iy * w.ow..(iy + 1) * w.ow],
+            &mut rows.at[iy * w.ow..(iy + 1) * w.ow],
+        );
+        let row0 = (iy * w.w) as u32;
+        for (ox, (v, a)) in rv.iter_mut().zip(ra.iter_mut()).enumerate() {
+            let (mut best, mut at) = (xr[ox * s], ox * s);
             for kj in 1..w.kw {
-                rr.iter_mut()
-                    .zip(&xr[kj..])
-                    .for_each(|(r, v)| *r = r.max(*v));
+                let u = xr[ox * s + kj];
+                let better = u > best;
+                at = if better { ox * s + kj } else { at };
+                best = if better { u } else { best };
             }
-        } else {
-            for (ox, r) in rr.iter_mut().enumerate() {
-                *r = xr[ox * s..ox * s + w.kw]
-                    .iter()
-                    .copied()
-                    .fold(f32::NEG_INFINITY, f32::max);
-            }
+            *v = best;
+            *a = row0 + at as u32;
         }
     }
-    for (oy, orow) in out.chunks_exact_mut(w.ow).enumerate() {
-        orow.copy_from_slice(&rows[oy * s * w.ow..(oy * s + 1) * w.ow]);
+    for (oy, (orow, arow)) in out
+        .chunks_exact_mut(w.ow)
+        .zip(arg.chunks_exact_mut(w.ow))
+        .enumerate()
+    {
+        let first = oy * s * w.ow;
+        orow.copy_from_slice(&rows.value[first..first + w.ow]);
+        arow.copy_from_slice(&rows.at[first..first + w.ow]);
         for ki in 1..w.kh {
-            let r = &rows[(oy * s + ki) * w.ow..(oy * s + ki + 1) * w.ow];
-            orow.iter_mut().zip(r).for_each(|(o, v)| *o = o.max(*v));
+            let r = (oy * s + ki) * w.ow;
+            let (rv, ra) = (&rows.value[r..r + w.ow], &rows.at[r..r + w.ow]);
+            for (((o, a), &v), &at) in orow.iter_mut().zip(arow.iter_mut()).zip(rv).zip(ra) {
+                let better = v > *o;
+                *a = if better { at } else { *a };
+                *o = if better { v } else { *o };
+            }
         }
     }
 }
@@ -83,15 +113,28 @@ impl Layer for MaxPool2d {
         let (n, w) = (x.batch(), self.win);
         let (plane, oplane) = (w.h * w.w, w.oh * w.ow);
         y.reset(n, &self.out_shape);
+        self.argmax.resize(n * w.c * oplane, 0);
         let ranges = sample_ranges(n);
         let ys = split_mut(y.data_mut(), w.c * oplane, &ranges);
-        ranges.into_par_iter().zip(ys).for_each(|(r, ys)| {
-            let mut rows = vec![0.0; w.h * w.ow];
-            let xs = &x.data()[r.start * w.c * plane..r.end * w.c * plane];
-            for (xp, yp) in xs.chunks_exact(plane).zip(ys.chunks_exact_mut(oplane)) {
-                max_plane(&w, xp, &mut rows, yp);
-            }
-        });
+        let args = split_mut(&mut self.argmax, w.c * oplane, &ranges);
+        ranges
+            .into_par_iter()
+            .zip(ys)
+            .zip(args)
+            .for_each(|((r, ys), args)| {
+                let mut rows = RowMax {
+                    value: vec![0.0; w.h * w.ow],
+                    at: vec![0; w.h * w.ow],
+                };
+                let xs = &x.data()[r.start * w.c * plane..r.end * w.c * plane];
+                for ((xp, yp), ap) in xs
+                    .chunks_exact(plane)
+                    .zip(ys.chunks_exact_mut(oplane))
+                    .zip(args.chunks_exact_mut(oplane))
+                {
+                    max_plane(&w, xp, &mut rows, yp, ap);
+                }
+            });
     }
 
     fn backward(
@@ -105,36 +148,25 @@ impl Layer for MaxPool2d {
         let Some(gx) = gx else { return };
         let (n, w) = (x.batch(), self.win);
         let (plane, oplane) = (w.h * w.w, w.oh * w.ow);
+        assert_eq!(
+            self.argmax.len(),
+            n * w.c * oplane,
+            "max-pool backward without its forward pass"
+        );
         gx.reset(n, &[w.c, w.h, w.w]);
         gx.fill_zero();
         let ranges = sample_ranges(n);
         let gxs = split_mut(gx.data_mut(), w.c * plane, &ranges);
+        let argmax = &self.argmax;
         ranges.into_par_iter().zip(gxs).for_each(|(r, gxs)| {
-            let o0 = r.start * w.c * oplane;
-            let xs = &x.data()[r.start * w.c * plane..r.end * w.c * plane];
-            for (p, (xp, gp)) in xs
-                .chunks_exact(plane)
-                .zip(gxs.chunks_exact_mut(plane))
-                .enumerate()
+            let o = r.start * w.c * oplane..r.end * w.c * oplane;
+            for ((gp, gyp), ap) in gxs
+                .chunks_exact_mut(plane)
+                .zip(gy.data()[o.clone()].chunks_exact(oplane))
+                .zip(argmax[o].chunks_exact(oplane))
             {
-                let o = o0 + p * oplane;
-                let gyp = &gy.data()[o..o + oplane];
-                for oy in 0..w.oh {
-                    for ox in 0..w.ow {
-                        let g = gyp[oy * w.ow + ox];
-                        // First maximum in scan order, found without data-dependent branches.
-                        let base = oy * w.stride * w.w + ox * w.stride;
-                        let (mut best, mut arg) = (xp[base], base);
-                        for ki in 0..w.kh {
-                            let row = base + ki * w.w;
-                            for (j, &v) in xp[row..row + w.kw].iter().enumerate() {
-                                let better = v > best;
-                                arg = if better { row + j } else { arg };
-                                best = if better { v } else { best };
-                            }
-                        }
-                        gp[arg] += g;
-                    }
+                for (&g, &a) in gyp.iter().zip(ap) {
+                    gp[a as usize] += g;
                 }
             }
         });
