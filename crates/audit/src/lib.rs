@@ -11,6 +11,8 @@
 //! - [`bounds`]: Clopper–Pearson intervals and the empirical ε lower bound of a threshold
 //!   chosen on one split and measured on another.
 //! - [`one_run`]: the one-run canary audit of Steinke, Nasr and Jagielski (2023).
+//! - [`attribute`]: attribute inference from the model's loss (Yeom et al. 2018) on a named
+//!   sensitive column of a tabular data set, with its ε lower bound.
 //! - [`driver`]: trains the target, reference and canary models with dpml's DP-SGD trainer
 //!   (cached on disk) and runs the attacks end to end ([`driver::run_audit`]).
 //!
@@ -37,6 +39,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod attribute;
 pub mod bounds;
 pub mod driver;
 pub mod error;

@@ -162,9 +162,27 @@ pub fn audit_html(r: &AuditReport, result: &Value, roc_svg: &str) -> String {
                     num(o.epsilon_lower_bound)
                 );
             }
+            AttackOutcome::Attribute(a) => {
+                let m = &a.metrics;
+                let _ = write!(
+                    h,
+                    "<tr><td>{}</td><td colspan=\"5\">{}: accuracy {} on members, {} on non-members \
+                     (baseline {})</td><td>{}</td></tr>",
+                    escape(name),
+                    escape(&a.sensitive_column),
+                    num(m.member_accuracy),
+                    num(m.nonmember_accuracy),
+                    num(m.baseline_accuracy),
+                    num(m.epsilon_lower_bound)
+                );
+            }
         }
     }
-    h.push_str("</table><h2>ROC (log-log)</h2>");
+    h.push_str("</table>");
+    if let Some(AttackOutcome::Attribute(a)) = r.attacks.get("attribute") {
+        attribute_section(&mut h, a);
+    }
+    h.push_str("<h2>ROC (log-log)</h2>");
     // The SVG is our own plot; drop its XML declaration so it can sit inside HTML.
     let svg = roc_svg.find("<svg").map_or(roc_svg, |i| &roc_svg[i..]);
     h.push_str(svg);
@@ -176,6 +194,54 @@ pub fn audit_html(r: &AuditReport, result: &Value, roc_svg: &str) -> String {
          account for this with their confidence intervals.</p></body></html>",
     );
     h
+}
+
+/// The attribute-inference section: the column, its candidates and what the guesses achieved.
+fn attribute_section(h: &mut String, a: &dpml_audit::attribute::AttributeReport) {
+    let m = &a.metrics;
+    let kind = match a.candidate_kind {
+        dpml_audit::attribute::CandidateKind::Categorical => "categorical values",
+        dpml_audit::attribute::CandidateKind::QuantileBins => "quantile-bin medians",
+    };
+    let list = |v: &[f64]| v.iter().map(|&x| num(x)).collect::<Vec<_>>().join(", ");
+    let _ = write!(
+        h,
+        "<h2>Attribute inference</h2><p>The attacker knows each record's label and every feature but \
+         <b>{}</b>, tries each candidate value, and guesses the one minimising the target's loss minus \
+         the log prior (Yeom et al. 2018). Under (ε, δ)-DP, P[correct | member] ≤ e<sup>ε</sup> \
+         P[correct | non-member] + δ.</p><table>",
+        escape(&a.sensitive_column)
+    );
+    let mut row = |k: &str, v: String| {
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(k), escape(&v));
+    };
+    row(&format!("candidates ({kind})"), list(&a.candidates));
+    row("prior", list(&a.prior));
+    row(
+        "accuracy on members",
+        format!(
+            "{} ({} of {})",
+            num(m.member_accuracy),
+            m.member_correct.hits,
+            m.member_correct.trials
+        ),
+    );
+    row(
+        "accuracy on non-members",
+        format!(
+            "{} ({} of {})",
+            num(m.nonmember_accuracy),
+            m.nonmember_correct.hits,
+            m.nonmember_correct.trials
+        ),
+    );
+    row(
+        "baseline (most frequent candidate)",
+        num(m.baseline_accuracy),
+    );
+    row("attribute advantage", num(m.advantage));
+    row("ε lower bound", num(m.epsilon_lower_bound));
+    h.push_str("</table>");
 }
 
 #[cfg(test)]

@@ -3,8 +3,11 @@
 
 use std::path::PathBuf;
 
+use dpml_data::Dataset;
 use dpml_learn::dpsgd::TrainConfig;
 
+use super::attribute::AttributeSettings;
+use super::augment::LiraQueries;
 use super::error::{DriverError, Result};
 use crate::bounds::DEFAULT_CONFIDENCE;
 use crate::lira::Variance;
@@ -20,27 +23,32 @@ pub enum AttackKind {
     LiraOffline,
     /// The one-run canary audit (Steinke, Nasr, Jagielski 2023).
     OneRun,
+    /// Attribute inference on a sensitive column (Yeom et al. 2018); needs
+    /// [`AttributeSettings`].
+    Attribute,
 }
 
 /// The names accepted by [`AttackKind::parse_list`].
-pub const ATTACK_NAMES: &str = "loss, lira, lira-offline, one-run, all";
+pub const ATTACK_NAMES: &str = "loss, lira, lira-offline, one-run, attribute, all";
 
 impl AttackKind {
     /// Every attack, in report order.
-    pub const ALL: [AttackKind; 4] = [
+    pub const ALL: [AttackKind; 5] = [
         AttackKind::Loss,
         AttackKind::Lira,
         AttackKind::LiraOffline,
         AttackKind::OneRun,
+        AttackKind::Attribute,
     ];
 
-    /// The command-line name: "loss", "lira", "lira-offline", "one-run".
+    /// The command-line name: "loss", "lira", "lira-offline", "one-run", "attribute".
     pub fn name(self) -> &'static str {
         match self {
             AttackKind::Loss => "loss",
             AttackKind::Lira => "lira",
             AttackKind::LiraOffline => "lira-offline",
             AttackKind::OneRun => "one-run",
+            AttackKind::Attribute => "attribute",
         }
     }
 
@@ -49,16 +57,21 @@ impl AttackKind {
         matches!(self, AttackKind::Lira | AttackKind::LiraOffline)
     }
 
-    /// Parses a comma-separated list of names (`all` for every attack), without repeats, in
-    /// report order.
+    /// Parses a comma-separated list of names, without repeats, in report order. `all` means
+    /// every attack, attribute inference only when `with_attribute` (a sensitive column is
+    /// known).
     ///
     /// # Errors
-    /// [`DriverError::Invalid`] naming an unknown attack, or an empty list.
-    pub fn parse_list(s: &str) -> Result<Vec<AttackKind>> {
+    /// [`DriverError::Invalid`] naming an unknown attack.
+    pub fn parse_list(s: &str, with_attribute: bool) -> Result<Vec<AttackKind>> {
         let mut out = Vec::new();
         for name in s.split(',').map(str::trim) {
             match name {
-                "all" => out.extend(AttackKind::ALL),
+                "all" => out.extend(
+                    AttackKind::ALL
+                        .into_iter()
+                        .filter(|&a| with_attribute || a != AttackKind::Attribute),
+                ),
                 other => out.push(
                     AttackKind::ALL
                         .into_iter()
@@ -94,6 +107,10 @@ pub struct AuditConfig {
     pub confidence: f64,
     /// The variance model of LiRA's Gaussians.
     pub lira_variance: Variance,
+    /// Which copies of each record LiRA queries (augmentations, images only).
+    pub lira_queries: LiraQueries,
+    /// The sensitive column of the attribute attack (required by it, refused without it).
+    pub attribute: Option<AttributeSettings>,
     /// Threads that train models side by side (1: one after the other).
     pub threads: usize,
     /// Folder for cached models (`None`: no cache).
@@ -105,7 +122,8 @@ pub struct AuditConfig {
 
 impl AuditConfig {
     /// Defaults around a recipe: N = 1000, loss attack only, K = 16, m = 256, 95% confidence,
-    /// pooled LiRA variance, 1 thread, no cache, no seed.
+    /// pooled LiRA variance, single LiRA queries, no attribute attack, 1 thread, no cache, no
+    /// seed.
     pub fn new(recipe: TrainConfig) -> Self {
         Self {
             recipe,
@@ -115,6 +133,8 @@ impl AuditConfig {
             canaries: 256,
             confidence: DEFAULT_CONFIDENCE,
             lira_variance: Variance::Global,
+            lira_queries: LiraQueries::Single,
+            attribute: None,
             threads: 1,
             cache_dir: None,
             seed: None,
@@ -130,8 +150,11 @@ impl AuditConfig {
     ///
     /// # Errors
     /// [`DriverError::Invalid`] naming the value: no attacks, N = 0, 2N above the data set
-    /// size, K = 0 (or K = 1 for online LiRA, which needs IN and OUT scores), m = 0 or m > N
-    /// for the one-run audit, confidence outside (0, 1), 0 threads.
+    /// size, K = 0 (or K < 4 for LiRA, whose pooled variance needs 2 IN and 2 OUT scores per
+    /// example), m = 0 or m > N
+    /// for the one-run audit, confidence outside (0, 1), 0 threads, the attribute attack
+    /// without a sensitive column or with fewer than 2 bins, a sensitive column without the
+    /// attribute attack.
     pub fn validate(&self, records: usize) -> Result<()> {
         let bad = |m: String| Err(DriverError::Invalid(m));
         if self.attacks.is_empty() {
@@ -152,10 +175,10 @@ impl AuditConfig {
         if self.reference_models == 0 {
             return bad("reference-models must be at least 1, got 0".into());
         }
-        if self.attacks.contains(&AttackKind::Lira) && self.reference_models < 2 {
+        if self.needs_reference_models() && self.reference_models < 4 {
             return bad(format!(
-                "reference-models must be at least 2 for online LiRA (IN and OUT models per \
-                 example), got {}",
+                "reference-models must be at least 4 for LiRA (every example needs 2 IN and 2 \
+                 OUT reference scores for the pooled variance), got {}",
                 self.reference_models
             ));
         }
@@ -179,6 +202,48 @@ impl AuditConfig {
         if self.threads == 0 {
             return bad("threads must be at least 1, got 0".into());
         }
+        match (
+            &self.attribute,
+            self.attacks.contains(&AttackKind::Attribute),
+        ) {
+            (None, true) => {
+                return bad(
+                    "attack \"attribute\" needs a sensitive column (--sensitive-column NAME)"
+                        .into(),
+                );
+            }
+            (Some(a), false) => {
+                return bad(format!(
+                    "sensitive column {:?} is set but the attribute attack is not requested \
+                     (add \"attribute\" to the attacks)",
+                    a.sensitive_column
+                ));
+            }
+            (Some(a), true) if a.bins < 2 => {
+                return bad(format!("attribute-bins must be at least 2, got {}", a.bins));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// [`AuditConfig::validate`] on `data`, plus the checks that need the records themselves:
+    /// LiRA's augmented queries (images only) and the attribute attack's sensitive column (a
+    /// feature of a tabular data set, not the label, with more than one value).
+    ///
+    /// # Errors
+    /// As [`AuditConfig::validate`], [`LiraQueries::check`] and [`AttributeSettings::attack`].
+    pub fn validate_for(&self, data: &Dataset) -> Result<()> {
+        self.validate(data.n)?;
+        if self.needs_reference_models() {
+            self.lira_queries.check(data)?;
+        }
+        if let (Some(a), true) = (
+            &self.attribute,
+            self.attacks.contains(&AttackKind::Attribute),
+        ) {
+            a.attack(data)?;
+        }
         Ok(())
     }
 }
@@ -190,14 +255,22 @@ mod tests {
     #[test]
     fn attack_lists_parse_and_unknown_names_are_named() {
         assert_eq!(
-            AttackKind::parse_list("one-run,loss,loss").unwrap(),
+            AttackKind::parse_list("one-run,loss,loss", false).unwrap(),
             vec![AttackKind::Loss, AttackKind::OneRun]
         );
         assert_eq!(
-            AttackKind::parse_list("all").unwrap(),
+            AttackKind::parse_list("all", true).unwrap(),
             AttackKind::ALL.to_vec()
         );
-        let e = AttackKind::parse_list("lira,shadow")
+        assert_eq!(
+            AttackKind::parse_list("all", false).unwrap(),
+            AttackKind::ALL[..4].to_vec()
+        );
+        assert_eq!(
+            AttackKind::parse_list("attribute,loss", false).unwrap(),
+            vec![AttackKind::Loss, AttackKind::Attribute]
+        );
+        let e = AttackKind::parse_list("lira,shadow", false)
             .unwrap_err()
             .to_string();
         assert!(
@@ -212,6 +285,7 @@ mod tests {
             attacks: AttackKind::ALL.to_vec(),
             target_size: 100,
             canaries: 50,
+            attribute: Some(AttributeSettings::new("age")),
             ..AuditConfig::new(TrainConfig::default())
         };
         ok.validate(200).unwrap();
@@ -225,7 +299,7 @@ mod tests {
             with(&|c| c.reference_models = 0, 200)
                 .contains("reference-models must be at least 1, got 0")
         );
-        assert!(with(&|c| c.reference_models = 1, 200).contains("got 1"));
+        assert!(with(&|c| c.reference_models = 3, 200).contains("at least 4 for LiRA"));
         assert!(
             with(&|c| c.canaries = 101, 200)
                 .contains("canaries must be at most the target size (100), got 101")
@@ -233,5 +307,16 @@ mod tests {
         assert!(with(&|c| c.canaries = 0, 200).contains("got 0"));
         assert!(with(&|c| c.confidence = 1.0, 200).contains("confidence"));
         assert!(with(&|c| c.attacks.clear(), 200).contains("empty"));
+        assert!(with(&|c| c.attribute = None, 200).contains("--sensitive-column"));
+        assert!(
+            with(&|c| c.attacks.retain(|&a| a != AttackKind::Attribute), 200)
+                .contains("\"age\" is set but the attribute attack is not requested")
+        );
+        let one_bin = |c: &mut AuditConfig| {
+            if let Some(a) = c.attribute.as_mut() {
+                a.bins = 1;
+            }
+        };
+        assert!(with(&one_bin, 200).contains("attribute-bins must be at least 2, got 1"));
     }
 }

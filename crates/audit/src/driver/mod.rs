@@ -8,6 +8,8 @@
 //! - [`scores`] and [`metrics`]: per-record scores from logits; ROC, AUC, TPR at low FPR,
 //!   advantage and the Clopper–Pearson ε lower bound of each attack.
 //! - [`canary`]: the one-run audit's mislabelled canaries.
+//! - [`attribute`]: attribute inference on the target, scored on substituted audit records.
+//! - [`augment`]: LiRA's augmented queries (1-pixel shifts of images).
 //! - [`theory`]: the accountant's ε and the f-DP bound on any ROC curve.
 //! - [`run`]: [`run_audit`], which does all of it and returns an [`AuditReport`].
 //!
@@ -19,11 +21,14 @@
 //! # Citations
 //! S. Yeom et al., CSF 2018 (loss threshold); N. Carlini et al., "Membership Inference Attacks
 //! From First Principles", IEEE S&P 2022 (LiRA); T. Steinke, M. Nasr, M. Jagielski, "Privacy
-//! Auditing with One (1) Training Run", NeurIPS 2023.
+//! Auditing with One (1) Training Run", NeurIPS 2023. Yeom et al. (above), Section 4, for
+//! attribute inference.
 //!
 //! # Errors
 //! [`DriverError`]: invalid settings named with their value, trainer and cache failures.
 
+pub mod attribute;
+pub mod augment;
 pub mod cache;
 pub mod canary;
 pub mod config;
@@ -35,6 +40,8 @@ pub mod run;
 pub mod scores;
 pub mod theory;
 
+pub use attribute::AttributeSettings;
+pub use augment::{LIRA_QUERY_NAMES, LiraQueries};
 pub use cache::ModelCache;
 pub use config::{ATTACK_NAMES, AttackKind, AuditConfig};
 pub use error::DriverError;

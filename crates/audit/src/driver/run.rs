@@ -10,6 +10,7 @@ use dpml_data::Dataset;
 use dpml_mechanisms::DpRng;
 use serde::Serialize;
 
+use super::attribute::{run_on_target, target_eval_set};
 use super::cache::ModelCache;
 use super::canary::CanaryRun;
 use super::config::{AttackKind, AuditConfig};
@@ -19,6 +20,7 @@ use super::models::{Job, ModelReady, Scored, train_and_score};
 use super::population::{Population, split_scores};
 use super::scores::{RecordScores, accuracy};
 use super::theory::{Theory, resolve_recipe};
+use crate::attribute::AttributeReport;
 use crate::bounds::EpsilonBoundParams;
 use crate::lira::{self, OfflineStatistic, ReferenceScores};
 use crate::one_run;
@@ -51,6 +53,8 @@ pub enum AttackOutcome {
     Threshold(AttackMetrics),
     /// The one-run canary audit.
     OneRun(OneRunOutcome),
+    /// Attribute inference on the sensitive column.
+    Attribute(AttributeReport),
 }
 
 impl AttackOutcome {
@@ -59,6 +63,7 @@ impl AttackOutcome {
         match self {
             AttackOutcome::Threshold(m) => m.epsilon_lower_bound,
             AttackOutcome::OneRun(o) => o.epsilon_lower_bound,
+            AttackOutcome::Attribute(a) => a.metrics.epsilon_lower_bound,
         }
     }
 }
@@ -89,7 +94,7 @@ pub struct AuditReport {
     /// The target's accuracy on the held-out non-members.
     pub target_holdout_accuracy: f64,
     /// Each attack's metrics, by name ("loss", "confidence", "entropy", "lira",
-    /// "lira_offline", "one_run").
+    /// "lira_offline", "one_run", "attribute").
     pub attacks: BTreeMap<String, AttackOutcome>,
     /// The best lower bound across attacks.
     pub epsilon_lower_bound: f64,
@@ -135,8 +140,9 @@ impl AuditConfig {
 /// [`crate::bounds`] and [`crate::one_run`]); the audit itself releases nothing private.
 ///
 /// # Errors
-/// Bad settings ([`AuditConfig::validate`]), a recipe the trainer refuses, cache I/O
-/// failures, and scoring failures, each naming the value.
+/// Bad settings ([`AuditConfig::validate_for`]), a recipe the trainer refuses, cache I/O
+/// failures, and scoring failures, each naming the value; all settings are checked before
+/// any model trains.
 pub fn run_audit(
     cfg: &AuditConfig,
     data: &Dataset,
@@ -145,16 +151,31 @@ pub fn run_audit(
 ) -> Result<AuditReport> {
     let started = Instant::now();
     cfg.validate(data.n)?;
+    let attribute = match &cfg.attribute {
+        Some(a) if cfg.attacks.contains(&AttackKind::Attribute) => Some(a.attack(data)?),
+        _ => None,
+    };
     let pop = Population::draw(data, cfg.target_size, rng)?;
     let recipe = resolve_recipe(&cfg.recipe, cfg.target_size)?;
     let theory = Theory::of(&recipe, cfg.target_size)?;
     let audit_set = Arc::new(data.subset(&pop.indices));
     let members = data.subset(pop.members());
 
+    // LiRA scores every model on the audit records and their augmented copies; the target is
+    // also scored on the attribute attack's queries (after those).
+    let lira_eval = if cfg.needs_reference_models() {
+        Arc::new(cfg.lira_queries.eval_set(&audit_set)?)
+    } else {
+        audit_set.clone()
+    };
+    let target_eval = match &attribute {
+        Some(a) => Arc::new(target_eval_set(a, &lira_eval, &audit_set)?),
+        None => lira_eval.clone(),
+    };
     let mut jobs = vec![Job::new(
         "target",
         members.clone(),
-        audit_set.clone(),
+        target_eval,
         cfg.seed,
         rng,
     )];
@@ -166,7 +187,7 @@ pub fn run_audit(
             jobs.push(Job::new(
                 role,
                 audit_set.subset(&idx),
-                audit_set.clone(),
+                lira_eval.clone(),
                 cfg.seed,
                 rng,
             ));
@@ -196,8 +217,23 @@ pub fn run_audit(
     let mut attacks = BTreeMap::new();
     let canary_scored = canary_run.as_ref().and_then(|_| scored.pop());
     // What is left after the target are the reference models, in order.
-    let target = scored.remove(0);
-    let target_scores = RecordScores::from_logits(&target.logits, target.classes, &audit_set.y)?;
+    let mut target = scored.remove(0);
+    let attribute_report = attribute
+        .as_ref()
+        .map(|a| {
+            run_on_target(
+                a,
+                &mut target,
+                lira_eval.n,
+                &audit_set,
+                pop.target_size,
+                params,
+            )
+        })
+        .transpose()?;
+    // Scores on every LiRA query; the first 2N are the audit records as they are.
+    let target_all = RecordScores::from_logits(&target.logits, target.classes, &lira_eval.y)?;
+    let n2 = audit_set.n;
     let mut threshold = |name: &str, scores: &[f64], rng: &mut DpRng| -> Result<()> {
         let (m, n) = split_scores(&pop, scores);
         let metrics = AttackMetrics::from_scores(&m, &n, params, rng)?;
@@ -205,29 +241,32 @@ pub fn run_audit(
         Ok(())
     };
     if cfg.attacks.contains(&AttackKind::Loss) {
-        threshold("loss", &target_scores.loss, &mut split_rng)?;
-        threshold("confidence", &target_scores.confidence, &mut split_rng)?;
-        threshold("entropy", &target_scores.entropy, &mut split_rng)?;
+        threshold("loss", &target_all.loss[..n2], &mut split_rng)?;
+        threshold("confidence", &target_all.confidence[..n2], &mut split_rng)?;
+        threshold("entropy", &target_all.entropy[..n2], &mut split_rng)?;
     }
     if let Some(membership) = &membership {
-        let refs = reference_scores(&scored, membership, &audit_set.y)?;
+        let refs = reference_scores(&scored, membership, &lira_eval, n2)?;
+        let variance = cfg.lira_variance;
         if cfg.attacks.contains(&AttackKind::Lira) {
-            let s = lira::lira_online(&target_scores.phi, &refs, cfg.lira_variance)?;
+            let s = summed_over_queries(&target_all.phi, n2, &refs, |phi, r| {
+                lira::lira_online(phi, r, variance)
+            })?;
             threshold("lira", &s, &mut split_rng)?;
         }
         if cfg.attacks.contains(&AttackKind::LiraOffline) {
-            let s = lira::lira_offline(
-                &target_scores.phi,
-                &refs,
-                cfg.lira_variance,
-                OfflineStatistic::NegLogSurvival,
-            )?;
+            let s = summed_over_queries(&target_all.phi, n2, &refs, |phi, r| {
+                lira::lira_offline(phi, r, variance, OfflineStatistic::NegLogSurvival)
+            })?;
             threshold("lira_offline", &s, &mut split_rng)?;
         }
     }
     if let (Some(run), Some(s)) = (&canary_run, &canary_scored) {
         let outcome = one_run_outcome(run, s, &recipe, params)?;
         attacks.insert("one_run".into(), AttackOutcome::OneRun(outcome));
+    }
+    if let Some(r) = attribute_report {
+        attacks.insert("attribute".into(), AttackOutcome::Attribute(r));
     }
 
     let (best_attack, best) = attacks
@@ -242,14 +281,15 @@ pub fn run_audit(
         .filter(|(_, v)| {
             let theoretical = match v {
                 AttackOutcome::OneRun(o) => o.epsilon_theoretical,
-                AttackOutcome::Threshold(_) => theory.epsilon,
+                AttackOutcome::Threshold(_) | AttackOutcome::Attribute(_) => theory.epsilon,
             };
             theoretical.is_some_and(|t| v.epsilon_lower_bound() > t)
         })
         .map(|(k, _)| k.clone())
         .collect();
     let members_n = pop.target_size;
-    let (train_logits, holdout_logits) = target.logits.split_at(members_n * target.classes);
+    let (train_logits, holdout_logits) =
+        target.logits[..n2 * target.classes].split_at(members_n * target.classes);
     Ok(AuditReport {
         dataset: data.name.clone(),
         target_size: cfg.target_size,
@@ -280,12 +320,14 @@ pub fn run_audit(
     })
 }
 
-/// φ of every reference model (in job order) with their membership.
+/// φ of every reference model (in job order) with their membership, one set per LiRA query:
+/// the models scored `eval`, whose rows are the `n2` audit records then each augmented copy.
 fn reference_scores(
     refs: &[Scored],
     membership: &[Vec<bool>],
-    labels: &[u32],
-) -> Result<ReferenceScores> {
+    eval: &Dataset,
+    n2: usize,
+) -> Result<Vec<ReferenceScores>> {
     if refs.len() != membership.len() {
         return Err(DriverError::Invalid(format!(
             "expected {} reference models, got {}",
@@ -295,9 +337,36 @@ fn reference_scores(
     }
     let phis = refs
         .iter()
-        .map(|s| Ok(RecordScores::from_logits(&s.logits, s.classes, labels)?.phi))
+        .map(|s| Ok(RecordScores::from_logits(&s.logits, s.classes, &eval.y)?.phi))
         .collect::<Result<Vec<_>>>()?;
-    Ok(ReferenceScores::from_models(&phis, membership)?)
+    (0..eval.n / n2.max(1))
+        .map(|a| {
+            let per_model: Vec<Vec<f64>> = phis
+                .iter()
+                .map(|p| p[a * n2..(a + 1) * n2].to_vec())
+                .collect();
+            Ok(ReferenceScores::from_models(&per_model, membership)?)
+        })
+        .collect()
+}
+
+/// The sum over LiRA queries of `score(target φ on query a, reference scores on query a)`:
+/// per-query Gaussians with a diagonal covariance, so log-likelihood ratios add.
+/// `target_phi` holds the target's φ on the `n2` audit records, then on each copy.
+fn summed_over_queries(
+    target_phi: &[f64],
+    n2: usize,
+    refs: &[ReferenceScores],
+    score: impl Fn(&[f64], &ReferenceScores) -> crate::Result<Vec<f64>>,
+) -> Result<Vec<f64>> {
+    let mut total = vec![0.0; n2];
+    for (phi, r) in target_phi.chunks(n2.max(1)).zip(refs) {
+        total
+            .iter_mut()
+            .zip(score(phi, r)?)
+            .for_each(|(t, v)| *t += v);
+    }
+    Ok(total)
 }
 
 fn one_run_outcome(

@@ -56,6 +56,7 @@ fn lira_finds_memorised_members_and_the_cache_skips_retraining() {
         attacks: AttackKind::ALL.to_vec(),
         reference_models: 8,
         canaries: 60,
+        attribute: Some(AttributeSettings::new("f3")),
         threads: 2,
         cache_dir: Some(dir.clone()),
         seed: Some(7),
@@ -97,6 +98,10 @@ fn lira_finds_memorised_members_and_the_cache_skips_retraining() {
         "{:?}",
         first.attacks["one_run"]
     );
+    let AttackOutcome::Attribute(attr) = &first.attacks["attribute"] else {
+        panic!("attribute missing: {first:?}");
+    };
+    assert_eq!(attr.candidates.len(), 5, "{attr:?}");
 
     let second = run_audit(&cfg, &data, &mut DpRng::seeded(7), &|_| {}).unwrap();
     assert_eq!((second.models_trained, second.models_from_cache), (0, 10));
@@ -131,4 +136,148 @@ fn bad_settings_fail_before_training() {
     };
     let e = run_audit(&cfg, &data, &mut DpRng::seeded(1), &|_| panic!("trained")).unwrap_err();
     assert!(e.to_string().contains("got 30") && e.is_user_error(), "{e}");
+}
+
+/// `n` records of 24 uniform features and a sensitive feature `s` taking 0, 1, 2, 3 with
+/// probabilities 0.4, 0.2, 0.2, 0.2, with random labels among 4 classes: the label carries no
+/// information about `s`, so only a model that memorised a record links its `s` to its label.
+fn sensitive_population(n: usize, seed: u64) -> Dataset {
+    let mut rng = DpRng::seeded(seed);
+    let d = 25;
+    let mut x = Vec::with_capacity(n * d);
+    for _ in 0..n {
+        x.extend((0..24).map(|_| rng.uniform_f64() as f32));
+        let s = rng.below(5).saturating_sub(1);
+        x.push(s as f32);
+    }
+    let mut names: Vec<String> = (0..24).map(|j| format!("f{j}")).collect();
+    names.push("s".into());
+    Dataset {
+        name: "sensitive".into(),
+        x,
+        n,
+        record_shape: vec![d],
+        y: (0..n).map(|_| rng.below(4) as u32).collect(),
+        n_classes: 4,
+        feature_names: names,
+        class_names: (0..4).map(|c| c.to_string()).collect(),
+        feature_range: None,
+    }
+}
+
+fn attribute_report(r: &AuditReport) -> &crate::attribute::AttributeReport {
+    match &r.attacks["attribute"] {
+        AttackOutcome::Attribute(a) => a,
+        other => panic!("attribute is not an attribute report: {other:?}"),
+    }
+}
+
+#[test]
+fn attribute_inference_beats_the_baseline_on_memorised_members() {
+    let data = sensitive_population(400, 4);
+    let cfg = AuditConfig {
+        target_size: 200,
+        attacks: vec![AttackKind::Attribute],
+        attribute: Some(AttributeSettings::new("s")),
+        seed: Some(4),
+        ..AuditConfig::new(TrainConfig {
+            hidden: vec![128],
+            epochs: 100.0,
+            ..recipe(Privacy::NonPrivate)
+        })
+    };
+    let r = run_audit(&cfg, &data, &mut DpRng::seeded(4), &|_| {}).unwrap();
+    let a = attribute_report(&r);
+    let m = &a.metrics;
+    assert_eq!(a.candidates, vec![0.0, 1.0, 2.0, 3.0]);
+    // Without the model the best guess is s = 0, right for about 40% of records. On 200
+    // records an accuracy of p ≈ 0.4 has standard deviation sqrt(0.24/200) ≈ 0.035, so a
+    // member accuracy 0.12 (3.4 sd) above the baseline is no accident; non-members, whose
+    // labels the model never saw, stay within the same 0.12 of it. The difference of two
+    // such accuracies has sd ≈ 0.049: an advantage above 0.1 is over 2 sd.
+    assert!(
+        m.member_accuracy > m.baseline_accuracy + 0.12,
+        "{m:?} (target train accuracy {})",
+        r.target_train_accuracy
+    );
+    assert!(
+        (m.nonmember_accuracy - m.baseline_accuracy).abs() < 0.12,
+        "{m:?}"
+    );
+    assert!(m.advantage > 0.1 && m.epsilon_lower_bound > 0.0, "{m:?}");
+    assert!(r.consistent && r.epsilon_lower_bound >= m.epsilon_lower_bound);
+}
+
+#[test]
+fn attribute_bound_stays_below_the_accountant_on_private_models() {
+    let data = sensitive_population(600, 5);
+    let cfg = AuditConfig {
+        target_size: 300,
+        attacks: vec![AttackKind::Attribute],
+        attribute: Some(AttributeSettings::new("s")),
+        seed: Some(5),
+        ..AuditConfig::new(recipe(Privacy::TargetEpsilon(1.0)))
+    };
+    let r = run_audit(&cfg, &data, &mut DpRng::seeded(5), &|_| {}).unwrap();
+    let eps = r.epsilon_theoretical.unwrap();
+    let m = &attribute_report(&r).metrics;
+    assert!(m.epsilon_lower_bound <= eps, "{m:?} > {eps}");
+    assert!(r.consistent, "{r:?}");
+}
+
+#[test]
+fn bad_attribute_settings_fail_before_training() {
+    let data = sensitive_population(60, 6);
+    let run = |attribute: AttributeSettings, data: &Dataset| {
+        let cfg = AuditConfig {
+            target_size: 20,
+            attacks: vec![AttackKind::Attribute],
+            attribute: Some(attribute),
+            ..AuditConfig::new(recipe(Privacy::NonPrivate))
+        };
+        let e = run_audit(&cfg, data, &mut DpRng::seeded(1), &|_| panic!("trained")).unwrap_err();
+        assert!(e.is_user_error(), "{e}");
+        assert_eq!(
+            cfg.validate_for(data).unwrap_err().to_string(),
+            e.to_string()
+        );
+        e.to_string()
+    };
+    let e = run(AttributeSettings::new("salary"), &data);
+    assert!(e.contains("\"salary\"") && e.contains("f0, f1"), "{e}");
+    let label = AttributeSettings {
+        label_column: Some("target".into()),
+        ..AttributeSettings::new("target")
+    };
+    assert!(run(label, &data).contains("\"target\" is the label"));
+    let image = Dataset {
+        record_shape: vec![1, 5, 5],
+        ..data.clone()
+    };
+    assert!(run(AttributeSettings::new("s"), &image).contains("tabular"));
+}
+
+#[test]
+fn lira_with_shifted_queries_runs_on_images_and_finds_members() {
+    // 4×6 "images" of noise with random labels: memorised by the target, so LiRA with the
+    // image and its four shifts must still separate members. Under no separation the AUC of
+    // 100 + 100 scores has sd sqrt(201/(12·100·100)) ≈ 0.041: above 0.62 is 3 sd.
+    let mut data = noise_population(400, 8);
+    data.record_shape = vec![1, 4, 6];
+    let cfg = AuditConfig {
+        target_size: 100,
+        attacks: vec![AttackKind::Lira, AttackKind::LiraOffline],
+        reference_models: 4,
+        lira_queries: LiraQueries::Shifts,
+        seed: Some(8),
+        ..AuditConfig::new(recipe(Privacy::NonPrivate))
+    };
+    let r = run_audit(&cfg, &data, &mut DpRng::seeded(8), &|_| {}).unwrap();
+    let (on, off) = (metrics(&r, "lira"), metrics(&r, "lira_offline"));
+    assert_eq!((on.members, on.non_members), (100, 100));
+    assert!(on.auc > 0.62 && off.auc > 0.62, "{} {}", on.auc, off.auc);
+    // The same settings on a table are refused before training.
+    let table = noise_population(400, 8);
+    let e = run_audit(&cfg, &table, &mut DpRng::seeded(8), &|_| panic!("trained")).unwrap_err();
+    assert!(e.to_string().contains("image records"), "{e}");
 }
