@@ -80,6 +80,16 @@ impl Embedded {
         }
     }
 
+    /// The source this table is loaded for.
+    pub fn source(self) -> Source {
+        match self {
+            Embedded::Iris => Source::Iris,
+            Embedded::BreastCancer => Source::BreastCancer,
+            Embedded::Wine => Source::Wine,
+            Embedded::Digits => Source::Digits,
+        }
+    }
+
     /// The data set name (as in [`Source::name`]).
     pub fn name(self) -> &'static str {
         match self {
@@ -208,7 +218,13 @@ impl Embedded {
             y,
             class_names,
             record_shape: (self == Embedded::Digits).then(|| vec![1, 8, 8]),
-            feature_range: (self == Embedded::Digits).then_some((0.0, 16.0)),
+            // Digits' one published range ([0, 16] for every pixel); the other sets publish one
+            // range per feature (`Source::published_ranges`), not a common one.
+            feature_range: self
+                .source()
+                .published_ranges()
+                .and_then(|p| p.uniform())
+                .map(|(lo, hi)| (lo as f32, hi as f32)),
         })
     }
 }

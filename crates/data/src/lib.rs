@@ -9,6 +9,8 @@
 //! - **Two views**: [`load`] gives a [`Dataset`] (f32 features row-major, class indices) with the
 //!   source's test split when it has one; [`load_table`] gives a [`Table`] of named f64 columns
 //!   for DP statistics.
+//! - **Published ranges**: [`Source::published_ranges`], the per-feature min/max printed in
+//!   each embedded set's documentation (public bounds, never computed from records).
 //! - **Splits and scaling**: [`train_test_split`] (seeded, stratified), [`kfold`],
 //!   [`MinMaxScaler`], [`StandardScaler`].
 //! - **Files**: [`catalog`] (what is available, from headers only), [`verify`] (SHA-256 against
@@ -36,6 +38,7 @@ pub mod idx;
 mod idxset;
 mod known;
 mod load;
+mod ranges;
 mod scale;
 mod source;
 mod split;
@@ -49,6 +52,7 @@ pub use error::DataError;
 pub use fetch::{FetchProgress, FetchStage, fetch};
 pub use idxset::LABEL_COLUMN as IDX_LABEL_COLUMN;
 pub use load::{load, load_table};
+pub use ranges::PublishedRanges;
 pub use scale::{MinMaxScaler, StandardScaler};
 pub use source::{DATA_DIR_ENV, KNOWN_NAMES, LoadOptions, Source, resolve_data_dir};
 pub use split::{Fold, kfold, stratified_split_indices, train_test_split};

@@ -167,6 +167,54 @@ fn input_perturbation_reports_per_record_and_per_feature_epsilon() {
         (v["epsilon_per_record"].as_f64().unwrap() - 32.0).abs() < 1e-9,
         "{v}"
     );
+    // Iris: one published range per feature, one Laplace scale per feature (width / ε_f).
+    let v = dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--non-private",
+        "--epochs",
+        "2",
+        "--input-perturbation",
+        "laplace",
+        "--input-epsilon",
+        "0.5",
+        "--seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    assert!(
+        (v["epsilon_per_record"].as_f64().unwrap() - 2.0).abs() < 1e-9,
+        "{v}"
+    );
+    let p = &v["input_perturbation"];
+    let (ranges, scales) = (
+        p["feature_range"].as_array().unwrap(),
+        p["noise_scale"].as_array().unwrap(),
+    );
+    assert_eq!((ranges.len(), scales.len()), (4, 4), "{p}");
+    for (r, b) in ranges.iter().zip(scales) {
+        let width = r[1].as_f64().unwrap() - r[0].as_f64().unwrap();
+        let b = b.as_f64().unwrap();
+        // b_j = width_j / 0.5, up to the exact sampler's grid (relative 2^-19).
+        assert!((b / (width / 0.5) - 1.0).abs() < 1e-5, "{p}");
+    }
+    // The top-k rule belongs to rr-prior: refused by name before any label is touched.
+    dpml(&[
+        "label-dp",
+        "--dataset",
+        "digits",
+        "--mechanism",
+        "laplace",
+        "--epsilon",
+        "1",
+        "--top-k-rule",
+        "information",
+    ])
+    .assert_usage_error("top_k_rule");
     dpml(&[
         "train",
         "--dataset",

@@ -248,3 +248,76 @@ fn cross_validation_reports_mean_and_std_over_folds() {
     );
     assert!(v["epsilon"].as_f64().unwrap() <= 5.0);
 }
+
+#[test]
+fn tabular_sets_are_scaled_from_their_published_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("iris.safetensors");
+    // No preset: the small-table recipe (an MLP) on iris scaled from its published ranges.
+    let v = dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "mlp",
+        "--epsilon",
+        "10",
+        "--seed",
+        "2",
+        "--out",
+        model.to_str().unwrap(),
+        "--json",
+    ])
+    .json();
+    assert_eq!(v["normalize"]["kind"], "feature_ranges", "{v}");
+    let ranges = v["normalize"]["ranges"].as_array().unwrap();
+    assert_eq!(ranges.len(), 4);
+    // Petal length, published as 1.0–6.9 cm (UCI iris.names).
+    assert!((ranges[2][1].as_f64().unwrap() - 6.9).abs() < 1e-6, "{v}");
+    // The scaling travels with the model: eval on the same split gives the same accuracy.
+    let e = dpml(&[
+        "eval",
+        "--model",
+        model.to_str().unwrap(),
+        "--dataset",
+        "iris",
+        "--json",
+    ])
+    .json();
+    assert_eq!(e["test_accuracy"], v["test_accuracy"]);
+
+    // A csv: file publishes nothing: unscaled unless --bounds declares ranges.
+    let csv = dir.path().join("t.csv");
+    let mut text = String::from("a,b,label\n");
+    for i in 0..80 {
+        text.push_str(&format!("{},{},{}\n", i % 10, 100 + i, i % 2));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let source = format!("csv:{}", csv.display());
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "train",
+            "--dataset",
+            source.as_str(),
+            "--non-private",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "16",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    assert_eq!(dpml(&args(&[])).json()["normalize"]["kind"], "none");
+    let v = dpml(&args(&["--bounds", "0:10,100:180"])).json();
+    assert_eq!(v["normalize"]["kind"], "feature_ranges", "{v}");
+    dpml(&args(&["--bounds", "0:10"])).assert_usage_error("2 features");
+    dpml(&args(&[
+        "--input-perturbation",
+        "laplace",
+        "--input-epsilon",
+        "1",
+    ]))
+    .assert_usage_error("--bounds");
+}

@@ -8,8 +8,7 @@
 use dpml_data::{LoadOptions, Source, load};
 use dpml_learn::LearnError;
 use dpml_learn::kmeans::{
-    Algorithm, Bounds, Coordinates, IRIS_FEATURE_RANGES, Init, KMeansParams, clustering_accuracy,
-    fit, nicv,
+    Algorithm, Bounds, Coordinates, Init, KMeansParams, clustering_accuracy, fit, nicv,
 };
 use dpml_mechanisms::DpRng;
 
@@ -66,7 +65,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let iris = load(&Source::Iris, &LoadOptions::default())?.train;
     let (n, d) = (iris.n, iris.n_features());
     let x: Vec<f64> = iris.x.iter().map(|&v| f64::from(v)).collect();
-    let bounds = Bounds::from_pairs(&IRIS_FEATURE_RANGES)?;
+    let published = Source::Iris
+        .published_ranges()
+        .map_or(&[][..], |p| p.ranges);
+    let bounds = Bounds::from_pairs(published)?;
     let score = |centroids: &[f64], assignments: &[usize]| -> Result<(f64, f64), LearnError> {
         Ok((
             clustering_accuracy(assignments, &iris.y, K, iris.n_classes)?,

@@ -6,9 +6,7 @@ use std::path::Path;
 
 use clap::Args;
 use dpml_data::{LoadOptions, Source, load};
-use dpml_learn::kmeans::{
-    Algorithm, Bounds, IRIS_FEATURE_RANGES, KMeansParams, clustering_accuracy, fit, nicv,
-};
+use dpml_learn::kmeans::{Algorithm, Bounds, KMeansParams, clustering_accuracy, fit, nicv};
 use serde_json::json;
 
 use crate::args::{self, DataArgs, SeedArg};
@@ -130,10 +128,15 @@ pub fn parse_bounds(spec: &str, d: usize) -> CliResult<Bounds> {
     Ok(Bounds::from_pairs(&pairs)?)
 }
 
-/// Bounds published with the data set itself (never computed from the records).
+/// Bounds published with the data set itself (never computed from the records): the
+/// per-feature ranges of its documentation ([`Source::published_ranges`], one table shared
+/// with `dpml train`'s scaling), else its one declared range for every feature (MNIST's
+/// [0, 1]).
 pub fn public_bounds(source: &Source, data: &dpml_data::Dataset) -> CliResult<Bounds> {
-    if *source == Source::Iris {
-        return Ok(Bounds::from_pairs(&IRIS_FEATURE_RANGES)?);
+    if let Some(b) = Bounds::published(source)? {
+        if b.dims() == data.n_features() {
+            return Ok(b);
+        }
     }
     match data.feature_range {
         Some((lo, hi)) => Ok(Bounds::uniform(

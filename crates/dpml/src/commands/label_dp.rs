@@ -9,7 +9,8 @@ use clap::Args;
 use dpml_data::{Dataset, LoadOptions, Source, load};
 use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig, save};
 use dpml_learn::label_dp::{
-    LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, run as run_label_dp,
+    LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule,
+    run as run_label_dp,
 };
 use serde_json::{Value, json};
 
@@ -56,6 +57,11 @@ pub struct LabelDpArgs {
     /// rr-prior only: temperature T of the prior softmax(logits/T) (default 1).
     #[arg(long, value_parser = args::positive)]
     pub prior_temperature: Option<f64>,
+    /// rr-prior only: how each label's candidate classes and encoding are chosen:
+    /// information (default: the RR or unary-encoding release of most mutual information with
+    /// the label under the prior) or expected-accuracy (Ghazi et al.'s top-k with RR).
+    #[arg(long, value_parser = parse::<TopKRule>)]
+    pub top_k_rule: Option<TopKRule>,
     /// Model: mlp, logreg, cnn or cnn-tanh.
     #[arg(long, default_value = "mlp")]
     pub model: String,
@@ -67,9 +73,9 @@ pub struct LabelDpArgs {
     /// rr-prior).
     #[arg(long, default_value = "3", value_parser = args::positive)]
     pub epochs: f64,
-    /// Mini-batch size.
-    #[arg(long, default_value = "128", value_parser = args::at_least_one)]
-    pub batch_size: u64,
+    /// Mini-batch size (default: 128, or every training record when there are fewer).
+    #[arg(long, value_parser = args::at_least_one)]
+    pub batch_size: Option<u64>,
     /// Learning rate.
     #[arg(long, default_value = "0.001", value_parser = args::positive)]
     pub lr: f64,
@@ -82,6 +88,9 @@ pub struct LabelDpArgs {
     #[command(flatten)]
     pub seed: SeedArg,
 }
+
+/// Mini-batch size when none is given (capped at the number of training records).
+const DEFAULT_BATCH: usize = 128;
 
 /// The training recipe for `source` (normalisation from public constants only).
 fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<TrainConfig> {
@@ -98,8 +107,11 @@ fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<Trai
         }
     };
     let normalize = public_normalization(source, train);
-    let batch_size = usize::try_from(a.batch_size)
-        .map_err(|_| CliError::usage(format!("--batch-size {} is too large", a.batch_size)))?;
+    let batch_size = match a.batch_size {
+        Some(b) => usize::try_from(b)
+            .map_err(|_| CliError::usage(format!("--batch-size {b} is too large")))?,
+        None => DEFAULT_BATCH.min(train.n.max(1)),
+    };
     Ok(TrainConfig {
         model: a.model.clone(),
         hidden: a.hidden.clone(),
@@ -134,6 +146,7 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         epsilon: a.epsilon,
         stages: a.stages.map(|s| s as usize),
         prior_temperature: a.prior_temperature,
+        top_k_rule: a.top_k_rule,
         training: TrainConfig {
             privacy: Privacy::NonPrivate,
             ..TrainConfig::default()

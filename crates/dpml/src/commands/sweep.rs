@@ -1,7 +1,8 @@
 //! `dpml sweep`: run one experiment over a grid of ε (with repeats and a non-private
 //! baseline), in parallel on the available cores, and draw utility against ε on a log axis.
-//! Writes `results.csv` (one row per run and metric), `summary.csv` (mean and standard
-//! deviation per ε) and `plot.png` / `plot.svg`.
+//! Writes `results.csv` (one row per run and metric; with `--folds K`, one row per fold of
+//! each run), `summary.csv` (mean and standard deviation per ε, over repeats and folds) and
+//! `plot.png` / `plot.svg`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,13 +14,16 @@ use dpml_learn::dpsgd::{self, OptimizerKind, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
 use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
 use dpml_learn::perturbation::{
-    InputBudget, InputMechanism, OutputPerturbation, perturb_dataset_with, softmax_rows,
+    InputBudget, InputMechanism, OutputPerturbation, perturb_dataset_in, softmax_rows,
 };
 use dpml_mechanisms::DpRng;
 use serde_json::json;
 
 use super::kmeans::public_bounds;
-use super::train::{SplitArgs, TrainingArgs, load_all, load_split, mean_std, public_normalization};
+use super::train::{
+    SplitArgs, TrainingArgs, k_fold, load_all, load_split, mean_std, public_normalization,
+    public_ranges,
+};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -83,9 +87,15 @@ pub struct SweepArgs {
     /// Clusters (kmeans).
     #[arg(long, value_parser = args::at_least_one)]
     pub k: Option<u64>,
-    /// Public feature bounds for kmeans (as for `dpml kmeans --bounds`).
+    /// Public feature bounds for kmeans and input-perturbation (as for `dpml kmeans
+    /// --bounds`; default: the data set's published ranges).
     #[arg(long, allow_hyphen_values = true)]
     pub bounds: Option<String>,
+    /// dp-sgd only: K-fold cross-validation over all records in every run; each fold's test
+    /// accuracy is one row of results.csv, and summary.csv and the error bars are over
+    /// repeats × folds.
+    #[arg(long, value_parser = args::at_least_one)]
+    pub folds: Option<u64>,
     /// Training recipe for dp-sgd (defaults: the data set's preset where one exists).
     #[command(flatten)]
     pub training: TrainingArgs,
@@ -95,8 +105,16 @@ pub struct SweepArgs {
     pub seed: SeedArg,
 }
 
-/// One run's result: metric name and value.
-type Metrics = Vec<(&'static str, f64)>;
+/// One measured value of a run: metric name, cross-validation fold (if any) and value.
+type Metrics = Vec<(&'static str, Option<usize>, f64)>;
+
+/// One row of results.csv: the run, the metric, the fold and the value.
+struct Row {
+    job: Job,
+    metric: &'static str,
+    fold: Option<usize>,
+    value: f64,
+}
 
 /// One run of the grid: ε (None = non-private baseline) and its repeat index.
 #[derive(Clone, Copy)]
@@ -112,6 +130,12 @@ enum Setup {
         train: Dataset,
         test: Dataset,
     },
+    CrossValidated {
+        base: TrainConfig,
+        all: Dataset,
+        folds: usize,
+        split_seed: u64,
+    },
     Kmeans {
         params: KMeansParams,
         data: Dataset,
@@ -124,6 +148,7 @@ enum Setup {
     },
     Input {
         base: TrainConfig,
+        ranges: Vec<(f64, f64)>,
         train: Dataset,
         test: Dataset,
     },
@@ -137,17 +162,33 @@ enum Setup {
 
 impl Setup {
     fn new(a: &SweepArgs, data_dir: Option<&Path>) -> CliResult<Self> {
+        if let (Some(k), false) = (a.folds, a.experiment == Experiment::DpSgd) {
+            return Err(CliError::usage(format!(
+                "--folds {k} applies to --experiment dp-sgd, not {}",
+                a.experiment.name()
+            )));
+        }
         match a.experiment {
+            Experiment::DpSgd if a.folds.is_some() => {
+                let all = load_all(&a.dataset, a.label_column.as_deref(), data_dir)?;
+                let base = recipe_for(a, &all)?;
+                Ok(Setup::CrossValidated {
+                    base,
+                    all,
+                    folds: a.folds.map_or(0, |k| k as usize),
+                    split_seed: a.split.split_seed,
+                })
+            }
             Experiment::DpSgd => {
                 let (train, test) =
                     load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
-                let base = recipe_for(a)?;
+                let base = recipe_for(a, &train)?;
                 Ok(Setup::DpSgd { base, train, test })
             }
             Experiment::OutputPerturbation => {
                 let (train, test) =
                     load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
-                let mut cfg = recipe_for(a)?;
+                let mut cfg = recipe_for(a, &train)?;
                 cfg.privacy = Privacy::NonPrivate;
                 let mut trained =
                     dpsgd::train(&cfg, &train, Some(&test), &mut a.seed.rng()?, &mut |_| {})?;
@@ -162,9 +203,22 @@ impl Setup {
             Experiment::InputPerturbation => {
                 let (train, test) =
                     load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
-                let mut base = recipe_for(a)?;
+                let mut base = recipe_for(a, &train)?;
                 base.privacy = Privacy::NonPrivate;
-                Ok(Setup::Input { base, train, test })
+                let ranges =
+                    public_ranges(&a.dataset, &train, a.bounds.as_deref())?.ok_or_else(|| {
+                        CliError::usage(format!(
+                            "input perturbation needs public feature ranges, and {} publishes \
+                             none: declare them with --bounds",
+                            a.dataset.name()
+                        ))
+                    })?;
+                Ok(Setup::Input {
+                    base,
+                    ranges,
+                    train,
+                    test,
+                })
             }
             Experiment::Kmeans => {
                 let data = load_all(&a.dataset, a.label_column.as_deref(), data_dir)?;
@@ -194,7 +248,7 @@ impl Setup {
                     model: "mlp".into(),
                     hidden: vec![512],
                     epochs: 3.0,
-                    batch_size: 128,
+                    batch_size: 128.min(train.n.max(1)),
                     physical_batch: 128,
                     lr: 1e-3,
                     optimizer: OptimizerKind::Adam,
@@ -223,8 +277,36 @@ impl Setup {
                 let out = dpsgd::train(&cfg, train, Some(test), rng, &mut |_| {})?;
                 Ok(vec![(
                     "test_accuracy",
+                    None,
                     out.report.test_accuracy.unwrap_or(f64::NAN),
                 )])
+            }
+            Setup::CrossValidated {
+                base,
+                all,
+                folds,
+                split_seed,
+            } => {
+                let mut cfg = base.clone();
+                cfg.privacy = job
+                    .epsilon
+                    .map_or(Privacy::NonPrivate, Privacy::TargetEpsilon);
+                let cv = k_fold(
+                    &cfg,
+                    all,
+                    *folds,
+                    *split_seed,
+                    rng,
+                    &mut |_, cfg, train, test, rng| {
+                        Ok(dpsgd::train(cfg, train, Some(test), rng, &mut |_| {})?)
+                    },
+                )?;
+                Ok(cv
+                    .accuracies
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &acc)| ("test_accuracy", Some(i), acc))
+                    .collect())
             }
             Setup::Kmeans { params, data } => {
                 let p = match job.epsilon {
@@ -236,7 +318,7 @@ impl Setup {
                     kmeans::clustering_accuracy(&fit.assignments, &data.y, fit.k, data.n_classes)?;
                 let nicv =
                     kmeans::nicv(&data.x, data.n_features(), &fit.centroids, &params.bounds)?;
-                Ok(vec![("accuracy", acc), ("nicv", nicv)])
+                Ok(vec![("accuracy", None, acc), ("nicv", None, nicv)])
             }
             Setup::Output {
                 probs,
@@ -246,7 +328,7 @@ impl Setup {
             } => {
                 // The baseline is the model's own accuracy; only noisy answers are drawn per run.
                 let Some(e) = job.epsilon else {
-                    return Ok(vec![("test_accuracy", *clean_accuracy)]);
+                    return Ok(vec![("test_accuracy", None, *clean_accuracy)]);
                 };
                 let labels = OutputPerturbation::new(e, *classes)?.release_labels(rng, probs)?;
                 let correct = labels
@@ -256,14 +338,21 @@ impl Setup {
                     .count();
                 Ok(vec![(
                     "test_accuracy",
+                    None,
                     correct as f64 / test.n.max(1) as f64,
                 )])
             }
-            Setup::Input { base, train, test } => {
+            Setup::Input {
+                base,
+                ranges,
+                train,
+                test,
+            } => {
                 let mut noisy = train.clone();
                 if let Some(e) = job.epsilon {
-                    perturb_dataset_with(
+                    perturb_dataset_in(
                         &mut noisy,
+                        ranges,
                         InputMechanism::Laplace,
                         InputBudget::PerRecord(e),
                         rng,
@@ -272,6 +361,7 @@ impl Setup {
                 let out = dpsgd::train(base, &noisy, Some(test), rng, &mut |_| {})?;
                 Ok(vec![(
                     "test_accuracy",
+                    None,
                     out.report.test_accuracy.unwrap_or(f64::NAN),
                 )])
             }
@@ -290,6 +380,7 @@ impl Setup {
                         epsilon: job.epsilon.unwrap_or(NOISE_FREE_LABEL_EPSILON),
                         stages: None,
                         prior_temperature: None,
+                        top_k_rule: None,
                         training: training.clone(),
                     };
                     let r = label_dp::run(&cfg, train, test, rng, &mut |_| {})
@@ -297,11 +388,13 @@ impl Setup {
                         .report;
                     match task {
                         Task::Regression => {
-                            metrics.push(("test_mse", r.test_mse.unwrap_or(f64::NAN)))
+                            metrics.push(("test_mse", None, r.test_mse.unwrap_or(f64::NAN)))
                         }
-                        Task::Classification => {
-                            metrics.push(("test_accuracy", r.test_accuracy.unwrap_or(f64::NAN)))
-                        }
+                        Task::Classification => metrics.push((
+                            "test_accuracy",
+                            None,
+                            r.test_accuracy.unwrap_or(f64::NAN),
+                        )),
                     }
                 }
                 Ok(metrics)
@@ -310,20 +403,26 @@ impl Setup {
     }
 }
 
-/// The DP-SGD recipe of a sweep: the data set's preset where one exists, else a small MLP;
-/// command-line training flags override it.
-fn recipe_for(a: &SweepArgs) -> CliResult<TrainConfig> {
-    let base = dpsgd::presets()
+/// The DP-SGD recipe of a sweep: the data set's preset where one exists, else the small-table
+/// MLP ([`dpsgd::tabular_recipe`]) on features scaled from their public ranges (`--bounds`,
+/// else [`public_normalization`]); command-line training flags override it.
+fn recipe_for(a: &SweepArgs, data: &Dataset) -> CliResult<TrainConfig> {
+    let base = match dpsgd::presets()
         .into_iter()
         .find(|p| p.dataset == a.dataset.name())
-        .map(|p| p.config)
-        .unwrap_or_else(|| TrainConfig {
-            model: "mlp".into(),
-            hidden: vec![32],
-            epochs: 30.0,
-            batch_size: 32,
-            ..TrainConfig::default()
-        });
+    {
+        Some(p) => p.config,
+        None => {
+            let normalize = match public_ranges(&a.dataset, data, a.bounds.as_deref())? {
+                Some(r) if a.bounds.is_some() => dpsgd::Normalization::feature_ranges(&r),
+                _ => public_normalization(&a.dataset, data),
+            };
+            TrainConfig {
+                normalize,
+                ..dpsgd::tabular_recipe()
+            }
+        }
+    };
     a.training.apply(base)
 }
 
@@ -362,8 +461,13 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     runs.sort_by_key(|r| r.0);
     let mut rows = Vec::new();
     for (_, job, r) in runs {
-        for (metric, value) in r? {
-            rows.push((job, metric, value));
+        for (metric, fold, value) in r? {
+            rows.push(Row {
+                job,
+                metric,
+                fold,
+                value,
+            });
         }
     }
     std::fs::create_dir_all(&a.out)
@@ -378,6 +482,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         "dataset": a.dataset.name(),
         "epsilons": a.epsilons,
         "repeats": a.repeats,
+        "folds": a.folds,
         "runs": rows.len(),
         "summary": summary.iter().map(|s| json!({"epsilon": s.epsilon, "metric": s.metric, "mean": s.mean, "std": s.std, "n": s.n})).collect::<Vec<_>>(),
         "results_csv": a.out.join("results.csv"),
@@ -398,19 +503,21 @@ struct Summary {
     n: usize,
 }
 
-fn summarise(rows: &[(Job, &'static str, f64)]) -> Vec<Summary> {
+/// Mean and standard deviation per (ε, metric) over every row: repeats, and folds when the
+/// runs cross-validate.
+fn summarise(rows: &[Row]) -> Vec<Summary> {
     let mut keys: Vec<(Option<f64>, &'static str)> = Vec::new();
-    for (job, metric, _) in rows {
-        if !keys.contains(&(job.epsilon, *metric)) {
-            keys.push((job.epsilon, metric));
+    for r in rows {
+        if !keys.contains(&(r.job.epsilon, r.metric)) {
+            keys.push((r.job.epsilon, r.metric));
         }
     }
     keys.into_iter()
         .map(|(epsilon, metric)| {
             let v: Vec<f64> = rows
                 .iter()
-                .filter(|(j, m, _)| j.epsilon == epsilon && *m == metric)
-                .map(|r| r.2)
+                .filter(|r| r.job.epsilon == epsilon && r.metric == metric)
+                .map(|r| r.value)
                 .collect();
             let (mean, std) = mean_std(&v);
             Summary {
@@ -428,20 +535,20 @@ fn epsilon_label(e: Option<f64>) -> String {
     e.map_or("non-private".into(), |e| e.to_string())
 }
 
-fn write_results(
-    path: &Path,
-    experiment: Experiment,
-    rows: &[(Job, &'static str, f64)],
-) -> CliResult<()> {
+/// One line per row; `fold` is empty for runs without cross-validation.
+fn write_results(path: &Path, experiment: Experiment, rows: &[Row]) -> CliResult<()> {
     write_lines(
         path,
-        "experiment,epsilon,repeat,metric,value",
-        rows.iter().map(|(job, metric, value)| {
+        "experiment,epsilon,repeat,fold,metric,value",
+        rows.iter().map(|r| {
             format!(
-                "{},{},{},{metric},{value}",
+                "{},{},{},{},{},{}",
                 experiment.name(),
-                epsilon_label(job.epsilon),
-                job.repeat
+                epsilon_label(r.job.epsilon),
+                r.job.repeat,
+                r.fold.map_or(String::new(), |f| f.to_string()),
+                r.metric,
+                r.value
             )
         }),
     )
@@ -499,8 +606,12 @@ fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
                 .iter()
                 .filter(|s| s.metric == metric && s.epsilon.is_some())
                 .collect();
+            let runs = match a.folds {
+                Some(k) => format!("{} runs x {k} folds per epsilon", a.repeats),
+                None => format!("{} runs per epsilon", a.repeats),
+            };
             let mut series = vec![Series {
-                name: format!("{} ({} runs per epsilon)", a.dataset.name(), a.repeats),
+                name: format!("{} ({runs})", a.dataset.name()),
                 points: private
                     .iter()
                     .map(|s| (s.epsilon.unwrap_or(f64::NAN), s.mean))

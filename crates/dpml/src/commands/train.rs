@@ -11,7 +11,7 @@ use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
     OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
 };
-use dpml_learn::perturbation::{InputMechanism, perturb_dataset};
+use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
 use serde_json::{Value, json};
 
 use crate::args::{self, SeedArg};
@@ -254,8 +254,15 @@ pub struct TrainArgs {
     /// accuracy over the K folds (ε is that of each fold's model).
     #[arg(long, value_parser = args::at_least_one, conflicts_with_all = ["out", "log"])]
     pub folds: Option<u64>,
+    /// Public per-feature bounds: LO,HI for every feature, or lo1:hi1,lo2:hi2,… one per
+    /// feature. Features are min-max scaled from them to [0, 1] (clamped) and input
+    /// perturbation takes its sensitivities from them. Default: the ranges the data set
+    /// publishes (iris, wine, breast-cancer, digits), MNIST's pixel range; csv: data stay
+    /// unscaled without it.
+    #[arg(long, allow_hyphen_values = true)]
+    pub bounds: Option<String>,
     /// Local DP: perturb every feature of every training record once before training
-    /// (laplace or gaussian; needs the data set's public feature range).
+    /// (laplace or gaussian; needs public feature ranges: published, or --bounds).
     #[arg(long, requires = "input_epsilon")]
     pub input_perturbation: Option<String>,
     /// ε of each feature's perturbation; a record's ε composes over its features (reported).
@@ -286,7 +293,76 @@ pub fn recipe(a: &TrainArgs) -> CliResult<(Source, TrainConfig, Option<String>)>
         .clone()
         .or(dataset)
         .ok_or_else(|| CliError::usage("--dataset is required without a --preset"))?;
+    let base = match a.preset {
+        Some(_) => base,
+        None => default_recipe(&dataset),
+    };
     Ok((dataset, a.training.apply(base)?, a.preset.clone()))
+}
+
+/// The recipe flags start from when no preset is named: a small MLP for tables (the embedded
+/// tabular sets and `csv:` files, [`dpsgd::tabular_recipe`]), else the Opacus MNIST example
+/// ([`TrainConfig::default`]).
+pub fn default_recipe(source: &Source) -> TrainConfig {
+    match source {
+        Source::Iris | Source::Wine | Source::BreastCancer | Source::Csv(_) => {
+            dpsgd::tabular_recipe()
+        }
+        _ => TrainConfig::default(),
+    }
+}
+
+/// The public per-feature ranges of `data`: `--bounds` when declared, else those published
+/// with the data set ([`Source::published_ranges`]), else its one declared range for every
+/// feature (MNIST's [0, 1]); `None` when nothing public is known (a range read off the records
+/// would not be public).
+///
+/// # Errors
+/// A usage error for `--bounds` that does not parse or does not cover every feature.
+pub fn public_ranges(
+    source: &Source,
+    data: &Dataset,
+    declared: Option<&str>,
+) -> CliResult<Option<Vec<(f64, f64)>>> {
+    let d = data.n_features();
+    if let Some(spec) = declared {
+        let b = super::kmeans::parse_bounds(spec, d)?;
+        return Ok(Some(
+            b.lo().iter().copied().zip(b.hi().iter().copied()).collect(),
+        ));
+    }
+    if let Some(p) = source.published_ranges().filter(|p| p.ranges.len() == d) {
+        return Ok(Some(p.ranges.to_vec()));
+    }
+    Ok(data
+        .feature_range
+        .map(|(lo, hi)| vec![(f64::from(lo), f64::from(hi)); d]))
+}
+
+/// The normalisation of a run without a preset: min-max scaling from `--bounds` when
+/// declared, else [`public_normalization`].
+fn run_normalization(a: &TrainArgs, source: &Source, data: &Dataset) -> CliResult<Normalization> {
+    Ok(match &a.bounds {
+        Some(spec) => match public_ranges(source, data, Some(spec))? {
+            Some(r) => Normalization::feature_ranges(&r),
+            None => Normalization::None,
+        },
+        None => public_normalization(source, data),
+    })
+}
+
+/// `cfg` with the run's public normalisation, unless a preset fixed one.
+fn normalized(
+    a: &TrainArgs,
+    source: &Source,
+    data: &Dataset,
+    cfg: &TrainConfig,
+) -> CliResult<TrainConfig> {
+    let mut cfg = cfg.clone();
+    if a.preset.is_none() || a.bounds.is_some() {
+        cfg.normalize = run_normalization(a, source, data)?;
+    }
+    Ok(cfg)
 }
 
 /// Run `dpml train`.
@@ -298,6 +374,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         return cross_validate(a, &source, &cfg, k as usize, data_dir, &mut rng, out);
     }
     let (mut train, test) = load_split(&source, a.label_column.as_deref(), data_dir, &a.split)?;
+    let cfg = normalized(a, &source, &train, &cfg)?;
     let perturbation = match (&a.input_perturbation, a.input_epsilon) {
         (Some(name), Some(eps)) => {
             let mechanism = match name.as_str() {
@@ -311,7 +388,20 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
                     )));
                 }
             };
-            Some(perturb_dataset(&mut train, mechanism, eps, &mut rng)?)
+            let ranges = public_ranges(&source, &train, a.bounds.as_deref())?.ok_or_else(|| {
+                CliError::usage(format!(
+                    "--input-perturbation needs public feature ranges, and {} publishes none: \
+                     declare them with --bounds (a range read off the data would not be public)",
+                    source.name()
+                ))
+            })?;
+            Some(perturb_dataset_in(
+                &mut train,
+                &ranges,
+                mechanism,
+                InputBudget::PerFeature(eps),
+                &mut rng,
+            )?)
         }
         _ => None,
     };
@@ -332,6 +422,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         map.insert("test_size".into(), json!(test.n));
         map.insert("saved_to".into(), json!(a.out));
         map.insert("event".into(), json!(outcome.event));
+        map.insert("normalize".into(), json!(cfg.normalize));
         if let Some(p) = &perturbation {
             map.insert("epsilon_per_record".into(), json!(p.epsilon_per_record));
             map.insert("epsilon_per_feature".into(), json!(p.epsilon_per_feature));
@@ -342,14 +433,22 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     Ok(())
 }
 
-/// Input normalisation from public constants only: MNIST-family mean/std, else the data set's
-/// declared feature range, else none (a range read off private data would not be public).
+/// Input normalisation from public constants only: MNIST-family mean/std; else the data set's
+/// one declared feature range (digits' [0, 16]); else min-max scaling from the per-feature
+/// ranges the data set publishes ([`Source::published_ranges`]: iris, wine, breast-cancer),
+/// clamped to [0, 1]; else none (`csv:` files: a range read off private data would not be
+/// public; `dpml train --bounds` declares one).
 pub fn public_normalization(source: &Source, data: &Dataset) -> Normalization {
     match source {
         Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
         Source::FashionMnist => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
         _ if data.feature_range.is_some() => Normalization::PublicRange,
-        _ => Normalization::None,
+        _ => match source.published_ranges() {
+            Some(p) if p.ranges.len() == data.n_features() => {
+                Normalization::feature_ranges(p.ranges)
+            }
+            _ => Normalization::None,
+        },
     }
 }
 
@@ -384,36 +483,94 @@ fn cross_validate(
     out: Output,
 ) -> CliResult<()> {
     let all = load_all(source, a.label_column.as_deref(), data_dir)?;
-    let folds = dpml_data::kfold(all.n, k, a.split.split_seed)?;
-    let mut accuracies = Vec::with_capacity(k);
-    let mut epsilons = Vec::with_capacity(k);
-    for (i, (train_idx, test_idx)) in folds.iter().enumerate() {
-        eprintln!("fold {}/{k}", i + 1);
-        let (train, test) = (all.subset(train_idx), all.subset(test_idx));
-        let outcome = train_with_progress(cfg, &train, Some(&test), rng, out)?;
-        accuracies.push(outcome.report.test_accuracy.unwrap_or(f64::NAN));
-        epsilons.push(outcome.report.epsilon);
-    }
-    let (mean, std) = mean_std(&accuracies);
-    let epsilon = epsilons
-        .iter()
-        .flatten()
-        .copied()
-        .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+    let cfg = normalized(a, source, &all, cfg)?;
+    let cv = k_fold(
+        &cfg,
+        &all,
+        k,
+        a.split.split_seed,
+        rng,
+        &mut |i, cfg, train, test, rng| {
+            eprintln!("fold {}/{k}", i + 1);
+            train_with_progress(cfg, train, Some(test), rng, out)
+        },
+    )?;
+    let (mean, std) = mean_std(&cv.accuracies);
     out.emit(&json!({
         "folds": k,
         "test_accuracy_mean": mean,
         "test_accuracy_std": std,
-        "fold_accuracies": accuracies,
-        "epsilon": epsilon,
-        "epsilon_per_fold": epsilons,
+        "fold_accuracies": cv.accuracies,
+        "epsilon": cv.epsilon(),
+        "epsilon_per_fold": cv.epsilons,
         "delta": cfg.delta,
         "dataset": source.name(),
         "model": cfg.model,
+        "normalize": cfg.normalize,
         "note": "epsilon is the guarantee of each fold's model; releasing all K models, which share records, costs more",
         "seeded": rng.is_seeded(),
     }));
     Ok(())
+}
+
+/// The test accuracy and ε of each fold's model in a K-fold cross-validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoldResults {
+    /// Test accuracy of fold i's model on fold i (NaN if it reported none).
+    pub accuracies: Vec<f64>,
+    /// ε of fold i's model (`None` when non-private).
+    pub epsilons: Vec<Option<f64>>,
+}
+
+impl FoldResults {
+    /// The largest ε over the folds: the guarantee of each single model.
+    pub fn epsilon(&self) -> Option<f64> {
+        self.epsilons
+            .iter()
+            .flatten()
+            .copied()
+            .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
+    }
+}
+
+/// How one fold's model is trained: fold index, recipe, train and test sets, generator.
+pub type FoldTrainer<'a> = dyn FnMut(
+        usize,
+        &TrainConfig,
+        &Dataset,
+        &Dataset,
+        &mut dpml_mechanisms::DpRng,
+    ) -> CliResult<dpsgd::TrainOutcome>
+    + 'a;
+
+/// K-fold cross-validation of `cfg` over `all` (the folds are drawn with the public
+/// `split_seed`, so every run of a sweep sees the same folds): `fit` trains one model per
+/// fold on the other K − 1 folds and tests it on the held-out one. Used by `dpml train
+/// --folds` and `dpml sweep --folds`.
+///
+/// # Errors
+/// A usage error unless 2 ≤ K ≤ N; whatever `fit` returns.
+pub fn k_fold(
+    cfg: &TrainConfig,
+    all: &Dataset,
+    k: usize,
+    split_seed: u64,
+    rng: &mut dpml_mechanisms::DpRng,
+    fit: &mut FoldTrainer<'_>,
+) -> CliResult<FoldResults> {
+    let folds = dpml_data::kfold(all.n, k, split_seed)?;
+    let mut accuracies = Vec::with_capacity(k);
+    let mut epsilons = Vec::with_capacity(k);
+    for (i, (train_idx, test_idx)) in folds.iter().enumerate() {
+        let (train, test) = (all.subset(train_idx), all.subset(test_idx));
+        let outcome = fit(i, cfg, &train, &test, rng)?;
+        accuracies.push(outcome.report.test_accuracy.unwrap_or(f64::NAN));
+        epsilons.push(outcome.report.epsilon);
+    }
+    Ok(FoldResults {
+        accuracies,
+        epsilons,
+    })
 }
 
 /// Mean and sample standard deviation (0 for fewer than two values) of repeated measurements.

@@ -12,7 +12,7 @@ use dpml_nn::{NnError, Sequential};
 use safetensors::SafeTensors;
 
 use super::error::Result;
-use super::normalize::InputTransform;
+use super::normalize::{InputTransform, check_ranges};
 
 /// Metadata key of the input transform.
 pub const INPUT_KEY: &str = "dpml_input_transform";
@@ -57,6 +57,17 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Sequential, InputTransform)> {
                 ))
                 .into());
             }
+            if let Some(k) = t.features() {
+                let inputs: usize = model.input_shape().iter().product();
+                check_ranges(&t.ranges)
+                    .map_err(|e| io_err(format!("bad {INPUT_KEY:?} entry {json:?}: {e}")))?;
+                if k != inputs {
+                    return Err(io_err(format!(
+                        "bad {INPUT_KEY:?} entry: {k} feature ranges for a model of {inputs} inputs"
+                    ))
+                    .into());
+                }
+            }
             t
         }
     };
@@ -95,9 +106,29 @@ mod tests {
         let t = InputTransform {
             shift: 0.5,
             scale: 2.0,
+            ..InputTransform::IDENTITY
         };
         let (back, bt) = from_bytes(&to_bytes(&m, &t).unwrap()).unwrap();
         assert_eq!(bt, t);
+        let ranges = InputTransform {
+            ranges: vec![(0.0, 1.0), (2.0, 4.0), (-1.0, 1.0)],
+            ..InputTransform::IDENTITY
+        };
+        assert_eq!(
+            from_bytes(&to_bytes(&m, &ranges).unwrap()).unwrap().1,
+            ranges
+        );
+        let wrong = InputTransform {
+            ranges: vec![(0.0, 1.0)],
+            ..InputTransform::IDENTITY
+        };
+        let msg = from_bytes(&to_bytes(&m, &wrong).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("1 feature ranges for a model of 3 inputs"),
+            "{msg}"
+        );
         assert_eq!(back.params()[0].value, m.params()[0].value);
         let (_, plain) = from_bytes(&dpml_nn::io::to_bytes(&m).unwrap()).unwrap();
         assert_eq!(plain, InputTransform::IDENTITY);

@@ -49,7 +49,7 @@ pub use error::DpSgdError;
 pub use eval::{Eval, evaluate, predict_logits};
 pub use io::{load, save};
 pub use normalize::{FASHION_MNIST_MEAN_STD, InputTransform, MNIST_MEAN_STD, Normalization};
-pub use presets::{Preset, preset, presets};
+pub use presets::{Preset, preset, presets, tabular_recipe};
 pub use sampler::PoissonSampler;
 pub use train::{EpochLog, Progress, TrainOutcome, TrainReport, train};
 

@@ -5,12 +5,6 @@ use serde::Serialize;
 
 use crate::LearnError;
 
-/// The feature ranges of Fisher's iris data as published with the data set (UCI `iris.names`,
-/// "Summary Statistics": sepal length 4.3–7.9 cm, sepal width 2.0–4.4, petal length 1.0–6.9,
-/// petal width 0.1–2.5), in the column order of `dpml-data`'s `iris`. Public knowledge, so
-/// usable as declared bounds.
-pub const IRIS_FEATURE_RANGES: [(f64, f64); 4] = [(4.3, 7.9), (2.0, 4.4), (1.0, 6.9), (0.1, 2.5)];
-
 /// Public per-dimension bounds `[lo_j, hi_j]` declared by the user, not computed from the
 /// private data. Records are clamped into this box before anything else touches them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,6 +64,19 @@ impl Bounds {
             pairs.iter().map(|p| p.0).collect(),
             pairs.iter().map(|p| p.1).collect(),
         )
+    }
+
+    /// The ranges a named data set publishes in its documentation
+    /// ([`dpml_data::Source::published_ranges`]: one table for every learner), or `None` where
+    /// none are published (MNIST-style sets carry one declared range, `csv:` files none).
+    ///
+    /// # Errors
+    /// As [`Bounds::new`] (not reachable for the published tables, which the data crate tests).
+    pub fn published(source: &dpml_data::Source) -> Result<Option<Self>, LearnError> {
+        source
+            .published_ranges()
+            .map(|p| Self::from_pairs(p.ranges))
+            .transpose()
     }
 
     /// Number of dimensions covered.

@@ -1,14 +1,16 @@
-//! Input perturbation (local DP): every feature of every record gets its own Laplace noise
-//! before an ordinary, non-private Lloyd runs on the noisy records.
+//! Input perturbation (local DP) for k-means: every feature of every record gets its own
+//! Laplace noise, through the one input-perturbation code path
+//! ([`crate::perturbation::perturb_records`]), before an ordinary, non-private Lloyd runs on
+//! the noisy records.
 //!
 //! # Privacy
 //! The neighbouring relation is local: one record's values replaced by any others inside the
-//! bounds. Feature j is clamped to `[lo_j, hi_j]` and rounded to a grid of step `g_j` about
-//! `lo_j` ([`super::grid`]), giving an integer in `[0, s_j]` with `s_j·g_j ≥ hi_j − lo_j`; it
-//! then gets discrete Laplace noise of scale `s_j/ε_f` (grid units, [`super::release`]), which
-//! is ε_f-DP for that feature. The d features of a record compose to `ε_record = d·ε_f` (basic composition), the
-//! ε the caller asks for; `ε_f = ε_record/d` is reported beside it. Everything after the
-//! noise (clustering, assignments) is post-processing of the noisy records.
+//! bounds. Feature j is clamped to `[lo_j, hi_j]` and gets (exact, grid-based) Laplace noise of
+//! scale `(hi_j − lo_j)/ε_f`, which is ε_f-DP for that feature; the d features of a record
+//! compose to `ε_record = d·ε_f` (basic composition over the record's L1 range in units of
+//! each feature's width), the ε the caller asks for; `ε_f = ε_record/d` is reported beside
+//! it. Everything after the noise (clustering, assignments) is post-processing of the noisy
+//! records.
 //!
 //! # Citations
 //! - S. Kasiviswanathan, H. Lee, K. Nissim, S. Raskhodnikova, A. Smith, "What can we learn
@@ -23,8 +25,8 @@ use dpml_mechanisms::{DpRng, PrivacyEvent};
 
 use super::bounds::Bounds;
 use super::budget::BudgetSplit;
-use super::release::{Allot, GridNoise};
 use crate::LearnError;
+use crate::perturbation::{InputBudget, InputMechanism, PerturbationError, perturb_records};
 
 /// The noisy records, the stated split and the per-record event.
 pub(crate) struct Perturbed {
@@ -47,36 +49,37 @@ pub(crate) fn perturb(
     rng: &mut DpRng,
 ) -> Result<Perturbed, LearnError> {
     let d = bounds.dims();
-    let eps_feature = epsilon / d as f64;
-    let widths: Vec<f64> = (0..d).map(|j| bounds.width(j)).collect();
-    let release = GridNoise::new(
-        bounds.lo().to_vec(),
-        &widths,
-        Allot::EachLaplace(eps_feature),
-    )?;
-    let grid = release.grid();
-    let q = grid.quantise(points);
-    let noisy = q
-        .chunks_exact(d)
-        .flat_map(|row| {
-            row.iter()
-                .enumerate()
-                .map(|(j, &v)| bounds.lo()[j] + release.release(j, i128::from(v), rng))
-                .collect::<Vec<_>>()
-        })
+    let ranges: Vec<(f64, f64)> = bounds
+        .lo()
+        .iter()
+        .copied()
+        .zip(bounds.hi().iter().copied())
         .collect();
+    let mut noisy = points.to_vec();
+    let report = perturb_records(
+        &mut noisy,
+        d,
+        &ranges,
+        InputMechanism::Laplace,
+        InputBudget::PerRecord(epsilon),
+        rng,
+    )
+    .map_err(|e| match e {
+        PerturbationError::Mechanism(m) => LearnError::Mechanism(m),
+        // Bounds and records were checked by the caller; report anything else verbatim.
+        other => LearnError::invalid("input perturbation", "refused its input", other),
+    })?;
     let split = BudgetSplit::InputPerturbation {
-        epsilon_per_record: epsilon,
-        epsilon_per_feature: eps_feature,
+        epsilon_per_record: report.epsilon_per_record,
+        epsilon_per_feature: report.epsilon_per_feature,
         features: d,
-        scales: (0..d).map(|j| release.real_noise(j)).collect(),
-    };
-    let event = PrivacyEvent::Composed {
-        events: release.events(),
+        scales: (0..d)
+            .map(|j| report.noise_scale.get(j).copied().unwrap_or(f64::NAN))
+            .collect(),
     };
     Ok(Perturbed {
         points: noisy,
         split,
-        event,
+        event: report.event_per_record,
     })
 }

@@ -54,7 +54,7 @@ mod metrics;
 mod noise;
 mod params;
 
-pub use bounds::{Bounds, IRIS_FEATURE_RANGES};
+pub use bounds::Bounds;
 pub use budget::{BudgetSplit, SU_RHO};
 pub use fit::{KMeansFit, LLOYD_MAX_ITERATIONS, default_iterations, fit};
 pub use init::InitReport;

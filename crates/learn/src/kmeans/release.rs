@@ -14,7 +14,6 @@
 //! - `L1Laplace(ε)`: dimension j gets discrete Laplace noise of scale
 //!   `t_j = Σ_i w_i/(ε·g_j)` grid units, so it is `s_j/t_j = ε·w_j/Σ_i w_i`-DP and all d
 //!   together ε-DP (the L1 Laplace mechanism, split into exact per-dimension events).
-//! - `EachLaplace(ε_each)`: every dimension `ε_each`-DP (scale `s_j/ε_each`).
 //! - `L2Gaussian(ρ)`: dimension j gets discrete Gaussian noise of σ_j =
 //!   `√Σ_i w_i² / (√(2ρ)·g_j)` grid units, so it is `s_j²/(2σ_j²) = ρ·w_j²/Σ_i w_i²`-zCDP
 //!   (Canonne, Kamath, Steinke 2020) and all d together ρ-zCDP.
@@ -39,8 +38,6 @@ const GAUSSIAN_NOISE_BITS: i32 = 13;
 pub(crate) enum Allot {
     /// A vector release with L1 sensitivity `Σ w_j`: ε for all dimensions together.
     L1Laplace(f64),
-    /// Every dimension on its own: ε for each (they compose to d·ε).
-    EachLaplace(f64),
     /// A vector release with L2 sensitivity `√Σ w_j²`: zCDP ρ for all dimensions together.
     L2Gaussian(f64),
 }
@@ -63,10 +60,8 @@ impl GridNoise {
     pub(crate) fn new(origin: Vec<f64>, extent: &[f64], allot: Allot) -> Result<Self, LearnError> {
         let l1: f64 = extent.iter().sum();
         let l2 = extent.iter().map(|m| m * m).sum::<f64>().sqrt();
-        let max = extent.iter().fold(0.0f64, |a, &m| a.max(m));
         let (noise_estimate, bits) = match allot {
             Allot::L1Laplace(eps) => (l1 / eps, LAPLACE_NOISE_BITS),
-            Allot::EachLaplace(eps) => (max / eps, LAPLACE_NOISE_BITS),
             Allot::L2Gaussian(rho) => (l2 / (2.0 * rho).sqrt(), GAUSSIAN_NOISE_BITS),
         };
         let grid = Grid::new(origin, extent, noise_estimate, bits);
@@ -77,7 +72,6 @@ impl GridNoise {
         let noise = (0..d)
             .map(|j| match allot {
                 Allot::L1Laplace(eps) => IntNoise::laplace(w1 / (eps * grid.step(j))),
-                Allot::EachLaplace(eps) => IntNoise::laplace(grid.bound(j) as f64 / eps),
                 Allot::L2Gaussian(rho) => IntNoise::gaussian(w2 / ((2.0 * rho).sqrt() * grid.step(j))).map_err(|_| {
                     LearnError::invalid(
                         "rho (zCDP of one noisy release)",
@@ -165,8 +159,6 @@ mod tests {
         for j in 0..4 {
             assert!((l1.real_noise(j) / (l1.l1() / 0.7) - 1.0).abs() < 1e-12);
         }
-        let each = GridNoise::new(vec![0.0; 4], &ext, Allot::EachLaplace(0.25)).unwrap();
-        assert!((pure(&each.events()) - 1.0).abs() < 1e-12);
         let g = GridNoise::new(vec![0.0; 4], &ext, Allot::L2Gaussian(0.02)).unwrap();
         let rho: f64 = g
             .events()

@@ -9,6 +9,14 @@ use dpml_mechanisms::DpRng;
 use super::*;
 use crate::LearnError;
 
+/// Iris' published feature ranges (the data crate's table).
+fn iris_ranges() -> &'static [(f64, f64)] {
+    Source::Iris
+        .published_ranges()
+        .expect("iris publishes its ranges")
+        .ranges
+}
+
 /// Iris as f64 rows, its labels and its published feature ranges.
 fn iris() -> (Vec<f64>, Vec<u32>, Bounds) {
     let iris = load(&Source::Iris, &LoadOptions::default())
@@ -18,7 +26,9 @@ fn iris() -> (Vec<f64>, Vec<u32>, Bounds) {
     (
         x,
         iris.y,
-        Bounds::from_pairs(&IRIS_FEATURE_RANGES).expect("valid ranges"),
+        Bounds::published(&Source::Iris)
+            .expect("valid ranges")
+            .expect("iris publishes its ranges"),
     )
 }
 
@@ -341,7 +351,7 @@ fn input_perturbation_states_per_record_and_per_feature_epsilon() {
         (2.0, 0.5, 4)
     );
     // Scale of feature j = its width / ε per feature (up to the grid's rounding, 2^-16).
-    for (s, (lo, hi)) in scales.iter().zip(IRIS_FEATURE_RANGES) {
+    for (s, &(lo, hi)) in scales.iter().zip(iris_ranges()) {
         assert!((s / ((hi - lo) / 0.5) - 1.0).abs() < 1e-4, "{s}");
     }
     assert!((pure_epsilon(f.event.as_ref().unwrap()) - 2.0).abs() < 1e-9);
@@ -406,7 +416,7 @@ fn bad_input_is_refused_with_the_value_named() {
         ),
         "k must be at most the number of records, got 151 > n = 150"
     );
-    let three = Bounds::from_pairs(&IRIS_FEATURE_RANGES[..3]).unwrap();
+    let three = Bounds::from_pairs(&iris_ranges()[..3]).unwrap();
     assert_eq!(
         err(
             &KMeansParams {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{LabelDpError, config_err};
+use super::rr_prior::TopKRule;
 use crate::dpsgd::{Privacy, TrainConfig};
 
 /// What the labels are used for.
@@ -96,6 +97,11 @@ pub struct LabelDpConfig {
     /// top-k keeps more than one class more often (on MNIST at ε = 1, T = 2 measured +1 point
     /// of test accuracy, one seed). Must be `None` for other mechanisms.
     pub prior_temperature: Option<f64>,
+    /// RR-with-prior only: how each record's candidate set and encoding are chosen (`None`
+    /// means [`TopKRule::Information`]; [`TopKRule::ExpectedAccuracy`] is the paper's rule). Must be `None` for other
+    /// mechanisms.
+    #[serde(default)]
+    pub top_k_rule: Option<TopKRule>,
     /// Model and optimisation. `privacy` must be [`Privacy::NonPrivate`]: the labels are
     /// already private and the features are public, so training adds no noise.
     pub training: TrainConfig,
@@ -179,6 +185,13 @@ impl LabelDpConfig {
                 )));
             }
         }
+        if let (Some(r), false) = (self.top_k_rule, self.mechanism == LabelMechanism::RrPrior) {
+            return Err(config_err(format!(
+                "top_k_rule applies to mechanism rr-prior only, got {} with {}",
+                r.name(),
+                self.mechanism.name()
+            )));
+        }
         if self.training.privacy != Privacy::NonPrivate {
             return Err(config_err(format!(
                 "label DP trains without gradient noise (labels are privatised once, features are public): \
@@ -202,6 +215,7 @@ mod tests {
             epsilon: 1.0,
             stages: None,
             prior_temperature: None,
+            top_k_rule: None,
             training: TrainConfig {
                 privacy: Privacy::NonPrivate,
                 ..TrainConfig::default()
@@ -251,6 +265,17 @@ mod tests {
         );
         assert!(
             msg(&|c| c.training.privacy = Privacy::NoiseMultiplier(1.0)).contains("non_private")
+        );
+        assert!(
+            msg(&|c| c.top_k_rule = Some(TopKRule::Information))
+                .contains("top_k_rule applies to mechanism rr-prior only, got information")
+        );
+        assert!(
+            "best"
+                .parse::<TopKRule>()
+                .unwrap_err()
+                .to_string()
+                .contains("\"best\"")
         );
         assert!(
             "gauss"

@@ -22,6 +22,6 @@ pub mod targets;
 
 pub use config::{LabelDpConfig, LabelMechanism, PostProcess, Task};
 pub use error::LabelDpError;
-pub use rr_prior::{RrWithPrior, best_k};
+pub use rr_prior::{Encoding, Plan, RrWithPrior, TopKRule, best_k};
 pub use run::{LabelDpOutcome, LabelDpProgress, LabelDpReport, run};
 pub use targets::Targets;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::config::{LabelDpConfig, LabelMechanism, Task};
 use super::error::{LabelDpError, config_err};
 use super::fit::{fit, predict_values, shuffle};
-use super::rr_prior::RrWithPrior;
+use super::rr_prior::{Encoding, RrWithPrior};
 use super::targets::{self, Noised, Targets};
 use crate::dpsgd::{self, InputTransform, Progress, evaluate, predict_logits};
 use crate::perturbation::softmax_rows;
@@ -70,6 +70,10 @@ pub struct LabelDpReport {
     pub stage_noisy_label_accuracy: Vec<f64>,
     /// Mean k of the top-k sets (RR-with-prior only).
     pub mean_top_k: Option<f64>,
+    /// RR-with-prior only: the rule choosing candidate sets and encodings.
+    pub top_k_rule: Option<String>,
+    /// RR-with-prior only: share of labels released by the unary encoding (the rest by RR).
+    pub unary_share: Option<f64>,
     /// Training records.
     pub train_records: usize,
     /// Test records.
@@ -145,12 +149,15 @@ pub fn run(
     let k = train.n_classes;
     let mut stage_acc = Vec::new();
     let mut mean_top_k = None;
+    let mut unary_share = None;
     let mut rr_keep = None;
     let (noised, mut model, input) = match cfg.mechanism {
         LabelMechanism::RrPrior => {
-            let (noised, model, input, acc, top_k) = rr_prior_stages(cfg, train, rng, observer)?;
+            let (noised, model, input, acc, top_k, unary) =
+                rr_prior_stages(cfg, train, rng, observer)?;
             stage_acc = acc;
             mean_top_k = Some(top_k);
+            unary_share = Some(unary);
             rr_keep = Some(keep_probability(cfg.epsilon, k));
             (noised, model, input)
         }
@@ -198,6 +205,9 @@ pub fn run(
         stages,
         stage_noisy_label_accuracy: stage_acc,
         mean_top_k,
+        top_k_rule: (cfg.mechanism == LabelMechanism::RrPrior)
+            .then(|| cfg.top_k_rule.unwrap_or_default().name().to_string()),
+        unary_share,
         train_records: train.n,
         test_records: test.n,
         model: cfg.training.model.clone(),
@@ -286,16 +296,16 @@ fn rr_prior_stages(
     train: &Dataset,
     rng: &mut DpRng,
     observer: &mut dyn FnMut(LabelDpProgress),
-) -> Result<(Noised, Sequential, InputTransform, Vec<f64>, f64), LabelDpError> {
+) -> Result<(Noised, Sequential, InputTransform, Vec<f64>, f64, f64), LabelDpError> {
     let stages = cfg.effective_stages();
     let k = train.n_classes;
-    let rr = RrWithPrior::new(cfg.epsilon, k)?;
+    let rr = RrWithPrior::new(cfg.epsilon, k)?.with_rule(cfg.top_k_rule.unwrap_or_default());
     let mut order: Vec<usize> = (0..train.n).collect();
     shuffle(&mut order, rng);
     let mut labels = vec![0u32; train.n];
     let mut seen: Vec<usize> = Vec::with_capacity(train.n);
     let mut stage_acc = Vec::with_capacity(stages);
-    let (mut k_sum, mut k_count) = (0usize, 0usize);
+    let (mut k_sum, mut k_count, mut unary) = (0usize, 0usize, 0usize);
     let mut last: Option<(Sequential, InputTransform)> = None;
     let uniform = vec![1.0 / k as f64; k];
     let mut channels = vec![0f32; train.n * k];
@@ -317,13 +327,13 @@ fn rr_prior_stages(
             let prior = priors
                 .as_ref()
                 .map_or(uniform.as_slice(), |p| &p[j * k..(j + 1) * k]);
-            let top = rr.top_classes(prior)?;
-            let noisy = rr.respond_in(rng, train.y[i], &top)?;
-            rr.channel(&top, noisy, &mut row);
+            let plan = rr.plan(prior)?;
+            let noisy = rr.release(rng, train.y[i], &plan, &mut row)?;
             channels[i * k..(i + 1) * k].copy_from_slice(&row);
             labels[i] = noisy;
             correct += usize::from(noisy == train.y[i]);
-            k_sum += top.len();
+            k_sum += plan.top.len();
+            unary += usize::from(plan.encoding == Encoding::Unary);
             k_count += 1;
         }
         stage_acc.push(correct as f64 / part.len().max(1) as f64);
@@ -356,6 +366,7 @@ fn rr_prior_stages(
         input,
         stage_acc,
         k_sum as f64 / k_count.max(1) as f64,
+        unary as f64 / k_count.max(1) as f64,
     ))
 }
 
@@ -363,6 +374,7 @@ fn rr_prior_stages(
 mod tests {
     use super::*;
     use crate::dpsgd::{Normalization, OptimizerKind, Privacy, TrainConfig};
+    use crate::label_dp::TopKRule;
     use crate::label_dp::config::PostProcess;
     use dpml_data::{LoadOptions, Source, load};
 
@@ -391,6 +403,7 @@ mod tests {
             epsilon,
             stages: None,
             prior_temperature: None,
+            top_k_rule: None,
             training: TrainConfig {
                 model: "mlp".into(),
                 hidden: vec![32],
@@ -412,33 +425,24 @@ mod tests {
     fn classification_is_good_at_large_epsilon_and_chance_at_tiny_epsilon() {
         let (train, test) = digits();
         let cases = [
-            (LabelMechanism::Laplace, Some(PostProcess::ClampRound)),
-            (LabelMechanism::Laplace, Some(PostProcess::Argmax)),
-            (LabelMechanism::Laplace, Some(PostProcess::Soft)),
-            (LabelMechanism::Rr, None),
-            (LabelMechanism::RrPrior, None),
+            (LabelMechanism::Laplace, Some(PostProcess::ClampRound), None),
+            (LabelMechanism::Laplace, Some(PostProcess::Argmax), None),
+            (LabelMechanism::Laplace, Some(PostProcess::Soft), None),
+            (LabelMechanism::Rr, None, None),
+            (LabelMechanism::RrPrior, None, None),
+            (LabelMechanism::RrPrior, None, Some(TopKRule::Information)),
         ];
-        for (seed, (mech, post)) in cases.into_iter().enumerate() {
+        for (seed, (mech, post, rule)) in cases.into_iter().enumerate() {
             let mut rng = DpRng::seeded(seed as u64);
-            let hi = run(
-                &config(Task::Classification, mech, post, 50.0),
-                &train,
-                &test,
-                &mut rng,
-                &mut |_| {},
-            )
-            .unwrap();
+            let with_rule = |epsilon| LabelDpConfig {
+                top_k_rule: rule,
+                ..config(Task::Classification, mech, post, epsilon)
+            };
+            let hi = run(&with_rule(50.0), &train, &test, &mut rng, &mut |_| {}).unwrap();
             let acc = hi.report.test_accuracy.unwrap();
             assert!(acc > 0.8, "{mech:?} {post:?} at eps 50: {acc}");
             assert!(hi.report.noisy_label_accuracy > 0.95, "{:?}", hi.report);
-            let lo = run(
-                &config(Task::Classification, mech, post, 0.01),
-                &train,
-                &test,
-                &mut rng,
-                &mut |_| {},
-            )
-            .unwrap();
+            let lo = run(&with_rule(0.01), &train, &test, &mut rng, &mut |_| {}).unwrap();
             let acc = lo.report.test_accuracy.unwrap();
             assert!(acc < 0.2, "{mech:?} {post:?} at eps 0.01: {acc}");
             assert_eq!(
@@ -479,32 +483,40 @@ mod tests {
 
     #[test]
     fn rr_prior_stages_improve_the_labels_and_report_them() {
-        let (train, test) = digits();
-        let mut cfg = config(Task::Classification, LabelMechanism::RrPrior, None, 1.0);
-        cfg.stages = Some(3);
-        let mut stages_seen = Vec::new();
-        let out = run(&cfg, &train, &test, &mut DpRng::seeded(5), &mut |p| {
-            if let LabelDpProgress::Stage { stage, .. } = p {
-                stages_seen.push(stage);
-            }
-        })
-        .unwrap();
-        let r = out.report;
-        assert_eq!(stages_seen, vec![1, 2, 3]);
-        assert_eq!(r.stage_noisy_label_accuracy.len(), 3);
-        // Stage 1 is plain RR: p = e/(e + 9) ≈ 0.23 (479 records: sd ≈ 0.02); later stages use
-        // the prior and must do much better.
-        let p = keep_probability(1.0, 10);
-        assert!((r.stage_noisy_label_accuracy[0] - p).abs() < 0.1, "{r:?}");
-        assert!(r.stage_noisy_label_accuracy[2] > p + 0.2, "{r:?}");
-        assert!(r.mean_top_k.unwrap() < 10.0);
-        assert_eq!(
-            out.event,
-            PrivacyEvent::RandomizedResponse {
-                epsilon: 1.0,
-                categories: 10
-            }
-        );
+        // The expected-accuracy rule maximises the share of correct released labels; the
+        // information rule trades some of it for informative releases on uncertain records.
+        for (rule, gain) in [
+            (TopKRule::ExpectedAccuracy, 0.2),
+            (TopKRule::Information, 0.12),
+        ] {
+            let (train, test) = digits();
+            let mut cfg = config(Task::Classification, LabelMechanism::RrPrior, None, 1.0);
+            cfg.stages = Some(3);
+            cfg.top_k_rule = Some(rule);
+            let mut stages_seen = Vec::new();
+            let out = run(&cfg, &train, &test, &mut DpRng::seeded(5), &mut |p| {
+                if let LabelDpProgress::Stage { stage, .. } = p {
+                    stages_seen.push(stage);
+                }
+            })
+            .unwrap();
+            let r = out.report;
+            assert_eq!(stages_seen, vec![1, 2, 3]);
+            assert_eq!(r.stage_noisy_label_accuracy.len(), 3);
+            // Stage 1 is plain RR: p = e/(e + 9) ≈ 0.23 (479 records: sd ≈ 0.02); later stages
+            // use the prior and must do much better.
+            let p = keep_probability(1.0, 10);
+            assert!((r.stage_noisy_label_accuracy[0] - p).abs() < 0.1, "{r:?}");
+            assert!(r.stage_noisy_label_accuracy[2] > p + gain, "{rule:?} {r:?}");
+            assert!(r.mean_top_k.unwrap() < 10.0);
+            assert_eq!(
+                out.event,
+                PrivacyEvent::RandomizedResponse {
+                    epsilon: 1.0,
+                    categories: 10
+                }
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@ pub mod vector_laplace;
 
 pub use error::PerturbationError;
 pub use input::{
-    InputBudget, InputMechanism, PerturbationReport, perturb_dataset, perturb_dataset_with,
+    FeatureValue, InputBudget, InputMechanism, PerFeature, PerturbationReport, perturb_dataset,
+    perturb_dataset_in, perturb_dataset_with, perturb_records,
 };
 pub use output::{OutputPerturbation, softmax_rows};
 pub use vector_laplace::VectorLaplace;
