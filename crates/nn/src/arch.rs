@@ -1,14 +1,29 @@
-//! Model descriptions and the named architectures (`logreg`, `mlp`, `cnn`, `cnn-tanh`). A
+//! Model descriptions and the named architectures (`logreg`, `mlp`, `cnn`, `cnn-tanh`,
+//! `scatter-cnn`, `scatter-linear`). A
 //! [`ModelSpec`] is plain data (saved as JSON with the weights); [`crate::Sequential::new`]
 //! builds it.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{NnError, Result, invalid};
-use crate::layers::{BATCHNORM_REFUSAL, LayerSpec};
+use crate::layers::{BATCHNORM_REFUSAL, LayerSpec, scattering_channels};
 
 /// The architecture names [`ModelSpec::named`] knows.
-pub const MODEL_NAMES: &[&str] = &["logreg", "mlp", "cnn", "cnn-tanh"];
+pub const MODEL_NAMES: &[&str] = &[
+    "logreg",
+    "mlp",
+    "cnn",
+    "cnn-tanh",
+    "scatter-cnn",
+    "scatter-linear",
+];
+
+/// Scales J of the scattering front end of `scatter-cnn` and `scatter-linear`.
+const SCATTER_J: usize = 2;
+/// Angles L of the scattering front end.
+const SCATTER_L: usize = 8;
+/// Normalisation groups over the scattering channels (Tramèr & Boneh's 27 for 81 channels).
+const SCATTER_GROUPS: usize = 27;
 
 /// A sequential model's description: a name, the record shape it takes, and its layers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,6 +45,15 @@ impl ModelSpec {
     /// - `cnn`: Opacus' SampleConvNet on `[1, 28, 28]`: Conv 16@8×8 s2 p3, ReLU, MaxPool 2/1,
     ///   Conv 32@4×4 s2, ReLU, MaxPool 2/1, Flatten, Linear 512→32, ReLU, Linear 32→K.
     /// - `cnn-tanh`: the same with Tanh (Papernot et al. 2020).
+    /// - `scatter-cnn`: Tramèr & Boneh's (2021) CNN on ScatterNet features, for `[c, h, w]`
+    ///   images: Scattering2d (J = 2, L = 8: 81·c channels at ⌊h/4⌋ × ⌊w/4⌋), GroupNorm
+    ///   without affine parameters (27 groups, their `GroupNorm(27, 81, affine=False)`), Conv 16@3×3 s2 p1, Tanh, Conv 32@3×3 s1 p1, Tanh, Flatten, Linear → 32,
+    ///   Tanh, Linear 32→K. For MNIST: 81@7×7 → 16@4×4 → 32@4×4 → 512 → 32 → 10.
+    /// - `scatter-linear`: their linear model on the same normalised features: Scattering2d,
+    ///   GroupNorm without affine parameters (27 groups), Flatten, Linear → K.
+    ///
+    /// The scattering transform and the normalisation are fixed (no parameters), so DP-SGD
+    /// computes them once per record before training.
     ///
     /// # Errors
     /// [`NnError::NotDpCompatible`] for any name mentioning batch normalisation,
@@ -142,6 +166,9 @@ impl ModelSpec {
                     },
                 ]);
             }
+            "scatter-cnn" | "scatter-linear" => {
+                layers.extend(scatter_layers(&lower, input_shape, num_classes)?);
+            }
             _ => {
                 return Err(NnError::UnknownModel {
                     name: name.into(),
@@ -155,6 +182,69 @@ impl ModelSpec {
             layers,
         })
     }
+}
+
+/// The layers of `scatter-cnn` / `scatter-linear` for `[c, h, w]` records.
+fn scatter_layers(name: &str, input: &[usize], num_classes: usize) -> Result<Vec<LayerSpec>> {
+    let &[c, h, w] = input else {
+        return Err(NnError::Shape(format!(
+            "model {name:?} expects image records of shape [channels, h, w], the data has records of shape {input:?}"
+        )));
+    };
+    let side = 1usize << SCATTER_J;
+    let channels = c * scattering_channels(SCATTER_J, SCATTER_L);
+    let (sh, sw) = (h / side, w / side);
+    let mut layers = vec![
+        LayerSpec::Scattering2d {
+            j: SCATTER_J,
+            l: SCATTER_L,
+        },
+        LayerSpec::GroupStandardize {
+            groups: SCATTER_GROUPS,
+            channels,
+        },
+    ];
+    if name == "scatter-linear" {
+        layers.extend([
+            LayerSpec::Flatten,
+            LayerSpec::Linear {
+                in_features: channels * sh * sw,
+                out_features: num_classes,
+            },
+        ]);
+        return Ok(layers);
+    }
+    // Conv 3×3 stride 2 padding 1 halves each side (rounding up); the second keeps it.
+    let (oh, ow) = (sh.saturating_sub(1) / 2 + 1, sw.saturating_sub(1) / 2 + 1);
+    layers.extend([
+        LayerSpec::Conv2d {
+            in_channels: channels,
+            out_channels: 16,
+            kernel: 3,
+            stride: 2,
+            padding: 1,
+        },
+        LayerSpec::Tanh,
+        LayerSpec::Conv2d {
+            in_channels: 16,
+            out_channels: 32,
+            kernel: 3,
+            stride: 1,
+            padding: 1,
+        },
+        LayerSpec::Tanh,
+        LayerSpec::Flatten,
+        LayerSpec::Linear {
+            in_features: 32 * oh * ow,
+            out_features: 32,
+        },
+        LayerSpec::Tanh,
+        LayerSpec::Linear {
+            in_features: 32,
+            out_features: num_classes,
+        },
+    ]);
+    Ok(layers)
 }
 
 #[cfg(test)]
@@ -217,5 +307,30 @@ mod tests {
                 out_features: 2
             }]
         );
+    }
+
+    #[test]
+    fn scatter_cnn_has_tramer_boneh_shapes() {
+        let spec = ModelSpec::named("scatter-cnn", &[1, 28, 28], 10, &[]).unwrap();
+        let m = Sequential::new(spec, &mut DpRng::seeded(0)).unwrap();
+        let shapes: Vec<Vec<usize>> = m.layers().iter().map(|l| l.out_shape().to_vec()).collect();
+        assert_eq!(shapes[0], [81, 7, 7]);
+        assert_eq!(shapes[2], [16, 4, 4]);
+        assert_eq!(shapes[4], [32, 4, 4]);
+        assert_eq!(shapes[6], [512]);
+        assert_eq!(m.output_shape(), &[10]);
+        // conv 81·16·9 + 16, conv 16·32·9 + 32, linear 512·32 + 32, 32·10 + 10.
+        assert_eq!(m.num_params(), 11_680 + 4_640 + 16_416 + 330);
+        assert_eq!(m.fixed_prefix_len(), 2);
+        let lin = ModelSpec::named("scatter-linear", &[1, 28, 28], 10, &[]).unwrap();
+        let m = Sequential::new(lin, &mut DpRng::seeded(0)).unwrap();
+        assert_eq!(m.num_params(), 3969 * 10 + 10);
+        // Small images work too (digits: 8×8 → 81@2×2 → 16@1×1).
+        let d = ModelSpec::named("scatter-cnn", &[1, 8, 8], 10, &[]).unwrap();
+        assert!(Sequential::new(d, &mut DpRng::seeded(0)).is_ok());
+        let msg = ModelSpec::named("scatter-cnn", &[64], 10, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("[64]"), "{msg}");
     }
 }

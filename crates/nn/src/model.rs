@@ -6,7 +6,7 @@ use dpml_mechanisms::DpRng;
 
 use crate::arch::ModelSpec;
 use crate::error::{NnError, Result, invalid};
-use crate::layers::{ConvNormMode, GradMode, Layer};
+use crate::layers::{ConvNormMode, GradMode, Layer, LayerSpec};
 use crate::param::Param;
 use crate::tensor::Tensor;
 
@@ -97,6 +97,13 @@ impl Sequential {
         let mut shape = spec.input_shape.clone();
         let mut layers = Vec::with_capacity(spec.layers.len());
         for (i, l) in spec.layers.iter().enumerate() {
+            if i > 0 && matches!(l, LayerSpec::Scattering2d { .. }) {
+                return Err(invalid(format!(
+                    "model {:?} layer {i}: the scattering transform gives no input gradient, \
+                     so it can only be the first layer, got it at position {i}",
+                    spec.name
+                )));
+            }
             let layer = l.build(&shape, rng).map_err(|e| match e {
                 NnError::Shape(m) => {
                     NnError::Shape(format!("model {:?} layer {i}: {m}", spec.name))
@@ -158,20 +165,103 @@ impl Sequential {
     /// # Errors
     /// [`NnError::Shape`] when the records do not have the model's input shape.
     pub fn forward(&mut self, x: &Tensor) -> Result<&Tensor> {
-        if x.shape().len() < 2 || x.shape()[1..] != self.spec.input_shape[..] {
+        self.forward_from(0, x)
+    }
+
+    /// The number of leading layers without parameters (e.g. a fixed scattering transform
+    /// followed by parameter-free layers). Their outputs do not depend on training, so they can
+    /// be computed once per record with [`Sequential::forward_prefix`] and training can run
+    /// the rest with [`Sequential::forward_from`].
+    pub fn fixed_prefix_len(&self) -> usize {
+        self.param_layers
+            .first()
+            .copied()
+            .unwrap_or(self.layers.len())
+    }
+
+    /// Shape of one record entering layer `start` (the input shape for 0).
+    ///
+    /// # Errors
+    /// [`NnError::InvalidParameter`] when `start` exceeds the number of layers.
+    pub fn shape_before(&self, start: usize) -> Result<&[usize]> {
+        match start {
+            0 => Ok(&self.spec.input_shape),
+            s if s <= self.layers.len() => Ok(self.layers[s - 1].out_shape()),
+            s => Err(invalid(format!(
+                "layer index must be <= {} for model {:?}, got {s}",
+                self.layers.len(),
+                self.spec.name
+            ))),
+        }
+    }
+
+    /// Runs only the first `end` layers on a batch of input records and returns their output
+    /// (`end` ≤ [`Sequential::fixed_prefix_len`]). Used to map records through the fixed
+    /// prefix once, before training.
+    ///
+    /// # Errors
+    /// [`NnError::InvalidParameter`] when `end` exceeds the fixed prefix; [`NnError::Shape`]
+    /// when the records do not have the model's input shape.
+    pub fn forward_prefix(&mut self, x: &Tensor, end: usize) -> Result<&Tensor> {
+        self.check_prefix(end)?;
+        self.check_batch(x, 0)?;
+        self.acts[0].copy_from(x);
+        self.run_layers(0, end);
+        Ok(&self.acts[end])
+    }
+
+    /// Runs layers `start..` on a batch that already went through the first `start` layers
+    /// (`start` ≤ [`Sequential::fixed_prefix_len`], e.g. the output of
+    /// [`Sequential::forward_prefix`]). [`Sequential::backward`] works afterwards as after
+    /// [`Sequential::forward`]: the skipped layers have no parameters and no gradient flows
+    /// into them.
+    ///
+    /// # Errors
+    /// [`NnError::InvalidParameter`] when `start` exceeds the fixed prefix; [`NnError::Shape`]
+    /// when the records do not have the shape layer `start` takes.
+    pub fn forward_from(&mut self, start: usize, x: &Tensor) -> Result<&Tensor> {
+        self.check_prefix(start)?;
+        self.check_batch(x, start)?;
+        self.acts[start].copy_from(x);
+        self.run_layers(start, self.layers.len());
+        Ok(&self.acts[self.layers.len()])
+    }
+
+    fn check_prefix(&self, k: usize) -> Result<()> {
+        let p = self.fixed_prefix_len();
+        if k > p {
+            return Err(invalid(format!(
+                "model {:?} has {p} leading parameter-free layers, cannot split at layer {k}",
+                self.spec.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks that `x` is a batch of records of the shape layer `start` takes.
+    fn check_batch(&self, x: &Tensor, start: usize) -> Result<()> {
+        let want = self.shape_before(start)?;
+        if x.shape().len() < 2 || x.shape()[1..] != *want {
+            let at = if start == 0 {
+                String::new()
+            } else {
+                format!(" layer {start}")
+            };
             return Err(NnError::Shape(format!(
-                "model {:?} expects a batch of records of shape {:?}, got tensor of shape {:?}",
+                "model {:?}{at} expects a batch of records of shape {want:?}, got tensor of shape {:?}",
                 self.spec.name,
-                self.spec.input_shape,
                 x.shape()
             )));
         }
-        self.acts[0].copy_from(x);
-        for (l, layer) in self.layers.iter_mut().enumerate() {
+        Ok(())
+    }
+
+    /// Runs layers `start..end` on `acts[start]`.
+    fn run_layers(&mut self, start: usize, end: usize) {
+        for l in start..end {
             let (done, rest) = self.acts.split_at_mut(l + 1);
-            layer.forward(&done[l], &mut rest[0]);
+            self.layers[l].forward(&done[l], &mut rest[0]);
         }
-        Ok(&self.acts[self.layers.len()])
     }
 
     /// The outputs of the last forward pass.

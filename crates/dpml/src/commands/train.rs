@@ -602,6 +602,8 @@ pub fn train_with_progress(
             ..
         } => {
             bar.set_length(*steps);
+            bar.set_position(0);
+            bar.set_message("training");
             if let Some(s) = noise_multiplier {
                 bar.println(format!("noise multiplier sigma = {s:.4}"));
             }
@@ -624,7 +626,21 @@ pub fn train_with_progress(
             bar.println(epoch_note.trim_start_matches(" | "));
         }
     };
-    let outcome = dpsgd::train(cfg, train, test, rng, &mut observer)?;
+    // Models with fixed leading layers (the scattering transform) map every record through
+    // them once before the first step.
+    let mut prefix_observer = |p: &dpsgd::train::PrefixProgress| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+        bar.set_message(format!("features of the {} records", p.set));
+    };
+    let outcome = dpsgd::train::train_with_prefix_progress(
+        cfg,
+        train,
+        test,
+        rng,
+        &mut observer,
+        &mut prefix_observer,
+    )?;
     bar.finish_and_clear();
     Ok(outcome)
 }

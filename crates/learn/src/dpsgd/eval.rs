@@ -6,7 +6,7 @@ use dpml_data::Dataset;
 use dpml_nn::{Sequential, Tensor, count_correct, cross_entropy};
 use serde::Serialize;
 
-use super::batch::{check_fits, gather};
+use super::batch::{check_fits_at, gather};
 use super::error::Result;
 use super::normalize::InputTransform;
 
@@ -27,20 +27,22 @@ pub struct Eval {
     pub per_example_loss: Vec<f32>,
 }
 
-/// Runs `model` over `data` (records transformed by `input`, the transform the model was
-/// trained with) in chunks, calling `f(logits, labels)` for each chunk.
+/// Runs `model` from layer `start` over `data` (records transformed by `input`, the transform
+/// the model was trained with; for `start` > 0, records already mapped through the first
+/// `start` parameter-free layers) in chunks, calling `f(logits, labels)` for each chunk.
 fn for_each_chunk(
     model: &mut Sequential,
+    start_layer: usize,
     input: &InputTransform,
     data: &Dataset,
     mut f: impl FnMut(&Tensor, &[usize]) -> Result<()>,
 ) -> Result<()> {
-    check_fits(model, data)?;
+    check_fits_at(model, start_layer, data)?;
     let (mut x, mut labels) = (Tensor::default(), Vec::new());
     for start in (0..data.n).step_by(EVAL_CHUNK) {
         let end = (start + EVAL_CHUNK).min(data.n);
         gather(data, start..end, input, &mut x, &mut labels);
-        let logits = model.forward(&x)?;
+        let logits = model.forward_from(start_layer, &x)?;
         f(logits, &labels)?;
     }
     Ok(())
@@ -52,10 +54,21 @@ fn for_each_chunk(
 /// [`super::DpSgdError::Data`] when the records do not fit the model (shape or classes) or
 /// the data set is malformed; [`super::DpSgdError::Nn`] from the engine.
 pub fn evaluate(model: &mut Sequential, input: &InputTransform, data: &Dataset) -> Result<Eval> {
+    evaluate_from(model, 0, input, data)
+}
+
+/// As [`evaluate`] on records that enter the model at layer `start_layer` (records already
+/// mapped through its fixed prefix, see `super::batch::map_through_prefix`).
+pub(crate) fn evaluate_from(
+    model: &mut Sequential,
+    start_layer: usize,
+    input: &InputTransform,
+    data: &Dataset,
+) -> Result<Eval> {
     let mut correct = 0usize;
     let mut per_example_loss = Vec::with_capacity(data.n);
     let mut losses = Vec::new();
-    for_each_chunk(model, input, data, |logits, labels| {
+    for_each_chunk(model, start_layer, input, data, |logits, labels| {
         correct += count_correct(logits, labels);
         cross_entropy(logits, labels, None, &mut losses)?;
         per_example_loss.extend_from_slice(&losses);
@@ -81,7 +94,7 @@ pub fn predict_logits(
 ) -> Result<Tensor> {
     let k: usize = model.output_shape().iter().product();
     let mut out = Vec::with_capacity(data.n * k);
-    for_each_chunk(model, input, data, |logits, _| {
+    for_each_chunk(model, 0, input, data, |logits, _| {
         out.extend_from_slice(logits.data());
         Ok(())
     })?;

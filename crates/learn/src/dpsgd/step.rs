@@ -44,6 +44,9 @@ pub(crate) struct Stepper {
     mode: BackwardMode,
     physical_batch: usize,
     input: InputTransform,
+    /// The layer the gathered records enter (> 0 when they were mapped through the model's
+    /// fixed prefix before training).
+    start_layer: usize,
     idx: Vec<usize>,
     x: Tensor,
     labels: Vec<usize>,
@@ -71,12 +74,20 @@ impl Stepper {
             mode,
             physical_batch: physical_batch.max(1),
             input,
+            start_layer: 0,
             idx: Vec::new(),
             x: Tensor::default(),
             labels: Vec::new(),
             grad: Tensor::default(),
             losses: Vec::new(),
         }
+    }
+
+    /// The same stepper fed records that were already mapped through the model's first
+    /// `start_layer` (parameter-free) layers, e.g. by `super::batch::map_through_prefix`.
+    pub(crate) fn starting_at(mut self, start_layer: usize) -> Self {
+        self.start_layer = start_layer;
+        self
     }
 
     /// One step at learning rate `lr` on a fresh Poisson batch of `data`.
@@ -103,7 +114,7 @@ impl Stepper {
                 &mut self.x,
                 &mut self.labels,
             );
-            let logits = self.model.forward(&self.x)?;
+            let logits = self.model.forward_from(self.start_layer, &self.x)?;
             stats.correct += count_correct(logits, &self.labels);
             cross_entropy(logits, &self.labels, Some(&mut self.grad), &mut self.losses)?;
             stats.loss_sum += self.losses.iter().map(|&l| f64::from(l)).sum::<f64>();

@@ -8,7 +8,9 @@ mod flatten;
 mod groupnorm;
 mod linear;
 mod pool;
+mod scatter;
 mod spec;
+mod standardize;
 
 pub use activation::{Relu, Tanh};
 pub use conv::{Conv2d, ConvNormMode};
@@ -16,7 +18,9 @@ pub use flatten::Flatten;
 pub use groupnorm::GroupNorm;
 pub use linear::Linear;
 pub use pool::{AvgPool2d, MaxPool2d};
+pub use scatter::{Scattering2d, scattering_channels};
 pub use spec::{BATCHNORM_REFUSAL, LayerSpec};
+pub use standardize::GroupStandardize;
 
 use crate::param::Param;
 use crate::tensor::Tensor;

@@ -5,7 +5,10 @@
 use dpml_mechanisms::DpRng;
 use serde::{Deserialize, Serialize};
 
-use super::{AvgPool2d, Conv2d, Flatten, GroupNorm, Layer, Linear, MaxPool2d, Relu, Tanh};
+use super::{
+    AvgPool2d, Conv2d, Flatten, GroupNorm, GroupStandardize, Layer, Linear, MaxPool2d, Relu,
+    Scattering2d, Tanh,
+};
 use crate::error::{NnError, Result};
 
 /// The explanation given whenever batch normalisation is requested.
@@ -64,6 +67,22 @@ pub enum LayerSpec {
         groups: usize,
         /// Channels.
         channels: usize,
+    },
+    /// Group normalisation without affine parameters (PyTorch's `GroupNorm(affine=False)`):
+    /// parameter-free, per sample.
+    GroupStandardize {
+        /// Number of groups (must divide `channels`).
+        groups: usize,
+        /// Channels.
+        channels: usize,
+    },
+    /// The fixed scattering transform (order 2, Morlet wavelets as kymatio's `Scattering2D`)
+    /// over `[c, h, w]` records. Parameter-free; allowed only as a model's first layer.
+    Scattering2d {
+        /// Number of scales J (subsampling by 2^J).
+        j: usize,
+        /// Number of angles L.
+        l: usize,
     },
     /// Batch normalisation: recognised only to be refused with [`BATCHNORM_REFUSAL`].
     BatchNorm {
@@ -130,6 +149,15 @@ impl LayerSpec {
                     return Err(mismatch(format!("[{channels}, ...]")));
                 }
                 Box::new(GroupNorm::new(input, groups)?)
+            }
+            LayerSpec::GroupStandardize { groups, channels } => {
+                if input.first() != Some(&channels) {
+                    return Err(mismatch(format!("[{channels}, ...]")));
+                }
+                Box::new(GroupStandardize::new(input, groups)?)
+            }
+            LayerSpec::Scattering2d { j, l } => {
+                Box::new(Scattering2d::new(image(input, self)?, j, l)?)
             }
             LayerSpec::BatchNorm { .. } => {
                 return Err(NnError::NotDpCompatible(BATCHNORM_REFUSAL.into()));
