@@ -5,7 +5,7 @@
 //! Automatic grid: start from 1e-4 (Google's `dp_accounting` default), finer when the composed
 //! loss is small (a thousandth of its standard deviation or of the largest atom), aligned so the
 //! largest atom of Laplace/RR/(ε, δ)/discrete Laplace falls on the grid, and coarsened until every
-//! PMF and FFT window fits in [`MAX_POINTS`] (bounded memory whatever ε or the step count).
+//! PMF and FFT window fits in [`AUTO_MAX_POINTS`] (bounded memory whatever ε or the step count).
 
 use super::leaf::{Flat, Leaf};
 use super::pmf::{MAX_POINTS, Pmf, TAIL_MASS, Window, too_many_points};
@@ -16,6 +16,12 @@ pub(crate) const DEFAULT_INTERVAL: f64 = 1e-4;
 
 /// Grid points per standard deviation (or per largest atom) of the composed loss, at least.
 const POINTS_PER_SCALE: f64 = 1000.0;
+
+/// The most points the automatic grid gives one PMF or window (explicit intervals may use up to
+/// [`MAX_POINTS`]). A few steps at a small sampling rate otherwise ask for the finest grid of
+/// all (the composed loss is narrow, each step's loss range wide): 2^21 points took 100 MB of FFT
+/// buffers to gain nothing visible in ε.
+const AUTO_MAX_POINTS: usize = 1 << 19;
 
 /// How many times the automatic grid may be coarsened before giving up.
 const MAX_ATTEMPTS: usize = 64;
@@ -68,6 +74,7 @@ pub(crate) fn build(
     } else {
         interval
     };
+    let cap = if auto { AUTO_MAX_POINTS } else { MAX_POINTS };
     for _ in 0..MAX_ATTEMPTS {
         if auto {
             h = align(h, anchor);
@@ -77,26 +84,26 @@ pub(crate) fn build(
             .iter()
             .map(|(l, _)| (l.span().1 - l.span().0) / h + 3.0)
             .fold(0.0, f64::max);
-        if widest > MAX_POINTS as f64 {
+        if widest > cap as f64 {
             if !auto {
                 return Err(too_many_points(widest as u64, h));
             }
-            h *= (widest / MAX_POINTS as f64 * 1.25).max(4.0);
+            h *= (widest / cap as f64 * 1.25).max(4.0);
             continue;
         }
         let groups = discretise(&flat.leaves, h, pessimistic)?;
         let need = total_points(&groups);
-        if need > MAX_POINTS as u64 {
+        if need > cap as u64 {
             if !auto {
                 return Err(too_many_points(need, h));
             }
-            h *= (need as f64 / MAX_POINTS as f64 * 1.25).max(4.0);
+            h *= (need as f64 / cap as f64 * 1.25).max(4.0);
             continue;
         }
         return compose(&groups, h);
     }
     Err(AccountingError::InvalidParameter(format!(
-        "no privacy-loss grid up to interval {h} fits in {MAX_POINTS} points for this event"
+        "no privacy-loss grid up to interval {h} fits in {cap} points for this event"
     )))
 }
 
