@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::error::{CliError, CliResult};
@@ -138,6 +140,48 @@ fn tick_label(v: f64, log: bool) -> String {
     }
 }
 
+/// Bold and light mesh positions (in plot coordinates, log10 on log axes) for `lo..hi`.
+///
+/// Log axes: bold ticks at 1, 2 and 5 times each power of ten (powers of ten alone past four
+/// decades, every integer multiple when 1-2-5 gives fewer than four), light lines at every
+/// integer multiple, so labels read 0.1, 0.2, 0.5, 1 rather than evenly spaced logarithms.
+/// Linear axes: five to ten bold ticks at a step of 1, 2 or 5
+/// times a power of ten, five light lines per step.
+fn ticks(lo: f64, hi: f64, log: bool) -> (Vec<f64>, Vec<f64>) {
+    let inside = |v: &f64| (lo..=hi).contains(v);
+    if log {
+        let decades = (lo.floor() as i32)..=(hi.ceil() as i32);
+        let at = |mults: &[f64]| -> Vec<f64> {
+            decades
+                .clone()
+                .flat_map(|k| mults.iter().map(move |m| (m * 10f64.powi(k)).log10()))
+                .filter(inside)
+                .collect()
+        };
+        let every: Vec<f64> = (1..10).map(f64::from).collect();
+        let bold = match hi - lo {
+            span if span > 4.0 => at(&[1.0]),
+            _ => Some(at(&[1.0, 2.0, 5.0]))
+                .filter(|b| b.len() >= 4)
+                .unwrap_or_else(|| at(&every)),
+        };
+        return (bold, at(&every));
+    }
+    let raw = ((hi - lo) / 10.0).max(f64::MIN_POSITIVE);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * magnitude);
+    let grid = |step: f64| -> Vec<f64> {
+        let first = (lo / step).ceil() as i64;
+        let last = (hi / step).floor() as i64;
+        (first..=last).map(|i| i as f64 * step).collect()
+    };
+    (grid(step), grid(step / 5.0))
+}
+
 fn range_of(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
         (a.min(v), b.max(v))
@@ -147,6 +191,45 @@ fn range_of(values: impl Iterator<Item = f64>) -> (f64, f64) {
     }
     let pad = if hi > lo { 0.05 * (hi - lo) } else { 0.5 };
     (lo - pad, hi + pad)
+}
+
+/// A linear axis over `lo..hi` (log10 values on log axes) whose mesh is [`ticks`].
+struct TickedAxis {
+    inner: RangedCoordf64,
+    bold: Vec<f64>,
+    light: Vec<f64>,
+}
+
+impl TickedAxis {
+    fn new(lo: f64, hi: f64, log: bool) -> Self {
+        let (bold, light) = ticks(lo, hi, log);
+        Self {
+            inner: (lo..hi).into(),
+            bold,
+            light,
+        }
+    }
+}
+
+impl Ranged for TickedAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.bold.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
 }
 
 fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) -> CliResult<()> {
@@ -185,7 +268,10 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
         .margin(12)
         .x_label_area_size(48)
         .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, y0..y1)
+        .build_cartesian_2d(
+            TickedAxis::new(x0, x1, chart.log_x),
+            TickedAxis::new(y0, y1, chart.log_y),
+        )
         .map_err(draw_err)?;
     let (log_x, log_y) = (chart.log_x, chart.log_y);
     ctx.configure_mesh()
@@ -280,6 +366,26 @@ fn legend_corner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn log_ticks_fall_on_one_two_five_and_linear_ticks_on_round_steps() {
+        let labels = |v: Vec<f64>| v.iter().map(|&t| tick_label(t, true)).collect::<Vec<_>>();
+        let (bold, light) = ticks(0.1f64.log10() - 0.01, 5f64.log10() + 0.01, true);
+        assert_eq!(labels(bold), ["0.1", "0.2", "0.5", "1", "2", "5"]);
+        assert_eq!(light.len(), 9 + 5);
+        let (bold, _) = ticks(0.75f64.log10(), 8.5f64.log10(), true);
+        assert_eq!(
+            labels(bold),
+            ["0.8", "0.9", "1", "2", "3", "4", "5", "6", "7", "8"]
+        );
+        let (bold, _) = ticks(-5.5, 0.5, true);
+        assert_eq!(bold.len(), 6, "{bold:?}"); // 1e-5 … 1: decades only
+        let (bold, light) = ticks(0.18, 1.02, false);
+        let want = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+        assert_eq!(bold.len(), want.len(), "{bold:?}");
+        assert!(bold.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12));
+        assert!((42..=44).contains(&light.len()), "{light:?}");
+    }
 
     #[test]
     fn writes_png_and_svg_with_log_axes() {

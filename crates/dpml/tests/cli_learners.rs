@@ -24,6 +24,12 @@ fn label_dp_reports_its_guarantee_and_utility() {
     .json();
     assert_eq!(c["guarantee"], "label-dp");
     assert_eq!(c["epsilon"], 4.0);
+    // The default recipe: small steps, and the moving average of the iterates as the model.
+    assert!(
+        (c["learning_rate"].as_f64().unwrap() - 3e-4).abs() < 1e-9,
+        "{c}"
+    );
+    assert!((c["ema"].as_f64().unwrap() - 0.999).abs() < 1e-6, "{c}");
     assert!(c["test_accuracy"].as_f64().unwrap() > 0.5, "{c}");
     assert!((0.0..=1.0).contains(&c["noisy_label_accuracy"].as_f64().unwrap()));
     let r = dpml(&[
@@ -38,11 +44,13 @@ fn label_dp_reports_its_guarantee_and_utility() {
         "4",
         "--epochs",
         "5",
+        "--no-ema",
         "--seed",
         "1",
         "--json",
     ])
     .json();
+    assert!(r["ema"].is_null(), "{r}");
     assert!(
         r["test_mse"].as_f64().unwrap() > 0.0 && r["test_mae"].as_f64().unwrap() > 0.0,
         "{r}"
@@ -71,6 +79,19 @@ fn label_dp_reports_its_guarantee_and_utility() {
         "NaN",
     ])
     .assert_usage_error("NaN");
+    dpml(&[
+        "label-dp",
+        "--dataset",
+        "digits",
+        "--mechanism",
+        "rr",
+        "--epsilon",
+        "1",
+        "--ema",
+        "0.9",
+        "--no-ema",
+    ])
+    .assert_usage_error("--no-ema");
 }
 
 #[test]

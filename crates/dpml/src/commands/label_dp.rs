@@ -9,7 +9,7 @@ use clap::Args;
 use dpml_data::{Dataset, LoadOptions, Source, load};
 use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig, save};
 use dpml_learn::label_dp::{
-    LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule,
+    LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule, default_training,
     run as run_label_dp,
 };
 use serde_json::{Value, json};
@@ -62,26 +62,34 @@ pub struct LabelDpArgs {
     /// the label under the prior) or expected-accuracy (Ghazi et al.'s top-k with RR).
     #[arg(long, value_parser = parse::<TopKRule>)]
     pub top_k_rule: Option<TopKRule>,
-    /// Model: mlp, logreg, cnn or cnn-tanh.
-    #[arg(long, default_value = "mlp")]
-    pub model: String,
-    /// Hidden layer sizes of the mlp, comma-separated.
-    #[arg(long, default_value = "512", value_delimiter = ',', value_parser = size)]
-    pub hidden: Vec<usize>,
-    /// Training epochs (of each stage for rr-prior). Few epochs are a deliberate default:
-    /// networks memorise noisy labels (on MNIST at ε = 1, 3 epochs beat 10 for laplace and
-    /// rr-prior).
-    #[arg(long, default_value = "3", value_parser = args::positive)]
-    pub epochs: f64,
+    /// Model: mlp, logreg, cnn or cnn-tanh (default: mlp).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Hidden layer sizes of the mlp, comma-separated (default: 512).
+    #[arg(long, value_delimiter = ',', value_parser = size)]
+    pub hidden: Option<Vec<usize>>,
+    /// Training epochs (of each stage for rr-prior; default 3). Few epochs are a deliberate
+    /// default: networks memorise noisy labels (on MNIST at ε = 1, 3 epochs beat 10 for laplace
+    /// and rr-prior).
+    #[arg(long, value_parser = args::positive)]
+    pub epochs: Option<f64>,
     /// Mini-batch size (default: 128, or every training record when there are fewer).
     #[arg(long, value_parser = args::at_least_one)]
     pub batch_size: Option<u64>,
-    /// Learning rate.
-    #[arg(long, default_value = "0.001", value_parser = args::positive)]
-    pub lr: f64,
-    /// adam or sgd (momentum 0.9).
-    #[arg(long, default_value = "adam")]
-    pub optimizer: String,
+    /// Learning rate (default 0.0003: small steps, because label noise dominates the gradients
+    /// at small ε).
+    #[arg(long, value_parser = args::positive)]
+    pub lr: Option<f64>,
+    /// adam or sgd (momentum 0.9) (default: adam).
+    #[arg(long)]
+    pub optimizer: Option<String>,
+    /// Decay of the exponential moving average of the parameters that becomes the model (each
+    /// stage's for rr-prior; default 0.999).
+    #[arg(long, value_parser = args::open_unit, conflicts_with = "no_ema")]
+    pub ema: Option<f64>,
+    /// Use the last iterate as the model instead of the moving average.
+    #[arg(long)]
+    pub no_ema: bool,
     /// Save the trained model (safetensors) here, e.g. for `dpml predict`.
     #[arg(long)]
     pub save_model: Option<PathBuf>,
@@ -89,41 +97,48 @@ pub struct LabelDpArgs {
     pub seed: SeedArg,
 }
 
-/// Mini-batch size when none is given (capped at the number of training records).
-const DEFAULT_BATCH: usize = 128;
-
-/// The training recipe for `source` (normalisation from public constants only).
+/// The training recipe for `source`: [`default_training`] (normalisation from public
+/// constants only) with every given flag applied.
 fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<TrainConfig> {
-    let optimizer = match a.optimizer.as_str() {
-        "sgd" => OptimizerKind::Sgd {
-            momentum: 0.9,
-            nesterov: false,
-        },
-        "adam" => OptimizerKind::Adam,
-        other => {
+    let mut cfg = default_training(public_normalization(source, train), train.n);
+    if let Some(m) = &a.model {
+        cfg.model = m.clone();
+    }
+    if let Some(h) = &a.hidden {
+        cfg.hidden = h.clone();
+    }
+    if let Some(e) = a.epochs {
+        cfg.epochs = e;
+    }
+    if let Some(b) = a.batch_size {
+        cfg.batch_size = usize::try_from(b)
+            .map_err(|_| CliError::usage(format!("--batch-size {b} is too large")))?;
+        cfg.physical_batch = cfg.batch_size;
+    }
+    if let Some(lr) = a.lr {
+        cfg.lr = lr as f32;
+    }
+    match a.optimizer.as_deref() {
+        None | Some("adam") => {}
+        Some("sgd") => {
+            cfg.optimizer = OptimizerKind::Sgd {
+                momentum: 0.9,
+                nesterov: false,
+            }
+        }
+        Some(other) => {
             return Err(CliError::usage(format!(
                 "unknown optimizer {other:?}; known optimizers: sgd, adam"
             )));
         }
-    };
-    let normalize = public_normalization(source, train);
-    let batch_size = match a.batch_size {
-        Some(b) => usize::try_from(b)
-            .map_err(|_| CliError::usage(format!("--batch-size {b} is too large")))?,
-        None => DEFAULT_BATCH.min(train.n.max(1)),
-    };
-    Ok(TrainConfig {
-        model: a.model.clone(),
-        hidden: a.hidden.clone(),
-        epochs: a.epochs,
-        batch_size,
-        lr: a.lr as f32,
-        optimizer,
-        privacy: Privacy::NonPrivate,
-        normalize,
-        physical_batch: batch_size.max(1),
-        ..TrainConfig::default()
-    })
+    }
+    if let Some(d) = a.ema {
+        cfg.ema = Some(d as f32);
+    }
+    if a.no_ema {
+        cfg.ema = None;
+    }
+    Ok(cfg)
 }
 
 /// The test split: the data set's own, or every 5th record (a public rule) when it has none.

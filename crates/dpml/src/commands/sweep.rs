@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
 use dpml_data::{Dataset, Source};
-use dpml_learn::dpsgd::{self, OptimizerKind, Privacy, TrainConfig};
+use dpml_learn::dpsgd::{self, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
 use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
 use dpml_learn::perturbation::{
@@ -242,19 +242,8 @@ impl Setup {
                 };
                 let (train, test) =
                     load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
-                // The label-DP command's defaults: a 512-unit MLP, 3 epochs of Adam (networks
-                // memorise noisy labels when trained longer).
-                let base = TrainConfig {
-                    model: "mlp".into(),
-                    hidden: vec![512],
-                    epochs: 3.0,
-                    batch_size: 128.min(train.n.max(1)),
-                    physical_batch: 128,
-                    lr: 1e-3,
-                    optimizer: OptimizerKind::Adam,
-                    normalize: public_normalization(&a.dataset, &train),
-                    ..TrainConfig::default()
-                };
+                let base =
+                    label_dp::default_training(public_normalization(&a.dataset, &train), train.n);
                 let mut training = a.training.apply(base)?;
                 training.privacy = Privacy::NonPrivate;
                 Ok(Setup::LabelDp {

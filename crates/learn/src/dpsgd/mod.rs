@@ -31,7 +31,7 @@ pub mod accounting;
 mod batch;
 pub mod bench;
 pub mod config;
-mod ema;
+pub(crate) mod ema;
 pub mod error;
 pub mod eval;
 pub mod io;

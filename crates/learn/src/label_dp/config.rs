@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{LabelDpError, config_err};
 use super::rr_prior::TopKRule;
-use crate::dpsgd::{Privacy, TrainConfig};
+use crate::dpsgd::{Normalization, OptimizerKind, Privacy, TrainConfig};
 
 /// What the labels are used for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +77,32 @@ pub const DEFAULT_STAGES: usize = 2;
 
 /// Most stages accepted for RR-with-prior.
 pub const MAX_STAGES: usize = 10;
+
+/// The default training recipe on privatised labels: a 512-unit MLP, 3 epochs of Adam at
+/// learning rate 3·10⁻⁴ on mini-batches of 128 (fewer when the data set is smaller), and the
+/// returned model is the exponential moving average (decay 0.999) of the iterates.
+///
+/// Why: networks memorise noisy labels, so training is short (on MNIST at ε = 1, 3 epochs beat
+/// 10), and at small ε the label noise dominates every gradient, so steps are small and the
+/// iterates are averaged. On MNIST at ε = 0.1 (seed 1) RR-with-prior went from chance (0.10
+/// at learning rate 10⁻³ without averaging) to 0.42, and at ε = 0.5…5 both it and Laplace
+/// gained or held (`dpml label-dp --dataset mnist --mechanism rr-prior|laplace --epsilon E`).
+pub fn default_training(normalize: Normalization, records: usize) -> TrainConfig {
+    let batch_size = 128.min(records.max(1));
+    TrainConfig {
+        model: "mlp".into(),
+        hidden: vec![512],
+        epochs: 3.0,
+        batch_size,
+        physical_batch: batch_size,
+        lr: 3e-4,
+        optimizer: OptimizerKind::Adam,
+        privacy: Privacy::NonPrivate,
+        normalize,
+        ema: Some(0.999),
+        ..TrainConfig::default()
+    }
+}
 
 /// A label-DP experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ use dpml_nn::{BackwardMode, ModelSpec, Sequential, Tensor, mse};
 
 use super::error::{LabelDpError, config_err};
 use super::targets::Targets;
+use crate::dpsgd::ema::Ema;
 use crate::dpsgd::{InputTransform, TrainConfig};
 
 /// Records per forward pass when predicting.
@@ -95,7 +96,9 @@ fn likelihood_loss(logits: &Tensor, channel: &[f32], grad: &mut Tensor) -> f64 {
 /// (multi-hot, soft or values), calling `on_step(step, steps)` after every step.
 ///
 /// Uses `cfg.model`, `hidden`, `epochs` (T = ⌈E·N/B⌉ steps of B shuffled records, reshuffled
-/// every epoch), `batch_size`, `lr`, `optimizer`, `lr_schedule`, `weight_decay`, `normalize`.
+/// every epoch), `batch_size`, `lr`, `optimizer`, `lr_schedule`, `weight_decay`, `normalize`
+/// and `ema` (the returned model then holds the averaged parameters: on very noisy targets
+/// the average of the iterates is far steadier than the last one).
 ///
 /// # Errors
 /// [`LabelDpError`] for a bad configuration, class targets (use the DP-SGD trainer), targets
@@ -145,6 +148,7 @@ pub fn fit(
     );
     let mut t_vals = Vec::with_capacity(b * outputs);
     let mut cursor = train.n;
+    let mut ema = cfg.ema.map(|d| Ema::new(d, &model));
     for step in 0..steps {
         if cursor + b > train.n {
             shuffle(&mut order, rng);
@@ -180,7 +184,13 @@ pub fn fit(
         model.backward(&grad, BackwardMode::NonPrivate)?;
         let lr = schedule.lr(cfg.lr, usize::try_from(step).unwrap_or(usize::MAX));
         optimizer.step(&mut model, lr);
+        if let Some(e) = ema.as_mut() {
+            e.update(&mut model);
+        }
         on_step(step + 1, steps);
+    }
+    if let Some(e) = ema.as_mut() {
+        e.swap(&mut model);
     }
     Ok((model, input))
 }
@@ -247,6 +257,55 @@ mod tests {
         check_grad(bce_with_logits, &[1.0, 0.0, 1.0, 0.0, 0.0, 0.0]);
         check_grad(soft_cross_entropy, &[0.2, 0.3, 0.5, 1.0, 0.0, 0.0]);
         check_grad(likelihood_loss, &[0.7, 0.15, 0.15, 0.5, 0.2, 0.5]);
+    }
+
+    #[test]
+    fn the_returned_model_is_the_parameter_average_when_asked() {
+        // Same seed, same iterates: a vanishing decay returns the last iterate exactly as
+        // training without averaging does; decay 0.9 returns a model between the start and the
+        // last iterate (the warmed-up average), which differs from both.
+        let data = Dataset {
+            x: (0..40).map(|i| (i % 7) as f32 / 7.0).collect(),
+            y: (0..20).map(|i| i % 2).collect(),
+            n: 20,
+            record_shape: vec![2],
+            n_classes: 2,
+            name: "toy".into(),
+            feature_names: vec!["a".into(), "b".into()],
+            class_names: vec!["0".into(), "1".into()],
+            feature_range: Some((0.0, 1.0)),
+        };
+        let targets = Targets::Soft {
+            k: 2,
+            values: data
+                .y
+                .iter()
+                .flat_map(|&c| [1.0 - c as f32, c as f32])
+                .collect(),
+        };
+        let params = |ema: Option<f32>| {
+            let cfg = TrainConfig {
+                model: "logreg".into(),
+                epochs: 20.0,
+                batch_size: 5,
+                physical_batch: 5,
+                lr: 0.05,
+                ema,
+                ..TrainConfig::default()
+            };
+            let (m, _) = fit(&cfg, &data, &targets, &mut DpRng::seeded(4), &mut |_, _| {}).unwrap();
+            m.params()
+                .iter()
+                .flat_map(|p| p.value.clone())
+                .collect::<Vec<f32>>()
+        };
+        let (last, tiny, avg) = (params(None), params(Some(1e-9)), params(Some(0.9)));
+        let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
+        assert!(close(&last, &tiny), "{last:?} vs {tiny:?}");
+        assert!(
+            !close(&last, &avg),
+            "the average equals the last iterate: {avg:?}"
+        );
     }
 
     #[test]

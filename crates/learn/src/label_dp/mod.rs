@@ -20,7 +20,7 @@ pub mod rr_prior;
 pub mod run;
 pub mod targets;
 
-pub use config::{LabelDpConfig, LabelMechanism, PostProcess, Task};
+pub use config::{LabelDpConfig, LabelMechanism, PostProcess, Task, default_training};
 pub use error::LabelDpError;
 pub use rr_prior::{Encoding, Plan, RrWithPrior, TopKRule, best_k};
 pub use run::{LabelDpOutcome, LabelDpProgress, LabelDpReport, run};

@@ -82,6 +82,11 @@ pub struct LabelDpReport {
     pub model: String,
     /// Epochs of each training stage.
     pub epochs: f64,
+    /// Learning rate of each training stage.
+    pub learning_rate: f64,
+    /// Decay of the parameter average that became each stage's model (`None`: the last
+    /// iterate).
+    pub ema: Option<f64>,
     /// Wall-clock seconds of the whole run.
     pub wall_seconds: f64,
     /// Whether the generator was user-seeded (outputs are then not secure releases).
@@ -212,6 +217,8 @@ pub fn run(
         test_records: test.n,
         model: cfg.training.model.clone(),
         epochs: cfg.training.epochs,
+        learning_rate: f64::from(cfg.training.lr),
+        ema: cfg.training.ema.map(f64::from),
         wall_seconds: started.elapsed().as_secs_f64(),
         seeded: rng.is_seeded(),
     };
