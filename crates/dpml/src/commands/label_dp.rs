@@ -68,9 +68,9 @@ pub struct LabelDpArgs {
     /// Hidden layer sizes of the mlp, comma-separated (default: 512).
     #[arg(long, value_delimiter = ',', value_parser = size)]
     pub hidden: Option<Vec<usize>>,
-    /// Training epochs (of each stage for rr-prior; default 3). Few epochs are a deliberate
-    /// default: networks memorise noisy labels (on MNIST at ε = 1, 3 epochs beat 10 for laplace
-    /// and rr-prior).
+    /// Training epochs (of each stage for rr-prior). Default: 3, or enough for 1,000 steps of
+    /// the whole training set on small data sets. Few epochs are deliberate: networks memorise
+    /// noisy labels (on MNIST at ε = 1, 3 epochs beat 10 for laplace and rr-prior).
     #[arg(long, value_parser = args::positive)]
     pub epochs: Option<f64>,
     /// Mini-batch size (default: 128, or every training record when there are fewer).
