@@ -14,5 +14,7 @@ pub mod hungarian;
 pub mod kmeans;
 pub mod label_dp;
 pub mod perturbation;
+#[cfg(test)]
+mod test_data;
 
 pub use error::LearnError;

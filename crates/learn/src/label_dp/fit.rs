@@ -264,17 +264,7 @@ mod tests {
         // Same seed, same iterates: a vanishing decay returns the last iterate exactly as
         // training without averaging does; decay 0.9 returns a model between the start and the
         // last iterate (the warmed-up average), which differs from both.
-        let data = Dataset {
-            x: (0..40).map(|i| (i % 7) as f32 / 7.0).collect(),
-            y: (0..20).map(|i| i % 2).collect(),
-            n: 20,
-            record_shape: vec![2],
-            n_classes: 2,
-            name: "toy".into(),
-            feature_names: vec!["a".into(), "b".into()],
-            class_names: vec!["0".into(), "1".into()],
-            feature_range: Some((0.0, 1.0)),
-        };
+        let data = crate::test_data::synthetic(20, 2);
         let targets = Targets::Soft {
             k: 2,
             values: data

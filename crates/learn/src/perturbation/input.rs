@@ -453,20 +453,7 @@ fn gaussian_epsilon(multiplier: f64, delta: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn synthetic(n: usize, d: usize) -> Dataset {
-        Dataset {
-            name: "synthetic".into(),
-            x: (0..n * d).map(|i| (i % 17) as f32 / 16.0).collect(),
-            n,
-            record_shape: vec![d],
-            y: (0..n).map(|i| (i % 2) as u32).collect(),
-            n_classes: 2,
-            feature_names: (0..d).map(|j| format!("f{j}")).collect(),
-            class_names: vec!["a".into(), "b".into()],
-            feature_range: Some((0.0, 1.0)),
-        }
-    }
+    use crate::test_data::synthetic;
 
     #[test]
     fn laplace_epsilon_composes_over_features() {
