@@ -11,17 +11,26 @@ use std::path::Path;
 use csv::{ErrorKind, ReaderBuilder, StringRecord, Trim};
 
 use crate::DataError;
-use crate::tabular::{Columns, encode_labels, parse_cell};
+use crate::schema::declared_class;
+use crate::tabular::{Columns, Labels, encode_labels, parse_cell};
 
-/// Reads `path`, taking `label_column` (default: the last column) as the label.
+/// Reads `path`, taking `label_column` (default: the last column) as the label. With declared
+/// `classes` each label maps to its declared class (equal as text or as a number), and a label
+/// outside them is refused; without, the classes are the distinct labels present (sorted), a
+/// domain read off the records that only non-private computations may use.
 ///
 /// # Errors
 /// [`DataError::Io`] if the file cannot be read; [`DataError::EmptyCsv`] without a header;
 /// [`DataError::NoRows`] with a header only; [`DataError::DuplicateColumn`];
 /// [`DataError::UnknownColumn`] for a label column that is not in the header;
 /// [`DataError::Csv`] for rows with the wrong number of fields or invalid UTF-8;
-/// [`DataError::MissingValue`] / [`DataError::NonNumeric`] for bad feature cells.
-pub(crate) fn read_csv(path: &Path, label_column: Option<&str>) -> Result<Columns, DataError> {
+/// [`DataError::MissingValue`] / [`DataError::NonNumeric`] for bad feature cells;
+/// [`DataError::UndeclaredLabel`] for a label outside the declared classes.
+pub(crate) fn read_csv(
+    path: &Path,
+    label_column: Option<&str>,
+    classes: Option<&[String]>,
+) -> Result<Columns, DataError> {
     let file = File::open(path).map_err(|e| DataError::io(path, e))?;
     let mut reader = ReaderBuilder::new()
         .has_headers(true)
@@ -55,6 +64,7 @@ pub(crate) fn read_csv(path: &Path, label_column: Option<&str>) -> Result<Column
 
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let mut label_cells = Vec::new();
+    let mut declared_y = Vec::new();
     let mut record = StringRecord::new();
     loop {
         match reader.read_record(&mut record) {
@@ -72,18 +82,34 @@ pub(crate) fn read_csv(path: &Path, label_column: Option<&str>) -> Result<Column
                         column: names[j].clone(),
                     });
                 }
-                label_cells.push(cell.to_string());
+                match classes {
+                    Some(classes) => {
+                        let class = declared_class(classes, cell).ok_or_else(|| {
+                            DataError::UndeclaredLabel {
+                                path: path.to_path_buf(),
+                                line,
+                                value: cell.to_string(),
+                                classes: classes.join(", "),
+                            }
+                        })?;
+                        declared_y.push(class);
+                    }
+                    None => label_cells.push(cell.to_string()),
+                }
             } else {
                 values[j].push(parse_cell(cell, path, line, &names[j])?);
             }
         }
     }
-    if label_cells.is_empty() {
+    if label_cells.is_empty() && declared_y.is_empty() {
         return Err(DataError::NoRows {
             path: path.to_path_buf(),
         });
     }
-    let labels = encode_labels(&label_cells);
+    let labels = match classes {
+        Some(classes) => Labels::declared(declared_y, classes),
+        None => encode_labels(&label_cells),
+    };
     values[label] = labels.values;
     Ok(Columns {
         name: format!("csv:{}", path.display()),
@@ -150,7 +176,7 @@ mod tests {
             dir.path(),
             b"a, b ,species\n1,2,cat\n3.5, -4 ,dog\n5,6,cat\n",
         );
-        let c = read_csv(&p, None).unwrap();
+        let c = read_csv(&p, None, None).unwrap();
         assert_eq!(c.names, vec!["a", "b", "species"]);
         assert_eq!(c.class_names, vec!["cat", "dog"]);
         assert_eq!(c.y, vec![0, 1, 0]);
@@ -167,11 +193,14 @@ mod tests {
     fn label_column_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), b"y,a,b\n2,1,2\n7,3,4\n");
-        let d = read_csv(&p, Some("y")).unwrap().into_dataset(&p).unwrap();
+        let d = read_csv(&p, Some("y"), None)
+            .unwrap()
+            .into_dataset(&p)
+            .unwrap();
         assert_eq!(d.feature_names, vec!["a", "b"]);
         assert_eq!(d.class_names, vec!["2", "7"]);
         assert_eq!(d.x, vec![1.0, 2.0, 3.0, 4.0]);
-        let msg = read_csv(&p, Some("z")).unwrap_err().to_string();
+        let msg = read_csv(&p, Some("z"), None).unwrap_err().to_string();
         assert!(msg.contains("\"z\"") && msg.contains("y, a, b"), "{msg}");
     }
 
@@ -200,20 +229,20 @@ mod tests {
         ];
         for (text, want) in cases {
             let p = write(dir.path(), text);
-            let msg = read_csv(&p, None).unwrap_err().to_string();
+            let msg = read_csv(&p, None, None).unwrap_err().to_string();
             assert!(
                 msg.contains(want) && msg.contains("t.csv"),
                 "want {want:?}, got {msg}"
             );
         }
         let p = write(dir.path(), b"y\n1\n");
-        let msg = read_csv(&p, None)
+        let msg = read_csv(&p, None, None)
             .unwrap()
             .into_dataset(&p)
             .unwrap_err()
             .to_string();
         assert!(msg.contains("no feature columns"), "{msg}");
-        let missing = read_csv(Path::new("/nonexistent/x.csv"), None).unwrap_err();
+        let missing = read_csv(Path::new("/nonexistent/x.csv"), None, None).unwrap_err();
         assert!(missing.to_string().contains("/nonexistent/x.csv"));
     }
 }

@@ -86,6 +86,10 @@ pub struct Splits {
     pub train: Dataset,
     /// The source's own test split, if it has one.
     pub test: Option<Dataset>,
+    /// What is declared about the data (built in, or the user's), with each declaration's
+    /// provenance; the records were clamped to its bounds and their labels mapped to its
+    /// classes.
+    pub schema: crate::Schema,
 }
 
 /// Table view for DP statistics: every column (features and the label) by name, as f64.

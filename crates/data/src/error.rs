@@ -212,6 +212,41 @@ pub enum DataError {
         hint: &'static str,
     },
 
+    /// A schema that cannot be used (file syntax, an unknown key, a bad range, columns that do
+    /// not match the data).
+    #[error("schema: {0}")]
+    Schema(String),
+
+    /// A private computation that needs a declaration (bounds, classes, label range) the data
+    /// set does not carry.
+    #[error(
+        "{dataset}: declare the {what} ({flags}); a private computation cannot read them from          the records, which would leak them"
+    )]
+    Undeclared {
+        /// The data set name.
+        dataset: String,
+        /// What is missing, e.g. "feature bounds".
+        what: &'static str,
+        /// The flags that declare it.
+        flags: &'static str,
+    },
+
+    /// A label that is not one of the declared classes.
+    #[error(
+        "{}: line {line}: label {value:?} is not one of the declared classes ({classes})",
+        path.display()
+    )]
+    UndeclaredLabel {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// The label cell.
+        value: String,
+        /// The declared classes, comma-separated.
+        classes: String,
+    },
+
     /// A name `fetch` does not know how to download.
     #[error("cannot fetch \"{name}\": fetch knows mnist and fashion-mnist{hint}")]
     UnknownFetchName {

@@ -14,7 +14,7 @@ use crate::{DataError, Dataset, Source, Splits, Table};
 pub const LABEL_COLUMN: &str = "label";
 
 const SIDE: usize = 28;
-const FASHION_CLASSES: [&str; 10] = [
+pub(crate) const FASHION_CLASSES: [&str; 10] = [
     "T-shirt/top",
     "Trouser",
     "Pullover",
@@ -141,6 +141,7 @@ impl IdxSet {
         Ok(Splits {
             train,
             test: Some(test),
+            schema: crate::Schema::default(),
         })
     }
 

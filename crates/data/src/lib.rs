@@ -9,8 +9,13 @@
 //! - **Two views**: [`load`] gives a [`Dataset`] (f32 features row-major, class indices) with the
 //!   source's test split when it has one; [`load_table`] gives a [`Table`] of named f64 columns
 //!   for DP statistics.
+//! - **Schemas** ([`Schema`]): what is declared about a data set, never read from its records
+//!   (feature bounds, classes, label range), each with its [`Provenance`]; the built-in sets
+//!   carry theirs, `csv:` tables take the user's (a file or flags). Loading clamps features to
+//!   the bounds and refuses labels outside the declared classes.
 //! - **Published ranges**: [`Source::published_ranges`], the per-feature min/max printed in
-//!   each embedded set's documentation (public bounds, never computed from records).
+//!   each embedded set's documentation (equal to the data's own minima and maxima for iris,
+//!   wine and breast-cancer: data-derived, for demos only).
 //! - **Splits and scaling**: [`train_test_split`] (seeded, stratified), [`kfold`],
 //!   [`MinMaxScaler`], [`StandardScaler`].
 //! - **Files**: [`catalog`] (what is available, from headers only), [`verify`] (SHA-256 against
@@ -40,6 +45,7 @@ mod known;
 mod load;
 mod ranges;
 mod scale;
+mod schema;
 mod source;
 mod split;
 mod tabular;
@@ -54,6 +60,7 @@ pub use idxset::LABEL_COLUMN as IDX_LABEL_COLUMN;
 pub use load::{load, load_table};
 pub use ranges::PublishedRanges;
 pub use scale::{MinMaxScaler, StandardScaler};
+pub use schema::{FeatureBounds, Provenance, Schema};
 pub use source::{DATA_DIR_ENV, KNOWN_NAMES, LoadOptions, Source, resolve_data_dir};
 pub use split::{Fold, kfold, stratified_split_indices, train_test_split};
 pub use verify::{CheckStatus, FileCheck, verify};

@@ -111,13 +111,17 @@ impl FromStr for Source {
 }
 
 /// How to find and read a data set.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoadOptions {
     /// The data directory (holding `mnist/`, `fashion-mnist/`); `None` falls back to the
     /// environment variable `DPML_DATA_DIR`.
     pub data_dir: Option<PathBuf>,
-    /// For CSV files: the column holding the class label (default: the last column).
+    /// For CSV files: the column holding the class label (default: the schema's, else the
+    /// last column).
     pub label_column: Option<String>,
+    /// The user's declarations (bounds, classes, label range, features), over the data set's
+    /// built-in schema.
+    pub schema: Option<crate::Schema>,
 }
 
 /// The data directory to use: `explicit` if given, else `DPML_DATA_DIR` if set and non-empty.

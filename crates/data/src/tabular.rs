@@ -41,7 +41,89 @@ pub(crate) struct Labels {
     pub class_names: Vec<String>,
 }
 
+impl Labels {
+    /// Labels already mapped to the declared `classes`: the table view shows each label's
+    /// number when every class is a number, else its class index.
+    pub fn declared(y: Vec<u32>, classes: &[String]) -> Labels {
+        let numbers: Option<Vec<f64>> = classes.iter().map(|c| c.parse().ok()).collect();
+        let values = y
+            .iter()
+            .map(|&c| match &numbers {
+                Some(v) => v[c as usize],
+                None => f64::from(c),
+            })
+            .collect();
+        Labels {
+            values,
+            y,
+            class_names: classes.to_vec(),
+        }
+    }
+}
+
 impl Columns {
+    /// Keeps exactly the declared `features` (and the label), in the declared order.
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] for a declared feature the table lacks, a column the schema does
+    /// not declare (nothing is dropped silently), or the label declared as a feature.
+    pub fn select_features(mut self, features: &[String]) -> Result<Columns, DataError> {
+        let label_name = self.names[self.label].clone();
+        if let Some(extra) = self
+            .names
+            .iter()
+            .find(|n| **n != label_name && !features.contains(n))
+        {
+            return Err(DataError::Schema(format!(
+                "{}: column {extra:?} is not among the schema's features ({})",
+                self.name,
+                features.join(", ")
+            )));
+        }
+        let mut names = Vec::with_capacity(features.len() + 1);
+        let mut values = Vec::with_capacity(features.len() + 1);
+        for f in features {
+            let j = self
+                .names
+                .iter()
+                .position(|n| n == f && *n != label_name)
+                .ok_or_else(|| {
+                    DataError::Schema(format!(
+                        "{}: the schema's feature {f:?} is not a feature column (columns: {})",
+                        self.name,
+                        self.names.join(", ")
+                    ))
+                })?;
+            names.push(self.names[j].clone());
+            values.push(std::mem::take(&mut self.values[j]));
+        }
+        names.push(label_name);
+        values.push(std::mem::take(&mut self.values[self.label]));
+        self.label = names.len() - 1;
+        self.names = names;
+        self.values = values;
+        Ok(self)
+    }
+
+    /// Clamps every feature column into its range (`bounds` in feature order, the label
+    /// skipped).
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] when `bounds` does not hold one range per feature column.
+    pub fn clamp_features(&mut self, bounds: &crate::FeatureBounds) -> Result<(), DataError> {
+        let label = self.label;
+        let ranges = bounds.per_feature(self.names.len() - 1)?;
+        let features = self
+            .values
+            .iter_mut()
+            .enumerate()
+            .filter(|(j, _)| *j != label);
+        for ((_, column), &(lo, hi)) in features.zip(&ranges) {
+            column.iter_mut().for_each(|v| *v = v.clamp(lo, hi));
+        }
+        Ok(())
+    }
+
     /// The ML view: features are every column but the label, converted to f32 row-major.
     ///
     /// # Errors

@@ -57,6 +57,7 @@ fn csv_source_with_label_column() {
     let opts = LoadOptions {
         data_dir: None,
         label_column: Some("group".into()),
+        ..LoadOptions::default()
     };
     let d = load(&source, &opts).unwrap().train;
     assert_eq!(d.feature_names, vec!["age", "income"]);
@@ -105,6 +106,7 @@ fn label_column_is_refused_for_named_sets() {
     let opts = LoadOptions {
         data_dir: None,
         label_column: Some("species".into()),
+        ..LoadOptions::default()
     };
     for source in [Source::Iris, Source::Mnist] {
         let err = load(&source, &opts).unwrap_err();
@@ -128,6 +130,7 @@ fn missing_idx_files_point_to_fetch() {
     let opts = LoadOptions {
         data_dir: Some(dir.path().into()),
         label_column: None,
+        ..LoadOptions::default()
     };
     let msg = load(&Source::Mnist, &opts).unwrap_err().to_string();
     assert!(

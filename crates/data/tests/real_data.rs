@@ -45,6 +45,7 @@ fn mnist_loads_with_both_splits() {
     let opts = LoadOptions {
         data_dir: Some(dir),
         label_column: None,
+        ..LoadOptions::default()
     };
     let s = load(&Source::Mnist, &opts).unwrap();
     let test = s.test.unwrap();

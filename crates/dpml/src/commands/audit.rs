@@ -150,6 +150,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
         label_column: a.data.label_column.clone(),
+        ..LoadOptions::default()
     };
     let data = load(source, &opts)?.train;
     rec.normalize = public_normalization(source, &data);

@@ -46,6 +46,7 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
         label_column: a.data.label_column.clone(),
+        ..LoadOptions::default()
     };
     let splits = load(&a.data.dataset, &opts)?;
     let (data, split) = match splits.test {

@@ -68,6 +68,7 @@ pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
         label_column: a.data.label_column.clone(),
+        ..LoadOptions::default()
     };
     let table = load_table(&a.data.dataset, &opts)?;
     let column = table.column(&a.column)?;

@@ -214,6 +214,7 @@ pub fn load_split(
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
         label_column: label_column.map(String::from),
+        ..LoadOptions::default()
     };
     let sets = load(source, &opts)?;
     match sets.test {
@@ -461,6 +462,7 @@ pub fn load_all(
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
         label_column: label_column.map(String::from),
+        ..LoadOptions::default()
     };
     let sets = load(source, &opts)?;
     let mut all = sets.train;

@@ -1,0 +1,540 @@
+//! The schema of a data set: everything privacy-relevant about it that is DECLARED, never read
+//! from its records: the feature bounds (sensitivities, scaling and clamping come from them),
+//! the class list of a classification task (the output layer's shape, the label-DP noise and
+//! randomized-response domain) and the label range of a regression task.
+//!
+//! Reading any of these from the records would leak them: one record with a new label would
+//! change the model's shape and the label-DP noise scale; one extreme value would move a
+//! min-max range. So a private computation on a user's table needs them declared, once in a
+//! schema file (`--schema FILE`, JSON or TOML) or on the command line (`--bounds`, `--classes`,
+//! `--label-range`); the built-in data sets carry their own ([`Schema::builtin`]), each range
+//! marked [`Provenance::Public`] (data-independent: MNIST's pixels 0–255, digits' 0–16) or
+//! [`Provenance::DataDerived`] (iris, wine and breast-cancer: their documented ranges are the
+//! data sets' own minima and maxima — fine for a demo, wrong as a pattern).
+//!
+//! A schema file (TOML; the same keys in JSON):
+//!
+//! ```toml
+//! label_column = "diagnosis"
+//! classes = ["benign", "malignant"]   # or: label_range = [0, 9] for integer labels
+//! bounds = [0, 100]                   # one range for every feature, or per feature:
+//! [[features]]
+//! name = "age"
+//! bounds = [18, 90]
+//! ```
+//!
+//! When the schema lists `features`, the file must hold exactly those columns (and the label),
+//! and they reach the model in the schema's order. Loading clamps every feature into its bounds
+//! before anything else, so every value a learner sees is finite and bounded by construction;
+//! a label that is not one of the declared classes is refused, naming the value and its line.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{DataError, Dataset, Source};
+
+/// Where a declared range or class list comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Provenance {
+    /// Data-independent and published (MNIST's pixel range, digits' 0–16, the digit classes).
+    #[serde(rename = "public")]
+    Public,
+    /// Declared by the user (`--schema`, `--bounds`, `--classes`, `--label-range`).
+    #[serde(rename = "declared")]
+    Declared,
+    /// Published with the data set but equal to its own minima and maxima (iris, wine,
+    /// breast-cancer): usable for a demo, not a pattern for private data.
+    #[serde(rename = "data-derived (demo only)")]
+    DataDerived,
+    /// Read from the records (class lists of a `csv:` table without declared classes). Only
+    /// non-private computations accept it.
+    #[serde(rename = "inferred from the records (not private)")]
+    Inferred,
+}
+
+impl Provenance {
+    /// Whether a private computation may rely on it (everything but [`Provenance::Inferred`]).
+    pub fn is_declared(self) -> bool {
+        self != Provenance::Inferred
+    }
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Provenance::Public => "public",
+            Provenance::Declared => "declared",
+            Provenance::DataDerived => "data-derived (demo only)",
+            Provenance::Inferred => "inferred from the records (not private)",
+        };
+        f.write_str(s)
+    }
+}
+
+/// Feature bounds: one range for every feature, or one per feature.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FeatureBounds {
+    /// The same `[lo, hi]` for every feature.
+    Uniform((f64, f64)),
+    /// One `[lo, hi]` per feature, in the data set's feature order.
+    PerFeature(Vec<(f64, f64)>),
+}
+
+impl FeatureBounds {
+    /// One range per feature for a data set of `d` features.
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] when per-feature bounds do not number `d`.
+    pub fn per_feature(&self, d: usize) -> Result<Vec<(f64, f64)>, DataError> {
+        match self {
+            FeatureBounds::Uniform(r) => Ok(vec![*r; d]),
+            FeatureBounds::PerFeature(v) if v.len() == d => Ok(v.clone()),
+            FeatureBounds::PerFeature(v) => Err(DataError::Schema(format!(
+                "{} feature bounds declared, but the data has {d} features",
+                v.len()
+            ))),
+        }
+    }
+}
+
+/// What is declared about a data set (see the module docs). `None` means "not declared".
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Schema {
+    /// The label column of a `csv:` table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_column: Option<String>,
+    /// The feature columns, in the order the model sees them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<Vec<String>>,
+    /// Feature bounds; every feature is clamped into them when loaded.
+    pub bounds: Option<FeatureBounds>,
+    /// Where the bounds come from.
+    pub bounds_provenance: Option<Provenance>,
+    /// The classes, index = class; a label outside them is refused.
+    pub classes: Option<Vec<String>>,
+    /// Where the classes come from.
+    pub classes_provenance: Option<Provenance>,
+    /// The range of an integer label (regression of the label's value: its sensitivity).
+    pub label_range: Option<(f64, f64)>,
+}
+
+/// The largest number of classes a label range may expand to.
+const MAX_RANGE_CLASSES: f64 = 100_000.0;
+
+impl Schema {
+    /// The schema a named data set carries (an empty one for `csv:`): its bounds and, for the
+    /// digit sets, the label range 0–9. Its classes are the compiled-in class names, which
+    /// [`crate::load`] fills in.
+    pub fn builtin(source: &Source) -> Schema {
+        let (bounds, bounds_provenance) = match source {
+            // Pixels 0–255, scaled to [0, 1] when loaded.
+            Source::Mnist | Source::FashionMnist => {
+                (Some(FeatureBounds::Uniform((0.0, 1.0))), Provenance::Public)
+            }
+            Source::Digits => (
+                Some(FeatureBounds::Uniform((0.0, 16.0))),
+                Provenance::Public,
+            ),
+            Source::Iris | Source::Wine | Source::BreastCancer => (
+                source
+                    .published_ranges()
+                    .map(|p| FeatureBounds::PerFeature(p.ranges.to_vec())),
+                Provenance::DataDerived,
+            ),
+            Source::Csv(_) => return Schema::default(),
+        };
+        Schema {
+            label_column: None,
+            features: None,
+            bounds,
+            bounds_provenance: Some(bounds_provenance),
+            // Filled in from the compiled-in class names when loaded (see `load`).
+            classes: None,
+            classes_provenance: None,
+            // The digit's value: the label range of the "regress the digit" task.
+            label_range: matches!(source, Source::Mnist | Source::Digits).then_some((0.0, 9.0)),
+        }
+    }
+
+    /// Reads a schema file: TOML when the name ends in `.toml`, else JSON.
+    ///
+    /// # Errors
+    /// [`DataError::Io`] when it cannot be read; [`DataError::Schema`] naming the file and what
+    /// is wrong (syntax, an unknown key, a range with lo ≥ hi or a non-finite end, classes
+    /// named twice, both classes and label_range).
+    pub fn from_file(path: &Path) -> Result<Schema, DataError> {
+        let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+        let is_toml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+        let file: SchemaFile = if is_toml {
+            toml::from_str(&text).map_err(|e| schema_err(path, e.message()))?
+        } else {
+            serde_json::from_str(&text).map_err(|e| schema_err(path, e))?
+        };
+        file.into_schema()
+            .map_err(|e| schema_err(path, e.to_string().trim_start_matches("schema: ")))
+    }
+
+    /// This schema with every field `over` declares replacing its own (command-line flags over
+    /// a schema file, a file over a built-in schema).
+    pub fn overridden_by(mut self, over: Schema) -> Schema {
+        if over.label_column.is_some() {
+            self.label_column = over.label_column;
+        }
+        if over.features.is_some() {
+            self.features = over.features;
+        }
+        if over.bounds.is_some() {
+            self.bounds = over.bounds;
+            self.bounds_provenance = over.bounds_provenance;
+        }
+        if over.classes.is_some() || over.label_range.is_some() {
+            // Classes and a label range describe one label domain: a new declaration of either
+            // replaces both.
+            self.classes = over.classes;
+            self.classes_provenance = over.classes_provenance;
+            self.label_range = over.label_range;
+        }
+        self
+    }
+
+    /// Declared bounds (the user's), one range for every feature or one per feature.
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] for a range with lo ≥ hi or a non-finite end.
+    pub fn with_bounds(mut self, bounds: FeatureBounds) -> Result<Schema, DataError> {
+        let ranges = match &bounds {
+            FeatureBounds::Uniform(r) => std::slice::from_ref(r),
+            FeatureBounds::PerFeature(v) => v.as_slice(),
+        };
+        ranges.iter().try_for_each(|&r| check_range("bounds", r))?;
+        self.bounds = Some(bounds);
+        self.bounds_provenance = Some(Provenance::Declared);
+        Ok(self)
+    }
+
+    /// Declared classes, index = class.
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] for an empty list or a class named twice.
+    pub fn with_classes(mut self, classes: Vec<String>) -> Result<Schema, DataError> {
+        if classes.is_empty() {
+            return Err(DataError::Schema(
+                "classes must name at least one class".into(),
+            ));
+        }
+        let mut sorted: Vec<&String> = classes.iter().collect();
+        sorted.sort();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(DataError::Schema(format!(
+                "class {:?} is declared twice",
+                w[0]
+            )));
+        }
+        self.classes = Some(classes);
+        self.classes_provenance = Some(Provenance::Declared);
+        self.label_range = None;
+        Ok(self)
+    }
+
+    /// A declared integer label range `[lo, hi]`: the classes become lo, lo + 1, …, hi (class
+    /// index = value − lo), and the range is the sensitivity of a regression on the value.
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] unless lo < hi are integers with at most 100,000 values between.
+    pub fn with_label_range(mut self, (lo, hi): (f64, f64)) -> Result<Schema, DataError> {
+        check_range("label_range", (lo, hi))?;
+        if lo.fract() != 0.0 || hi.fract() != 0.0 || hi - lo >= MAX_RANGE_CLASSES {
+            return Err(DataError::Schema(format!(
+                "label_range must be whole numbers lo < hi at most {MAX_RANGE_CLASSES} apart \
+                 (labels are encoded as classes lo..=hi), got [{lo}, {hi}]"
+            )));
+        }
+        let classes = (0..=(hi - lo) as u64)
+            .map(|i| format_number(lo + i as f64))
+            .collect();
+        self = self.with_classes(classes)?;
+        self.label_range = Some((lo, hi));
+        Ok(self)
+    }
+
+    /// The feature bounds, one per feature, when declared (of any provenance).
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] when per-feature bounds do not number `d`.
+    pub fn feature_bounds(&self, d: usize) -> Result<Option<Vec<(f64, f64)>>, DataError> {
+        self.bounds.as_ref().map(|b| b.per_feature(d)).transpose()
+    }
+
+    /// The feature bounds a private computation on `dataset` relies on.
+    ///
+    /// # Errors
+    /// [`DataError::Undeclared`] naming the flags that declare them, when none are declared.
+    pub fn require_bounds(&self, dataset: &str, d: usize) -> Result<Vec<(f64, f64)>, DataError> {
+        self.feature_bounds(d)?
+            .ok_or_else(|| undeclared(dataset, "feature bounds", "--bounds or --schema FILE"))
+    }
+
+    /// Checks that the class list is declared (not read from the records).
+    ///
+    /// # Errors
+    /// [`DataError::Undeclared`] naming the flags that declare them.
+    pub fn require_classes(&self, dataset: &str) -> Result<(), DataError> {
+        match self.classes_provenance {
+            Some(p) if p.is_declared() => Ok(()),
+            _ => Err(undeclared(
+                dataset,
+                "classes",
+                "--classes, --label-range or --schema FILE",
+            )),
+        }
+    }
+
+    /// Checks that a label range is declared (regression).
+    ///
+    /// # Errors
+    /// [`DataError::Undeclared`] naming the flags that declare it.
+    pub fn require_label_range(&self, dataset: &str) -> Result<(f64, f64), DataError> {
+        self.label_range
+            .ok_or_else(|| undeclared(dataset, "label range", "--label-range or --schema FILE"))
+    }
+
+    /// Clamps every feature of `data` into the declared bounds (nothing when none are declared).
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] when per-feature bounds do not number the data's features.
+    pub fn clamp(&self, data: &mut Dataset) -> Result<(), DataError> {
+        let d = data.n_features();
+        let Some(bounds) = self.feature_bounds(d)? else {
+            return Ok(());
+        };
+        for row in data.x.chunks_exact_mut(d.max(1)) {
+            for (v, &(lo, hi)) in row.iter_mut().zip(&bounds) {
+                // f32 rounding of the bounds themselves may fall a hair outside [lo, hi]; the
+                // value stays finite either way, which is what the engine relies on.
+                *v = v.clamp(lo as f32, hi as f32);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A number as a class name: `2` for 2.0, `2.5` for 2.5.
+pub(crate) fn format_number(v: f64) -> String {
+    // `+ 0.0` turns -0 into 0.
+    (v + 0.0).to_string()
+}
+
+/// The index of `cell` among `classes`: equal as text, or as numbers when both parse (so `2`,
+/// `2.0` and `+2` name one class).
+pub(crate) fn declared_class(classes: &[String], cell: &str) -> Option<u32> {
+    if let Some(i) = classes.iter().position(|c| c == cell) {
+        return Some(i as u32);
+    }
+    let v: f64 = cell.parse().ok().filter(|v: &f64| v.is_finite())?;
+    classes
+        .iter()
+        .position(|c| c.parse::<f64>().is_ok_and(|c| c == v))
+        .map(|i| i as u32)
+}
+
+fn check_range(what: &str, (lo, hi): (f64, f64)) -> Result<(), DataError> {
+    if lo.is_finite() && hi.is_finite() && lo < hi {
+        Ok(())
+    } else {
+        Err(DataError::Schema(format!(
+            "{what} must be finite with lo < hi, got [{lo}, {hi}]"
+        )))
+    }
+}
+
+fn undeclared(dataset: &str, what: &'static str, flags: &'static str) -> DataError {
+    DataError::Undeclared {
+        dataset: dataset.to_string(),
+        what,
+        flags,
+    }
+}
+
+fn schema_err(path: &Path, e: impl fmt::Display) -> DataError {
+    DataError::Schema(format!("{}: {}", path.display(), e.to_string().trim()))
+}
+
+/// The file format: a label is a string or a number.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum LabelName {
+    Text(String),
+    Number(f64),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeatureEntry {
+    name: String,
+    bounds: Option<(f64, f64)>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SchemaFile {
+    label_column: Option<String>,
+    bounds: Option<(f64, f64)>,
+    features: Option<Vec<FeatureEntry>>,
+    classes: Option<Vec<LabelName>>,
+    label_range: Option<(f64, f64)>,
+}
+
+impl SchemaFile {
+    fn into_schema(self) -> Result<Schema, DataError> {
+        let mut s = Schema {
+            label_column: self.label_column,
+            ..Schema::default()
+        };
+        let per_feature: Option<Vec<Option<(f64, f64)>>> = self
+            .features
+            .as_ref()
+            .map(|f| f.iter().map(|e| e.bounds).collect());
+        if let Some(features) = &self.features {
+            s.features = Some(features.iter().map(|e| e.name.clone()).collect());
+        }
+        // Per-feature bounds win over the common one; every feature needs one or the other.
+        match (self.bounds, per_feature) {
+            (common, Some(each)) if each.iter().any(Option::is_some) || common.is_some() => {
+                let names = s.features.clone().unwrap_or_default();
+                let ranges = each
+                    .iter()
+                    .zip(&names)
+                    .map(|(b, name)| {
+                        b.or(common).ok_or_else(|| {
+                            DataError::Schema(format!(
+                                "feature {name:?} has no bounds (and no common bounds are declared)"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                s = s.with_bounds(FeatureBounds::PerFeature(ranges))?;
+            }
+            (Some(common), _) => s = s.with_bounds(FeatureBounds::Uniform(common))?,
+            _ => {}
+        }
+        match (self.classes, self.label_range) {
+            (Some(_), Some(_)) => {
+                return Err(DataError::Schema(
+                    "declare classes or label_range, not both".into(),
+                ));
+            }
+            (Some(classes), None) => {
+                let names = classes
+                    .into_iter()
+                    .map(|c| match c {
+                        LabelName::Text(t) => t,
+                        LabelName::Number(v) => format_number(v),
+                    })
+                    .collect();
+                s = s.with_classes(names)?;
+            }
+            (None, Some(range)) => s = s.with_label_range(range)?,
+            (None, None) => {}
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn toml_and_json_files_give_the_same_schema() {
+        let (_a, toml_path) = write(
+            "s.toml",
+            "label_column = \"y\"\nclasses = [\"no\", 1]\nbounds = [0, 10]\n\
+             [[features]]\nname = \"a\"\n[[features]]\nname = \"b\"\nbounds = [-1, 1]\n",
+        );
+        let (_b, json_path) = write(
+            "s.json",
+            r#"{"label_column": "y", "classes": ["no", 1], "bounds": [0, 10],
+                "features": [{"name": "a"}, {"name": "b", "bounds": [-1, 1]}]}"#,
+        );
+        let t = Schema::from_file(&toml_path).unwrap();
+        assert_eq!(t, Schema::from_file(&json_path).unwrap());
+        assert_eq!(t.classes, Some(vec!["no".to_string(), "1".to_string()]));
+        assert_eq!(
+            t.bounds,
+            Some(FeatureBounds::PerFeature(vec![(0.0, 10.0), (-1.0, 1.0)]))
+        );
+        assert_eq!(t.bounds_provenance, Some(Provenance::Declared));
+        assert_eq!(t.features.as_deref().unwrap(), ["a", "b"]);
+    }
+
+    #[test]
+    fn bad_files_are_named() {
+        let cases = [
+            ("s.json", r#"{"classes": ["a", "a"]}"#, "declared twice"),
+            ("s.json", r#"{"bounds": [3, 1]}"#, "lo < hi"),
+            ("s.json", r#"{"colour": 1}"#, "colour"),
+            (
+                "s.json",
+                r#"{"classes": ["a"], "label_range": [0, 1]}"#,
+                "not both",
+            ),
+            ("s.json", r#"{"label_range": [0, 2.5]}"#, "whole numbers"),
+            (
+                "s.toml",
+                "[[features]]\nname = \"a\"\nbounds = [0, 1]\n[[features]]\nname = \"b\"\n",
+                "\"b\" has no bounds",
+            ),
+            ("s.toml", "classes = [", "s.toml"),
+        ];
+        for (name, text, want) in cases {
+            let (_d, p) = write(name, text);
+            let msg = Schema::from_file(&p).unwrap_err().to_string();
+            assert!(msg.contains(want) && msg.contains(name), "{text}: {msg}");
+        }
+    }
+
+    #[test]
+    fn label_range_declares_integer_classes() {
+        let s = Schema::default().with_label_range((-1.0, 2.0)).unwrap();
+        assert_eq!(s.classes.unwrap(), ["-1", "0", "1", "2"]);
+        assert_eq!(s.label_range, Some((-1.0, 2.0)));
+        assert_eq!(declared_class(&["-1".into(), "2".into()], "2.0"), Some(1));
+        assert_eq!(declared_class(&["a".into()], "b"), None);
+    }
+
+    #[test]
+    fn builtin_schemas_mark_their_provenance() {
+        let mnist = Schema::builtin(&Source::Mnist);
+        assert_eq!(mnist.bounds_provenance, Some(Provenance::Public));
+        assert_eq!(mnist.label_range, Some((0.0, 9.0)));
+        let iris = Schema::builtin(&Source::Iris);
+        assert_eq!(iris.bounds_provenance, Some(Provenance::DataDerived));
+        assert_eq!(iris.feature_bounds(4).unwrap().unwrap()[2], (1.0, 6.9));
+        let csv = Schema::builtin(&Source::Csv("x.csv".into()));
+        assert!(csv.require_bounds("csv:x.csv", 3).is_err());
+        let msg = csv.require_classes("csv:x.csv").unwrap_err().to_string();
+        assert!(
+            msg.contains("--classes") && msg.contains("csv:x.csv"),
+            "{msg}"
+        );
+        // A declaration replaces the built-in one and is marked as declared.
+        let over = Schema::builtin(&Source::Iris).overridden_by(
+            Schema::default()
+                .with_bounds(FeatureBounds::Uniform((0.0, 10.0)))
+                .unwrap(),
+        );
+        assert_eq!(over.bounds_provenance, Some(Provenance::Declared));
+    }
+}
