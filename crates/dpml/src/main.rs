@@ -10,6 +10,7 @@ mod ledger_args;
 mod output;
 mod plot;
 mod report;
+mod schema_args;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 

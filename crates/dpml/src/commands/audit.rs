@@ -152,8 +152,9 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         label_column: a.data.label_column.clone(),
         ..LoadOptions::default()
     };
-    let data = load(source, &opts)?.train;
-    rec.normalize = public_normalization(source, &data);
+    let splits = load(source, &opts)?;
+    let data = splits.train;
+    rec.normalize = public_normalization(source, &splits.schema, &data)?;
     let attribute = match &a.sensitive_column {
         Some(name) => Some(AttributeSettings {
             sensitive_column: name.clone(),

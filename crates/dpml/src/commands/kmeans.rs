@@ -5,13 +5,14 @@
 use std::path::Path;
 
 use clap::Args;
-use dpml_data::{LoadOptions, Source, load};
+use dpml_data::{Dataset, Schema};
 use dpml_learn::kmeans::{Algorithm, Bounds, KMeansParams, clustering_accuracy, fit, nicv};
 use serde_json::json;
 
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
 
 /// Flags of `dpml kmeans`.
 #[derive(Args, Debug)]
@@ -33,27 +34,21 @@ pub struct KMeansArgs {
     /// Lloyd iterations (default: chosen for the algorithm and budget).
     #[arg(long, value_parser = args::at_least_one)]
     pub iterations: Option<u64>,
-    /// Public feature bounds: LO,HI for every feature, or lo1:hi1,lo2:hi2,… one per feature
-    /// (default: the data set's published ranges where dpml knows them).
-    #[arg(long, allow_hyphen_values = true)]
-    pub bounds: Option<String>,
+    /// What is declared about the data: its feature bounds bound every sensitivity.
+    #[command(flatten)]
+    pub schema: SchemaArgs,
     #[command(flatten)]
     pub seed: SeedArg,
 }
 
 /// Run `dpml kmeans`.
 pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let opts = LoadOptions {
-        data_dir: data_dir.map(Path::to_path_buf),
-        label_column: a.data.label_column.clone(),
-        ..LoadOptions::default()
-    };
-    let data = load(&a.data.dataset, &opts)?.train;
+    let splits = a
+        .schema
+        .load(&a.data.dataset, a.data.label_column.as_deref(), data_dir)?;
+    let data = splits.train;
     let d = data.n_features();
-    let bounds = match &a.bounds {
-        Some(spec) => parse_bounds(spec, d)?,
-        None => public_bounds(&a.data.dataset, &data)?,
-    };
+    let bounds = declared_bounds(&splits.schema, &data)?;
     let mut params = KMeansParams::new(a.k as usize, a.algorithm, bounds.clone());
     match (a.algorithm.is_private(), a.epsilon) {
         (true, Some(e)) => params = params.with_epsilon(e),
@@ -95,59 +90,23 @@ pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()
         "k": result.k,
         "n": data.n,
         "bounds": {"lo": bounds.lo(), "hi": bounds.hi()},
+        "schema": provenance_report(&splits.schema),
         "event": result.event,
         "seeded": result.seeded,
     }));
     Ok(())
 }
 
-/// `LO,HI` for all features, or `lo:hi` pairs separated by commas, one per feature.
-pub fn parse_bounds(spec: &str, d: usize) -> CliResult<Bounds> {
-    let bad = |why: String| CliError::usage(format!("--bounds {spec}: {why}"));
-    let pairs: Vec<(f64, f64)> = if spec.contains(':') {
-        spec.split(',')
-            .map(|p| {
-                let (lo, hi) = p
-                    .split_once(':')
-                    .ok_or_else(|| bad(format!("{p} is not lo:hi")))?;
-                Ok((
-                    args::finite(lo).map_err(bad)?,
-                    args::finite(hi).map_err(bad)?,
-                ))
-            })
-            .collect::<CliResult<_>>()?
-    } else {
-        let (lo, hi) = args::bounds(spec).map_err(bad)?;
-        vec![(lo, hi); d]
+/// The clamping box of k-means: the schema's feature bounds (declared, or the data set's
+/// own), never computed from the records.
+///
+/// # Errors
+/// A usage error naming `--bounds` when none are declared.
+pub fn declared_bounds(schema: &Schema, data: &Dataset) -> CliResult<Bounds> {
+    let needs = Needs {
+        bounds: true,
+        ..Needs::default()
     };
-    if pairs.len() != d {
-        return Err(bad(format!(
-            "{} ranges given, but the data has {d} features",
-            pairs.len()
-        )));
-    }
-    Ok(Bounds::from_pairs(&pairs)?)
-}
-
-/// Bounds published with the data set itself (never computed from the records): the
-/// per-feature ranges of its documentation ([`Source::published_ranges`], one table shared
-/// with `dpml train`'s scaling), else its one declared range for every feature (MNIST's
-/// [0, 1]).
-pub fn public_bounds(source: &Source, data: &dpml_data::Dataset) -> CliResult<Bounds> {
-    if let Some(b) = Bounds::published(source)? {
-        if b.dims() == data.n_features() {
-            return Ok(b);
-        }
-    }
-    match data.feature_range {
-        Some((lo, hi)) => Ok(Bounds::uniform(
-            f64::from(lo),
-            f64::from(hi),
-            data.n_features(),
-        )?),
-        None => Err(CliError::usage(format!(
-            "{} has no published feature ranges: pass --bounds (sensitivity comes from declared bounds, never from the data)",
-            source.name()
-        ))),
-    }
+    let ranges = require_declared(schema, data, needs)?.unwrap_or_default();
+    Ok(Bounds::from_pairs(&ranges)?)
 }

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use dpml_data::{Dataset, LoadOptions, Source, load};
+use dpml_data::{Dataset, Schema, Source};
 use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig, save};
 use dpml_learn::label_dp::{
     LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule, default_training,
@@ -18,6 +18,7 @@ use super::train::public_normalization;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
 
 fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
 where
@@ -93,14 +94,23 @@ pub struct LabelDpArgs {
     /// Save the trained model (safetensors) here, e.g. for `dpml predict`.
     #[arg(long)]
     pub save_model: Option<PathBuf>,
+    /// What is declared about the data: its classes (classification) or label range
+    /// (regression) fix the label domain, the noise scale and the output layer.
+    #[command(flatten)]
+    pub schema: SchemaArgs,
     #[command(flatten)]
     pub seed: SeedArg,
 }
 
 /// The training recipe for `source`: [`default_training`] (normalisation from public
 /// constants only) with every given flag applied.
-fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<TrainConfig> {
-    let mut cfg = default_training(public_normalization(source, train), train.n);
+fn training(
+    a: &LabelDpArgs,
+    source: &Source,
+    schema: &Schema,
+    train: &Dataset,
+) -> CliResult<TrainConfig> {
+    let mut cfg = default_training(public_normalization(source, schema, train)?, train.n);
     if let Some(m) = &a.model {
         cfg.model = m.clone();
     }
@@ -169,15 +179,20 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     };
     // Combinations are refused before any data is read.
     cfg_probe.validate().map_err(CliError::usage)?;
-    let opts = LoadOptions {
-        data_dir: data_dir.map(Path::to_path_buf),
-        label_column: a.data.label_column.clone(),
-        ..LoadOptions::default()
+    let splits = a
+        .schema
+        .load(&a.data.dataset, a.data.label_column.as_deref(), data_dir)?;
+    let schema = splits.schema;
+    // Only the labels are private: their domain must be declared; the features need no bounds.
+    let needs = Needs {
+        classes: a.task == Task::Classification,
+        label_range: a.task == Task::Regression,
+        bounds: false,
     };
-    let splits = load(&a.data.dataset, &opts)?;
+    require_declared(&schema, &splits.train, needs)?;
     let (train, test, test_split) = split(splits.train, splits.test);
     let cfg = LabelDpConfig {
-        training: training(a, &a.data.dataset, &train)?,
+        training: training(a, &a.data.dataset, &schema, &train)?,
         ..cfg_probe
     };
     let mut rng = a.seed.rng()?;
@@ -205,6 +220,7 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     };
     obj.insert("dataset".into(), json!(a.data.dataset.name()));
     obj.insert("test_split".into(), json!(test_split));
+    obj.insert("schema".into(), provenance_report(&schema));
     obj.insert(
         "event".into(),
         serde_json::to_value(&outcome.event).map_err(CliError::internal)?,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
-use dpml_data::{Dataset, Source};
+use dpml_data::{Dataset, Provenance, Schema, Source};
 use dpml_learn::dpsgd::{self, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
 use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
@@ -19,15 +19,15 @@ use dpml_learn::perturbation::{
 use dpml_mechanisms::DpRng;
 use serde_json::json;
 
-use super::kmeans::public_bounds;
+use super::kmeans::declared_bounds;
 use super::train::{
     SplitArgs, TrainingArgs, k_fold, load_all, load_split, mean_std, public_normalization,
-    public_ranges,
 };
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
 use crate::plot::{self, Chart, Series, Style};
+use crate::schema_args::{Needs, SchemaArgs, require_declared};
 
 /// The experiments a sweep can run.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,10 +87,10 @@ pub struct SweepArgs {
     /// Clusters (kmeans).
     #[arg(long, value_parser = args::at_least_one)]
     pub k: Option<u64>,
-    /// Public feature bounds for kmeans and input-perturbation (as for `dpml kmeans
-    /// --bounds`; default: the data set's published ranges).
-    #[arg(long, allow_hyphen_values = true)]
-    pub bounds: Option<String>,
+    /// What is declared about the data (bounds for dp-sgd scaling, kmeans and input
+    /// perturbation; classes or label range for the label-dp experiments).
+    #[command(flatten)]
+    pub schema: SchemaArgs,
     /// dp-sgd only: K-fold cross-validation over all records in every run; each fold's test
     /// accuracy is one row of results.csv, and summary.csv and the error bars are over
     /// repeats × folds.
@@ -168,10 +168,17 @@ impl Setup {
                 a.experiment.name()
             )));
         }
+        let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
+        let private_training = Needs {
+            classes: true,
+            bounds: true,
+            label_range: false,
+        };
         match a.experiment {
             Experiment::DpSgd if a.folds.is_some() => {
-                let all = load_all(&a.dataset, a.label_column.as_deref(), data_dir)?;
-                let base = recipe_for(a, &all)?;
+                let (all, schema) = load_all(&a.dataset, &opts)?;
+                require_declared(&schema, &all, private_training)?;
+                let base = recipe_for(a, &schema, &all)?;
                 Ok(Setup::CrossValidated {
                     base,
                     all,
@@ -180,15 +187,19 @@ impl Setup {
                 })
             }
             Experiment::DpSgd => {
-                let (train, test) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
-                let base = recipe_for(a, &train)?;
+                let (train, test, schema) = load_split(&a.dataset, &opts, &a.split)?;
+                require_declared(&schema, &train, private_training)?;
+                let base = recipe_for(a, &schema, &train)?;
                 Ok(Setup::DpSgd { base, train, test })
             }
             Experiment::OutputPerturbation => {
-                let (train, test) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
-                let mut cfg = recipe_for(a, &train)?;
+                let (train, test, schema) = load_split(&a.dataset, &opts, &a.split)?;
+                let needs = Needs {
+                    classes: true,
+                    ..Needs::default()
+                };
+                require_declared(&schema, &train, needs)?;
+                let mut cfg = recipe_for(a, &schema, &train)?;
                 cfg.privacy = Privacy::NonPrivate;
                 let mut trained =
                     dpsgd::train(&cfg, &train, Some(&test), &mut a.seed.rng()?, &mut |_| {})?;
@@ -201,18 +212,14 @@ impl Setup {
                 })
             }
             Experiment::InputPerturbation => {
-                let (train, test) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
-                let mut base = recipe_for(a, &train)?;
+                let (train, test, schema) = load_split(&a.dataset, &opts, &a.split)?;
+                let mut base = recipe_for(a, &schema, &train)?;
                 base.privacy = Privacy::NonPrivate;
-                let ranges =
-                    public_ranges(&a.dataset, &train, a.bounds.as_deref())?.ok_or_else(|| {
-                        CliError::usage(format!(
-                            "input perturbation needs public feature ranges, and {} publishes \
-                             none: declare them with --bounds",
-                            a.dataset.name()
-                        ))
-                    })?;
+                let needs = Needs {
+                    bounds: true,
+                    ..Needs::default()
+                };
+                let ranges = require_declared(&schema, &train, needs)?.unwrap_or_default();
                 Ok(Setup::Input {
                     base,
                     ranges,
@@ -221,11 +228,8 @@ impl Setup {
                 })
             }
             Experiment::Kmeans => {
-                let data = load_all(&a.dataset, a.label_column.as_deref(), data_dir)?;
-                let bounds = match &a.bounds {
-                    Some(spec) => super::kmeans::parse_bounds(spec, data.n_features())?,
-                    None => public_bounds(&a.dataset, &data)?,
-                };
+                let (data, schema) = load_all(&a.dataset, &opts)?;
+                let bounds = declared_bounds(&schema, &data)?;
                 let k = a.k.map_or(data.n_classes, |k| k as usize);
                 Ok(Setup::Kmeans {
                     params: KMeansParams::new(k, Algorithm::DpLloyd, bounds),
@@ -240,10 +244,15 @@ impl Setup {
                     Experiment::LabelDpClassification => vec![Task::Classification],
                     _ => vec![Task::Regression, Task::Classification],
                 };
-                let (train, test) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
-                let base =
-                    label_dp::default_training(public_normalization(&a.dataset, &train), train.n);
+                let (train, test, schema) = load_split(&a.dataset, &opts, &a.split)?;
+                let needs = Needs {
+                    classes: tasks.contains(&Task::Classification),
+                    label_range: tasks.contains(&Task::Regression),
+                    bounds: false,
+                };
+                require_declared(&schema, &train, needs)?;
+                let normalize = public_normalization(&a.dataset, &schema, &train)?;
+                let base = label_dp::default_training(normalize, train.n);
                 let mut training = a.training.apply(base)?;
                 training.privacy = Privacy::NonPrivate;
                 Ok(Setup::LabelDp {
@@ -393,24 +402,22 @@ impl Setup {
 }
 
 /// The DP-SGD recipe of a sweep: the data set's preset where one exists, else the small-table
-/// MLP ([`dpsgd::tabular_recipe`]) on features scaled from their public ranges (`--bounds`,
-/// else [`public_normalization`]); command-line training flags override it.
-fn recipe_for(a: &SweepArgs, data: &Dataset) -> CliResult<TrainConfig> {
+/// MLP ([`dpsgd::tabular_recipe`]), normalised by [`public_normalization`] (declared bounds
+/// replace a preset's normalisation); command-line training flags override it.
+fn recipe_for(a: &SweepArgs, schema: &Schema, data: &Dataset) -> CliResult<TrainConfig> {
     let base = match dpsgd::presets()
         .into_iter()
         .find(|p| p.dataset == a.dataset.name())
     {
-        Some(p) => p.config,
-        None => {
-            let normalize = match public_ranges(&a.dataset, data, a.bounds.as_deref())? {
-                Some(r) if a.bounds.is_some() => dpsgd::Normalization::feature_ranges(&r),
-                _ => public_normalization(&a.dataset, data),
-            };
-            TrainConfig {
-                normalize,
-                ..dpsgd::tabular_recipe()
-            }
-        }
+        Some(p) if schema.bounds_provenance != Some(Provenance::Declared) => p.config,
+        Some(p) => TrainConfig {
+            normalize: public_normalization(&a.dataset, schema, data)?,
+            ..p.config
+        },
+        None => TrainConfig {
+            normalize: public_normalization(&a.dataset, schema, data)?,
+            ..dpsgd::tabular_recipe()
+        },
     };
     a.training.apply(base)
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use dpml_data::{Dataset, LoadOptions, Source, load, train_test_split};
+use dpml_data::{Dataset, LoadOptions, Provenance, Schema, Source, load, train_test_split};
 use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
     OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
 
 /// Optimizers on the command line.
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -204,26 +205,21 @@ pub struct SplitArgs {
     pub split_seed: u64,
 }
 
-/// Load `source` as (train, test).
+/// Load `source` under its schema as (train, test, schema): the source's own test split, or a
+/// seeded split of its records.
 pub fn load_split(
     source: &Source,
-    label_column: Option<&str>,
-    data_dir: Option<&Path>,
+    opts: &LoadOptions,
     split: &SplitArgs,
-) -> CliResult<(Dataset, Dataset)> {
-    let opts = LoadOptions {
-        data_dir: data_dir.map(Path::to_path_buf),
-        label_column: label_column.map(String::from),
-        ..LoadOptions::default()
-    };
-    let sets = load(source, &opts)?;
+) -> CliResult<(Dataset, Dataset, Schema)> {
+    let sets = load(source, opts)?;
     match sets.test {
-        Some(test) => Ok((sets.train, test)),
-        None => Ok(train_test_split(
-            &sets.train,
-            split.test_fraction,
-            split.split_seed,
-        )?),
+        Some(test) => Ok((sets.train, test, sets.schema)),
+        None => {
+            let (train, test) =
+                train_test_split(&sets.train, split.test_fraction, split.split_seed)?;
+            Ok((train, test, sets.schema))
+        }
     }
 }
 
@@ -255,13 +251,9 @@ pub struct TrainArgs {
     /// accuracy over the K folds (ε is that of each fold's model).
     #[arg(long, value_parser = args::at_least_one, conflicts_with_all = ["out", "log"])]
     pub folds: Option<u64>,
-    /// Public per-feature bounds: LO,HI for every feature, or lo1:hi1,lo2:hi2,… one per
-    /// feature. Features are min-max scaled from them to [0, 1] (clamped) and input
-    /// perturbation takes its sensitivities from them. Default: the ranges the data set
-    /// publishes (iris, wine, breast-cancer, digits), MNIST's pixel range; csv: data stay
-    /// unscaled without it.
-    #[arg(long, allow_hyphen_values = true)]
-    pub bounds: Option<String>,
+    /// What is declared about the data (bounds, classes, label range).
+    #[command(flatten)]
+    pub schema: SchemaArgs,
     /// Local DP: perturb every feature of every training record once before training
     /// (laplace or gaussian; needs public feature ranges: published, or --bounds).
     #[arg(long, requires = "input_epsilon")]
@@ -313,57 +305,30 @@ pub fn default_recipe(source: &Source) -> TrainConfig {
     }
 }
 
-/// The public per-feature ranges of `data`: `--bounds` when declared, else those published
-/// with the data set ([`Source::published_ranges`]), else its one declared range for every
-/// feature (MNIST's [0, 1]); `None` when nothing public is known (a range read off the records
-/// would not be public).
-///
-/// # Errors
-/// A usage error for `--bounds` that does not parse or does not cover every feature.
-pub fn public_ranges(
-    source: &Source,
-    data: &Dataset,
-    declared: Option<&str>,
-) -> CliResult<Option<Vec<(f64, f64)>>> {
-    let d = data.n_features();
-    if let Some(spec) = declared {
-        let b = super::kmeans::parse_bounds(spec, d)?;
-        return Ok(Some(
-            b.lo().iter().copied().zip(b.hi().iter().copied()).collect(),
-        ));
-    }
-    if let Some(p) = source.published_ranges().filter(|p| p.ranges.len() == d) {
-        return Ok(Some(p.ranges.to_vec()));
-    }
-    Ok(data
-        .feature_range
-        .map(|(lo, hi)| vec![(f64::from(lo), f64::from(hi)); d]))
-}
-
-/// The normalisation of a run without a preset: min-max scaling from `--bounds` when
-/// declared, else [`public_normalization`].
-fn run_normalization(a: &TrainArgs, source: &Source, data: &Dataset) -> CliResult<Normalization> {
-    Ok(match &a.bounds {
-        Some(spec) => match public_ranges(source, data, Some(spec))? {
-            Some(r) => Normalization::feature_ranges(&r),
-            None => Normalization::None,
-        },
-        None => public_normalization(source, data),
-    })
-}
-
-/// `cfg` with the run's public normalisation, unless a preset fixed one.
+/// `cfg` with the run's public normalisation ([`public_normalization`]), unless a preset
+/// fixed one and no bounds are declared.
 fn normalized(
     a: &TrainArgs,
     source: &Source,
+    schema: &Schema,
     data: &Dataset,
     cfg: &TrainConfig,
 ) -> CliResult<TrainConfig> {
     let mut cfg = cfg.clone();
-    if a.preset.is_none() || a.bounds.is_some() {
-        cfg.normalize = run_normalization(a, source, data)?;
+    if a.preset.is_none() || schema.bounds_provenance == Some(Provenance::Declared) {
+        cfg.normalize = public_normalization(source, schema, data)?;
     }
     Ok(cfg)
+}
+
+/// What a run of `cfg` needs declared: classes to learn, bounds to scale or perturb features.
+fn private_needs(cfg: &TrainConfig, perturbs_inputs: bool) -> Needs {
+    let private = !matches!(cfg.privacy, Privacy::NonPrivate);
+    Needs {
+        classes: private,
+        bounds: private || perturbs_inputs,
+        label_range: false,
+    }
 }
 
 /// Run `dpml train`.
@@ -374,8 +339,14 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     if let Some(k) = a.folds {
         return cross_validate(a, &source, &cfg, k as usize, data_dir, &mut rng, out);
     }
-    let (mut train, test) = load_split(&source, a.label_column.as_deref(), data_dir, &a.split)?;
-    let cfg = normalized(a, &source, &train, &cfg)?;
+    let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
+    let (mut train, test, schema) = load_split(&source, &opts, &a.split)?;
+    let ranges = require_declared(
+        &schema,
+        &train,
+        private_needs(&cfg, a.input_perturbation.is_some()),
+    )?;
+    let cfg = normalized(a, &source, &schema, &train, &cfg)?;
     let perturbation = match (&a.input_perturbation, a.input_epsilon) {
         (Some(name), Some(eps)) => {
             let mechanism = match name.as_str() {
@@ -389,13 +360,8 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
                     )));
                 }
             };
-            let ranges = public_ranges(&source, &train, a.bounds.as_deref())?.ok_or_else(|| {
-                CliError::usage(format!(
-                    "--input-perturbation needs public feature ranges, and {} publishes none: \
-                     declare them with --bounds (a range read off the data would not be public)",
-                    source.name()
-                ))
-            })?;
+            // Required above: input perturbation takes its sensitivities from the bounds.
+            let ranges = ranges.unwrap_or_default();
             Some(perturb_dataset_in(
                 &mut train,
                 &ranges,
@@ -424,6 +390,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         map.insert("saved_to".into(), json!(a.out));
         map.insert("event".into(), json!(outcome.event));
         map.insert("normalize".into(), json!(cfg.normalize));
+        map.insert("schema".into(), provenance_report(&schema));
         if let Some(p) = &perturbation {
             map.insert("epsilon_per_record".into(), json!(p.epsilon_per_record));
             map.insert("epsilon_per_feature".into(), json!(p.epsilon_per_feature));
@@ -435,43 +402,41 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
 }
 
 /// Input normalisation from public constants only: MNIST-family mean/std; else the data set's
-/// one declared feature range (digits' [0, 16]); else min-max scaling from the per-feature
-/// ranges the data set publishes ([`Source::published_ranges`]: iris, wine, breast-cancer),
-/// clamped to [0, 1]; else none (`csv:` files: a range read off private data would not be
-/// public; `dpml train --bounds` declares one).
-pub fn public_normalization(source: &Source, data: &Dataset) -> Normalization {
-    match source {
-        Source::Mnist => Normalization::mean_std(MNIST_MEAN_STD),
-        Source::FashionMnist => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
-        _ if data.feature_range.is_some() => Normalization::PublicRange,
-        _ => match source.published_ranges() {
-            Some(p) if p.ranges.len() == data.n_features() => {
-                Normalization::feature_ranges(p.ranges)
-            }
-            _ => Normalization::None,
+/// one public feature range (digits' [0, 16]); else min-max scaling from the schema's feature
+/// bounds, clamped to [0, 1] (the built-in ranges of iris, wine and breast-cancer, or the
+/// user's declared ones, which also replace the first two); else none (a `csv:` table without
+/// declared bounds, in a non-private run).
+///
+/// # Errors
+/// A usage error when declared per-feature bounds do not number the data's features.
+pub fn public_normalization(
+    source: &Source,
+    schema: &Schema,
+    data: &Dataset,
+) -> CliResult<Normalization> {
+    let declared = schema.bounds_provenance == Some(Provenance::Declared);
+    Ok(match source {
+        Source::Mnist if !declared => Normalization::mean_std(MNIST_MEAN_STD),
+        Source::FashionMnist if !declared => Normalization::mean_std(FASHION_MNIST_MEAN_STD),
+        _ if !declared && data.feature_range.is_some() => Normalization::PublicRange,
+        _ => match schema.feature_bounds(data.n_features())? {
+            Some(r) => Normalization::feature_ranges(&r),
+            None => Normalization::None,
         },
-    }
+    })
 }
 
-/// Every record of `source`, its own test split included (for cross-validation and clustering).
-pub fn load_all(
-    source: &Source,
-    label_column: Option<&str>,
-    data_dir: Option<&Path>,
-) -> CliResult<Dataset> {
-    let opts = LoadOptions {
-        data_dir: data_dir.map(Path::to_path_buf),
-        label_column: label_column.map(String::from),
-        ..LoadOptions::default()
-    };
-    let sets = load(source, &opts)?;
+/// Every record of `source`, its own test split included (for cross-validation and
+/// clustering), with its schema.
+pub fn load_all(source: &Source, opts: &LoadOptions) -> CliResult<(Dataset, Schema)> {
+    let sets = load(source, opts)?;
     let mut all = sets.train;
     if let Some(test) = sets.test {
         all.x.extend_from_slice(&test.x);
         all.y.extend_from_slice(&test.y);
         all.n += test.n;
     }
-    Ok(all)
+    Ok((all, sets.schema))
 }
 
 /// `dpml train --folds K`: one model per fold, each tested on its held-out fold.
@@ -484,8 +449,10 @@ fn cross_validate(
     rng: &mut dpml_mechanisms::DpRng,
     out: Output,
 ) -> CliResult<()> {
-    let all = load_all(source, a.label_column.as_deref(), data_dir)?;
-    let cfg = normalized(a, source, &all, cfg)?;
+    let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
+    let (all, schema) = load_all(source, &opts)?;
+    require_declared(&schema, &all, private_needs(cfg, false))?;
+    let cfg = normalized(a, source, &schema, &all, cfg)?;
     let cv = k_fold(
         &cfg,
         &all,
@@ -687,12 +654,16 @@ pub struct EvalArgs {
     pub label_column: Option<String>,
     #[command(flatten)]
     pub split: SplitArgs,
+    /// What is declared about the data (as for `dpml train`).
+    #[command(flatten)]
+    pub schema: SchemaArgs,
 }
 
 /// Run `dpml eval`.
 pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let (mut model, input) = dpsgd::load(&a.model)?;
-    let (_, test) = load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+    let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
+    let (_, test, _) = load_split(&a.dataset, &opts, &a.split)?;
     let e = dpsgd::evaluate(&mut model, &input, &test)?;
     out.emit(&json!({"test_accuracy": e.accuracy, "test_loss": e.loss, "n": e.n}));
     Ok(())
