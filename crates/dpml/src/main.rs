@@ -9,6 +9,7 @@ mod error;
 mod ledger_args;
 mod output;
 mod plot;
+mod privacy_model;
 mod report;
 mod schema_args;
 
@@ -24,6 +25,10 @@ struct Cli {
     /// Print exactly one JSON object on stdout (progress and logs go to stderr).
     #[arg(long, global = true)]
     json: bool,
+    /// Leave out the "diagnostics" object of every output: figures computed from private data
+    /// without noise: not differentially private (accuracies, losses, clustering quality).
+    #[arg(long, global = true)]
+    no_diagnostics: bool,
     #[command(flatten)]
     data_dir: args::DataDir,
     #[command(subcommand)]
@@ -79,7 +84,10 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => exit_on_clap_error(e),
     };
-    let out = Output { json: cli.json };
+    let out = Output {
+        json: cli.json,
+        diagnostics: !cli.no_diagnostics,
+    };
     let data_dir = cli.data_dir.data_dir.as_deref();
     let command = match cli.command {
         Some(c) => c,

@@ -1,26 +1,46 @@
 //! Printing results: with `--json`, exactly one JSON object on stdout; otherwise readable
-//! `key: value` lines. Progress and logs always go to stderr.
+//! `key: value` lines, the diagnostics last under a heading that says what they are. Progress
+//! and logs always go to stderr.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 
 use serde_json::Value;
 
+use crate::privacy_model::{DIAGNOSTICS_KEY, DIAGNOSTICS_MEANING};
+
 /// How results are printed.
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
     /// Print one JSON object on stdout.
     pub json: bool,
+    /// Print the `"diagnostics"` object (figures computed from private data without noise;
+    /// see [`crate::privacy_model`]); `--no-diagnostics` turns this off.
+    pub diagnostics: bool,
 }
 
 impl Output {
-    /// Print a command's result object.
+    /// Print a command's result object; without [`Output::diagnostics`], its top-level
+    /// `"diagnostics"` object is left out (the one place that flag is applied).
     pub fn emit(&self, result: &Value) {
+        let mut result = result.clone();
+        let diagnostics = match &mut result {
+            Value::Object(map) => map.remove(DIAGNOSTICS_KEY),
+            _ => None,
+        }
+        .filter(|_| self.diagnostics);
         let mut text = String::new();
         if self.json {
+            if let (Value::Object(map), Some(d)) = (&mut result, diagnostics) {
+                map.insert(DIAGNOSTICS_KEY.into(), d);
+            }
             text = format!("{result}\n");
         } else {
-            render_human(&mut text, result, 0);
+            render_human(&mut text, &result, 0);
+            if let Some(d) = diagnostics {
+                let _ = writeln!(text, "\n{DIAGNOSTICS_KEY} ({DIAGNOSTICS_MEANING}):");
+                render_human(&mut text, &d, 2);
+            }
         }
         // A closed pipe (`dpml … | head`) is the reader's choice, not a failure to report.
         let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -53,6 +73,15 @@ fn render_human(out: &mut String, v: &Value, indent: usize) {
                     Value::Object(_) => {
                         let _ = writeln!(out, "{pad}{k}:");
                         render_human(out, val, indent + 2);
+                    }
+                    // Lists of phrases ("public", "notes") one per line: they contain commas.
+                    Value::Array(items)
+                        if !items.is_empty() && items.iter().all(|i| i.is_string()) =>
+                    {
+                        let _ = writeln!(out, "{pad}{k}:");
+                        for item in items {
+                            let _ = writeln!(out, "{pad}  - {}", scalar(item));
+                        }
                     }
                     Value::Array(items) if items.iter().any(|i| i.is_object()) => {
                         let _ = writeln!(out, "{pad}{k}:");

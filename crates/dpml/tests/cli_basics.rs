@@ -24,7 +24,10 @@ fn help_lists_the_commands() {
 fn default_job_runs_without_flags_or_downloads() {
     let r = dpml(&["--json"]);
     let v = r.json();
-    assert!(v["test_accuracy"].as_f64().unwrap() > 0.5, "{v}");
+    assert!(
+        v["diagnostics"]["test_accuracy"].as_f64().unwrap() > 0.5,
+        "{v}"
+    );
     assert!(v["epsilon"].as_f64().unwrap() <= 1.0);
     assert_eq!(v["dataset"], "digits");
     assert!(r.stderr.contains("default job"));

@@ -30,8 +30,9 @@ fn label_dp_reports_its_guarantee_and_utility() {
         "{c}"
     );
     assert!((c["ema"].as_f64().unwrap() - 0.999).abs() < 1e-6, "{c}");
-    assert!(c["test_accuracy"].as_f64().unwrap() > 0.5, "{c}");
-    assert!((0.0..=1.0).contains(&c["noisy_label_accuracy"].as_f64().unwrap()));
+    let d = &c["diagnostics"];
+    assert!(d["test_accuracy"].as_f64().unwrap() > 0.5, "{c}");
+    assert!((0.0..=1.0).contains(&d["noisy_label_accuracy"].as_f64().unwrap()));
     let r = dpml(&[
         "label-dp",
         "--dataset",
@@ -52,7 +53,8 @@ fn label_dp_reports_its_guarantee_and_utility() {
     .json();
     assert!(r["ema"].is_null(), "{r}");
     assert!(
-        r["test_mse"].as_f64().unwrap() > 0.0 && r["test_mae"].as_f64().unwrap() > 0.0,
+        r["diagnostics"]["test_mse"].as_f64().unwrap() > 0.0
+            && r["diagnostics"]["test_mae"].as_f64().unwrap() > 0.0,
         "{r}"
     );
     dpml(&[

@@ -116,20 +116,19 @@ fn kmeans_reports_accuracy_and_a_budget_that_composes_to_epsilon() {
         "--json",
     ])
     .json();
-    for f in [
-        "accuracy",
-        "nicv",
-        "inertia",
-        "centroids",
-        "epsilon",
-        "iterations",
-        "budget_split",
-    ] {
+    for f in ["centroids", "epsilon", "iterations", "budget_split"] {
         assert!(!v[f].is_null(), "missing {f}: {v}");
+    }
+    // Measured on the records without noise: diagnostics.
+    for f in ["accuracy", "nicv", "inertia"] {
+        assert!(
+            !v["diagnostics"][f].is_null(),
+            "missing diagnostics.{f}: {v}"
+        );
     }
     assert_eq!(v["epsilon"], 3.0);
     assert_eq!(v["centroids"].as_array().unwrap().len(), 3);
-    assert!(v["accuracy"].as_f64().unwrap() > 0.6);
+    assert!(v["diagnostics"]["accuracy"].as_f64().unwrap() > 0.6);
 }
 
 #[test]
@@ -224,7 +223,7 @@ fn kmeans_takes_published_ranges_as_bounds() {
     .json();
     assert_eq!(v["bounds"]["lo"][12], 278.0, "{v}");
     assert_eq!(v["bounds"]["hi"][12], 1680.0, "{v}");
-    let acc = v["accuracy"].as_f64().unwrap();
+    let acc = v["diagnostics"]["accuracy"].as_f64().unwrap();
     assert!(acc > 1.0 / 3.0, "{v}");
 }
 
@@ -257,6 +256,22 @@ fn dp_sgd_sweep_cross_validates_every_run() {
     // (baseline + 2 ε) × 2 repeats × 3 folds, one row each.
     assert_eq!(v["runs"], 18);
     assert_eq!(v["folds"], 3);
+    // The grid's ε is each model's; releasing a run's 3 models costs more.
+    let all = v["epsilon_all_folds"].as_array().unwrap();
+    assert_eq!(all.len(), 2, "{v}");
+    for p in all {
+        assert!(
+            p["epsilon_all_folds"].as_f64().unwrap() > p["epsilon_per_model"].as_f64().unwrap(),
+            "{v}"
+        );
+    }
+    assert!(
+        v["diagnostics_note"]
+            .as_str()
+            .unwrap()
+            .contains("not differentially private")
+    );
+    assert!(v["diagnostics"]["summary"].is_array(), "{v}");
     let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert!(results.starts_with("experiment,epsilon,repeat,fold,metric,value\n"));
     for fold in 0..3 {

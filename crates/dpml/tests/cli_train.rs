@@ -21,10 +21,14 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
         "--json",
     ])
     .json();
+    // Figures computed from the records without noise are diagnostics, not the release.
+    let d = &v["diagnostics"];
+    for f in ["test_accuracy", "train_accuracy", "test_loss", "test_size"] {
+        assert!(!d[f].is_null(), "missing diagnostics.{f}: {v}");
+        assert!(v.get(f).is_none(), "{f} at top level: {v}");
+    }
     for f in [
-        "test_accuracy",
-        "train_accuracy",
-        "test_loss",
+        "train_size",
         "epsilon",
         "delta",
         "accountant",
@@ -42,11 +46,18 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
     assert!(v["epsilon"].as_f64().unwrap() <= 1.0);
     assert_eq!(v["accountant"], "pld");
     assert_eq!(v["seeded"], true);
-    let acc = v["test_accuracy"].as_f64().unwrap();
+    let acc = d["test_accuracy"].as_f64().unwrap();
     assert!(acc > 0.7, "digits at epsilon 1: {acc}");
-    // One CSV row per epoch; the last row's ε is the run's ε.
+    // A `#` line saying the figures are diagnostics, then one CSV row per epoch; the last
+    // row's ε is the run's ε.
     let csv = std::fs::read_to_string(&log).unwrap();
-    assert!(csv.lines().count() > 2, "{csv}");
+    let first = csv.lines().next().unwrap();
+    assert!(
+        first.starts_with("# diagnostics") && first.contains("not differentially private"),
+        "{csv}"
+    );
+    assert!(csv.lines().nth(1).unwrap().starts_with("epoch,"), "{csv}");
+    assert!(csv.lines().count() > 3, "{csv}");
     let last_eps: f64 = csv
         .lines()
         .last()
@@ -71,8 +82,14 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
         "--json",
     ])
     .json();
-    assert_eq!(e["test_accuracy"], v["test_accuracy"]);
-    assert_eq!(e["n"], v["test_size"]);
+    assert_eq!(e["diagnostics"]["test_accuracy"], d["test_accuracy"]);
+    assert_eq!(e["diagnostics"]["n"], d["test_size"]);
+    assert!(
+        e["diagnostics_note"]
+            .as_str()
+            .unwrap()
+            .contains("not differentially private")
+    );
 }
 
 #[test]
@@ -96,7 +113,10 @@ fn non_private_and_noise_multiplier_runs() {
     ])
     .json();
     assert!(np["epsilon"].is_null());
-    assert!(np["test_accuracy"].as_f64().unwrap() > 0.8, "{np}");
+    assert!(
+        np["diagnostics"]["test_accuracy"].as_f64().unwrap() > 0.8,
+        "{np}"
+    );
     let sigma = dpml(&[
         "train",
         "--dataset",
@@ -240,13 +260,17 @@ fn cross_validation_reports_mean_and_std_over_folds() {
     ])
     .json();
     assert_eq!(v["folds"], 3);
-    assert_eq!(v["fold_accuracies"].as_array().unwrap().len(), 3);
-    let mean = v["test_accuracy_mean"].as_f64().unwrap();
+    let d = &v["diagnostics"];
+    assert_eq!(d["fold_accuracies"].as_array().unwrap().len(), 3);
+    let mean = d["test_accuracy_mean"].as_f64().unwrap();
     assert!(
-        mean > 0.34 && v["test_accuracy_std"].as_f64().unwrap() >= 0.0,
+        mean > 0.34 && d["test_accuracy_std"].as_f64().unwrap() >= 0.0,
         "{v}"
     );
-    assert!(v["epsilon"].as_f64().unwrap() <= 5.0);
+    assert!(v["epsilon_per_model"].as_f64().unwrap() <= 5.0);
+    // The release is all three models: it costs more than one.
+    assert_eq!(v["epsilon"], v["epsilon_all_folds"]);
+    assert!(v["epsilon"].as_f64().unwrap() > 5.0, "{v}");
 }
 
 #[test]
@@ -284,7 +308,10 @@ fn tabular_sets_are_scaled_from_their_published_ranges() {
         "--json",
     ])
     .json();
-    assert_eq!(e["test_accuracy"], v["test_accuracy"]);
+    assert_eq!(
+        e["diagnostics"]["test_accuracy"],
+        v["diagnostics"]["test_accuracy"]
+    );
 
     // A csv: file publishes nothing: unscaled unless --bounds declares ranges.
     let csv = dir.path().join("t.csv");

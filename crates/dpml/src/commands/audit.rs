@@ -24,6 +24,7 @@ use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
 use crate::plot::{self, Chart, Series, Style};
+use crate::privacy_model;
 use crate::report;
 
 /// Flags of `dpml audit`.
@@ -201,6 +202,24 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let mut result = serde_json::to_value(&report).map_err(CliError::internal)?;
     result["recipe"] = serde_json::to_value(&rec).map_err(CliError::internal)?;
     result["threads"] = json!(threads);
+    // An audit releases nothing: its figures are measured on the data without noise.
+    if let Value::Object(map) = &mut result {
+        let accuracies: serde_json::Map<String, Value> =
+            ["target_train_accuracy", "target_holdout_accuracy"]
+                .into_iter()
+                .filter_map(|k| map.remove(k).map(|v| (k.to_string(), v)))
+                .collect();
+        map.insert(
+            privacy_model::DIAGNOSTICS_KEY.into(),
+            Value::Object(accuracies),
+        );
+        map.insert(
+            privacy_model::DIAGNOSTICS_NOTE_KEY.into(),
+            privacy_model::experiment_note(
+                "the target's accuracies (diagnostics) and the attacks' metrics and epsilon lower bounds",
+            ),
+        );
+    }
     if cfg.needs_reference_models() {
         result["lira_settings"] = json!({
             "variance": match cfg.lira_variance {

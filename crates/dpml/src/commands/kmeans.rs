@@ -1,6 +1,7 @@
 //! `dpml kmeans`: plain or differentially private k-means on a table, with accuracy against the
-//! labels (best one-to-one matching of clusters to classes), NICV and inertia. Bounds are public
-//! declarations (`--bounds`), never read from the data.
+//! labels (best one-to-one matching of clusters to classes), NICV and inertia as diagnostics
+//! (computed from the records without noise). Bounds are public declarations (`--bounds`),
+//! never read from the data.
 
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use serde_json::json;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
 
 /// Flags of `dpml kmeans`.
@@ -76,24 +78,35 @@ pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()
     let accuracy = clustering_accuracy(&result.assignments, &data.y, result.k, data.n_classes)?;
     let nicv = nicv(&data.x, d, &result.centroids, &bounds)?;
     let centroids: Vec<&[f64]> = result.centroids.chunks(d).collect();
-    out.emit(&json!({
-        "accuracy": accuracy,
-        "nicv": nicv,
-        "inertia": result.inertia,
-        "centroids": centroids,
-        "epsilon": result.epsilon,
-        "delta": result.delta,
-        "iterations": result.iterations,
-        "budget_split": result.budget_split,
-        "init": result.init,
-        "algorithm": a.algorithm.name(),
-        "k": result.k,
-        "n": data.n,
-        "bounds": {"lo": bounds.lo(), "hi": bounds.hi()},
-        "schema": provenance_report(&splits.schema),
-        "event": result.event,
-        "seeded": result.seeded,
-    }));
+    // Input perturbation protects each record's features on their own (local DP).
+    let relation = match a.algorithm {
+        Algorithm::InputPerturbation => neighbouring::FEATURES,
+        _ => neighbouring::ADD_REMOVE,
+    };
+    let model = PrivacyModel::new(
+        relation,
+        &[public::DATA_SET_SIZE, public::SCHEMA, public::ALGORITHM],
+    );
+    let mut release = Release::new(&model);
+    release
+        .insert("centroids", json!(centroids))
+        .insert("epsilon", json!(result.epsilon))
+        .insert("delta", json!(result.delta))
+        .insert("iterations", json!(result.iterations))
+        .insert("budget_split", json!(result.budget_split))
+        .insert("init", json!(result.init))
+        .insert("algorithm", json!(a.algorithm.name()))
+        .insert("k", json!(result.k))
+        .insert("n", json!(data.n))
+        .insert("bounds", json!({"lo": bounds.lo(), "hi": bounds.hi()}))
+        .insert("schema", provenance_report(&splits.schema))
+        .insert("event", json!(result.event))
+        .insert("seeded", json!(result.seeded))
+        // Against the true labels and the true records, without noise.
+        .diagnostic("accuracy", json!(accuracy))
+        .diagnostic("nicv", json!(nicv))
+        .diagnostic("inertia", json!(result.inertia));
+    out.emit(&release.into_value());
     Ok(())
 }
 

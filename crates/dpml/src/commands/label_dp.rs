@@ -1,7 +1,7 @@
 //! `dpml label-dp`: label differential privacy on a classification data set. Each training
 //! label is privatised once (Laplace, randomized response or RR-with-prior), a model is trained
 //! without further noise, and the test utility is reported next to ε (ε-label-DP: features are
-//! not protected).
+//! not protected) as diagnostics: it is measured against the true labels.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +18,7 @@ use super::train::public_normalization;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
 
 fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
@@ -214,25 +215,51 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     if let Some(path) = &a.save_model {
         save(path, &outcome.model, &outcome.input).map_err(CliError::usage)?;
     }
-    let mut obj = match serde_json::to_value(&outcome.report).map_err(CliError::internal)? {
+    let report = match serde_json::to_value(&outcome.report).map_err(CliError::internal)? {
         Value::Object(m) => m,
         _ => return Err(CliError::internal("report is not an object")),
     };
-    obj.insert("dataset".into(), json!(a.data.dataset.name()));
-    obj.insert("test_split".into(), json!(test_split));
-    obj.insert("schema".into(), provenance_report(&schema));
-    obj.insert(
-        "event".into(),
-        serde_json::to_value(&outcome.event).map_err(CliError::internal)?,
+    let model = PrivacyModel::new(
+        neighbouring::LABEL,
+        &[
+            public::DATA_SET_SIZE,
+            public::FEATURES,
+            public::SCHEMA,
+            public::RECIPE,
+            public::SPLIT_RULE,
+        ],
     );
+    let mut release = Release::from_map(report, &model);
+    release
+        .diagnose(LABEL_DP_DIAGNOSTICS)
+        .insert("dataset", json!(a.data.dataset.name()))
+        .insert("test_split", json!(test_split))
+        .insert("schema", provenance_report(&schema))
+        .insert(
+            "event",
+            serde_json::to_value(&outcome.event).map_err(CliError::internal)?,
+        );
     if let Some(path) = &a.save_model {
-        obj.insert("model_file".into(), json!(path.display().to_string()));
+        release.insert("model_file", json!(path.display().to_string()));
     }
     // Regression has no accuracy and classification no MSE: drop the empty fields.
-    obj.retain(|_, v| !v.is_null());
-    out.emit(&Value::Object(obj));
+    release.drop_nulls();
+    out.emit(&release.into_value());
     Ok(())
 }
+
+/// The fields of a [`dpml_learn::label_dp::LabelDpReport`] computed from true labels without
+/// noise: the test figures (the test labels are data too), the noisy labels' agreement with
+/// the true ones, and the size of the test split. The rest (mean top-k, unary share) is
+/// post-processing of the privatised labels and the public features.
+const LABEL_DP_DIAGNOSTICS: &[&str] = &[
+    "test_accuracy",
+    "test_mse",
+    "test_mae",
+    "noisy_label_accuracy",
+    "stage_noisy_label_accuracy",
+    "test_records",
+];
 
 #[cfg(test)]
 mod tests {

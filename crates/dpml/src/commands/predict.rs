@@ -17,6 +17,7 @@ use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::ledger_args::{LedgerArgs, balance_json};
 use crate::output::Output;
+use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
 /// Flags of `dpml predict`.
 #[derive(Args, Debug)]
@@ -59,13 +60,19 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     };
     let probs = softmax_rows(&predict_logits(&mut model, &input, &data).map_err(CliError::usage)?);
     let mut rng = a.seed.rng()?;
-    let mut value = answer(&probs, &data, a.output_epsilon, ledger.as_ref(), &mut rng)?;
-    if let Value::Object(m) = &mut value {
-        m.insert("dataset".into(), json!(a.data.dataset.name()));
-        m.insert("split".into(), json!(split));
-        m.insert("model".into(), json!(a.model.display().to_string()));
-    }
-    out.emit(&value);
+    let fields = match answer(&probs, &data, a.output_epsilon, ledger.as_ref(), &mut rng)? {
+        Value::Object(m) => m,
+        _ => return Err(CliError::internal("predict result is not an object")),
+    };
+    let model = PrivacyModel::new(neighbouring::MODEL_TRAINING, &[public::QUERIES]);
+    let mut release = Release::from_map(fields, &model);
+    release
+        // The noisy answers scored against the query records' true labels, without noise.
+        .diagnose(&["test_accuracy"])
+        .insert("dataset", json!(a.data.dataset.name()))
+        .insert("split", json!(split))
+        .insert("model", json!(a.model.display().to_string()));
+    out.emit(&release.into_value());
     Ok(())
 }
 

@@ -8,12 +8,13 @@ use clap::{Args, ValueEnum};
 use dpml_accounting::ledger::Spend;
 use dpml_data::{LoadOptions, load_table};
 use dpml_mechanisms::stats::{self, Noise, StatValue};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::ledger_args::{LedgerArgs, balance_json};
 use crate::output::Output;
+use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
 /// The statistic to release.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +170,8 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         obj.insert("ledger".into(), balance_json(&bal));
     }
     obj.insert("seeded".into(), json!(rng.is_seeded()));
-    out.emit(&Value::Object(obj));
+    // Every figure is noisy: nothing to diagnose. N is not assumed public (a count releases it).
+    let model = PrivacyModel::new(neighbouring::ADD_REMOVE, &[public::QUERY]);
+    out.emit(&Release::from_map(obj, &model).into_value());
     Ok(())
 }

@@ -7,11 +7,12 @@ use dpml_mechanisms::{
     Calibration, DiscreteGaussianMechanism, DiscreteLaplaceMechanism, GaussianMechanism,
     LaplaceMechanism, PrivacyEvent,
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
 /// The noise mechanism to release with.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +161,8 @@ pub fn run(a: &ReleaseArgs, out: Output) -> CliResult<()> {
     obj.insert("delta_total".into(), json!(delta * a.count as f64));
     obj.insert("event".into(), json!(event.repeated(a.count)));
     obj.insert("seeded".into(), json!(rng.is_seeded()));
-    out.emit(&Value::Object(obj));
+    let model = PrivacyModel::new(neighbouring::VALUE, &[public::SENSITIVITY]);
+    out.emit(&Release::from_map(obj, &model).into_value());
     Ok(())
 }
 

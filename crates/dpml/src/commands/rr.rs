@@ -7,11 +7,12 @@ use std::path::Path;
 use clap::{Args, ValueEnum};
 use dpml_data::{LoadOptions, load_table};
 use dpml_mechanisms::{FrequencyEstimate, RandomizedResponse};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
 /// Coin-flip protocols.
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -111,6 +112,12 @@ pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     obj["true_value_withheld"] = json!(true);
     obj["event"] = json!(rr.event());
     obj["seeded"] = json!(rng.is_seeded());
-    out.emit(&obj);
+    // Every figure comes from the randomised answers and the public survey size.
+    let model = PrivacyModel::new(neighbouring::ANSWER, &[public::SURVEY]);
+    let fields = match obj {
+        Value::Object(m) => m,
+        _ => return Err(CliError::internal("rr result is not an object")),
+    };
+    out.emit(&Release::from_map(fields, &model).into_value());
     Ok(())
 }

@@ -3,6 +3,11 @@
 //! Writes `results.csv` (one row per run and metric; with `--folds K`, one row per fold of
 //! each run), `summary.csv` (mean and standard deviation per ε, over repeats and folds) and
 //! `plot.png` / `plot.svg`.
+//!
+//! A sweep is an evaluation experiment, not a release: its utility figures are computed from
+//! the data without noise (diagnostics; the JSON says so in "diagnostics_note"). The ε of the
+//! grid is each model's; with `--folds`, "epsilon_all_folds" gives the ε of releasing all K
+//! models of one run.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,17 +21,19 @@ use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
 use dpml_learn::perturbation::{
     InputBudget, InputMechanism, OutputPerturbation, perturb_dataset_in, softmax_rows,
 };
-use dpml_mechanisms::DpRng;
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::json;
 
 use super::kmeans::declared_bounds;
 use super::train::{
-    SplitArgs, TrainingArgs, k_fold, load_all, load_split, mean_std, public_normalization,
+    SplitArgs, TrainingArgs, epsilon_all_folds, k_fold, load_all, load_split, mean_std,
+    public_normalization,
 };
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
 use crate::plot::{self, Chart, Series, Style};
+use crate::privacy_model;
 use crate::schema_args::{Needs, SchemaArgs, require_declared};
 
 /// The experiments a sweep can run.
@@ -93,7 +100,7 @@ pub struct SweepArgs {
     pub schema: SchemaArgs,
     /// dp-sgd only: K-fold cross-validation over all records in every run; each fold's test
     /// accuracy is one row of results.csv, and summary.csv and the error bars are over
-    /// repeats × folds.
+    /// repeats × folds. The grid's ε is each model's; the JSON adds the ε of all K models.
     #[arg(long, value_parser = args::at_least_one)]
     pub folds: Option<u64>,
     /// Training recipe for dp-sgd (defaults: the data set's preset where one exists).
@@ -135,6 +142,8 @@ enum Setup {
         all: Dataset,
         folds: usize,
         split_seed: u64,
+        /// Each run's fold events by target ε, for the ε of releasing all K models.
+        fold_events: Mutex<Vec<(f64, Vec<Option<PrivacyEvent>>)>>,
     },
     Kmeans {
         params: KMeansParams,
@@ -184,6 +193,7 @@ impl Setup {
                     all,
                     folds: a.folds.map_or(0, |k| k as usize),
                     split_seed: a.split.split_seed,
+                    fold_events: Mutex::new(Vec::new()),
                 })
             }
             Experiment::DpSgd => {
@@ -284,11 +294,13 @@ impl Setup {
                 all,
                 folds,
                 split_seed,
+                fold_events,
             } => {
                 let mut cfg = base.clone();
                 cfg.privacy = job
                     .epsilon
                     .map_or(Privacy::NonPrivate, Privacy::TargetEpsilon);
+                let mut events = Vec::with_capacity(*folds);
                 let cv = k_fold(
                     &cfg,
                     all,
@@ -296,9 +308,14 @@ impl Setup {
                     *split_seed,
                     rng,
                     &mut |_, cfg, train, test, rng| {
-                        Ok(dpsgd::train(cfg, train, Some(test), rng, &mut |_| {})?)
+                        let outcome = dpsgd::train(cfg, train, Some(test), rng, &mut |_| {})?;
+                        events.push(outcome.event.clone());
+                        Ok(outcome)
                     },
                 )?;
+                if let (Some(e), Ok(mut all_events)) = (job.epsilon, fold_events.lock()) {
+                    all_events.push((e, events));
+                }
                 Ok(cv
                     .accuracies
                     .iter()
@@ -401,6 +418,37 @@ impl Setup {
     }
 }
 
+impl Setup {
+    /// With `--folds`: for each target ε of the grid (the ε of each fold's model), the ε of
+    /// releasing all K models of one run ([`epsilon_all_folds`]); `None` without folds. Every
+    /// run at one ε has the same folds and recipe, hence the same events: one run's serve.
+    fn epsilon_all_folds(&self, epsilons: &[f64]) -> CliResult<Option<Vec<serde_json::Value>>> {
+        let Setup::CrossValidated {
+            base, fold_events, ..
+        } = self
+        else {
+            return Ok(None);
+        };
+        let runs = fold_events
+            .lock()
+            .map_err(|_| CliError::internal("a sweep worker panicked"))?;
+        let accountant = dpsgd::accountant(base.accountant);
+        epsilons
+            .iter()
+            .map(|&e| {
+                let composed = match runs.iter().find(|(t, _)| *t == e) {
+                    Some((_, events)) => {
+                        epsilon_all_folds(events, accountant.as_ref(), base.delta)?
+                    }
+                    None => None,
+                };
+                Ok(json!({"epsilon_per_model": e, "epsilon_all_folds": composed}))
+            })
+            .collect::<CliResult<Vec<_>>>()
+            .map(Some)
+    }
+}
+
 /// The DP-SGD recipe of a sweep: the data set's preset where one exists, else the small-table
 /// MLP ([`dpsgd::tabular_recipe`]), normalised by [`public_normalization`] (declared bounds
 /// replace a preset's normalisation); command-line training flags override it.
@@ -473,14 +521,21 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     write_summary(&a.out.join("summary.csv"), &summary)?;
     let charts = charts(a, &summary);
     let (png, svg) = plot::write(&charts, &a.out, "plot")?;
+    let all_folds = setup.epsilon_all_folds(&a.epsilons)?;
     out.emit(&json!({
         "experiment": a.experiment.name(),
         "dataset": a.dataset.name(),
         "epsilons": a.epsilons,
         "repeats": a.repeats,
         "folds": a.folds,
+        "epsilon_all_folds": all_folds,
         "runs": rows.len(),
-        "summary": summary.iter().map(|s| json!({"epsilon": s.epsilon, "metric": s.metric, "mean": s.mean, "std": s.std, "n": s.n})).collect::<Vec<_>>(),
+        privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note(
+            "the utility figures (summary, results.csv, summary.csv and the plots)"
+        ),
+        privacy_model::DIAGNOSTICS_KEY: {
+            "summary": summary.iter().map(|s| json!({"epsilon": s.epsilon, "metric": s.metric, "mean": s.mean, "std": s.std, "n": s.n})).collect::<Vec<_>>(),
+        },
         "results_csv": a.out.join("results.csv"),
         "summary_csv": a.out.join("summary.csv"),
         "png": png,

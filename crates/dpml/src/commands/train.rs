@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
 
 /// Optimizers on the command line.
@@ -244,11 +245,13 @@ pub struct TrainArgs {
     /// Save the trained model (safetensors with its architecture).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Write one CSV row per epoch (loss, accuracy, ε so far).
+    /// Write one CSV row per epoch (loss, accuracy, ε so far). Its losses and accuracies are
+    /// diagnostics (computed from private data without noise), as its first line says.
     #[arg(long)]
     pub log: Option<PathBuf>,
     /// K-fold cross-validation over all records: mean and standard deviation of the test
-    /// accuracy over the K folds (ε is that of each fold's model).
+    /// accuracy over the K folds (diagnostics). "epsilon" is that of releasing all K models
+    /// (each record trains K − 1 of them); "epsilon_per_model" that of one.
     #[arg(long, value_parser = args::at_least_one, conflicts_with_all = ["out", "log"])]
     pub folds: Option<u64>,
     /// What is declared about the data (bounds, classes, label range).
@@ -379,26 +382,55 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     if let Some(path) = &a.log {
         write_log(path, &outcome.report.epoch_log)?;
     }
-    let mut report = serde_json::to_value(&outcome.report).map_err(CliError::internal)?;
-    if let Value::Object(map) = &mut report {
-        map.remove("epoch_log");
-        map.insert("dataset".into(), json!(source.name()));
-        map.insert("model".into(), json!(cfg.model));
-        map.insert("preset".into(), json!(preset));
-        map.insert("train_size".into(), json!(train.n));
-        map.insert("test_size".into(), json!(test.n));
-        map.insert("saved_to".into(), json!(a.out));
-        map.insert("event".into(), json!(outcome.event));
-        map.insert("normalize".into(), json!(cfg.normalize));
-        map.insert("schema".into(), provenance_report(&schema));
-        if let Some(p) = &perturbation {
-            map.insert("epsilon_per_record".into(), json!(p.epsilon_per_record));
-            map.insert("epsilon_per_feature".into(), json!(p.epsilon_per_feature));
-            map.insert("input_perturbation".into(), json!(p));
-        }
+    let mut report = match serde_json::to_value(&outcome.report).map_err(CliError::internal)? {
+        Value::Object(map) => map,
+        _ => return Err(CliError::internal("training report is not an object")),
+    };
+    report.remove("epoch_log");
+    // Local DP on the features alone protects neither labels nor membership; with DP-SGD on
+    // top, ε is DP-SGD's over whole records.
+    let model = match (&perturbation, &outcome.event) {
+        (Some(_), None) => training_privacy_model(neighbouring::FEATURES),
+        _ => training_privacy_model(neighbouring::ADD_REMOVE),
+    };
+    let mut release = Release::from_map(report, &model);
+    release.diagnose(TRAINING_DIAGNOSTICS);
+    release
+        .insert("dataset", json!(source.name()))
+        .insert("model", json!(cfg.model))
+        .insert("preset", json!(preset))
+        .insert("train_size", json!(train.n))
+        .insert("saved_to", json!(a.out))
+        .insert("event", json!(outcome.event))
+        .insert("normalize", json!(cfg.normalize))
+        .insert("schema", provenance_report(&schema))
+        .diagnostic("test_size", json!(test.n));
+    if let Some(p) = &perturbation {
+        release
+            .insert("epsilon_per_record", json!(p.epsilon_per_record))
+            .insert("epsilon_per_feature", json!(p.epsilon_per_feature))
+            .insert("input_perturbation", json!(p));
     }
-    out.emit(&report);
+    out.emit(&release.into_value());
     Ok(())
+}
+
+/// The fields of a [`dpsgd::TrainReport`] computed from the training or test records without
+/// noise: diagnostics, not part of the release (the test records are private data too).
+const TRAINING_DIAGNOSTICS: &[&str] = &["train_accuracy", "test_accuracy", "test_loss"];
+
+/// The privacy model of a trained model: `neighbouring`, with the training-set size, the
+/// schema, the recipe and the split rule public.
+fn training_privacy_model(neighbouring: &'static str) -> PrivacyModel {
+    PrivacyModel::new(
+        neighbouring,
+        &[
+            public::TRAINING_SET_SIZE,
+            public::SCHEMA,
+            public::RECIPE,
+            public::SPLIT_RULE,
+        ],
+    )
 }
 
 /// Input normalisation from public constants only: MNIST-family mean/std; else the data set's
@@ -453,6 +485,7 @@ fn cross_validate(
     let (all, schema) = load_all(source, &opts)?;
     require_declared(&schema, &all, private_needs(cfg, false))?;
     let cfg = normalized(a, source, &schema, &all, cfg)?;
+    let mut events = Vec::with_capacity(k);
     let cv = k_fold(
         &cfg,
         &all,
@@ -461,25 +494,98 @@ fn cross_validate(
         rng,
         &mut |i, cfg, train, test, rng| {
             eprintln!("fold {}/{k}", i + 1);
-            train_with_progress(cfg, train, Some(test), rng, out)
+            let outcome = train_with_progress(cfg, train, Some(test), rng, out)?;
+            events.push(outcome.event.clone());
+            Ok(outcome)
         },
     )?;
+    let accountant = dpsgd::accountant(cfg.accountant);
+    let epsilon_all_folds = epsilon_all_folds(&events, accountant.as_ref(), cfg.delta)?;
     let (mean, std) = mean_std(&cv.accuracies);
-    out.emit(&json!({
-        "folds": k,
-        "test_accuracy_mean": mean,
-        "test_accuracy_std": std,
-        "fold_accuracies": cv.accuracies,
-        "epsilon": cv.epsilon(),
-        "epsilon_per_fold": cv.epsilons,
-        "delta": cfg.delta,
-        "dataset": source.name(),
-        "model": cfg.model,
-        "normalize": cfg.normalize,
-        "note": "epsilon is the guarantee of each fold's model; releasing all K models, which share records, costs more",
-        "seeded": rng.is_seeded(),
-    }));
+    let model = PrivacyModel::new(
+        neighbouring::ADD_REMOVE,
+        &[
+            public::FOLD_SIZES,
+            public::SCHEMA,
+            public::RECIPE,
+            public::SPLIT_RULE,
+        ],
+    );
+    let mut release = Release::new(&model);
+    release
+        .insert("folds", json!(k))
+        .insert("epsilon", json!(epsilon_all_folds))
+        .insert("epsilon_all_folds", json!(epsilon_all_folds))
+        .insert("epsilon_per_model", json!(cv.epsilon()))
+        .insert("epsilon_per_fold", json!(cv.epsilons))
+        .insert("event_per_fold", json!(events))
+        .insert("delta", json!(cfg.delta))
+        .insert("accountant", json!(accountant.name()))
+        .insert("dataset", json!(source.name()))
+        .insert("model", json!(cfg.model))
+        .insert("normalize", json!(cfg.normalize))
+        .insert(
+            "note",
+            json!(
+                "epsilon = epsilon_all_folds: the guarantee of releasing all K models, each record \
+                 being in the training set of K - 1 of them; epsilon_per_model is one model's"
+            ),
+        )
+        .insert("seeded", json!(rng.is_seeded()))
+        .diagnostic("test_accuracy_mean", json!(mean))
+        .diagnostic("test_accuracy_std", json!(std))
+        .diagnostic("fold_accuracies", json!(cv.accuracies));
+    out.emit(&release.into_value());
     Ok(())
+}
+
+/// ε of releasing all K models of a K-fold cross-validation, by `accountant` at `delta`
+/// (`None` when a model is non-private, which has no guarantee).
+///
+/// Every record is in exactly one test fold f, so it is in the training sets of the other
+/// K − 1 models: its privacy loss is the composition of their events. The guarantee is the
+/// largest over f. That composition depends only on fold f's own event (the multiset of all
+/// events minus f's), so it is computed once per distinct event, not once per fold.
+///
+/// # Errors
+/// An internal error for an empty list; the accountant's errors.
+pub fn epsilon_all_folds(
+    events: &[Option<dpml_mechanisms::PrivacyEvent>],
+    accountant: &dyn dpml_accounting::Accountant,
+    delta: f64,
+) -> CliResult<Option<f64>> {
+    let Some(events) = events.iter().cloned().collect::<Option<Vec<_>>>() else {
+        return Ok(None);
+    };
+    // Distinct events with their multiplicities.
+    let mut distinct: Vec<(dpml_mechanisms::PrivacyEvent, u64)> = Vec::new();
+    for e in events {
+        match distinct.iter_mut().find(|(d, _)| *d == e) {
+            Some((_, n)) => *n += 1,
+            None => distinct.push((e, 1)),
+        }
+    }
+    if distinct.is_empty() {
+        return Err(CliError::internal("no folds to account"));
+    }
+    let mut worst: Option<f64> = None;
+    for held_out in 0..distinct.len() {
+        let others: Vec<_> = distinct
+            .iter()
+            .enumerate()
+            .map(|(i, (e, n))| (e, if i == held_out { n - 1 } else { *n }))
+            .filter(|&(_, n)| n > 0)
+            .map(|(e, n)| e.clone().repeated(n))
+            .collect();
+        let composed = match <[_; 1]>::try_from(others) {
+            Ok([one]) => one,
+            Err(others) if others.is_empty() => continue,
+            Err(others) => dpml_mechanisms::PrivacyEvent::Composed { events: others },
+        };
+        let eps = accountant.epsilon(&composed, delta)?;
+        worst = Some(worst.map_or(eps, |w| w.max(eps)));
+    }
+    Ok(worst)
 }
 
 /// The test accuracy and ε of each fold's model in a K-fold cross-validation.
@@ -614,9 +720,12 @@ pub fn train_with_progress(
     Ok(outcome)
 }
 
+/// `--log`: one CSV row per epoch, after a `#` line saying the losses and accuracies are
+/// diagnostics (readers skip it as a comment, e.g. pandas' `comment="#"`).
 fn write_log(path: &Path, log: &[EpochLog]) -> CliResult<()> {
     let err = |e: std::io::Error| CliError::usage(format!("writing {}: {e}", path.display()));
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
+    writeln!(f, "{}", privacy_model::CSV_DIAGNOSTICS_COMMENT).map_err(err)?;
     writeln!(
         f,
         "epoch,steps,train_loss,train_accuracy,test_accuracy,test_loss,epsilon"
@@ -665,7 +774,13 @@ pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
     let (_, test, _) = load_split(&a.dataset, &opts, &a.split)?;
     let e = dpsgd::evaluate(&mut model, &input, &test)?;
-    out.emit(&json!({"test_accuracy": e.accuracy, "test_loss": e.loss, "n": e.n}));
+    // Evaluation releases nothing: every figure is a diagnostic.
+    out.emit(&json!({
+        "model": a.model,
+        "dataset": a.dataset.name(),
+        privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note("test_accuracy, test_loss and n"),
+        privacy_model::DIAGNOSTICS_KEY: {"test_accuracy": e.accuracy, "test_loss": e.loss, "n": e.n},
+    }));
     Ok(())
 }
 
