@@ -145,7 +145,9 @@ impl Conv2d {
     }
 }
 
-/// acc[..pd] += alpha·Gᵢ Aᵢᵀ; acc[pd..] += alpha·(row sums of Gᵢ).
+/// acc = alpha·[Gᵢ Aᵢᵀ, row sums of Gᵢ] + beta·acc. With `beta == 0` the old contents of
+/// `acc` are not read (as in [`gemm`]): a reused buffer may hold a dropped sample's NaN from an
+/// earlier batch, and 0·NaN = NaN would carry it over to whichever sample reuses the row.
 fn add_sample_grad(
     (p, t, d): (usize, usize, usize),
     alpha: f32,
@@ -157,7 +159,8 @@ fn add_sample_grad(
     let (w, b) = acc.split_at_mut(p * d);
     gemm(p, t, d, alpha, g, false, a, true, beta, w);
     for (bj, row) in b.iter_mut().zip(g.chunks_exact(t)) {
-        *bj = beta * *bj + alpha * row.iter().sum::<f32>();
+        let sum = alpha * row.iter().sum::<f32>();
+        *bj = if beta == 0.0 { sum } else { beta * *bj + sum };
     }
 }
 
