@@ -303,7 +303,8 @@ impl Layer for Conv2d {
         if self.effective_norm_mode() == ConvNormMode::Materialize {
             let glen = self.grad_len();
             let pd = p * d;
-            // One pass over the kept per-sample gradients: weight part then bias part.
+            // One pass over the kept per-sample gradients: weight part then bias part
+            // (`weighted_row_sum` skips factor-0 rows, which may be non-finite).
             let mut tmp = std::mem::take(&mut self.scratch);
             tmp.resize_with(1, Scratch::default);
             tmp[0].acc.clear();
@@ -320,6 +321,7 @@ impl Layer for Conv2d {
         let scratch = &mut self.scratch[..ranges.len()];
         let parts = ranges.len();
         ranges.into_par_iter().zip(scratch).for_each(|(r, s)| {
+            // Factor-0 samples are skipped: their unfolded input may be non-finite.
             for i in r.filter(|&i| factors[i] != 0.0) {
                 win.im2col(&x.data()[i * in_len..(i + 1) * in_len], &mut s.cols);
                 let g = &gy.data()[i * p * t..(i + 1) * p * t];
@@ -345,7 +347,7 @@ impl Layer for Conv2d {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::testutil::{check_layer, check_per_sample};
+    use crate::layers::testutil::{check_layer, check_per_sample, check_poisoned_sample};
 
     #[test]
     fn gradients_match_finite_differences_with_stride_and_padding() {
@@ -362,6 +364,16 @@ mod tests {
             c.set_norm_mode(mode);
             assert_eq!(c.effective_norm_mode(), mode);
             check_per_sample(&mut c, &[5, 2, 8, 8], 7);
+        }
+    }
+
+    #[test]
+    fn a_poisoned_sample_is_left_out_of_the_clipped_sum_in_both_modes() {
+        for mode in [ConvNormMode::Ghost, ConvNormMode::Materialize] {
+            let mut c = Conv2d::new([2, 8, 8], 4, 3, 2, 1, &mut DpRng::seeded(4)).unwrap();
+            c.set_norm_mode(mode);
+            assert_eq!(c.effective_norm_mode(), mode);
+            check_poisoned_sample(&mut c, &[5, 2, 8, 8], 8);
         }
     }
 
