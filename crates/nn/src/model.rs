@@ -66,7 +66,8 @@ pub enum BackwardMode {
     /// Add the plain sum of per-sample gradients into each parameter's `grad`.
     NonPrivate,
     /// Add Σᵢ cᵢ gᵢ with cᵢ = min(1, C/(‖gᵢ‖ + 10⁻⁶)) (per layer if configured); a sample whose
-    /// norm is not finite gets cᵢ = 0 and is left out of the sum.
+    /// total norm is not finite (inf, NaN, or overflowing f32) gets cᵢ = 0 in every layer and is
+    /// left out of the sum entirely, exactly as if its gradient were zero.
     Private(ClipConfig),
 }
 
@@ -327,8 +328,10 @@ impl Sequential {
             self.norms.iter_mut().zip(sq).for_each(|(t, s)| *t += s);
         }
         self.norms.iter_mut().for_each(|t| *t = t.sqrt());
-        // A non-finite norm (a diverged sample) gets factor 0: its contribution is dropped, which
-        // keeps every sample's contribution within C.
+        // A non-finite norm (a diverged sample, or a norm that overflows f32) gets factor 0,
+        // and every layer leaves a factor-0 sample out of its clipped sum entirely (never
+        // 0·inf = NaN), so the step is exactly as if the sample had a zero gradient. A finite
+        // norm gives a factor in (0, 1] (or an underflowed 0, which is dropped the same way).
         let factor = |c: f32, norm: f32| {
             if norm.is_finite() {
                 (c / (norm + TINY)).min(1.0)
@@ -337,10 +340,18 @@ impl Sequential {
             }
         };
         if clip.per_layer {
+            // The total norm decides too: a sample with a non-finite norm in any layer is
+            // dropped from every layer, not only from the layers where it diverged.
             let cl = clip.max_grad_norm / (self.param_layers.len() as f32).sqrt();
             for (f, sq) in self.factors.iter_mut().zip(&self.sq) {
                 f.clear();
-                f.extend(sq.iter().map(|s| factor(cl, s.sqrt())));
+                f.extend(sq.iter().zip(&self.norms).map(|(s, total)| {
+                    if total.is_finite() {
+                        factor(cl, s.sqrt())
+                    } else {
+                        0.0
+                    }
+                }));
             }
         } else {
             let f = &mut self.factors[0];

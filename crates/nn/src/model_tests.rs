@@ -5,6 +5,7 @@ use super::*;
 use crate::layers::LayerSpec;
 use crate::layers::testutil::random;
 use crate::loss::cross_entropy;
+use crate::optim::{Optimizer, Sgd};
 
 fn small_spec(smooth: bool) -> ModelSpec {
     let (act, pool) = if smooth {
@@ -314,4 +315,161 @@ fn model_without_parameters_backpropagates_in_both_modes() {
         .backward(&g, BackwardMode::Private(ClipConfig::flat(1.0).unwrap()))
         .unwrap();
     assert_eq!(norms, &[0.0, 0.0]);
+}
+
+/// `x` with the record `bad` inserted at position `at`.
+fn insert_record(x: &Tensor, at: usize, bad: &[f32]) -> Tensor {
+    let len = x.record_len();
+    let mut shape = x.shape().to_vec();
+    shape[0] += 1;
+    let mut v = x.data()[..at * len].to_vec();
+    v.extend_from_slice(bad);
+    v.extend_from_slice(&x.data()[at * len..]);
+    Tensor::from_vec(&shape, v).unwrap()
+}
+
+/// The private backward pass on a fresh gradient: the per-sample norms and the clipped sum.
+fn private_sum(
+    m: &mut Sequential,
+    x: &Tensor,
+    y: &[usize],
+    clip: ClipConfig,
+) -> (Vec<f32>, Vec<f32>) {
+    let (_, g) = loss_grad(m, x, y);
+    m.zero_grad();
+    let norms = m
+        .backward(&g, BackwardMode::Private(clip))
+        .unwrap()
+        .to_vec();
+    (norms, flat_grads(m))
+}
+
+/// Inserts each poisoned record of `bad` (labelled 0) at position 1 of the clean batch `x` and
+/// checks, in both clipping modes: the clipped sum is finite and equals the clean batch's
+/// clipped sum plus the poisoned record's own clipped contribution (computed alone), which is
+/// exactly zero when the record's norm is not finite; a plain SGD step then leaves every
+/// parameter finite. Records listed in `must_drop` must have a non-finite norm. Tolerance:
+/// relative 1e-5 of the largest coordinate (the same f32 terms summed in a different order).
+fn check_poisoned(
+    m: &mut Sequential,
+    x: &Tensor,
+    y: &[usize],
+    bad: &[Vec<f32>],
+    must_drop: &[usize],
+) {
+    let mut norms = private_sum(m, x, y, ClipConfig::flat(1.0).unwrap()).0;
+    norms.sort_by(f32::total_cmp);
+    let c = norms[norms.len() / 2];
+    let rec = m.input_shape().to_vec();
+    let y_full: Vec<usize> = [&y[..1], &[0], &y[1..]].concat();
+    for per_layer in [false, true] {
+        let clip = if per_layer {
+            ClipConfig::per_layer(c)
+        } else {
+            ClipConfig::flat(c)
+        }
+        .unwrap();
+        let clean = private_sum(m, x, y, clip).1;
+        for (k, b) in bad.iter().enumerate() {
+            let what = format!("poisoned record {k}, per_layer {per_layer}");
+            let one = Tensor::from_vec(&[&[1], &rec[..]].concat(), b.clone()).unwrap();
+            let (norm_one, alone) = private_sum(m, &one, &[0], clip);
+            if must_drop.contains(&k) {
+                assert!(
+                    !norm_one[0].is_finite(),
+                    "{what}: norm {} is finite",
+                    norm_one[0]
+                );
+            }
+            if !norm_one[0].is_finite() {
+                assert!(
+                    alone.iter().all(|&v| v == 0.0),
+                    "{what}: a dropped record added to the sum"
+                );
+            }
+            let (norms, full) = private_sum(m, &insert_record(x, 1, b), &y_full, clip);
+            assert_eq!(norms[1].is_finite(), norm_one[0].is_finite(), "{what}");
+            let scale = clean.iter().chain(&alone).fold(0f32, |s, v| s.max(v.abs()));
+            for (j, ((f, a), o)) in full.iter().zip(&clean).zip(&alone).enumerate() {
+                assert!(f.is_finite(), "{what}: coordinate {j} is {f}");
+                assert!(
+                    (f - (a + o)).abs() <= 1e-5 * scale,
+                    "{what}: coordinate {j}: {f} vs clean {a} + poisoned alone {o}"
+                );
+            }
+            // The step on this sum keeps every parameter finite; then undo it, so the next
+            // record is compared against the same clean sum.
+            let before: Vec<Vec<f32>> = m.params().iter().map(|p| p.value.clone()).collect();
+            Sgd::new(0.9, false, 1e-4).unwrap().step(m, 0.1);
+            assert!(
+                m.params()
+                    .iter()
+                    .all(|p| p.value.iter().all(|v| v.is_finite())),
+                "{what}: a parameter is not finite after the step"
+            );
+            m.for_each_param_mut(|i, p| p.value.copy_from_slice(&before[i]));
+        }
+    }
+}
+
+/// Poisoned records: the mixed pattern ±1e38, ±inf, NaN (norm always non-finite), only ±3e38
+/// (overflow), a lone NaN, and a huge constant record, each cycled over `len` values.
+fn poisons(len: usize) -> Vec<Vec<f32>> {
+    let patterns: [&[f32]; 4] = [
+        &[1e38, -1e38, f32::INFINITY, f32::NEG_INFINITY, f32::NAN],
+        &[3e38, -3e38],
+        &[0.5, f32::NAN, -0.5],
+        &[3e38],
+    ];
+    patterns
+        .iter()
+        .map(|p| p.iter().copied().cycle().take(len).collect())
+        .collect()
+}
+
+#[test]
+fn poisoned_record_is_left_out_in_every_layer_and_clipping_mode() {
+    let mut rng = DpRng::seeded(8);
+    let x = random(&[5, 2, 8, 8], &mut rng);
+    let y = labels(5);
+    for mode in [ConvNormMode::Ghost, ConvNormMode::Materialize] {
+        let mut m = Sequential::new(small_spec(false), &mut DpRng::seeded(9)).unwrap();
+        m.set_conv_norm_mode(mode);
+        check_poisoned(&mut m, &x, &y, &poisons(2 * 8 * 8), &[0]);
+    }
+}
+
+/// The review's case: the CSV record `3e38,3e38` in an mlp gives a hidden activation of ±inf;
+/// it must be dropped rather than turn the clipped sum into NaN.
+#[test]
+fn huge_record_in_an_mlp_is_dropped_not_turned_into_nan() {
+    let mut rng = DpRng::seeded(10);
+    let x = random(&[4, 2], &mut rng);
+    let y = labels(4);
+    let spec = ModelSpec::named("mlp", &[2], 3, &[16]).unwrap();
+    let mut m = Sequential::new(spec, &mut DpRng::seeded(11)).unwrap();
+    let mut bad = poisons(2);
+    bad.insert(0, vec![3e38, 3e38]);
+    bad.push(vec![-3e38, 3e38]);
+    check_poisoned(&mut m, &x, &y, &bad, &[0, 1]);
+}
+
+#[test]
+fn an_all_poisoned_batch_adds_nothing_and_the_step_stays_finite() {
+    let spec = ModelSpec::named("mlp", &[2], 3, &[16]).unwrap();
+    let mut m = Sequential::new(spec, &mut DpRng::seeded(12)).unwrap();
+    let x = Tensor::from_vec(
+        &[3, 2],
+        vec![3e38, 3e38, f32::NAN, 1.0, f32::INFINITY, -3e38],
+    )
+    .unwrap();
+    for clip in [ClipConfig::flat(1.0), ClipConfig::per_layer(1.0)] {
+        let (norms, sum) = private_sum(&mut m, &x, &[0, 1, 2], clip.unwrap());
+        assert!(norms.iter().all(|n| !n.is_finite()), "{norms:?}");
+        assert!(sum.iter().all(|&v| v == 0.0), "{sum:?}");
+        let before: Vec<f32> = m.params().iter().flat_map(|p| p.value.clone()).collect();
+        Sgd::new(0.9, false, 0.0).unwrap().step(&mut m, 0.1);
+        let after: Vec<f32> = m.params().iter().flat_map(|p| p.value.clone()).collect();
+        assert_eq!(before, after);
+    }
 }

@@ -265,3 +265,7 @@ mod tests {
         assert_eq!(values(&s.model), before);
     }
 }
+
+#[cfg(test)]
+#[path = "step_mechanism_tests.rs"]
+mod mechanism_tests;

@@ -145,7 +145,9 @@ impl Conv2d {
     }
 }
 
-/// acc[..pd] += alpha·Gᵢ Aᵢᵀ; acc[pd..] += alpha·(row sums of Gᵢ).
+/// acc = alpha·[Gᵢ Aᵢᵀ, row sums of Gᵢ] + beta·acc. With `beta == 0` the old contents of
+/// `acc` are not read (as in [`gemm`]): a reused buffer may hold a dropped sample's NaN from an
+/// earlier batch, and 0·NaN = NaN would carry it over to whichever sample reuses the row.
 fn add_sample_grad(
     (p, t, d): (usize, usize, usize),
     alpha: f32,
@@ -157,7 +159,8 @@ fn add_sample_grad(
     let (w, b) = acc.split_at_mut(p * d);
     gemm(p, t, d, alpha, g, false, a, true, beta, w);
     for (bj, row) in b.iter_mut().zip(g.chunks_exact(t)) {
-        *bj = beta * *bj + alpha * row.iter().sum::<f32>();
+        let sum = alpha * row.iter().sum::<f32>();
+        *bj = if beta == 0.0 { sum } else { beta * *bj + sum };
     }
 }
 
@@ -300,7 +303,8 @@ impl Layer for Conv2d {
         if self.effective_norm_mode() == ConvNormMode::Materialize {
             let glen = self.grad_len();
             let pd = p * d;
-            // One pass over the kept per-sample gradients: weight part then bias part.
+            // One pass over the kept per-sample gradients: weight part then bias part
+            // (`weighted_row_sum` skips factor-0 rows, which may be non-finite).
             let mut tmp = std::mem::take(&mut self.scratch);
             tmp.resize_with(1, Scratch::default);
             tmp[0].acc.clear();
@@ -317,6 +321,7 @@ impl Layer for Conv2d {
         let scratch = &mut self.scratch[..ranges.len()];
         let parts = ranges.len();
         ranges.into_par_iter().zip(scratch).for_each(|(r, s)| {
+            // Factor-0 samples are skipped: their unfolded input may be non-finite.
             for i in r.filter(|&i| factors[i] != 0.0) {
                 win.im2col(&x.data()[i * in_len..(i + 1) * in_len], &mut s.cols);
                 let g = &gy.data()[i * p * t..(i + 1) * p * t];
@@ -342,7 +347,7 @@ impl Layer for Conv2d {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::testutil::{check_layer, check_per_sample};
+    use crate::layers::testutil::{check_layer, check_per_sample, check_poisoned_sample};
 
     #[test]
     fn gradients_match_finite_differences_with_stride_and_padding() {
@@ -359,6 +364,16 @@ mod tests {
             c.set_norm_mode(mode);
             assert_eq!(c.effective_norm_mode(), mode);
             check_per_sample(&mut c, &[5, 2, 8, 8], 7);
+        }
+    }
+
+    #[test]
+    fn a_poisoned_sample_is_left_out_of_the_clipped_sum_in_both_modes() {
+        for mode in [ConvNormMode::Ghost, ConvNormMode::Materialize] {
+            let mut c = Conv2d::new([2, 8, 8], 4, 3, 2, 1, &mut DpRng::seeded(4)).unwrap();
+            c.set_norm_mode(mode);
+            assert_eq!(c.effective_norm_mode(), mode);
+            check_poisoned_sample(&mut c, &[5, 2, 8, 8], 8);
         }
     }
 

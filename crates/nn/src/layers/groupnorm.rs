@@ -173,6 +173,7 @@ impl Layer for GroupNorm {
         let c = self.channels();
         self.acc.clear();
         self.acc.resize(2 * c, 0.0);
+        // Skips factor-0 rows, which may be non-finite.
         weighted_row_sum(
             &self.per_sample[..x.batch() * 2 * c],
             factors,
@@ -194,7 +195,7 @@ impl Layer for GroupNorm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::testutil::{check_layer, check_per_sample};
+    use crate::layers::testutil::{check_layer, check_per_sample, check_poisoned_sample};
     use dpml_mechanisms::DpRng;
 
     fn perturbed(g: &mut GroupNorm) {
@@ -219,6 +220,13 @@ mod tests {
         let mut g = GroupNorm::new(&[6, 5], 3).unwrap();
         perturbed(&mut g);
         check_per_sample(&mut g, &[4, 6, 5], 8);
+    }
+
+    #[test]
+    fn a_poisoned_sample_is_left_out_of_the_clipped_sum() {
+        let mut g = GroupNorm::new(&[6, 5], 3).unwrap();
+        perturbed(&mut g);
+        check_poisoned_sample(&mut g, &[4, 6, 5], 9);
     }
 
     #[test]

@@ -13,6 +13,10 @@ use crate::tensor::Tensor;
 /// Per-sample gradients are never materialised: sample i's weight gradient is the outer
 /// product gᵢ aᵢᵀ, so ‖gᵢ aᵢᵀ‖²_F = ‖aᵢ‖²‖gᵢ‖² (the ghost norm, Goodfellow 2015), plus ‖gᵢ‖²
 /// for the bias; the clipped sum is the single product Gᵀ diag(c) A.
+///
+/// A sample with clip factor 0 (a non-finite norm) is left out of that product altogether,
+/// not multiplied by 0: its activation row may hold ±inf or NaN, and 0·inf = NaN in a GEMM
+/// that sums over samples would poison every weight.
 #[derive(Debug, Clone)]
 pub struct Linear {
     inp: usize,
@@ -22,7 +26,10 @@ pub struct Linear {
     pub weight: Param,
     /// Bias `[out]`.
     pub bias: Param,
+    /// diag(c)·G for the samples with c ≠ 0, from the last clipped accumulation.
     scaled: Vec<f32>,
+    /// The activation rows of those samples, gathered only when some sample is dropped.
+    kept_x: Vec<f32>,
 }
 
 impl Linear {
@@ -44,6 +51,7 @@ impl Linear {
             weight: Param::uniform("weight", &[out, inp], b, rng),
             bias: Param::uniform("bias", &[out], b, rng),
             scaled: Vec::new(),
+            kept_x: Vec::new(),
         })
     }
 
@@ -139,18 +147,28 @@ impl Layer for Linear {
     }
 
     fn accumulate_clipped(&mut self, x: &Tensor, gy: &Tensor, factors: &[f32]) {
+        // c = 0 marks a dropped sample (non-finite norm): its x row may be non-finite, so it
+        // must not enter the GEMM at all. The common case drops nothing and uses x in place;
+        // otherwise the kept rows of x are gathered (a copy of the size of `scaled`).
+        let gather_x = factors.contains(&0.0);
         let mut scaled = std::mem::take(&mut self.scaled);
+        let mut kept_x = std::mem::take(&mut self.kept_x);
         scaled.clear();
-        for (i, &c) in factors.iter().enumerate() {
-            // c = 0 marks a dropped sample: write zeros so a non-finite gradient cannot leak in.
-            scaled.extend(
-                gy.record(i)
-                    .iter()
-                    .map(|v| if c == 0.0 { 0.0 } else { c * v }),
-            );
+        kept_x.clear();
+        let mut kept = 0;
+        for (i, &c) in factors.iter().enumerate().filter(|&(_, &c)| c != 0.0) {
+            scaled.extend(gy.record(i).iter().map(|v| c * v));
+            if gather_x {
+                kept_x.extend_from_slice(x.record(i));
+            }
+            kept += 1;
         }
-        self.add_grads(&scaled, x.data(), x.batch());
+        if kept > 0 {
+            let xs = if gather_x { &kept_x[..] } else { x.data() };
+            self.add_grads(&scaled, xs, kept);
+        }
         self.scaled = scaled;
+        self.kept_x = kept_x;
     }
 
     fn params(&self) -> Vec<&Param> {
@@ -165,7 +183,7 @@ impl Layer for Linear {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::testutil::{check_layer, check_per_sample};
+    use crate::layers::testutil::{check_layer, check_per_sample, check_poisoned_sample};
 
     #[test]
     fn gradients_match_finite_differences() {
@@ -177,5 +195,11 @@ mod tests {
     fn per_sample_norms_and_clipped_sum_match_brute_force() {
         let mut l = Linear::new(6, 4, &mut DpRng::seeded(2)).unwrap();
         check_per_sample(&mut l, &[5, 6], 12);
+    }
+
+    #[test]
+    fn a_poisoned_sample_is_left_out_of_the_clipped_sum() {
+        let mut l = Linear::new(6, 4, &mut DpRng::seeded(3)).unwrap();
+        check_poisoned_sample(&mut l, &[5, 6], 13);
     }
 }

@@ -66,6 +66,11 @@ pub trait Layer: Send + Sync + std::fmt::Debug {
     /// After a [`GradMode::PerSample`] backward: adds Σᵢ cᵢ·gᵢ (gᵢ the per-sample gradient of
     /// this layer's parameters) into the parameters' `grad`. Layers without parameters do
     /// nothing.
+    ///
+    /// Factors are finite and in [0, 1]. A sample with cᵢ = 0 must contribute exactly nothing:
+    /// its activations and gradients may be ±inf or NaN (that is why its factor is 0), so it
+    /// has to be skipped, never multiplied by 0 (0·inf = NaN would poison the whole sum).
+    /// Every sample with cᵢ ≠ 0 had a finite norm, so its per-sample gradient is finite.
     fn accumulate_clipped(&mut self, _x: &Tensor, _gy: &Tensor, _factors: &[f32]) {}
 
     /// Sets how a convolution computes per-sample norms; other layers ignore it.
@@ -103,7 +108,8 @@ pub(crate) fn par_map3(a: &[f32], b: &[f32], out: &mut [f32], f: impl Fn(f32, f3
 }
 
 /// Adds `Σᵢ cᵢ · rows[i]` into `dst` (`rows` is `c.len() × dst.len()`), splitting the
-/// coordinates across threads. The clipped sum for materialised per-sample gradients.
+/// coordinates across threads. The clipped sum for materialised per-sample gradients. Rows
+/// with cᵢ = 0 are skipped, not scaled: they may hold non-finite values.
 pub(crate) fn weighted_row_sum(rows: &[f32], c: &[f32], dst: &mut [f32]) {
     use rayon::prelude::*;
     let width = dst.len();

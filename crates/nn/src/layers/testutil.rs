@@ -161,3 +161,125 @@ pub fn check_per_sample(layer: &mut dyn Layer, x_shape: &[usize], seed: u64) {
         );
     }
 }
+
+/// Values that poison one record: the first mixes huge, infinite and NaN values (its gradient
+/// norm is always non-finite), the second is only huge (norms overflow f32, or stay finite
+/// where the layer normalises them away), the third is a lone NaN.
+pub const POISONS: [&[f32]; 3] = [
+    &[1e38, -1e38, f32::INFINITY, f32::NEG_INFINITY, f32::NAN],
+    &[3e38, -3e38, 1e38],
+    &[f32::NAN],
+];
+
+/// Clip factors as the model computes them: min(1, C/(‖g‖ + 10⁻⁶)), and 0 for a non-finite
+/// norm.
+pub fn clip_factors(sq: &[f32], c: f32) -> Vec<f32> {
+    sq.iter()
+        .map(|s| {
+            let nm = s.sqrt();
+            if nm.is_finite() {
+                (c / (nm + 1e-6)).min(1.0)
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// The batch `x` with the record `bad` inserted at position 1, and `gy` with `bad_gy`
+/// inserted likewise.
+fn with_record(x: &Tensor, bad: &[f32], gy: &Tensor, bad_gy: &[f32]) -> (Tensor, Tensor) {
+    let insert = |t: &Tensor, row: &[f32]| {
+        let mut shape = t.shape().to_vec();
+        shape[0] += 1;
+        let len = t.record_len();
+        let mut v = t.data()[..len].to_vec();
+        v.extend_from_slice(row);
+        v.extend_from_slice(&t.data()[len..]);
+        Tensor::from_vec(&shape, v).unwrap()
+    };
+    (insert(x, bad), insert(gy, bad_gy))
+}
+
+/// Private backward on (`x`, `gy`) with factors from C = `c`: the squared norms and the
+/// clipped sum (all parameter gradients, flattened).
+fn clipped_sum(layer: &mut dyn Layer, x: &Tensor, gy: &Tensor, c: f32) -> (Vec<f32>, Vec<f32>) {
+    let mut y = Tensor::default();
+    layer.forward(x, &mut y);
+    assert_eq!(y.shape(), gy.shape());
+    zero_grads(layer);
+    let mut sq = vec![0.0; x.batch()];
+    layer.backward(x, &y, gy, None, GradMode::PerSample(&mut sq));
+    layer.accumulate_clipped(x, gy, &clip_factors(&sq, c));
+    (sq, all_grads(layer))
+}
+
+/// One poisoned record (each of [`POISONS`], cycled over the record) among clean ones, in the
+/// input `x` or in the output gradient `gy`: the clipped sum over the whole batch must be
+/// finite and equal the clipped sum over the clean records plus the poisoned record's own
+/// clipped contribution (clipping is per sample, so the two add). A record whose norm is not
+/// finite must contribute exactly nothing, so there the sum equals the clean batch's; the mixed
+/// pattern in `x` always has a non-finite norm, which checks the dropping is exercised.
+/// Tolerance: relative 1e-5 of the largest clean coordinate (the same f32 terms, summed in a
+/// different order across threads).
+pub fn check_poisoned_sample(layer: &mut dyn Layer, x_shape: &[usize], seed: u64) {
+    let mut rng = DpRng::seeded(seed);
+    let x = random(x_shape, &mut rng);
+    let mut y = Tensor::default();
+    layer.forward(&x, &mut y);
+    let gy = random(y.shape(), &mut rng);
+    let mut norms: Vec<f32> = clipped_sum(layer, &x, &gy, 1.0)
+        .0
+        .iter()
+        .map(|s| s.sqrt())
+        .collect();
+    norms.sort_by(f32::total_cmp);
+    let c = norms[norms.len() / 2]; // median: some clean samples are clipped
+    let clean = clipped_sum(layer, &x, &gy, c).1;
+    let scale = clean.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let (xlen, ylen) = (x.record_len(), gy.record_len());
+    for (p, poison) in POISONS.iter().enumerate() {
+        for in_x in [true, false] {
+            let cycled =
+                |len: usize| -> Vec<f32> { poison.iter().copied().cycle().take(len).collect() };
+            let (bad_x, bad_gy) = if in_x {
+                (cycled(xlen), gy.record(0).to_vec())
+            } else {
+                (x.record(0).to_vec(), cycled(ylen))
+            };
+            let what = format!("poison {p} in {}", if in_x { "x" } else { "gy" });
+            // The poisoned record alone.
+            let one = Tensor::from_vec(&[&[1], &x_shape[1..]].concat(), bad_x.clone()).unwrap();
+            let one_gy =
+                Tensor::from_vec(&[&[1], &gy.shape()[1..]].concat(), bad_gy.clone()).unwrap();
+            let (sq_one, alone) = clipped_sum(layer, &one, &one_gy, c);
+            if !sq_one[0].is_finite() {
+                assert!(
+                    alone.iter().all(|&v| v == 0.0),
+                    "{what}: dropped record added {alone:?}"
+                );
+            } else {
+                assert!(alone.iter().all(|v| v.is_finite()), "{what}: {alone:?}");
+            }
+            if p == 0 && in_x {
+                assert!(
+                    !sq_one[0].is_finite(),
+                    "{what}: norm² {} is finite",
+                    sq_one[0]
+                );
+            }
+            // The full batch.
+            let (xf, gyf) = with_record(&x, &bad_x, &gy, &bad_gy);
+            let (sq_full, full) = clipped_sum(layer, &xf, &gyf, c);
+            assert_eq!(sq_full[1].is_finite(), sq_one[0].is_finite(), "{what}");
+            for (j, ((f, a), b)) in full.iter().zip(&clean).zip(&alone).enumerate() {
+                let want = a + b;
+                assert!(f.is_finite(), "{what}: coordinate {j} is {f}");
+                assert!(
+                    (f - want).abs() <= 1e-5 * scale.max(b.abs()),
+                    "{what}: coordinate {j}: {f} vs clean {a} + poisoned alone {b}"
+                );
+            }
+        }
+    }
+}
