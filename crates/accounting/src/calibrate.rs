@@ -239,6 +239,23 @@ mod tests {
     }
 
     #[test]
+    fn pld_calibrates_down_to_tiny_deltas() {
+        // Below the PLD's δ floor its ε is the RDP bound: finite, so a σ is found (the raw PLD
+        // ε is +∞ at δ = 1e-15, which made every σ "unreachable").
+        let pld = crate::pld::PldAccountant::pessimistic();
+        let (q, steps) = (256.0 / 60000.0, 1000);
+        let c = noise_multiplier(&pld, 2.0, 1e-15, q, steps).unwrap();
+        assert!(
+            c.epsilon <= 2.0 && c.epsilon >= 2.0 * (1.0 - RELATIVE_TOLERANCE),
+            "{c:?}"
+        );
+        assert!(
+            c.noise_multiplier > 1.1 && c.noise_multiplier < 3.0,
+            "{c:?}"
+        );
+    }
+
+    #[test]
     fn unreachable_and_trivial_targets() {
         let acc = RdpAccountant::default();
         let m = invalid(noise_multiplier(&acc, 1e-4, 1e-5, 1.0, 1_000_000));

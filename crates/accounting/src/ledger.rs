@@ -278,12 +278,20 @@ impl Ledger {
     ///
     /// # Errors
     /// - [`LedgerError::OverBudget`] (requested, spent, remaining, budget): nothing recorded.
+    /// - [`LedgerError::DeltaOnPureBudget`] for a spend with δ > 0 on a ledger whose δ budget
+    ///   is 0 (pure ε, composed by plain sum): nothing recorded.
     /// - [`LedgerError::InvalidParameter`] for ε not finite ≥ 0, δ not in [0, 1), or an event
     ///   that cannot be stored and read back identically (a non-finite number in it).
     /// - [`LedgerError::Accountant`] if the accountant is not an upper bound or fails.
     /// - [`LedgerError::Corrupt`], [`LedgerError::Sqlite`] if the file cannot be used.
     pub fn spend_receipt(&self, spend: &Spend) -> Result<Receipt, LedgerError> {
         let event_json = check_spend(spend)?;
+        if self.budget.delta == 0.0 && spend.delta > 0.0 {
+            return Err(LedgerError::DeltaOnPureBudget {
+                path: self.path.clone(),
+                requested_delta: spend.delta,
+            });
+        }
         let time_unix = now_unix();
         let mut conn = self.lock();
         let tx = conn

@@ -343,6 +343,63 @@ fn decimal_spends_add_up_as_a_user_expects() {
     assert_eq!(ledger.balance().unwrap().entries, 10);
 }
 
+#[test]
+fn a_pure_epsilon_ledger_sums_epsilon_and_refuses_any_delta_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pure.db");
+    let ledger = Ledger::open(&path, Budget::new(1.0, 0.0).unwrap()).unwrap();
+    for eps in [0.25, 0.5] {
+        ledger.spend(&laplace("count", eps)).unwrap();
+    }
+    let balance = ledger.balance().unwrap();
+    assert_eq!((balance.spent_epsilon, balance.spent_delta), (0.75, 0.0));
+    assert_eq!(balance.composition, "basic");
+
+    // A Gaussian spend (δ > 0), even a tiny one with ε to spare, is refused by name.
+    let bytes = fs::read(&path).unwrap();
+    let gaussian = Spend {
+        label: "mean".into(),
+        event: PrivacyEvent::Gaussian {
+            noise_multiplier: 20.0,
+        },
+        epsilon: 0.1,
+        delta: 1e-12,
+    };
+    let err = ledger.spend(&gaussian).unwrap_err();
+    assert!(
+        matches!(err, LedgerError::DeltaOnPureBudget { requested_delta, .. } if requested_delta == 1e-12),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    for part in [
+        "pure-epsilon",
+        "delta = 0.000000000001",
+        "nothing was recorded",
+    ] {
+        assert!(message.contains(part), "{part:?} missing from {message}");
+    }
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        bytes,
+        "a refused spend changed the file"
+    );
+    assert_eq!(ledger.balance().unwrap(), balance);
+    // The same holds with an accountant composing the ledger, and reopened.
+    let again = Ledger::open(&path, Budget::new(1.0, 0.0).unwrap())
+        .unwrap()
+        .with_composition(Composition::Accountant(Box::new(
+            dpml_accounting::RdpAccountant::default(),
+        )));
+    assert!(matches!(
+        again.spend(&gaussian),
+        Err(LedgerError::DeltaOnPureBudget { .. })
+    ));
+    assert_eq!(
+        again.spend(&laplace("rest", 0.25)).unwrap().spent_epsilon,
+        1.0
+    );
+}
+
 /// Writes `bytes` as a would-be ledger in its own directory, checks that opening it is refused
 /// as corrupt and that the directory afterwards holds exactly the same single file.
 fn assert_refused_untouched(root: &Path, name: &str, bytes: &[u8]) {

@@ -35,6 +35,16 @@ pub fn open_unit(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A probability in [0, 1) (a δ budget, where 0 means pure ε).
+pub fn unit_from_zero(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be in [0, 1), got {s}"))
+    }
+}
+
 /// A sampling rate in (0, 1].
 pub fn rate(s: &str) -> Result<f64, String> {
     let v = finite(s)?;

@@ -20,8 +20,9 @@ pub struct LedgerArgs {
     /// Total ε budget of the ledger (fixed when the ledger is created).
     #[arg(long, value_parser = args::positive, requires = "ledger")]
     pub budget: Option<f64>,
-    /// Total δ budget of the ledger (fixed when the ledger is created).
-    #[arg(long, value_parser = args::open_unit, default_value = "1e-5", requires = "ledger")]
+    /// Total δ budget of the ledger (fixed when the ledger is created); 0 makes a pure-ε
+    /// ledger, composed by plain sum, that refuses any spend with δ > 0.
+    #[arg(long, value_parser = args::unit_from_zero, default_value = "1e-5", requires = "ledger")]
     pub budget_delta: f64,
 }
 

@@ -227,3 +227,40 @@ fn tradeoff_writes_csv_and_plots() {
             .contains("</svg>")
     );
 }
+
+/// Below the PLD's δ floor, `account` reports a finite PLD ε (the RDP bound) with a note, and
+/// `calibrate` with PLD finds a σ at δ = 1e-15 instead of calling every σ unreachable.
+#[test]
+fn pld_is_finite_at_tiny_delta_and_calibrates_there() {
+    let schedule = ["--sampling-rate", "0.0042666", "--steps", "1000"];
+    let mut a = vec![
+        "account",
+        "--noise-multiplier",
+        "1.1",
+        "--delta",
+        "1e-15",
+        "--json",
+    ];
+    a.extend(schedule);
+    let v = dpml(&a).json();
+    let (pld, rdp) = (&v["epsilon"]["pld"], &v["epsilon"]["rdp"]);
+    assert!(pld.as_f64().unwrap().is_finite(), "{v}");
+    assert_eq!(pld, rdp);
+    assert!(v["pld_lower"].as_f64().unwrap() <= pld.as_f64().unwrap());
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("pld reports the RDP upper bound"), "{notes}");
+    let mut c = vec![
+        "calibrate",
+        "--target-epsilon",
+        "3",
+        "--delta",
+        "1e-15",
+        "--accountant",
+        "pld",
+        "--json",
+    ];
+    c.extend(schedule);
+    let v = dpml(&c).json();
+    assert!(v["noise_multiplier"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(v["epsilon"].as_f64().unwrap() <= 3.0);
+}

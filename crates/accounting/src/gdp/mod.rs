@@ -19,11 +19,13 @@ use normal::log_phi;
 /// resolution of f64 from any bracket that fits in f64.
 const BISECTION_STEPS: usize = 200;
 
-/// μ of T Poisson-subsampled Gaussian steps by the CLT: μ = q·√(T(e^{1/σ²} − 1)).
+/// μ of T Poisson-subsampled Gaussian steps by the CLT: μ = q·√(T(e^{1/σ²} − 1)); at q = 1
+/// (no subsampling) the exact μ = √T/σ.
 ///
 /// # Privacy
 /// Approximately μ-GDP for large T and small q (the CLT of Bu, Dong, Long, Su 2020); can
-/// underestimate the true privacy loss.
+/// underestimate the true privacy loss. Exact at q = 1: T Gaussian mechanisms compose to
+/// √T/σ-GDP (Dong, Roth, Su 2019, Cor. 3.3).
 ///
 /// # Citations
 /// Z. Bu, J. Dong, Q. Long, W. Su, "Deep learning with Gaussian differential privacy",
@@ -40,7 +42,15 @@ pub fn mu_poisson(
     let q = check::sampling_rate(sampling_rate)?;
     let sigma = check::positive("noise_multiplier", noise_multiplier)?;
     let t = check::count("steps", steps)? as f64;
-    Ok(q * (t * (1.0 / (sigma * sigma)).exp_m1()).sqrt())
+    Ok((t * step_mu_squared(q, sigma)).sqrt())
+}
+
+/// μ² of one Poisson-subsampled Gaussian step: q²(e^{1/σ²} − 1) by the CLT, but exactly 1/σ²
+/// at q = 1, where the step is a plain Gaussian mechanism and T of them compose to √T/σ-GDP
+/// with no approximation (the CLT formula would give the larger, inexact √(T(e^{1/σ²} − 1))).
+fn step_mu_squared(q: f64, sigma: f64) -> f64 {
+    let x = 1.0 / (sigma * sigma);
+    if q == 1.0 { x } else { q * q * x.exp_m1() }
 }
 
 /// μ of T uniformly subsampled (fixed batch size, sampling without replacement) Gaussian steps
@@ -185,7 +195,7 @@ fn bisect(mut lo: f64, mut hi: f64, ok: impl Fn(f64) -> bool) -> (f64, f64) {
 /// Assigns each event a μ and composes by μ² = Σ μᵢ² (exact for Gaussians, Dong, Roth, Su
 /// 2019, Cor. 3.3): Gaussian(σ) is 1/σ-GDP exactly; a Poisson-subsampled Gaussian step
 /// contributes q²(e^{1/σ²} − 1) to μ², the CLT of Bu et al. 2020, meaningful only when many
-/// such steps are composed. Then ε(δ) by [`epsilon_for_delta`] and δ(ε) by
+/// such steps are composed; at q = 1 the step is a plain Gaussian and contributes 1/σ². Then ε(δ) by [`epsilon_for_delta`] and δ(ε) by
 /// [`delta_for_epsilon`].
 ///
 /// **This is an approximation** ([`BoundKind::Approximation`]): the CLT can underestimate the
@@ -240,7 +250,7 @@ fn mu_squared(event: &PrivacyEvent) -> Result<f64, AccountingError> {
             PrivacyEvent::Gaussian { noise_multiplier } => {
                 let q = check::sampling_rate(*sampling_rate)?;
                 let s = check::positive("noise_multiplier of a gaussian event", *noise_multiplier)?;
-                Ok(q * q * (1.0 / (s * s)).exp_m1())
+                Ok(step_mu_squared(q, s))
             }
             other => Err(unsupported(&format!("poisson_sampled({})", other.kind()))),
         },

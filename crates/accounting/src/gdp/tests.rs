@@ -30,6 +30,29 @@ fn clt_reference_values() {
 }
 
 #[test]
+fn full_batch_steps_are_exact_gaussian_composition() {
+    // q = 1: T Gaussian mechanisms compose to exactly √T/σ-GDP; the CLT formula would give
+    // √(T(e^{1/σ²} − 1)) (2.06 instead of 1.83 at σ = 1.1, T = 4).
+    for (sigma, steps) in [(1.1, 4u64), (0.5, 100), (20.0, 1)] {
+        let exact = (steps as f64).sqrt() / sigma;
+        let event = PrivacyEvent::dp_sgd(sigma, 1.0, steps);
+        assert!(rel(GdpAccountant.mu(&event).unwrap(), exact) < 1e-14);
+        assert!(rel(mu_poisson(1.0, sigma, steps).unwrap(), exact) < 1e-14);
+        let plain = PrivacyEvent::Gaussian {
+            noise_multiplier: sigma,
+        }
+        .repeated(steps);
+        assert_eq!(
+            GdpAccountant.epsilon(&event, 1e-5).unwrap(),
+            GdpAccountant.epsilon(&plain, 1e-5).unwrap()
+        );
+    }
+    // Below q = 1 the CLT formula is unchanged.
+    let clt = 0.999 * (4.0 * (1.0 / 1.21f64).exp_m1()).sqrt();
+    assert!(rel(mu_poisson(0.999, 1.1, 4).unwrap(), clt) < 1e-14);
+}
+
+#[test]
 fn gdp_paper_values() {
     // Bu et al. 2020, MNIST: 20 and 70 epochs of batch 256 out of 60000.
     for &(sigma, steps, mu, eps) in &[(1.06, 4688, 0.350, 1.341), (0.638, 16407, 1.785, 8.697)] {

@@ -37,6 +37,20 @@ pub enum LedgerError {
         /// The composition that produced the totals (see [`super::Balance::composition`]).
         composition: String,
     },
+    /// A spend with δ > 0 against a pure-ε ledger (budget δ = 0): it can never fit, whatever
+    /// is left of ε, so it is refused by name rather than as an overspend.
+    #[error(
+        "ledger {} holds a pure-epsilon budget (delta = 0) and cannot record a spend with \
+         delta = {requested_delta}; use a mechanism with delta = 0 (e.g. Laplace) or a ledger \
+         with a delta budget; nothing was recorded",
+        path.display()
+    )]
+    DeltaOnPureBudget {
+        /// The ledger file.
+        path: PathBuf,
+        /// δ of the refused spend.
+        requested_delta: f64,
+    },
     /// The ledger file was created with another budget; a budget can never be changed.
     #[error(
         "ledger {} was created with the budget ε = {stored_epsilon}, δ = {stored_delta} but was \

@@ -27,8 +27,16 @@ mod gaussian;
 mod leaf;
 mod pmf;
 
+use crate::rdp::RdpAccountant;
 use crate::{Accountant, AccountingError, BoundKind, PrivacyEvent};
 use pmf::Pmf;
+
+/// The smallest δ at which the pessimistic PLD reports its own ε. The discretised PLD is an
+/// upper bound only up to about 1e-15 in δ: every composition moves up to 1e-15 of tail mass to
+/// `+∞` ([`pmf::TAIL_MASS`]) and the FFT's round-off is of that order. Below 1e-12 that floor is
+/// more than 0.1% of δ (and from about 1e-14 on it exceeds δ, so the PLD's ε is `+∞`), so
+/// [`PldAccountant::upper_epsilon`] answers with the RDP bound there instead, and says so.
+pub const MIN_DELTA: f64 = 1e-12;
 
 /// Which side of the true privacy curve a discretised PLD approximates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,7 +57,9 @@ pub enum Estimate {
 /// ε(δ) is the smallest ε ≥ 0 with `δ(ε) ≤ δ`. With [`Estimate::Pessimistic`] the discretised PLD
 /// dominates the true one (connect-the-dots splitting, tails to `+∞`), so the numbers are upper
 /// bounds up to floating-point round-off (about 1e-15 in δ); with [`Estimate::Optimistic`] they
-/// are lower bounds.
+/// are lower bounds. Below δ = [`MIN_DELTA`] that round-off matters, and where the PLD's ε is
+/// not finite it says nothing, so the pessimistic accountant's ε there is the RDP bound
+/// ([`PldAccountant::upper_epsilon`], which also returns a note saying so).
 ///
 /// Supported events: Laplace, Gaussian, randomized response, (ε, δ), discrete Laplace, discrete
 /// Gaussian, Poisson-sampled Gaussian (and Poisson-sampled compositions of Gaussians), and any
@@ -143,11 +153,11 @@ impl PldAccountant {
         })
     }
 
-    /// `(lower, upper)` bounds on the true ε at `delta`: the optimistic and pessimistic estimates
-    /// on this accountant's grid (`self.estimate` is ignored).
+    /// `(lower, upper)` bounds on the true ε at `delta`: the optimistic estimate on this
+    /// accountant's grid and [`PldAccountant::upper_epsilon`] (`self.estimate` is ignored).
     ///
     /// # Errors
-    /// As for the accountant (see [`PldAccountant`]).
+    /// As [`PldAccountant::upper_epsilon`].
     pub fn epsilon_bounds(
         &self,
         event: &PrivacyEvent,
@@ -156,8 +166,57 @@ impl PldAccountant {
         check_delta(delta)?;
         let with = |estimate| PldAccountant { estimate, ..*self };
         let lower = with(Estimate::Optimistic).pld(event)?.epsilon(delta)?;
-        let upper = with(Estimate::Pessimistic).pld(event)?.epsilon(delta)?;
+        let (upper, _) = self.upper_epsilon(event, delta)?;
         Ok((lower, upper))
+    }
+
+    /// A finite upper bound on ε at `delta`, with a note when it is not the PLD's own: the
+    /// pessimistic PLD's ε, or the RDP bound ([`RdpAccountant::default`]) when δ is below
+    /// [`MIN_DELTA`] or the PLD's ε is not finite (its truncated tails, moved to `+∞`, hold
+    /// more than δ). The grid and `self.estimate` of `self` are used for the PLD.
+    ///
+    /// # Privacy
+    /// Both are upper bounds on the true ε of `event` at `delta` (add/remove one record), so
+    /// the answer is one; RDP is looser (by about 10–20% for DP-SGD) but has no floor in δ.
+    ///
+    /// # Errors
+    /// As for the accountant (see [`PldAccountant`]); when RDP is needed but cannot handle the
+    /// event (or gives no finite ε either), [`AccountingError::InvalidParameter`] naming δ and
+    /// why: for such an event no finite ε is known at that δ.
+    pub fn upper_epsilon(
+        &self,
+        event: &PrivacyEvent,
+        delta: f64,
+    ) -> Result<(f64, Option<String>), AccountingError> {
+        check_delta(delta)?;
+        let pessimistic = PldAccountant {
+            estimate: Estimate::Pessimistic,
+            ..*self
+        };
+        let why = if delta < MIN_DELTA {
+            format!("delta = {delta:e} is below the PLD accountant's floor of {MIN_DELTA:e}")
+        } else {
+            let e = pessimistic.pld(event)?.epsilon(delta)?;
+            if e.is_finite() {
+                return Ok((e, None));
+            }
+            format!("the PLD's truncated tails exceed delta = {delta:e}")
+        };
+        let no_bound = |detail: String| {
+            AccountingError::InvalidParameter(format!(
+                "no finite epsilon at delta = {delta:e}: {why}, and RDP {detail}"
+            ))
+        };
+        match RdpAccountant::default().epsilon(event, delta) {
+            Ok(e) if e.is_finite() => {
+                Ok((e, Some(format!("pld reports the RDP upper bound: {why}"))))
+            }
+            Ok(e) => Err(no_bound(format!("gives epsilon = {e}"))),
+            Err(AccountingError::Unsupported(m) | AccountingError::InvalidParameter(m)) => {
+                Err(no_bound(format!("cannot account for the event ({m})")))
+            }
+            Err(other) => Err(other),
+        }
     }
 
     /// `δ(ε)` for each of `epsilons` (any order), composing the PLD once: the privacy curve for
@@ -187,9 +246,14 @@ impl Accountant for PldAccountant {
         }
     }
 
+    /// Pessimistic: [`PldAccountant::upper_epsilon`] (finite, an upper bound at every δ);
+    /// optimistic: the optimistic PLD's ε.
     fn epsilon(&self, event: &PrivacyEvent, delta: f64) -> Result<f64, AccountingError> {
         check_delta(delta)?;
-        self.pld(event)?.epsilon(delta)
+        match self.estimate {
+            Estimate::Pessimistic => Ok(self.upper_epsilon(event, delta)?.0),
+            Estimate::Optimistic => self.pld(event)?.epsilon(delta),
+        }
     }
 
     fn delta(&self, event: &PrivacyEvent, epsilon: f64) -> Result<f64, AccountingError> {
@@ -209,7 +273,9 @@ pub struct Pld {
 
 impl Pld {
     /// The smallest ε ≥ 0 with `δ(ε) ≤ delta` (`f64::INFINITY` when the probability of an infinite
-    /// loss exceeds `delta`), the larger over the two directions. Exact for the discretised PLD.
+    /// loss exceeds `delta`), the larger over the two directions. Exact for the discretised PLD,
+    /// which is an upper bound only for `delta` ≥ [`MIN_DELTA`]: below it, or for a finite
+    /// answer always, use [`PldAccountant::upper_epsilon`].
     ///
     /// # Errors
     /// [`AccountingError::InvalidParameter`] when `delta` is not in (0, 1).

@@ -266,11 +266,18 @@ fn epsilon_delta_composition_matches_the_exact_formula() {
             "ε' {e}: {d} {t} {u}"
         );
     }
+    // δ below the mass at ∞: the composed PLD says ε = ∞, and no accountant has a finite ε,
+    // so the accountant refuses by name rather than report an infinite (JSON null) ε.
     assert_eq!(
-        pess().epsilon(&event, 1e-6).unwrap(),
-        f64::INFINITY,
-        "δ below the mass at ∞"
+        pess().pld(&event).unwrap().epsilon(1e-6).unwrap(),
+        f64::INFINITY
     );
+    match pess().epsilon(&event, 1e-6) {
+        Err(AccountingError::InvalidParameter(m)) => {
+            assert!(m.contains("no finite epsilon at delta = 1e-6"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -510,6 +517,36 @@ fn extreme_inputs_neither_panic_nor_hang() {
             match acc.epsilon(&e, 1e-5) {
                 Ok(eps) => assert!(eps >= 0.0, "{e:?}: {eps}"),
                 Err(err) => assert!(!err.to_string().is_empty()),
+            }
+        }
+    }
+}
+
+/// Below [`MIN_DELTA`] (and wherever the PLD's tails exceed δ) the pessimistic accountant
+/// answers with the RDP bound and a note; it never returns a non-finite ε for δ > 0, and its
+/// answer stays between the optimistic PLD and RDP.
+#[test]
+fn small_deltas_give_finite_bounds_between_the_lower_bound_and_rdp() {
+    let rdp = RdpAccountant::default();
+    for steps in [1000, 10_000] {
+        let event = PrivacyEvent::dp_sgd(1.1, 256.0 / 60000.0, steps);
+        for delta in [1e-10, 1e-13, 1e-15] {
+            let (lower, upper) = pess().epsilon_bounds(&event, delta).unwrap();
+            let (noted, note) = pess().upper_epsilon(&event, delta).unwrap();
+            let bound = rdp.epsilon(&event, delta).unwrap();
+            eprintln!("T = {steps}, δ = {delta:e}: pld [{lower}, {upper}], rdp {bound}, {note:?}");
+            assert_eq!(pess().epsilon(&event, delta).unwrap(), upper);
+            assert_eq!(noted, upper);
+            assert!(
+                upper.is_finite() && lower <= upper && upper <= bound,
+                "T = {steps}, δ = {delta}"
+            );
+            assert_eq!(note.is_some(), delta < MIN_DELTA, "{note:?}");
+            if let Some(n) = note {
+                assert!(
+                    n.contains("RDP") && n.contains(&format!("{delta:e}")),
+                    "{n}"
+                );
             }
         }
     }

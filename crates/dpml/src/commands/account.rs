@@ -91,7 +91,10 @@ pub fn run(a: &AccountArgs, out: Output) -> CliResult<()> {
     }
     if wants(Which::Pld) {
         let pld = PldAccountant::pessimistic();
-        let (lower, upper) = pld.epsilon_bounds(&event, a.delta)?;
+        // The upper bound with its note (RDP below the PLD's δ floor), then the lower bound.
+        let (upper, note) = pld.upper_epsilon(&event, a.delta)?;
+        let lower = PldAccountant::optimistic().epsilon(&event, a.delta)?;
+        notes.extend(note);
         eps.insert("pld".into(), json!(upper));
         kinds.insert("pld".into(), json!(pld.bound()));
         result.insert("pld_lower".into(), json!(lower));

@@ -76,8 +76,10 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     Ok(())
 }
 
-/// Charges `ledger` (if any) for every query, THEN draws the noisy labels and scores them.
-/// Over budget, the error returns before any noise is drawn: nothing is released.
+/// Checks the model's outputs against the data, THEN charges `ledger` (if any) for every
+/// query, THEN draws the noisy labels and scores them. A model that does not fit the data
+/// (another class count, non-probability outputs) or a spend over budget returns an error
+/// before anything is charged or drawn: nothing is spent on answers that cannot be given.
 fn answer(
     probs: &[f64],
     data: &Dataset,
@@ -86,7 +88,19 @@ fn answer(
     rng: &mut DpRng,
 ) -> CliResult<Value> {
     let k = probs.len().checked_div(data.n).unwrap_or(data.n_classes);
+    if k != data.n_classes {
+        return Err(CliError::usage(format!(
+            "the model outputs {k} classes but {} has {} classes; nothing was charged",
+            data.name, data.n_classes
+        )));
+    }
     let op = OutputPerturbation::new(epsilon, k).map_err(CliError::usage)?;
+    op.check_rows(probs).map_err(|e| {
+        CliError::usage(format!(
+            "the model's outputs on {} are not probabilities ({e}); nothing was charged",
+            data.name
+        ))
+    })?;
     let queries = data.n as u64;
     let epsilon_total = op.epsilon_for(queries);
     let balance = match ledger {
@@ -178,6 +192,21 @@ mod tests {
         assert_eq!(ledger.balance().unwrap().entries, 1);
         // The file keeps its budget: reopening with another one is refused.
         assert!(Ledger::open(&path, Budget::new(2.0, 1e-5).unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_model_that_does_not_fit_the_data_is_refused_before_the_ledger_is_charged() {
+        let data = iris();
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = open_ledger(&dir.path().join("b.ledger"), 10.0, 1e-5).unwrap();
+        let nan = vec![f64::NAN; data.n * 3];
+        let err = answer(&nan, &data, 0.01, Some(&ledger), &mut DpRng::seeded(1)).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("NaN"), "{err}");
+        let four = vec![0.25; data.n * 4];
+        let err = answer(&four, &data, 0.01, Some(&ledger), &mut DpRng::seeded(1)).unwrap_err();
+        assert!(err.to_string().contains("4 classes"), "{err}");
+        assert_eq!(ledger.balance().unwrap().entries, 0);
     }
 
     #[test]

@@ -100,6 +100,7 @@ fn report_and_event_match_the_plan_and_observer_sees_every_step() {
     assert_eq!(epochs, r.epoch_log);
     assert_eq!(r.sampling_rate, 64.0 / n as f64);
     assert_eq!(r.accountant, "rdp");
+    assert_eq!(r.bounds, Some(dpml_accounting::BoundKind::UpperBound));
     let eps = r.epsilon.unwrap();
     assert!(eps <= 2.0 && eps > 1.99, "{eps}");
     // ε so far grows epoch by epoch and ends at the reported ε.
@@ -115,6 +116,31 @@ fn report_and_event_match_the_plan_and_observer_sees_every_step() {
     );
     assert!(r.samples_per_sec > 0.0 && r.wall_seconds > 0.0);
     assert_eq!(r.sensitivity, Some(1.0));
+}
+
+/// GDP is reported as an approximation (as `dpml account` labels it), and full-batch steps
+/// (q = 1) compose exactly to √T/σ-GDP rather than by the CLT.
+#[test]
+fn gdp_epsilon_is_labelled_an_approximation_and_exact_at_full_batch() {
+    use dpml_accounting::BoundKind;
+    let (tr, _) = digits();
+    let mut cfg = mlp(Privacy::NoiseMultiplier(2.0), 3.0);
+    cfg.model = "logreg".into();
+    cfg.hidden = vec![];
+    cfg.batch_size = tr.n;
+    cfg.accountant = AccountantKind::Gdp;
+    let out = train(&cfg, &tr, None, &mut DpRng::seeded(4), &mut |_| {}).unwrap();
+    let r = &out.report;
+    assert_eq!((r.sampling_rate, r.steps), (1.0, 3));
+    assert_eq!(r.bounds, Some(BoundKind::Approximation));
+    let json = serde_json::to_value(r).unwrap();
+    assert_eq!(json["bounds"], "approximation");
+    let exact = dpml_accounting::gdp::epsilon_for_delta(3f64.sqrt() / 2.0, cfg.delta).unwrap();
+    assert_eq!(r.epsilon, Some(exact));
+    // Non-private: no ε, so nothing to label.
+    cfg.privacy = Privacy::NonPrivate;
+    let out = train(&cfg, &tr, None, &mut DpRng::seeded(4), &mut |_| {}).unwrap();
+    assert_eq!((out.report.epsilon, out.report.bounds), (None, None));
 }
 
 #[test]

@@ -6,12 +6,13 @@
 
 use std::time::Instant;
 
+use dpml_accounting::BoundKind;
 use dpml_data::Dataset;
 use dpml_mechanisms::{DpRng, PrivacyEvent};
 use dpml_nn::{ClipConfig, Sequential};
 use serde::Serialize;
 
-use super::accounting::PrivacyPlan;
+use super::accounting::{PrivacyPlan, accountant};
 use super::batch::{map_through_prefix, prefix_to_precompute};
 use super::config::TrainConfig;
 use super::ema::Ema;
@@ -100,6 +101,9 @@ pub struct TrainReport {
     pub delta: f64,
     /// "pld", "rdp" or "gdp".
     pub accountant: String,
+    /// What kind of number `epsilon` is, in `dpml account`'s words: "upper_bound" (PLD, RDP)
+    /// or "approximation" (GDP, whose CLT can underestimate ε); `None` when non-private.
+    pub bounds: Option<BoundKind>,
     /// σ relative to `sensitivity` (`None` when non-private).
     pub noise_multiplier: Option<f64>,
     /// q = B/N.
@@ -335,6 +339,7 @@ pub fn train_with_prefix_progress(
         epsilon,
         delta: cfg.delta,
         accountant: cfg.accountant.name().into(),
+        bounds: epsilon.map(|_| accountant(cfg.accountant).bound()),
         noise_multiplier: plan.noise_multiplier,
         sampling_rate: plan.sampling_rate,
         steps: plan.steps,

@@ -290,6 +290,43 @@ mod tests {
         assert_eq!(noised.scale, Some(mech.scale()));
     }
 
+    /// A change of label moves two coordinates of the one-hot vector by 1 each, so the true
+    /// privacy loss is the sum of two unit-shift Laplace(2/ε) losses; the reported event is one
+    /// Laplace of shift 2 at that scale. The reported event must compose at least as badly as
+    /// the true pair (it must not under-describe the release).
+    #[test]
+    fn one_hot_event_dominates_the_two_coordinate_release() {
+        use dpml_accounting::{Accountant, PldAccountant, RdpAccountant};
+        let y = [0u32, 1, 2];
+        for eps in [0.5, 1.0, 4.0] {
+            let reported = laplace_one_hot(&y, 10, eps, PostProcess::Argmax, &mut DpRng::seeded(1))
+                .unwrap()
+                .event;
+            let coordinate = PrivacyEvent::Laplace {
+                noise_multiplier: 2.0 / eps,
+            };
+            let accountants: [&dyn Accountant; 2] =
+                [&PldAccountant::pessimistic(), &RdpAccountant::default()];
+            for count in [1, 50] {
+                let truth = coordinate.clone().repeated(2 * count);
+                let got = reported.clone().repeated(count);
+                for acc in accountants {
+                    for delta in [1e-3, 1e-5, 1e-9] {
+                        let (r, t) = (
+                            acc.epsilon(&got, delta).unwrap(),
+                            acc.epsilon(&truth, delta).unwrap(),
+                        );
+                        assert!(
+                            r >= t * (1.0 - 1e-6),
+                            "{} ε={eps} ×{count} δ={delta}: {r} < {t}",
+                            acc.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn value_noise_has_scale_nine_over_epsilon() {
         // Label 4.5 is impossible, so use the middle labels 4 and 5 with ε = 20 (b = 0.45): the

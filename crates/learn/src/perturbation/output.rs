@@ -106,6 +106,25 @@ impl OutputPerturbation {
         rng: &mut DpRng,
         probs: &[f64],
     ) -> Result<Vec<usize>, PerturbationError> {
+        self.check_rows(probs)?;
+        let k = self.classes;
+        let mut noisy = Vec::with_capacity(k);
+        probs
+            .chunks_exact(k)
+            .map(|row| {
+                self.mech.release_into(rng, row, &mut noisy)?;
+                Ok((0..k).fold(0, |b, j| if noisy[j] > noisy[b] { j } else { b }))
+            })
+            .collect()
+    }
+
+    /// Checks that `probs` is rows of `classes` probabilities (finite, ≥ 0, summing to 1
+    /// within 1e-6), without drawing anything: callers that charge a budget check first, so a
+    /// broken model (NaN outputs) is refused before any privacy is spent.
+    ///
+    /// # Errors
+    /// [`PerturbationError::Invalid`] naming the first bad row and its values.
+    pub fn check_rows(&self, probs: &[f64]) -> Result<(), PerturbationError> {
         let k = self.classes;
         if probs.len() % k != 0 {
             return Err(invalid(format!(
@@ -121,14 +140,7 @@ impl OutputPerturbation {
                 )));
             }
         }
-        let mut noisy = Vec::with_capacity(k);
-        probs
-            .chunks_exact(k)
-            .map(|row| {
-                self.mech.release_into(rng, row, &mut noisy)?;
-                Ok((0..k).fold(0, |b, j| if noisy[j] > noisy[b] { j } else { b }))
-            })
-            .collect()
+        Ok(())
     }
 }
 
