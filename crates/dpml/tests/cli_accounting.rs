@@ -264,3 +264,43 @@ fn pld_is_finite_at_tiny_delta_and_calibrates_there() {
     assert!(v["noise_multiplier"].as_f64().unwrap() > 0.0, "{v}");
     assert!(v["epsilon"].as_f64().unwrap() <= 3.0);
 }
+
+/// A trained model always has a finite ε: at δ below the PLD accountant's floor the report
+/// carries the RDP bound and says so, with GDP's marked as an approximation.
+#[test]
+fn training_reports_a_finite_epsilon_at_tiny_delta_and_names_its_kind() {
+    let base = [
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--noise-multiplier",
+        "1.5",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "16",
+        "--seed",
+        "1",
+        "--json",
+    ];
+    let run = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        dpml(&args).json()
+    };
+    let v = run(&["--delta", "1e-14"]);
+    let eps = v["epsilon"].as_f64().unwrap_or(f64::NAN);
+    assert!(eps.is_finite() && eps > 0.0, "{v}");
+    assert_eq!(v["bounds"], "upper_bound", "{v}");
+    assert!(
+        v["accountant_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("RDP")),
+        "{v}"
+    );
+    let v = run(&["--accountant", "gdp"]);
+    assert_eq!(v["bounds"], "approximation", "{v}");
+    assert!(v.get("accountant_note").is_none(), "{v}");
+}

@@ -77,8 +77,26 @@ impl PrivacyPlan {
     /// # Errors
     /// [`super::DpSgdError::Accounting`] from the accountant.
     pub fn epsilon(&self, kind: AccountantKind, steps: u64, delta: f64) -> Result<Option<f64>> {
+        Ok(self.epsilon_with_note(kind, steps, delta)?.map(|(e, _)| e))
+    }
+
+    /// As [`PrivacyPlan::epsilon`], with the accountant's note when the number is not its own:
+    /// below δ = [`dpml_accounting::pld::MIN_DELTA`] (or where its tails exceed δ) the PLD
+    /// accountant reports the RDP bound, and the report must say so.
+    ///
+    /// # Errors
+    /// As [`PrivacyPlan::epsilon`].
+    pub fn epsilon_with_note(
+        &self,
+        kind: AccountantKind,
+        steps: u64,
+        delta: f64,
+    ) -> Result<Option<(f64, Option<String>)>> {
         match self.event(steps) {
-            Some(e) if steps > 0 => Ok(Some(accountant(kind).epsilon(&e, delta)?)),
+            Some(e) if steps > 0 => Ok(Some(match kind {
+                AccountantKind::Pld => PldAccountant::pessimistic().upper_epsilon(&e, delta)?,
+                _ => (accountant(kind).epsilon(&e, delta)?, None),
+            })),
             _ => Ok(None),
         }
     }

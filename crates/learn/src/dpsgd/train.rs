@@ -104,6 +104,10 @@ pub struct TrainReport {
     /// What kind of number `epsilon` is, in `dpml account`'s words: "upper_bound" (PLD, RDP)
     /// or "approximation" (GDP, whose CLT can underestimate ε); `None` when non-private.
     pub bounds: Option<BoundKind>,
+    /// Why `epsilon` is not the named accountant's own number, when it is not (PLD below
+    /// δ = 1e-12 reports the RDP bound); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accountant_note: Option<String>,
     /// σ relative to `sensitivity` (`None` when non-private).
     pub noise_multiplier: Option<f64>,
     /// q = B/N.
@@ -322,7 +326,11 @@ pub fn train_with_prefix_progress(
         .map(|d| evaluate_from(&mut model, start, &feed, d))
         .transpose()?;
     let train_eval = evaluate_from(&mut model, start, &feed, train)?;
-    let epsilon = plan.epsilon(cfg.accountant, plan.steps, cfg.delta)?;
+    let accounted = plan.epsilon_with_note(cfg.accountant, plan.steps, cfg.delta)?;
+    let (epsilon, accountant_note) = match accounted {
+        Some((e, note)) => (Some(e), note),
+        None => (None, None),
+    };
     if let (Some(eps), super::config::Privacy::TargetEpsilon(target)) = (epsilon, cfg.privacy) {
         // Calibration guarantees this; fail closed rather than report an overspent budget.
         if eps > target {
@@ -340,6 +348,7 @@ pub fn train_with_prefix_progress(
         delta: cfg.delta,
         accountant: cfg.accountant.name().into(),
         bounds: epsilon.map(|_| accountant(cfg.accountant).bound()),
+        accountant_note,
         noise_multiplier: plan.noise_multiplier,
         sampling_rate: plan.sampling_rate,
         steps: plan.steps,
