@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use dpml_data::{Dataset, LoadOptions, Source, load};
+use dpml_data::{Dataset, Source};
 use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig, save};
 use dpml_learn::label_dp::{
     LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule, default_training,
@@ -14,7 +14,7 @@ use dpml_learn::label_dp::{
 };
 use serde_json::{Value, json};
 
-use super::train::public_normalization;
+use super::train::{SplitArgs, load_split, public_normalization};
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -94,6 +94,8 @@ pub struct LabelDpArgs {
     #[arg(long)]
     pub save_model: Option<PathBuf>,
     #[command(flatten)]
+    pub split: SplitArgs,
+    #[command(flatten)]
     pub seed: SeedArg,
 }
 
@@ -141,17 +143,6 @@ fn training(a: &LabelDpArgs, source: &Source, train: &Dataset) -> CliResult<Trai
     Ok(cfg)
 }
 
-/// The test split: the data set's own, or every 5th record (a public rule) when it has none.
-fn split(train: Dataset, test: Option<Dataset>) -> (Dataset, Dataset, &'static str) {
-    match test {
-        Some(t) => (train, t, "published test split"),
-        None => {
-            let (tr, te): (Vec<usize>, Vec<usize>) = (0..train.n).partition(|i| i % 5 != 0);
-            (train.subset(&tr), train.subset(&te), "every 5th record")
-        }
-    }
-}
-
 /// Run `dpml label-dp`.
 pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let cfg_probe = LabelDpConfig {
@@ -169,17 +160,19 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     };
     // Combinations are refused before any data is read.
     cfg_probe.validate().map_err(CliError::usage)?;
-    let opts = LoadOptions {
-        data_dir: data_dir.map(Path::to_path_buf),
-        label_column: a.data.label_column.clone(),
-    };
-    let splits = load(&a.data.dataset, &opts)?;
-    let (train, test, test_split) = split(splits.train, splits.test);
+    let mut rng = a.seed.rng()?;
+    let key = a.split.key(&mut rng);
+    let (train, test, split_key) = load_split(
+        &a.data.dataset,
+        a.data.label_column.as_deref(),
+        data_dir,
+        a.split.test_fraction,
+        Some(key),
+    )?;
     let cfg = LabelDpConfig {
         training: training(a, &a.data.dataset, &train)?,
         ..cfg_probe
     };
-    let mut rng = a.seed.rng()?;
     let bar = out.progress(1, "label-dp");
     let outcome = run_label_dp(&cfg, &train, &test, &mut rng, &mut |p| match p {
         LabelDpProgress::Stage {
@@ -203,7 +196,12 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         _ => return Err(CliError::internal("report is not an object")),
     };
     obj.insert("dataset".into(), json!(a.data.dataset.name()));
+    let test_split = match split_key {
+        Some(_) => "per-record keyed split",
+        None => "published test split",
+    };
     obj.insert("test_split".into(), json!(test_split));
+    obj.insert("split_key".into(), json!(split_key.map(|k| k.to_string())));
     obj.insert(
         "event".into(),
         serde_json::to_value(&outcome.event).map_err(CliError::internal)?,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
-use dpml_data::{Dataset, Source};
+use dpml_data::{Dataset, Source, SplitKey};
 use dpml_learn::dpsgd::{self, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
 use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
@@ -134,7 +134,7 @@ enum Setup {
         base: TrainConfig,
         all: Dataset,
         folds: usize,
-        split_seed: u64,
+        key: SplitKey,
     },
     Kmeans {
         params: KMeansParams,
@@ -161,7 +161,22 @@ enum Setup {
 }
 
 impl Setup {
-    fn new(a: &SweepArgs, data_dir: Option<&Path>) -> CliResult<Self> {
+    /// What the sweep's runs share, and the split key when records were held out (`key`, one
+    /// for every run, so that all runs see the same split or folds).
+    fn new(
+        a: &SweepArgs,
+        data_dir: Option<&Path>,
+        key: SplitKey,
+    ) -> CliResult<(Self, Option<SplitKey>)> {
+        let split = || {
+            load_split(
+                &a.dataset,
+                a.label_column.as_deref(),
+                data_dir,
+                a.split.test_fraction,
+                Some(key),
+            )
+        };
         if let (Some(k), false) = (a.folds, a.experiment == Experiment::DpSgd) {
             return Err(CliError::usage(format!(
                 "--folds {k} applies to --experiment dp-sgd, not {}",
@@ -172,37 +187,38 @@ impl Setup {
             Experiment::DpSgd if a.folds.is_some() => {
                 let all = load_all(&a.dataset, a.label_column.as_deref(), data_dir)?;
                 let base = recipe_for(a, &all)?;
-                Ok(Setup::CrossValidated {
-                    base,
-                    all,
-                    folds: a.folds.map_or(0, |k| k as usize),
-                    split_seed: a.split.split_seed,
-                })
+                Ok((
+                    Setup::CrossValidated {
+                        base,
+                        all,
+                        folds: a.folds.map_or(0, |k| k as usize),
+                        key,
+                    },
+                    Some(key),
+                ))
             }
             Experiment::DpSgd => {
-                let (train, test) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                let (train, test, used) = split()?;
                 let base = recipe_for(a, &train)?;
-                Ok(Setup::DpSgd { base, train, test })
+                Ok((Setup::DpSgd { base, train, test }, used))
             }
             Experiment::OutputPerturbation => {
-                let (train, test) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                let (train, test, used) = split()?;
                 let mut cfg = recipe_for(a, &train)?;
                 cfg.privacy = Privacy::NonPrivate;
                 let mut trained =
                     dpsgd::train(&cfg, &train, Some(&test), &mut a.seed.rng()?, &mut |_| {})?;
                 let logits = dpsgd::predict_logits(&mut trained.model, &trained.input, &test)?;
-                Ok(Setup::Output {
+                let setup = Setup::Output {
                     probs: softmax_rows(&logits),
                     classes: test.n_classes,
                     clean_accuracy: trained.report.test_accuracy.unwrap_or(f64::NAN),
                     test,
-                })
+                };
+                Ok((setup, used))
             }
             Experiment::InputPerturbation => {
-                let (train, test) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                let (train, test, used) = split()?;
                 let mut base = recipe_for(a, &train)?;
                 base.privacy = Privacy::NonPrivate;
                 let ranges =
@@ -213,12 +229,13 @@ impl Setup {
                             a.dataset.name()
                         ))
                     })?;
-                Ok(Setup::Input {
+                let setup = Setup::Input {
                     base,
                     ranges,
                     train,
                     test,
-                })
+                };
+                Ok((setup, used))
             }
             Experiment::Kmeans => {
                 let data = load_all(&a.dataset, a.label_column.as_deref(), data_dir)?;
@@ -227,10 +244,8 @@ impl Setup {
                     None => public_bounds(&a.dataset, &data)?,
                 };
                 let k = a.k.map_or(data.n_classes, |k| k as usize);
-                Ok(Setup::Kmeans {
-                    params: KMeansParams::new(k, Algorithm::DpLloyd, bounds),
-                    data,
-                })
+                let params = KMeansParams::new(k, Algorithm::DpLloyd, bounds);
+                Ok((Setup::Kmeans { params, data }, None))
             }
             Experiment::LabelDp
             | Experiment::LabelDpRegression
@@ -240,18 +255,18 @@ impl Setup {
                     Experiment::LabelDpClassification => vec![Task::Classification],
                     _ => vec![Task::Regression, Task::Classification],
                 };
-                let (train, test) =
-                    load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
+                let (train, test, used) = split()?;
                 let base =
                     label_dp::default_training(public_normalization(&a.dataset, &train), train.n);
                 let mut training = a.training.apply(base)?;
                 training.privacy = Privacy::NonPrivate;
-                Ok(Setup::LabelDp {
+                let setup = Setup::LabelDp {
                     tasks,
                     training,
                     train,
                     test,
-                })
+                };
+                Ok((setup, used))
             }
         }
     }
@@ -274,7 +289,7 @@ impl Setup {
                 base,
                 all,
                 folds,
-                split_seed,
+                key,
             } => {
                 let mut cfg = base.clone();
                 cfg.privacy = job
@@ -284,7 +299,7 @@ impl Setup {
                     &cfg,
                     all,
                     *folds,
-                    *split_seed,
+                    key,
                     rng,
                     &mut |_, cfg, train, test, rng| {
                         Ok(dpsgd::train(cfg, train, Some(test), rng, &mut |_| {})?)
@@ -417,8 +432,8 @@ fn recipe_for(a: &SweepArgs, data: &Dataset) -> CliResult<TrainConfig> {
 
 /// Run `dpml sweep`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let setup = Setup::new(a, data_dir)?;
     let mut rng = a.seed.rng()?;
+    let (setup, split_key) = Setup::new(a, data_dir, a.split.key(&mut rng))?;
     let grid = std::iter::once(None).chain(a.epsilons.iter().copied().map(Some));
     let jobs: Vec<(Job, DpRng)> = grid
         .flat_map(|epsilon| (0..a.repeats).map(move |repeat| Job { epsilon, repeat }))
@@ -473,6 +488,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         "repeats": a.repeats,
         "folds": a.folds,
         "runs": rows.len(),
+        "split_key": split_key.map(|k| k.to_string()),
         "summary": summary.iter().map(|s| json!({"epsilon": s.epsilon, "metric": s.metric, "mean": s.mean, "std": s.std, "n": s.n})).collect::<Vec<_>>(),
         "results_csv": a.out.join("results.csv"),
         "summary_csv": a.out.join("summary.csv"),

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use dpml_data::{Dataset, LoadOptions, Source, load, train_test_split};
+use dpml_data::{Dataset, LoadOptions, Source, SplitKey, load, train_test_split};
 use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
     OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
@@ -193,36 +193,75 @@ fn set<T>(field: &mut T, value: Option<T>) {
     }
 }
 
-/// Train and test sets: the source's own test split, or a seeded stratified split.
+/// Train and test sets: the source's own test split, or a per-record keyed split
+/// ([`dpml_data::train_test_split`]: removing one record moves only that record, so the
+/// training run's guarantee holds for the data set given).
 #[derive(Args, Debug, Clone)]
 pub struct SplitArgs {
-    /// Share held out for testing when the data set has no test split of its own.
+    /// Share held out for testing when the data set has no test split of its own (each record
+    /// independently, so the test size varies around it).
     #[arg(long, value_parser = args::open_unit, default_value = "0.2")]
     pub test_fraction: f64,
-    /// Seed of that split (public: it does not touch the noise).
-    #[arg(long, default_value = "0")]
-    pub split_seed: u64,
+    /// Key of the split and folds, 64 hex digits, as an earlier run reported in "split_key":
+    /// repeats its split. Without it, training commands draw a fresh key from the run's
+    /// generator (so --seed fixes it).
+    #[arg(long, value_parser = parse_split_key)]
+    pub split_key: Option<SplitKey>,
+    /// Deprecated: a split key derived from this number (use --split-key).
+    #[arg(long, hide = true, conflicts_with = "split_key")]
+    pub split_seed: Option<u64>,
 }
 
-/// Load `source` as (train, test).
+fn parse_split_key(s: &str) -> Result<SplitKey, String> {
+    s.parse().map_err(|e: dpml_data::DataError| e.to_string())
+}
+
+impl SplitArgs {
+    /// The key given on the command line: `--split-key`, or one derived from `--split-seed`.
+    pub fn given_key(&self) -> Option<SplitKey> {
+        self.split_key
+            .or_else(|| self.split_seed.map(SplitKey::from_seed))
+    }
+
+    /// The run's key: the given one, else a fresh one from `rng`. A key is drawn either way,
+    /// so that `--seed S --split-key K` with the K a `--seed S` run reported repeats that run
+    /// exactly. The key is published; that reveals nothing of the generator's other output
+    /// (ChaCha20 is a cryptographic generator), and the split's guarantee holds for any key.
+    pub fn key(&self, rng: &mut dpml_mechanisms::DpRng) -> SplitKey {
+        let drawn = SplitKey::from_rng(rng.as_rng());
+        self.given_key().unwrap_or(drawn)
+    }
+}
+
+/// Load `source` as (train, test, the split key used): the source's own test split (no key),
+/// else the keyed split of its records under `key`.
+///
+/// # Errors
+/// A usage error when the source needs a split and `key` is `None`; data errors, among them
+/// [`dpml_data::DataError::EmptySplit`].
 pub fn load_split(
     source: &Source,
     label_column: Option<&str>,
     data_dir: Option<&Path>,
-    split: &SplitArgs,
-) -> CliResult<(Dataset, Dataset)> {
+    test_fraction: f64,
+    key: Option<SplitKey>,
+) -> CliResult<(Dataset, Dataset, Option<SplitKey>)> {
     let opts = LoadOptions {
         data_dir: data_dir.map(Path::to_path_buf),
         label_column: label_column.map(String::from),
     };
     let sets = load(source, &opts)?;
-    match sets.test {
-        Some(test) => Ok((sets.train, test)),
-        None => Ok(train_test_split(
-            &sets.train,
-            split.test_fraction,
-            split.split_seed,
-        )?),
+    match (sets.test, key) {
+        (Some(test), _) => Ok((sets.train, test, None)),
+        (None, Some(key)) => {
+            let (train, test) = train_test_split(&sets.train, test_fraction, &key)?;
+            Ok((train, test, Some(key)))
+        }
+        (None, None) => Err(CliError::usage(format!(
+            "{} has no test split of its own: give --split-key HEX, the \"split_key\" of the run \
+             that held records out",
+            source.name()
+        ))),
     }
 }
 
@@ -373,7 +412,14 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     if let Some(k) = a.folds {
         return cross_validate(a, &source, &cfg, k as usize, data_dir, &mut rng, out);
     }
-    let (mut train, test) = load_split(&source, a.label_column.as_deref(), data_dir, &a.split)?;
+    let key = a.split.key(&mut rng);
+    let (mut train, test, split_key) = load_split(
+        &source,
+        a.label_column.as_deref(),
+        data_dir,
+        a.split.test_fraction,
+        Some(key),
+    )?;
     let cfg = normalized(a, &source, &train, &cfg)?;
     let perturbation = match (&a.input_perturbation, a.input_epsilon) {
         (Some(name), Some(eps)) => {
@@ -420,6 +466,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         map.insert("preset".into(), json!(preset));
         map.insert("train_size".into(), json!(train.n));
         map.insert("test_size".into(), json!(test.n));
+        map.insert("split_key".into(), json!(split_key.map(|k| k.to_string())));
         map.insert("saved_to".into(), json!(a.out));
         map.insert("event".into(), json!(outcome.event));
         map.insert("normalize".into(), json!(cfg.normalize));
@@ -482,25 +529,21 @@ fn cross_validate(
     rng: &mut dpml_mechanisms::DpRng,
     out: Output,
 ) -> CliResult<()> {
+    let key = a.split.key(rng);
     let all = load_all(source, a.label_column.as_deref(), data_dir)?;
     let cfg = normalized(a, source, &all, cfg)?;
-    let cv = k_fold(
-        &cfg,
-        &all,
-        k,
-        a.split.split_seed,
-        rng,
-        &mut |i, cfg, train, test, rng| {
-            eprintln!("fold {}/{k}", i + 1);
-            train_with_progress(cfg, train, Some(test), rng, out)
-        },
-    )?;
+    let cv = k_fold(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
+        eprintln!("fold {}/{k}", i + 1);
+        train_with_progress(cfg, train, Some(test), rng, out)
+    })?;
     let (mean, std) = mean_std(&cv.accuracies);
     out.emit(&json!({
         "folds": k,
         "test_accuracy_mean": mean,
         "test_accuracy_std": std,
         "fold_accuracies": cv.accuracies,
+        "fold_sizes": cv.test_sizes,
+        "split_key": key.to_string(),
         "epsilon": cv.epsilon(),
         "epsilon_per_fold": cv.epsilons,
         "delta": cfg.delta,
@@ -520,6 +563,9 @@ pub struct FoldResults {
     pub accuracies: Vec<f64>,
     /// ε of fold i's model (`None` when non-private).
     pub epsilons: Vec<Option<f64>>,
+    /// Records in fold i (its test set): random, about N/K, as each record's fold is drawn
+    /// on its own.
+    pub test_sizes: Vec<usize>,
 }
 
 impl FoldResults {
@@ -543,22 +589,23 @@ pub type FoldTrainer<'a> = dyn FnMut(
     ) -> CliResult<dpsgd::TrainOutcome>
     + 'a;
 
-/// K-fold cross-validation of `cfg` over `all` (the folds are drawn with the public
-/// `split_seed`, so every run of a sweep sees the same folds): `fit` trains one model per
-/// fold on the other K − 1 folds and tests it on the held-out one. Used by `dpml train
-/// --folds` and `dpml sweep --folds`.
+/// K-fold cross-validation of `cfg` over `all`: each record's fold is a keyed hash of the
+/// record ([`dpml_data::kfold`]), so it is in the test set of one fold and the training set of
+/// the other K − 1, and removing a record moves no other; one `key` for every run of a sweep
+/// gives them all the same folds. `fit` trains one model per fold on the other K − 1 folds and
+/// tests it on the held-out one. Used by `dpml train --folds` and `dpml sweep --folds`.
 ///
 /// # Errors
-/// A usage error unless 2 ≤ K ≤ N; whatever `fit` returns.
+/// A usage error unless 2 ≤ K ≤ N or when a fold comes out empty; whatever `fit` returns.
 pub fn k_fold(
     cfg: &TrainConfig,
     all: &Dataset,
     k: usize,
-    split_seed: u64,
+    key: &SplitKey,
     rng: &mut dpml_mechanisms::DpRng,
     fit: &mut FoldTrainer<'_>,
 ) -> CliResult<FoldResults> {
-    let folds = dpml_data::kfold(all.n, k, split_seed)?;
+    let folds = dpml_data::kfold(all, k, key)?;
     let mut accuracies = Vec::with_capacity(k);
     let mut epsilons = Vec::with_capacity(k);
     for (i, (train_idx, test_idx)) in folds.iter().enumerate() {
@@ -570,6 +617,7 @@ pub fn k_fold(
     Ok(FoldResults {
         accuracies,
         epsilons,
+        test_sizes: folds.iter().map(|f| f.1.len()).collect(),
     })
 }
 
@@ -683,14 +731,22 @@ pub struct EvalArgs {
     /// Label column of a csv: data set.
     #[arg(long)]
     pub label_column: Option<String>,
+    /// The training run's split: its --test-fraction and "split_key" (needed for a data set
+    /// without a test split of its own).
     #[command(flatten)]
     pub split: SplitArgs,
 }
 
 /// Run `dpml eval`.
 pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let (_, test, _) = load_split(
+        &a.dataset,
+        a.label_column.as_deref(),
+        data_dir,
+        a.split.test_fraction,
+        a.split.given_key(),
+    )?;
     let (mut model, input) = dpsgd::load(&a.model)?;
-    let (_, test) = load_split(&a.dataset, a.label_column.as_deref(), data_dir, &a.split)?;
     let e = dpsgd::evaluate(&mut model, &input, &test)?;
     out.emit(&json!({"test_accuracy": e.accuracy, "test_loss": e.loss, "n": e.n}));
     Ok(())
