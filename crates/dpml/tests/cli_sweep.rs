@@ -257,6 +257,8 @@ fn dp_sgd_sweep_cross_validates_every_run() {
     // (baseline + 2 ε) × 2 repeats × 3 folds, one row each.
     assert_eq!(v["runs"], 18);
     assert_eq!(v["folds"], 3);
+    // One key, reported, gives every run the same folds.
+    assert_eq!(v["split_key"].as_str().map(str::len), Some(64), "{v}");
     let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert!(results.starts_with("experiment,epsilon,repeat,fold,metric,value\n"));
     for fold in 0..3 {
