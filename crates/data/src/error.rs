@@ -192,6 +192,24 @@ pub enum DataError {
         value: String,
     },
 
+    /// A per-record split that left one side without records: each record picks its side on
+    /// its own, so a small data set, an extreme fraction or many folds can leave one empty.
+    #[error(
+        "{side} came out empty: {n} records split with {setting} and split key {key}; each \
+         record picks its side on its own, so use more records, a less extreme setting or \
+         another split key"
+    )]
+    EmptySplit {
+        /// Which part is empty, e.g. "the test set" or "fold 3 of 5".
+        side: String,
+        /// The number of records split.
+        n: usize,
+        /// The setting used, e.g. "test_fraction 0.2" or "k = 5".
+        setting: String,
+        /// The split key, hex.
+        key: String,
+    },
+
     /// Two data sets or a scaler and a data set whose feature counts disagree.
     #[error("feature count mismatch: {what} has {expected} features but the data set has {got}")]
     FeatureMismatch {
@@ -288,6 +306,21 @@ impl DataError {
         Self::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// A split whose `side` came out empty.
+    pub(crate) fn empty_split(
+        side: &str,
+        n: usize,
+        setting: String,
+        key: &crate::SplitKey,
+    ) -> Self {
+        Self::EmptySplit {
+            side: side.to_string(),
+            n,
+            setting,
+            key: key.to_string(),
         }
     }
 

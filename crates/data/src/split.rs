@@ -1,47 +1,188 @@
-//! Seeded train/test splits (stratified by class) and k-fold cross-validation indices.
+//! Train/test splits and k-fold cross-validation decided record by record, under a key.
 //!
-//! Splits use their own ChaCha20 stream seeded from the given `u64`, so the same seed always
-//! gives the same split on every platform. Which records are held out is not a privacy
-//! release: these shuffles are bookkeeping, not noise.
+//! # Why per record
+//!
+//! A differentially private model protects the records it is trained on. When the training
+//! set is cut out of the user's data set by shuffling all of it, removing one record moves
+//! many others across the cut, so the two training sets are no longer neighbours and the
+//! reported ε holds only for the derived split, not for the data set handed in. Here each
+//! record's side (or fold) depends on that record alone: a keyed hash of its content, the
+//! bytes of its feature values and the name of its class. Removing or adding one record
+//! changes the training set by that record at most, for every key, so the guarantee of the
+//! training run holds for the data set itself.
+//!
+//! # Consequences
+//!
+//! - The test set's size is random: Binomial(n, test_fraction); fold sizes are multinomial.
+//!   There is no stratification (balancing classes would couple records).
+//! - A side that comes out empty is refused ([`DataError::EmptySplit`]) rather than repaired
+//!   by moving records, which would couple them again.
+//! - Identical records (same features and class) always land on the same side. That does not
+//!   break add/remove-one neighbouring: the hash of every other record is unchanged, so the
+//!   neighbouring data sets still give neighbouring training sets.
+//! - Indices on each side are ascending (the records keep the data set's order).
+//!
+//! # The key
+//!
+//! The hash is SHA-256 over the key, a purpose tag, and the record. The key need not be secret
+//! (the guarantee above holds for every key, so it may be published); it is drawn from the
+//! run's cryptographic generator so that the split is not a fixed function anyone could aim
+//! records at, and reported so that a split can be reproduced ([`SplitKey`]'s hex form).
 
-use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
 
 use rand::SeedableRng;
-use rand::seq::SliceRandom;
 use rand_chacha::ChaCha20Rng;
+use sha2::{Digest, Sha256};
 
 use crate::{DataError, Dataset};
 
-/// Splits `d` into (train, test) with about `test_fraction` of the records in test, stratified:
-/// each class is split in the same proportion (to within one record), as scikit-learn's
-/// `train_test_split(..., stratify=y)`. Both parts are shuffled.
+/// The 256-bit key of a split: which records are held out is a keyed hash of each record.
+///
+/// Displayed and parsed as 64 lowercase hexadecimal digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SplitKey([u8; 32]);
+
+impl SplitKey {
+    /// A fresh key from a cryptographic generator (a run's `DpRng`, through its `as_rng`).
+    pub fn from_rng<R: rand::CryptoRng + ?Sized>(rng: &mut R) -> Self {
+        let mut key = [0u8; 32];
+        rng.fill_bytes(&mut key);
+        Self(key)
+    }
+
+    /// The key with these bytes.
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The key's bytes.
+    pub const fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// A key derived from a small number, for the deprecated `--split-seed` of scripts written
+    /// before splits were keyed: the first 32 bytes of ChaCha20 seeded with `seed`. Such a key
+    /// is guessable, which is harmless (keys are public) but gives no protection against data
+    /// sets crafted for a known split.
+    pub fn from_seed(seed: u64) -> Self {
+        Self::from_rng(&mut ChaCha20Rng::seed_from_u64(seed))
+    }
+}
+
+impl fmt::Display for SplitKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Debug for SplitKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SplitKey({self})")
+    }
+}
+
+impl FromStr for SplitKey {
+    type Err = DataError;
+
+    /// Parses 64 hexadecimal digits (either case), as [`SplitKey`]'s `Display` writes them.
+    fn from_str(s: &str) -> Result<Self, DataError> {
+        let bad = || DataError::param("split_key", "64 hexadecimal digits", s);
+        let digits = s.trim().as_bytes();
+        // Checked first: `from_str_radix` would also take a sign ("+f").
+        if digits.len() != 64 || !digits.iter().all(u8::is_ascii_hexdigit) {
+            return Err(bad());
+        }
+        let nibble = |c: u8| (c as char).to_digit(16).map_or(0, |v| v as u8);
+        let mut key = [0u8; 32];
+        for (byte, pair) in key.iter_mut().zip(digits.chunks_exact(2)) {
+            *byte = nibble(pair[0]) << 4 | nibble(pair[1]);
+        }
+        Ok(Self(key))
+    }
+}
+
+/// What a record's hash is used for: the train/test cut and the folds draw independent values
+/// from the same key.
+#[derive(Clone, Copy)]
+enum Purpose {
+    TrainTest,
+    Folds,
+}
+
+/// A uniform `u64` that depends only on the key, the purpose and record `i`'s content.
+fn record_draw(d: &Dataset, i: usize, key: &SplitKey, purpose: Purpose) -> u64 {
+    let mut h = Sha256::new();
+    h.update(key.as_bytes());
+    h.update(match purpose {
+        Purpose::TrainTest => b"dpml split v1: train/test\0",
+        Purpose::Folds => b"dpml split v1: k-fold    \0",
+    });
+    let row = d.row(i);
+    h.update((row.len() as u64).to_le_bytes());
+    for &v in row {
+        // -0.0 and 0.0 are the same value; records equal as numbers hash alike.
+        let v = if v == 0.0 { 0.0f32 } else { v };
+        h.update(v.to_bits().to_le_bytes());
+    }
+    // The class by name where there is one: class indices can depend on the other records
+    // (a CSV's labels are numbered in sorted order of the values present), names cannot.
+    let y = d.y[i];
+    match d.class_names.get(y as usize) {
+        Some(name) => {
+            let name = canonical_label(name);
+            h.update([1u8]);
+            h.update((name.len() as u64).to_le_bytes());
+            h.update(name.as_bytes());
+        }
+        None => {
+            h.update([0u8]);
+            h.update(y.to_le_bytes());
+        }
+    }
+    let digest = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// A class name as it would read had every label of the file been a number. A CSV's labels
+/// are all read as numbers (names like "2") or, when one is not a number, all as text (names
+/// like "2.0" as written), so one record can switch how the others are named.
+fn canonical_label(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.trim().parse::<f64>() {
+        // `+ 0.0` turns -0 into 0, as the CSV reader does.
+        Ok(v) if v.is_finite() => (v + 0.0).to_string().into(),
+        _ => name.into(),
+    }
+}
+
+/// Splits `d` into (train, test): each record goes to test with probability `test_fraction`,
+/// independently of every other record, as decided by the keyed hash of its content (see the
+/// module documentation for why, and what follows). The records keep their order.
 ///
 /// # Errors
-/// [`DataError::InvalidParameter`] when `test_fraction` is not in (0, 1) or leaves either
-/// part empty.
+/// [`DataError::InvalidParameter`] when `test_fraction` is not in (0, 1);
+/// [`DataError::EmptySplit`] when either part comes out empty.
 pub fn train_test_split(
     d: &Dataset,
     test_fraction: f64,
-    seed: u64,
+    key: &SplitKey,
 ) -> Result<(Dataset, Dataset), DataError> {
-    let (train, test) = stratified_split_indices(&d.y, test_fraction, seed)?;
+    let (train, test) = split_indices(d, test_fraction, key)?;
     Ok((d.subset(&train), d.subset(&test)))
 }
 
-/// The indices behind [`train_test_split`]: (train, test) over records labelled `y`.
-///
-/// The test size is ⌈test_fraction · n⌉ (as scikit-learn); each class c with n_c records
-/// gives ⌊test_fraction · n_c⌋ records, and the remaining ones go to the classes with the
-/// largest fractional parts (ties to the lower class index).
+/// The indices behind [`train_test_split`]: (train, test), each ascending.
 ///
 /// # Errors
 /// As [`train_test_split`].
-pub fn stratified_split_indices(
-    y: &[u32],
+pub fn split_indices(
+    d: &Dataset,
     test_fraction: f64,
-    seed: u64,
+    key: &SplitKey,
 ) -> Result<(Vec<usize>, Vec<usize>), DataError> {
-    let n = y.len();
     if !(test_fraction.is_finite() && test_fraction > 0.0 && test_fraction < 1.0) {
         return Err(DataError::param(
             "test_fraction",
@@ -49,109 +190,80 @@ pub fn stratified_split_indices(
             test_fraction,
         ));
     }
-    // The small slack keeps e.g. 0.1 · 30 = 3.0000000000000004 from rounding up to 4.
-    let n_test = (test_fraction * n as f64 - 1e-9).ceil().max(0.0) as usize;
-    if n_test == 0 || n_test >= n {
-        return Err(DataError::param(
-            "test_fraction",
-            format!("such that train and test both get records (n = {n})"),
-            test_fraction,
-        ));
+    // u < f·2⁶⁴ has probability f (to within 2⁻⁶⁴); the cast saturates just below 1.
+    let threshold = (test_fraction * 2f64.powi(64)) as u64;
+    let (test, train): (Vec<usize>, Vec<usize>) =
+        (0..d.n).partition(|&i| record_draw(d, i, key, Purpose::TrainTest) < threshold);
+    let setting = || format!("test_fraction {test_fraction}");
+    for (part, side) in [(&train, "the training set"), (&test, "the test set")] {
+        if part.is_empty() {
+            return Err(DataError::empty_split(side, d.n, setting(), key));
+        }
     }
-
-    // A map, not a vector indexed by class: labels come from the caller and may be sparse.
-    let mut classes: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for (i, &c) in y.iter().enumerate() {
-        classes.entry(c).or_default().push(i);
-    }
-    let by_class: Vec<Vec<usize>> = classes.into_values().collect();
-    let quotas = allocate(
-        &by_class.iter().map(Vec::len).collect::<Vec<_>>(),
-        n_test,
-        test_fraction,
-    );
-
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let (mut train, mut test) = (Vec::with_capacity(n - n_test), Vec::with_capacity(n_test));
-    for (mut members, quota) in by_class.into_iter().zip(quotas) {
-        members.shuffle(&mut rng);
-        test.extend_from_slice(&members[..quota]);
-        train.extend_from_slice(&members[quota..]);
-    }
-    train.shuffle(&mut rng);
-    test.shuffle(&mut rng);
     Ok((train, test))
 }
 
-/// Per-class test counts summing to `total` (largest-remainder rounding of fraction · count).
-fn allocate(counts: &[usize], total: usize, fraction: f64) -> Vec<usize> {
-    let exact: Vec<f64> = counts.iter().map(|&c| fraction * c as f64).collect();
-    let mut quotas: Vec<usize> = exact
-        .iter()
-        .zip(counts)
-        .map(|(&q, &c)| (q.floor() as usize).min(c))
-        .collect();
-    let mut order: Vec<usize> = (0..counts.len()).collect();
-    order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
-    let mut missing = total.saturating_sub(quotas.iter().sum());
-    // `total < Σ counts`, so a class with room always exists while records are missing.
-    while missing > 0 {
-        let before = missing;
-        for &k in &order {
-            if missing > 0 && quotas[k] < counts[k] {
-                quotas[k] += 1;
-                missing -= 1;
-            }
-        }
-        if missing == before {
-            break;
-        }
-    }
-    quotas
-}
-
-/// One fold of [`kfold`]: (train indices, test indices).
+/// One fold of [`kfold`]: (train indices, test indices), each ascending.
 pub type Fold = (Vec<usize>, Vec<usize>);
 
-/// `k` (train, test) index pairs for k-fold cross-validation over `n` records: the records
-/// are shuffled with `seed` and cut into `k` folds whose sizes differ by at most one (the
-/// first `n mod k` folds get the extra record). Each fold is the test set once; indices in
-/// each set are ascending.
+/// The fold (in `0..k`) of every record of `d`: a keyed hash of the record's content, so each
+/// record's fold is independent of the other records and uniform over the `k` folds.
 ///
 /// # Errors
-/// [`DataError::InvalidParameter`] unless `2 ≤ k ≤ n`.
-pub fn kfold(n: usize, k: usize, seed: u64) -> Result<Vec<Fold>, DataError> {
-    if k < 2 || k > n {
+/// [`DataError::InvalidParameter`] unless `2 ≤ k ≤ n`; [`DataError::EmptySplit`] when a fold
+/// gets no records.
+pub fn fold_assignments(d: &Dataset, k: usize, key: &SplitKey) -> Result<Vec<usize>, DataError> {
+    if k < 2 || k > d.n {
         return Err(DataError::param(
             "k",
-            format!("between 2 and the number of records {n}"),
+            format!("between 2 and the number of records {}", d.n),
             k,
         ));
     }
-    let mut perm: Vec<usize> = (0..n).collect();
-    perm.shuffle(&mut ChaCha20Rng::seed_from_u64(seed));
-    let mut folds = Vec::with_capacity(k);
-    let mut start = 0;
-    for f in 0..k {
-        let size = n / k + usize::from(f < n % k);
-        let mut test = perm[start..start + size].to_vec();
-        test.sort_unstable();
-        let mut train: Vec<usize> = perm[..start]
-            .iter()
-            .chain(&perm[start + size..])
-            .copied()
-            .collect();
-        train.sort_unstable();
-        folds.push((train, test));
-        start += size;
+    // Multiply-shift maps the uniform u64 onto 0..k with bias below k/2⁶⁴.
+    let folds: Vec<usize> = (0..d.n)
+        .map(|i| {
+            let u = record_draw(d, i, key, Purpose::Folds);
+            ((u128::from(u) * k as u128) >> 64) as usize
+        })
+        .collect();
+    let mut sizes = vec![0usize; k];
+    for &f in &folds {
+        sizes[f] += 1;
+    }
+    if let Some(empty) = sizes.iter().position(|&s| s == 0) {
+        return Err(DataError::empty_split(
+            &format!("fold {} of {k}", empty + 1),
+            d.n,
+            format!("k = {k}"),
+            key,
+        ));
     }
     Ok(folds)
+}
+
+/// `k` (train, test) index pairs for k-fold cross-validation over `d`: fold i's test set is
+/// the records whose [`fold_assignments`] is i, its training set all the others. Each record
+/// is in the test set of exactly one fold and in the training set of the other k − 1; fold
+/// sizes are random (about n/k each).
+///
+/// # Errors
+/// As [`fold_assignments`].
+pub fn kfold(d: &Dataset, k: usize, key: &SplitKey) -> Result<Vec<Fold>, DataError> {
+    let assignment = fold_assignments(d, k, key)?;
+    Ok((0..k)
+        .map(|f| (0..d.n).partition(|&i| assignment[i] != f))
+        .collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dataset::tests::toy;
+
+    fn key(b: u8) -> SplitKey {
+        SplitKey::from_bytes([b; 32])
+    }
 
     fn is_partition(a: &[usize], b: &[usize], n: usize) -> bool {
         let mut all: Vec<usize> = a.iter().chain(b).copied().collect();
@@ -160,35 +272,20 @@ mod tests {
     }
 
     #[test]
-    fn split_is_a_stratified_reproducible_partition() {
-        let y: Vec<u32> = (0..103).map(|i| [0, 0, 0, 1, 1, 2][i % 6]).collect();
-        let (train, test) = stratified_split_indices(&y, 0.25, 7).unwrap();
-        assert!(is_partition(&train, &test, 103));
-        assert_eq!(test.len(), 26); // ⌈0.25 · 103⌉
-        for c in 0..3u32 {
-            let n_c = y.iter().filter(|&&v| v == c).count() as f64;
-            let t_c = test.iter().filter(|&&i| y[i] == c).count() as f64;
-            assert!(
-                (t_c - 0.25 * n_c).abs() < 1.0 + 1e-9,
-                "class {c}: {t_c} of {n_c}"
-            );
-        }
+    fn split_is_a_reproducible_partition_that_keeps_rows_whole() {
+        let d = toy(40);
+        let (train, test) = split_indices(&d, 0.3, &key(1)).unwrap();
+        assert!(is_partition(&train, &test, 40));
+        assert!(train.windows(2).all(|w| w[0] < w[1]));
+        assert!(test.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(
-            stratified_split_indices(&y, 0.25, 7).unwrap(),
+            split_indices(&d, 0.3, &key(1)).unwrap(),
             (train.clone(), test.clone())
         );
-        assert_ne!(stratified_split_indices(&y, 0.25, 8).unwrap().1, test);
-    }
-
-    #[test]
-    fn split_sizes_and_exact_fractions() {
-        let y = vec![0u32; 30];
-        let (train, test) = stratified_split_indices(&y, 0.1, 1).unwrap();
-        assert_eq!((train.len(), test.len()), (27, 3));
-        let d = toy(10);
-        let (a, b) = train_test_split(&d, 0.3, 3).unwrap();
-        assert_eq!((a.n, b.n), (7, 3));
-        assert_eq!(a.x.len(), 14);
+        assert_ne!(split_indices(&d, 0.3, &key(2)).unwrap().1, test);
+        let (a, b) = train_test_split(&d, 0.3, &key(1)).unwrap();
+        assert_eq!((a.n, b.n), (train.len(), test.len()));
+        assert_eq!(a.x.len(), 2 * a.n);
         // Rows keep their labels: feature 0 of record i is i, its class i % 3.
         for part in [&a, &b] {
             for r in 0..part.n {
@@ -198,46 +295,116 @@ mod tests {
     }
 
     #[test]
-    fn split_handles_sparse_labels() {
-        let y = vec![u32::MAX, 7, u32::MAX, 7, 7, u32::MAX];
-        let (train, test) = stratified_split_indices(&y, 0.5, 2).unwrap();
-        assert!(is_partition(&train, &test, 6));
-        assert_eq!(test.iter().filter(|&&i| y[i] == 7).count(), 2);
+    fn a_larger_fraction_holds_out_a_superset() {
+        // Both cuts threshold the same per-record value.
+        let d = toy(200);
+        let small = split_indices(&d, 0.2, &key(3)).unwrap().1;
+        let large = split_indices(&d, 0.5, &key(3)).unwrap().1;
+        assert!(small.iter().all(|i| large.contains(i)));
     }
 
     #[test]
-    fn split_rejects_bad_fractions() {
-        let y = vec![0u32; 10];
-        for f in [0.0, 1.0, -0.5, f64::NAN, 1e-12, 0.99] {
-            let msg = stratified_split_indices(&y, f, 0).unwrap_err().to_string();
+    fn identical_records_draw_alike_and_negative_zero_is_zero() {
+        let mut d = toy(6);
+        for i in 0..6 {
+            d.x[2 * i] = if i % 2 == 0 { 0.0 } else { -0.0 };
+            d.x[2 * i + 1] = 5.0;
+            d.y[i] = 1;
+        }
+        let draw = |d: &Dataset, i| record_draw(d, i, &key(4), Purpose::TrainTest);
+        assert!((0..6).all(|i| draw(&d, i) == draw(&d, 0)));
+        d.y[5] = 2;
+        assert_ne!(draw(&d, 5), draw(&d, 0));
+        // Labels that read as numbers are compared as numbers.
+        d.class_names = vec!["x".into(), "1.0".into(), "-0".into()];
+        let (one, zero) = (draw(&d, 0), draw(&d, 5));
+        d.class_names = vec!["x".into(), "1".into(), "0".into()];
+        assert_eq!((draw(&d, 0), draw(&d, 5)), (one, zero));
+        d.y[5] = 1;
+        d.x[11] = 5.5;
+        assert_ne!(draw(&d, 5), draw(&d, 0));
+    }
+
+    #[test]
+    fn split_rejects_bad_fractions_and_empty_sides() {
+        let d = toy(10);
+        for f in [0.0, 1.0, -0.5, f64::NAN, f64::INFINITY] {
+            let msg = split_indices(&d, f, &key(0)).unwrap_err().to_string();
             assert!(msg.contains("test_fraction"), "{msg}");
+        }
+        for f in [1e-12, 1.0 - 1e-12] {
+            let e = split_indices(&d, f, &key(0)).unwrap_err();
+            assert!(matches!(e, DataError::EmptySplit { .. }), "{e}");
+            let msg = e.to_string();
+            assert!(msg.contains("came out empty") && msg.contains(&key(0).to_string()));
+            assert!(msg.contains(&format!("test_fraction {f}")), "{msg}");
         }
     }
 
     #[test]
     fn kfold_folds_partition_and_cover_everything_once() {
-        let folds = kfold(23, 5, 11).unwrap();
+        let d = toy(60);
+        let folds = kfold(&d, 5, &key(11)).unwrap();
         assert_eq!(folds.len(), 5);
-        let sizes: Vec<usize> = folds.iter().map(|f| f.1.len()).collect();
-        assert_eq!(sizes, vec![5, 5, 5, 4, 4]);
-        let mut seen = [0; 23];
-        for (train, test) in &folds {
-            assert!(is_partition(train, test, 23));
+        let assignment = fold_assignments(&d, 5, &key(11)).unwrap();
+        let mut seen = [0; 60];
+        for (f, (train, test)) in folds.iter().enumerate() {
+            assert!(is_partition(train, test, 60));
+            assert!(!test.is_empty());
             assert!(test.windows(2).all(|w| w[0] < w[1]));
             for &i in test {
+                assert_eq!(assignment[i], f);
                 seen[i] += 1;
             }
         }
         assert!(seen.iter().all(|&s| s == 1));
-        assert_eq!(kfold(23, 5, 11).unwrap(), folds);
-        assert_ne!(kfold(23, 5, 12).unwrap(), folds);
-        for (n, k) in [(5, 1), (5, 6), (0, 2)] {
+        assert_eq!(kfold(&d, 5, &key(11)).unwrap(), folds);
+        assert_ne!(kfold(&d, 5, &key(12)).unwrap(), folds);
+        // Folds and the train/test cut draw independent values from one key.
+        assert_ne!(
+            fold_assignments(&d, 2, &key(11)).unwrap(),
+            (0..60)
+                .map(|i| usize::from(split_indices(&d, 0.5, &key(11)).unwrap().1.contains(&i)))
+                .collect::<Vec<_>>()
+        );
+        for (n, k) in [(5, 1), (5, 6)] {
+            let msg = kfold(&toy(n), k, &key(0)).unwrap_err().to_string();
+            assert!(msg.contains("k must be"), "{msg}");
+        }
+        let msg = kfold(&toy(3), 3, &key(0)).unwrap_err().to_string();
+        assert!(
+            msg.contains("fold") && msg.contains("came out empty"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn keys_round_trip_through_hex() {
+        let k = SplitKey::from_bytes(std::array::from_fn(|i| (i * 37) as u8));
+        let hex = k.to_string();
+        assert_eq!(hex.len(), 64);
+        assert_eq!(hex, hex.to_lowercase());
+        assert_eq!(hex.parse::<SplitKey>().unwrap(), k);
+        assert_eq!(hex.to_uppercase().parse::<SplitKey>().unwrap(), k);
+        assert_eq!(SplitKey::from_seed(0), SplitKey::from_seed(0));
+        assert_ne!(SplitKey::from_seed(0), SplitKey::from_seed(1));
+        let signed = format!("+f{}", &hex[2..]);
+        for bad in [
+            "",
+            "00",
+            &hex[1..],
+            &format!("{hex}0"),
+            &signed,
+            &hex.replace('0', "g"),
+        ] {
+            let msg = bad.parse::<SplitKey>().unwrap_err().to_string();
             assert!(
-                kfold(n, k, 0)
-                    .unwrap_err()
-                    .to_string()
-                    .contains("k must be")
+                msg.contains("split_key must be 64 hexadecimal digits"),
+                "{msg}"
             );
         }
+        // Multi-byte characters are not hex digits (and must not panic).
+        let msg = "é".repeat(32).parse::<SplitKey>().unwrap_err().to_string();
+        assert!(msg.contains("split_key"), "{msg}");
     }
 }

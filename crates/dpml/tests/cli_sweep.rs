@@ -272,6 +272,8 @@ fn dp_sgd_sweep_cross_validates_every_run() {
             .contains("not differentially private")
     );
     assert!(v["diagnostics"]["summary"].is_array(), "{v}");
+    // One key, reported, gives every run the same folds.
+    assert_eq!(v["split_key"].as_str().map(str::len), Some(64), "{v}");
     let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert!(results.starts_with("experiment,epsilon,repeat,fold,metric,value\n"));
     for fold in 0..3 {

@@ -72,13 +72,20 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
         "{csv}"
     );
 
-    // Saved, loaded and evaluated: the same accuracy on the same split.
+    // Saved, loaded and evaluated: the same accuracy on the same split (the reported key).
+    let key = v["split_key"].as_str().unwrap();
+    assert!(
+        key.len() == 64 && key.chars().all(|c| c.is_ascii_hexdigit()),
+        "{v}"
+    );
     let e = dpml(&[
         "eval",
         "--model",
         model.to_str().unwrap(),
         "--dataset",
         "digits",
+        "--split-key",
+        key,
         "--json",
     ])
     .json();
@@ -271,6 +278,91 @@ fn cross_validation_reports_mean_and_std_over_folds() {
     // The release is all three models: it costs more than one.
     assert_eq!(v["epsilon"], v["epsilon_all_folds"]);
     assert!(v["epsilon"].as_f64().unwrap() > 5.0, "{v}");
+    // Folds are drawn per record: random sizes that cover every record once.
+    let sizes: Vec<u64> = v["fold_sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    assert_eq!((sizes.len(), sizes.iter().sum::<u64>()), (3, 150), "{v}");
+    assert_eq!(v["split_key"].as_str().unwrap().len(), 64, "{v}");
+}
+
+/// A quick private iris run with `extra` flags.
+fn iris_run(extra: &[&str]) -> common::Run {
+    let mut a = vec![
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--epsilon",
+        "5",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "32",
+    ];
+    a.extend_from_slice(extra);
+    a.push("--json");
+    dpml(&a)
+}
+
+#[test]
+fn the_split_key_is_reported_and_reproduces_the_run() {
+    let a = iris_run(&["--seed", "3"]).json();
+    let key = a["split_key"].as_str().unwrap().to_string();
+    assert_eq!(key.len(), 64, "{a}");
+    let n = |v: &serde_json::Value| {
+        (
+            v["train_size"].as_u64(),
+            v["diagnostics"]["test_size"].as_u64(),
+        )
+    };
+    assert_eq!(n(&a).0.unwrap() + n(&a).1.unwrap(), 150);
+    // The same seed: the same key, split and result.
+    let b = iris_run(&["--seed", "3"]).json();
+    assert_eq!(b["split_key"], a["split_key"]);
+    assert_eq!(n(&b), n(&a));
+    assert_eq!(
+        b["diagnostics"]["test_accuracy"],
+        a["diagnostics"]["test_accuracy"]
+    );
+    // Another seed draws another key; given back, the key repeats the split, and with the
+    // first seed the whole run.
+    let c = iris_run(&["--seed", "4"]).json();
+    assert_ne!(c["split_key"], a["split_key"]);
+    let d = iris_run(&["--seed", "4", "--split-key", &key]).json();
+    assert_eq!(
+        (d["split_key"].as_str(), n(&d)),
+        (Some(key.as_str()), n(&a))
+    );
+    let e = iris_run(&["--seed", "3", "--split-key", &key]).json();
+    assert_eq!(
+        e["diagnostics"]["test_accuracy"],
+        a["diagnostics"]["test_accuracy"]
+    );
+    // The deprecated --split-seed still fixes the split, whatever the run's seed.
+    let f = iris_run(&["--seed", "5", "--split-seed", "0"]).json();
+    let g = iris_run(&["--seed", "6", "--split-seed", "0"]).json();
+    assert_eq!(f["split_key"], g["split_key"]);
+    assert_eq!(n(&f), n(&g));
+
+    iris_run(&["--split-key", "abc"]).assert_usage_error("abc");
+    iris_run(&["--split-key", &key, "--split-seed", "1"]).assert_usage_error("--split-key");
+    iris_run(&["--seed", "1", "--test-fraction", "0.000000001"])
+        .assert_usage_error("the test set came out empty");
+    // eval cannot guess which records a run held out.
+    dpml(&[
+        "eval",
+        "--model",
+        "unused.safetensors",
+        "--dataset",
+        "iris",
+        "--json",
+    ])
+    .assert_usage_error("--split-key");
 }
 
 #[test]
@@ -305,6 +397,8 @@ fn tabular_sets_are_scaled_from_their_published_ranges() {
         model.to_str().unwrap(),
         "--dataset",
         "iris",
+        "--split-key",
+        v["split_key"].as_str().unwrap(),
         "--json",
     ])
     .json();

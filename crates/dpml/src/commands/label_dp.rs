@@ -14,7 +14,7 @@ use dpml_learn::label_dp::{
 };
 use serde_json::{Value, json};
 
-use super::train::public_normalization;
+use super::train::{Loaded, SplitArgs, load_split, public_normalization};
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -100,6 +100,8 @@ pub struct LabelDpArgs {
     #[command(flatten)]
     pub schema: SchemaArgs,
     #[command(flatten)]
+    pub split: SplitArgs,
+    #[command(flatten)]
     pub seed: SeedArg,
 }
 
@@ -152,17 +154,6 @@ fn training(
     Ok(cfg)
 }
 
-/// The test split: the data set's own, or every 5th record (a public rule) when it has none.
-fn split(train: Dataset, test: Option<Dataset>) -> (Dataset, Dataset, &'static str) {
-    match test {
-        Some(t) => (train, t, "published test split"),
-        None => {
-            let (tr, te): (Vec<usize>, Vec<usize>) = (0..train.n).partition(|i| i % 5 != 0);
-            (train.subset(&tr), train.subset(&te), "every 5th record")
-        }
-    }
-}
-
 /// Run `dpml label-dp`.
 pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let cfg_probe = LabelDpConfig {
@@ -180,23 +171,32 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     };
     // Combinations are refused before any data is read.
     cfg_probe.validate().map_err(CliError::usage)?;
-    let splits = a
+    let mut rng = a.seed.rng()?;
+    let key = a.split.key(&mut rng);
+    let opts = a
         .schema
-        .load(&a.data.dataset, a.data.label_column.as_deref(), data_dir)?;
-    let schema = splits.schema;
+        .load_options(data_dir, a.data.label_column.as_deref())?;
+    let Loaded {
+        train,
+        test,
+        schema,
+        split_key,
+    } = load_split(&a.data.dataset, &opts, a.split.test_fraction, Some(key))?;
     // Only the labels are private: their domain must be declared; the features need no bounds.
     let needs = Needs {
         classes: a.task == Task::Classification,
         label_range: a.task == Task::Regression,
         bounds: false,
     };
-    require_declared(&schema, &splits.train, needs)?;
-    let (train, test, test_split) = split(splits.train, splits.test);
+    require_declared(&schema, &train, needs)?;
+    let test_split = match split_key {
+        Some(_) => "per-record keyed split",
+        None => "published test split",
+    };
     let cfg = LabelDpConfig {
         training: training(a, &a.data.dataset, &schema, &train)?,
         ..cfg_probe
     };
-    let mut rng = a.seed.rng()?;
     let bar = out.progress(1, "label-dp");
     let outcome = run_label_dp(&cfg, &train, &test, &mut rng, &mut |p| match p {
         LabelDpProgress::Stage {
@@ -234,6 +234,7 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         .diagnose(LABEL_DP_DIAGNOSTICS)
         .insert("dataset", json!(a.data.dataset.name()))
         .insert("test_split", json!(test_split))
+        .insert("split_key", json!(split_key.map(|k| k.to_string())))
         .insert("schema", provenance_report(&schema))
         .insert(
             "event",

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
-use dpml_data::{Dataset, Provenance, Schema, Source};
+use dpml_data::{Dataset, Provenance, Schema, Source, SplitKey};
 use dpml_learn::dpsgd::{self, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
 use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
@@ -141,7 +141,7 @@ enum Setup {
         base: TrainConfig,
         all: Dataset,
         folds: usize,
-        split_seed: u64,
+        key: SplitKey,
         /// Each run's fold events by target ε, for the ε of releasing all K models.
         fold_events: Mutex<Vec<(f64, Vec<Option<PrivacyEvent>>)>>,
     },
@@ -170,14 +170,24 @@ enum Setup {
 }
 
 impl Setup {
-    fn new(a: &SweepArgs, data_dir: Option<&Path>) -> CliResult<Self> {
+    /// What the sweep's runs share, and the split key when records were held out (`key`, one
+    /// for every run, so that all runs see the same split or folds).
+    fn new(
+        a: &SweepArgs,
+        data_dir: Option<&Path>,
+        key: SplitKey,
+    ) -> CliResult<(Self, Option<SplitKey>)> {
+        let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
+        let split = || {
+            let l = load_split(&a.dataset, &opts, a.split.test_fraction, Some(key))?;
+            CliResult::Ok((l.train, l.test, l.schema, l.split_key))
+        };
         if let (Some(k), false) = (a.folds, a.experiment == Experiment::DpSgd) {
             return Err(CliError::usage(format!(
                 "--folds {k} applies to --experiment dp-sgd, not {}",
                 a.experiment.name()
             )));
         }
-        let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
         let private_training = Needs {
             classes: true,
             bounds: true,
@@ -188,22 +198,25 @@ impl Setup {
                 let (all, schema) = load_all(&a.dataset, &opts)?;
                 require_declared(&schema, &all, private_training)?;
                 let base = recipe_for(a, &schema, &all)?;
-                Ok(Setup::CrossValidated {
-                    base,
-                    all,
-                    folds: a.folds.map_or(0, |k| k as usize),
-                    split_seed: a.split.split_seed,
-                    fold_events: Mutex::new(Vec::new()),
-                })
+                Ok((
+                    Setup::CrossValidated {
+                        base,
+                        all,
+                        folds: a.folds.map_or(0, |k| k as usize),
+                        key,
+                        fold_events: Mutex::new(Vec::new()),
+                    },
+                    Some(key),
+                ))
             }
             Experiment::DpSgd => {
-                let (train, test, schema) = load_split(&a.dataset, &opts, &a.split)?;
+                let (train, test, schema, used) = split()?;
                 require_declared(&schema, &train, private_training)?;
                 let base = recipe_for(a, &schema, &train)?;
-                Ok(Setup::DpSgd { base, train, test })
+                Ok((Setup::DpSgd { base, train, test }, used))
             }
             Experiment::OutputPerturbation => {
-                let (train, test, schema) = load_split(&a.dataset, &opts, &a.split)?;
+                let (train, test, schema, used) = split()?;
                 let needs = Needs {
                     classes: true,
                     ..Needs::default()
@@ -214,15 +227,16 @@ impl Setup {
                 let mut trained =
                     dpsgd::train(&cfg, &train, Some(&test), &mut a.seed.rng()?, &mut |_| {})?;
                 let logits = dpsgd::predict_logits(&mut trained.model, &trained.input, &test)?;
-                Ok(Setup::Output {
+                let setup = Setup::Output {
                     probs: softmax_rows(&logits),
                     classes: test.n_classes,
                     clean_accuracy: trained.report.test_accuracy.unwrap_or(f64::NAN),
                     test,
-                })
+                };
+                Ok((setup, used))
             }
             Experiment::InputPerturbation => {
-                let (train, test, schema) = load_split(&a.dataset, &opts, &a.split)?;
+                let (train, test, schema, used) = split()?;
                 let mut base = recipe_for(a, &schema, &train)?;
                 base.privacy = Privacy::NonPrivate;
                 let needs = Needs {
@@ -230,21 +244,20 @@ impl Setup {
                     ..Needs::default()
                 };
                 let ranges = require_declared(&schema, &train, needs)?.unwrap_or_default();
-                Ok(Setup::Input {
+                let setup = Setup::Input {
                     base,
                     ranges,
                     train,
                     test,
-                })
+                };
+                Ok((setup, used))
             }
             Experiment::Kmeans => {
                 let (data, schema) = load_all(&a.dataset, &opts)?;
                 let bounds = declared_bounds(&schema, &data)?;
                 let k = a.k.map_or(data.n_classes, |k| k as usize);
-                Ok(Setup::Kmeans {
-                    params: KMeansParams::new(k, Algorithm::DpLloyd, bounds),
-                    data,
-                })
+                let params = KMeansParams::new(k, Algorithm::DpLloyd, bounds);
+                Ok((Setup::Kmeans { params, data }, None))
             }
             Experiment::LabelDp
             | Experiment::LabelDpRegression
@@ -254,7 +267,7 @@ impl Setup {
                     Experiment::LabelDpClassification => vec![Task::Classification],
                     _ => vec![Task::Regression, Task::Classification],
                 };
-                let (train, test, schema) = load_split(&a.dataset, &opts, &a.split)?;
+                let (train, test, schema, used) = split()?;
                 let needs = Needs {
                     classes: tasks.contains(&Task::Classification),
                     label_range: tasks.contains(&Task::Regression),
@@ -265,12 +278,13 @@ impl Setup {
                 let base = label_dp::default_training(normalize, train.n);
                 let mut training = a.training.apply(base)?;
                 training.privacy = Privacy::NonPrivate;
-                Ok(Setup::LabelDp {
+                let setup = Setup::LabelDp {
                     tasks,
                     training,
                     train,
                     test,
-                })
+                };
+                Ok((setup, used))
             }
         }
     }
@@ -293,7 +307,7 @@ impl Setup {
                 base,
                 all,
                 folds,
-                split_seed,
+                key,
                 fold_events,
             } => {
                 let mut cfg = base.clone();
@@ -305,7 +319,7 @@ impl Setup {
                     &cfg,
                     all,
                     *folds,
-                    *split_seed,
+                    key,
                     rng,
                     &mut |_, cfg, train, test, rng| {
                         let outcome = dpsgd::train(cfg, train, Some(test), rng, &mut |_| {})?;
@@ -472,8 +486,8 @@ fn recipe_for(a: &SweepArgs, schema: &Schema, data: &Dataset) -> CliResult<Train
 
 /// Run `dpml sweep`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let setup = Setup::new(a, data_dir)?;
     let mut rng = a.seed.rng()?;
+    let (setup, split_key) = Setup::new(a, data_dir, a.split.key(&mut rng))?;
     let grid = std::iter::once(None).chain(a.epsilons.iter().copied().map(Some));
     let jobs: Vec<(Job, DpRng)> = grid
         .flat_map(|epsilon| (0..a.repeats).map(move |repeat| Job { epsilon, repeat }))
@@ -530,6 +544,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         "folds": a.folds,
         "epsilon_all_folds": all_folds,
         "runs": rows.len(),
+        "split_key": split_key.map(|k| k.to_string()),
         privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note(
             "the utility figures (summary, results.csv, summary.csv and the plots)"
         ),

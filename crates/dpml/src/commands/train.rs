@@ -6,7 +6,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use dpml_data::{Dataset, LoadOptions, Provenance, Schema, Source, load, train_test_split};
+use dpml_data::{
+    Dataset, LoadOptions, Provenance, Schema, Source, SplitKey, load, train_test_split,
+};
 use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
     OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
@@ -195,33 +197,92 @@ fn set<T>(field: &mut T, value: Option<T>) {
     }
 }
 
-/// Train and test sets: the source's own test split, or a seeded stratified split.
+/// Train and test sets: the source's own test split, or a per-record keyed split
+/// ([`dpml_data::train_test_split`]: removing one record moves only that record, so the
+/// training run's guarantee holds for the data set given).
 #[derive(Args, Debug, Clone)]
 pub struct SplitArgs {
-    /// Share held out for testing when the data set has no test split of its own.
+    /// Share held out for testing when the data set has no test split of its own (each record
+    /// independently, so the test size varies around it).
     #[arg(long, value_parser = args::open_unit, default_value = "0.2")]
     pub test_fraction: f64,
-    /// Seed of that split (public: it does not touch the noise).
-    #[arg(long, default_value = "0")]
-    pub split_seed: u64,
+    /// Key of the split and folds, 64 hex digits, as an earlier run reported in "split_key":
+    /// repeats its split. Without it, training commands draw a fresh key from the run's
+    /// generator (so --seed fixes it).
+    #[arg(long, value_parser = parse_split_key)]
+    pub split_key: Option<SplitKey>,
+    /// Deprecated: a split key derived from this number (use --split-key).
+    #[arg(long, hide = true, conflicts_with = "split_key")]
+    pub split_seed: Option<u64>,
 }
 
-/// Load `source` under its schema as (train, test, schema): the source's own test split, or a
-/// seeded split of its records.
+fn parse_split_key(s: &str) -> Result<SplitKey, String> {
+    s.parse().map_err(|e: dpml_data::DataError| e.to_string())
+}
+
+impl SplitArgs {
+    /// The key given on the command line: `--split-key`, or one derived from `--split-seed`.
+    pub fn given_key(&self) -> Option<SplitKey> {
+        self.split_key
+            .or_else(|| self.split_seed.map(SplitKey::from_seed))
+    }
+
+    /// The run's key: the given one, else a fresh one from `rng`. A key is drawn either way,
+    /// so that `--seed S --split-key K` with the K a `--seed S` run reported repeats that run
+    /// exactly. The key is published; that reveals nothing of the generator's other output
+    /// (ChaCha20 is a cryptographic generator), and the split's guarantee holds for any key.
+    pub fn key(&self, rng: &mut dpml_mechanisms::DpRng) -> SplitKey {
+        let drawn = SplitKey::from_rng(rng.as_rng());
+        self.given_key().unwrap_or(drawn)
+    }
+}
+
+/// A data set loaded for training: train and test sets, the schema they were read under, and
+/// the split key that cut them (`None` when the source brings its own test split).
+pub struct Loaded {
+    /// The training records.
+    pub train: Dataset,
+    /// The test records.
+    pub test: Dataset,
+    /// What is declared about the data, with provenance.
+    pub schema: Schema,
+    /// The key of the per-record split, when there was one.
+    pub split_key: Option<SplitKey>,
+}
+
+/// Load `source` under `opts` (its schema): the source's own test split, else the keyed
+/// per-record split of its records under `key`.
+///
+/// # Errors
+/// A usage error when the source needs a split and `key` is `None`; data errors, among them
+/// [`dpml_data::DataError::EmptySplit`].
 pub fn load_split(
     source: &Source,
     opts: &LoadOptions,
-    split: &SplitArgs,
-) -> CliResult<(Dataset, Dataset, Schema)> {
+    test_fraction: f64,
+    key: Option<SplitKey>,
+) -> CliResult<Loaded> {
     let sets = load(source, opts)?;
-    match sets.test {
-        Some(test) => Ok((sets.train, test, sets.schema)),
-        None => {
-            let (train, test) =
-                train_test_split(&sets.train, split.test_fraction, split.split_seed)?;
-            Ok((train, test, sets.schema))
+    let (train, test, split_key) = match (sets.test, key) {
+        (Some(test), _) => (sets.train, test, None),
+        (None, Some(key)) => {
+            let (train, test) = train_test_split(&sets.train, test_fraction, &key)?;
+            (train, test, Some(key))
         }
-    }
+        (None, None) => {
+            return Err(CliError::usage(format!(
+                "{} has no test split of its own: give --split-key HEX, the \"split_key\" of the \
+                 run that held records out",
+                source.name()
+            )));
+        }
+    };
+    Ok(Loaded {
+        train,
+        test,
+        schema: sets.schema,
+        split_key,
+    })
 }
 
 /// Flags of `dpml train`.
@@ -342,8 +403,14 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     if let Some(k) = a.folds {
         return cross_validate(a, &source, &cfg, k as usize, data_dir, &mut rng, out);
     }
+    let key = a.split.key(&mut rng);
     let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
-    let (mut train, test, schema) = load_split(&source, &opts, &a.split)?;
+    let Loaded {
+        mut train,
+        test,
+        schema,
+        split_key,
+    } = load_split(&source, &opts, a.split.test_fraction, Some(key))?;
     let ranges = require_declared(
         &schema,
         &train,
@@ -404,6 +471,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         .insert("event", json!(outcome.event))
         .insert("normalize", json!(cfg.normalize))
         .insert("schema", provenance_report(&schema))
+        .insert("split_key", json!(split_key.map(|k| k.to_string())))
         .diagnostic("test_size", json!(test.n));
     if let Some(p) = &perturbation {
         release
@@ -481,24 +549,18 @@ fn cross_validate(
     rng: &mut dpml_mechanisms::DpRng,
     out: Output,
 ) -> CliResult<()> {
+    let key = a.split.key(rng);
     let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
     let (all, schema) = load_all(source, &opts)?;
     require_declared(&schema, &all, private_needs(cfg, false))?;
     let cfg = normalized(a, source, &schema, &all, cfg)?;
     let mut events = Vec::with_capacity(k);
-    let cv = k_fold(
-        &cfg,
-        &all,
-        k,
-        a.split.split_seed,
-        rng,
-        &mut |i, cfg, train, test, rng| {
-            eprintln!("fold {}/{k}", i + 1);
-            let outcome = train_with_progress(cfg, train, Some(test), rng, out)?;
-            events.push(outcome.event.clone());
-            Ok(outcome)
-        },
-    )?;
+    let cv = k_fold(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
+        eprintln!("fold {}/{k}", i + 1);
+        let outcome = train_with_progress(cfg, train, Some(test), rng, out)?;
+        events.push(outcome.event.clone());
+        Ok(outcome)
+    })?;
     let accountant = dpsgd::accountant(cfg.accountant);
     let epsilon_all_folds = epsilon_all_folds(&events, accountant.as_ref(), cfg.delta)?;
     let (mean, std) = mean_std(&cv.accuracies);
@@ -524,6 +586,8 @@ fn cross_validate(
         .insert("dataset", json!(source.name()))
         .insert("model", json!(cfg.model))
         .insert("normalize", json!(cfg.normalize))
+        .insert("split_key", json!(key.to_string()))
+        .insert("fold_sizes", json!(cv.test_sizes))
         .insert(
             "note",
             json!(
@@ -595,6 +659,9 @@ pub struct FoldResults {
     pub accuracies: Vec<f64>,
     /// ε of fold i's model (`None` when non-private).
     pub epsilons: Vec<Option<f64>>,
+    /// Records in fold i (its test set): random, about N/K, as each record's fold is drawn
+    /// on its own.
+    pub test_sizes: Vec<usize>,
 }
 
 impl FoldResults {
@@ -618,22 +685,23 @@ pub type FoldTrainer<'a> = dyn FnMut(
     ) -> CliResult<dpsgd::TrainOutcome>
     + 'a;
 
-/// K-fold cross-validation of `cfg` over `all` (the folds are drawn with the public
-/// `split_seed`, so every run of a sweep sees the same folds): `fit` trains one model per
-/// fold on the other K − 1 folds and tests it on the held-out one. Used by `dpml train
-/// --folds` and `dpml sweep --folds`.
+/// K-fold cross-validation of `cfg` over `all`: each record's fold is a keyed hash of the
+/// record ([`dpml_data::kfold`]), so it is in the test set of one fold and the training set of
+/// the other K − 1, and removing a record moves no other; one `key` for every run of a sweep
+/// gives them all the same folds. `fit` trains one model per fold on the other K − 1 folds and
+/// tests it on the held-out one. Used by `dpml train --folds` and `dpml sweep --folds`.
 ///
 /// # Errors
-/// A usage error unless 2 ≤ K ≤ N; whatever `fit` returns.
+/// A usage error unless 2 ≤ K ≤ N or when a fold comes out empty; whatever `fit` returns.
 pub fn k_fold(
     cfg: &TrainConfig,
     all: &Dataset,
     k: usize,
-    split_seed: u64,
+    key: &SplitKey,
     rng: &mut dpml_mechanisms::DpRng,
     fit: &mut FoldTrainer<'_>,
 ) -> CliResult<FoldResults> {
-    let folds = dpml_data::kfold(all.n, k, split_seed)?;
+    let folds = dpml_data::kfold(all, k, key)?;
     let mut accuracies = Vec::with_capacity(k);
     let mut epsilons = Vec::with_capacity(k);
     for (i, (train_idx, test_idx)) in folds.iter().enumerate() {
@@ -645,6 +713,7 @@ pub fn k_fold(
     Ok(FoldResults {
         accuracies,
         epsilons,
+        test_sizes: folds.iter().map(|f| f.1.len()).collect(),
     })
 }
 
@@ -761,6 +830,8 @@ pub struct EvalArgs {
     /// Label column of a csv: data set.
     #[arg(long)]
     pub label_column: Option<String>,
+    /// The training run's split: its --test-fraction and "split_key" (needed for a data set
+    /// without a test split of its own).
     #[command(flatten)]
     pub split: SplitArgs,
     /// What is declared about the data (as for `dpml train`).
@@ -770,9 +841,15 @@ pub struct EvalArgs {
 
 /// Run `dpml eval`.
 pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let (mut model, input) = dpsgd::load(&a.model)?;
     let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
-    let (_, test, _) = load_split(&a.dataset, &opts, &a.split)?;
+    let test = load_split(
+        &a.dataset,
+        &opts,
+        a.split.test_fraction,
+        a.split.given_key(),
+    )?
+    .test;
+    let (mut model, input) = dpsgd::load(&a.model)?;
     let e = dpsgd::evaluate(&mut model, &input, &test)?;
     // Evaluation releases nothing: every figure is a diagnostic.
     out.emit(&json!({

@@ -406,7 +406,7 @@ fn with_averaged<T>(
 
 #[cfg(test)]
 mod prefix_tests {
-    use dpml_data::{LoadOptions, Source, train_test_split};
+    use dpml_data::{LoadOptions, Source, SplitKey, train_test_split};
     use dpml_nn::ModelSpec;
 
     use super::*;
@@ -417,7 +417,7 @@ mod prefix_tests {
     /// The scattering front end is computed once per record (progress for every training and
     /// test record), training runs on the rest, and the returned model is the whole
     /// architecture: evaluated on the raw test records it gives exactly the reported accuracy.
-    /// 450 test digits: chance is 0.1 (sd 0.014), so > 0.5 shows learning.
+    /// About 450 test digits: chance is 0.1 (sd 0.014), so > 0.5 shows learning.
     #[test]
     fn scatter_model_trains_on_precomputed_features_and_evaluates_on_raw_records() {
         let all = dpml_data::load(
@@ -426,7 +426,7 @@ mod prefix_tests {
         )
         .unwrap()
         .train;
-        let (tr, te) = train_test_split(&all, 0.25, 7).unwrap();
+        let (tr, te) = train_test_split(&all, 0.25, &SplitKey::from_seed(7)).unwrap();
         let cfg = TrainConfig {
             model: "scatter-cnn".into(),
             epochs: 4.0,

@@ -1,0 +1,161 @@
+//! Splits of neighbouring data sets: removing one record must move that record only, so a
+//! guarantee for the training set is a guarantee for the data set the user handed in.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use dpml_data::{Dataset, LoadOptions, Source, SplitKey, fold_assignments, load, split_indices};
+
+const TEST_FRACTION: f64 = 0.2;
+const K: usize = 5;
+
+fn key(b: u8) -> SplitKey {
+    SplitKey::from_bytes(std::array::from_fn(|i| {
+        b.wrapping_mul(31).wrapping_add(i as u8)
+    }))
+}
+
+/// Each record's side (true: test) under [`split_indices`].
+fn sides(d: &Dataset, key: &SplitKey) -> Vec<bool> {
+    let (_, test) = split_indices(d, TEST_FRACTION, key).unwrap();
+    let mut side = vec![false; d.n];
+    for i in test {
+        side[i] = true;
+    }
+    side
+}
+
+/// `d` with record `r` removed, metadata kept.
+fn without(d: &Dataset, r: usize) -> Dataset {
+    d.subset(&(0..d.n).filter(|&i| i != r).collect::<Vec<_>>())
+}
+
+/// Asserts that every record other than `r` keeps its side and its fold when `r` is removed:
+/// `smaller` is `full` without record `r`, in the same order.
+fn assert_only_r_moves(full: &Dataset, smaller: &Dataset, r: usize, key: &SplitKey) {
+    assert_eq!(smaller.n, full.n - 1);
+    let (a, b) = (sides(full, key), sides(smaller, key));
+    let (fa, fb) = (
+        fold_assignments(full, K, key).unwrap(),
+        fold_assignments(smaller, K, key).unwrap(),
+    );
+    for j in 0..smaller.n {
+        let i = if j < r { j } else { j + 1 };
+        assert_eq!(
+            a[i], b[j],
+            "removing record {r} moved record {i} across the split"
+        );
+        assert_eq!(
+            fa[i], fb[j],
+            "removing record {r} moved record {i} to another fold"
+        );
+    }
+}
+
+#[test]
+fn iris_removing_any_record_moves_only_that_record() {
+    let iris = load(&Source::Iris, &LoadOptions::default()).unwrap().train;
+    assert_eq!(iris.n, 150);
+    let key = key(1);
+    for r in 0..iris.n {
+        assert_only_r_moves(&iris, &without(&iris, r), r, &key);
+    }
+}
+
+/// 500 rows of three features and a label. Row 0's label "aardvark" is the only one that is
+/// not a number: removing it makes the file's labels numeric, which renumbers and renames the
+/// other classes ("1.0" becomes "1"). Rows 1 and 2 are identical.
+fn synthetic_csv(skip: Option<usize>) -> String {
+    let mut text = String::from("f1,f2,f3,kind\n");
+    for i in 0..500usize {
+        if Some(i) == skip {
+            continue;
+        }
+        let j = if i == 2 { 1 } else { i };
+        let label = match j {
+            0 => "aardvark",
+            _ if j % 3 == 0 => "1.0",
+            _ if j % 3 == 1 => "2",
+            _ => "-3.50",
+        };
+        let (a, b, c) = (
+            j as f64 * 0.37 - 40.0,
+            (j * j % 97) as f64,
+            (j % 7) as f64 / 3.0,
+        );
+        writeln!(text, "{a},{b},{c},{label}").unwrap();
+    }
+    text
+}
+
+fn load_csv(dir: &Path, name: &str, text: &str) -> Dataset {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    load(&Source::Csv(path), &LoadOptions::default())
+        .unwrap()
+        .train
+}
+
+#[test]
+fn csv_removing_any_record_moves_only_that_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = load_csv(dir.path(), "full.csv", &synthetic_csv(None));
+    assert_eq!((full.n, full.n_classes), (500, 4));
+    let key = key(2);
+    for r in 0..full.n {
+        let smaller = load_csv(dir.path(), "minus.csv", &synthetic_csv(Some(r)));
+        assert_only_r_moves(&full, &smaller, r, &key);
+    }
+    // The identical rows 1 and 2 share their side and fold.
+    assert_eq!(sides(&full, &key)[1], sides(&full, &key)[2]);
+    let folds = fold_assignments(&full, K, &key).unwrap();
+    assert_eq!(folds[1], folds[2]);
+}
+
+/// `n` distinct records (two features, three classes).
+fn distinct(n: usize) -> Dataset {
+    Dataset {
+        name: "distinct".into(),
+        x: (0..n).flat_map(|i| [i as f32, (i % 17) as f32]).collect(),
+        n,
+        record_shape: vec![2],
+        y: (0..n).map(|i| (i % 3) as u32).collect(),
+        n_classes: 3,
+        feature_names: vec!["a".into(), "b".into()],
+        class_names: vec!["x".into(), "y".into(), "z".into()],
+        feature_range: None,
+    }
+}
+
+/// Asserts that `count` is within 6 standard deviations of a Binomial(n, p) mean: each record
+/// is an independent Bernoulli(p) draw, so a correct split fails this with probability below
+/// 2·10⁻⁹ per check.
+fn assert_binomial(count: usize, n: usize, p: f64, what: &str) {
+    let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+    let z = (count as f64 - mean) / sd;
+    assert!(
+        z.abs() < 6.0,
+        "{what}: {count} of {n}, expected {mean:.1} ± {sd:.1} (z = {z:.2})"
+    );
+}
+
+#[test]
+fn test_share_and_fold_sizes_are_binomial() {
+    let n = 20_000;
+    let d = distinct(n);
+    for b in 0..4 {
+        let key = key(b);
+        for f in [0.1, 0.2, 0.5, 0.9] {
+            let (train, test) = split_indices(&d, f, &key).unwrap();
+            assert_eq!(train.len() + test.len(), n);
+            assert_binomial(test.len(), n, f, &format!("test share {f}"));
+        }
+        for k in [2, 5, 10] {
+            let folds = fold_assignments(&d, k, &key).unwrap();
+            for f in 0..k {
+                let size = folds.iter().filter(|&&g| g == f).count();
+                assert_binomial(size, n, 1.0 / k as f64, &format!("fold {f} of {k}"));
+            }
+        }
+    }
+}
