@@ -10,12 +10,12 @@ use std::path::Path;
 use common::dpml;
 use serde_json::Value;
 
-/// A 60-record table: two features in [0, 10], label `yes`/`no`.
+/// A table of 60 distinct records: two features in [0, 10], label `yes`/`no`.
 fn table(dir: &Path, extra: &str) -> String {
     let mut text = String::from("a,b,y\n");
     for i in 0..60 {
         let label = if i % 3 == 0 { "yes" } else { "no" };
-        text.push_str(&format!("{},{},{label}\n", i % 10, (i * 7) % 10));
+        text.push_str(&format!("{},{},{label}\n", i % 10, i / 10));
     }
     text.push_str(extra);
     let p = dir.join(format!("t{}.csv", extra.len()));

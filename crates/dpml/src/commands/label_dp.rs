@@ -19,7 +19,7 @@ use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
-use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
+use crate::schema_args::{Needs, SchemaArgs, provenance_report};
 
 fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
 where
@@ -176,19 +176,24 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     let opts = a
         .schema
         .load_options(data_dir, a.data.label_column.as_deref())?;
-    let Loaded {
-        train,
-        test,
-        schema,
-        split_key,
-    } = load_split(&a.data.dataset, &opts, a.split.test_fraction, Some(key))?;
     // Only the labels are private: their domain must be declared; the features need no bounds.
     let needs = Needs {
         classes: a.task == Task::Classification,
         label_range: a.task == Task::Regression,
         bounds: false,
     };
-    require_declared(&schema, &train, needs)?;
+    let Loaded {
+        train,
+        test,
+        schema,
+        split_key,
+    } = load_split(
+        &a.data.dataset,
+        &opts,
+        needs,
+        a.split.test_fraction,
+        Some(key),
+    )?;
     let test_split = match split_key {
         Some(_) => "per-record keyed split",
         None => "published test split",

@@ -178,8 +178,8 @@ impl Setup {
         key: SplitKey,
     ) -> CliResult<(Self, Option<SplitKey>)> {
         let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
-        let split = || {
-            let l = load_split(&a.dataset, &opts, a.split.test_fraction, Some(key))?;
+        let split = |needs: Needs| {
+            let l = load_split(&a.dataset, &opts, needs, a.split.test_fraction, Some(key))?;
             CliResult::Ok((l.train, l.test, l.schema, l.split_key))
         };
         if let (Some(k), false) = (a.folds, a.experiment == Experiment::DpSgd) {
@@ -210,18 +210,16 @@ impl Setup {
                 ))
             }
             Experiment::DpSgd => {
-                let (train, test, schema, used) = split()?;
-                require_declared(&schema, &train, private_training)?;
+                let (train, test, schema, used) = split(private_training)?;
                 let base = recipe_for(a, &schema, &train)?;
                 Ok((Setup::DpSgd { base, train, test }, used))
             }
             Experiment::OutputPerturbation => {
-                let (train, test, schema, used) = split()?;
                 let needs = Needs {
                     classes: true,
                     ..Needs::default()
                 };
-                require_declared(&schema, &train, needs)?;
+                let (train, test, schema, used) = split(needs)?;
                 let mut cfg = recipe_for(a, &schema, &train)?;
                 cfg.privacy = Privacy::NonPrivate;
                 let mut trained =
@@ -236,14 +234,14 @@ impl Setup {
                 Ok((setup, used))
             }
             Experiment::InputPerturbation => {
-                let (train, test, schema, used) = split()?;
-                let mut base = recipe_for(a, &schema, &train)?;
-                base.privacy = Privacy::NonPrivate;
                 let needs = Needs {
                     bounds: true,
                     ..Needs::default()
                 };
-                let ranges = require_declared(&schema, &train, needs)?.unwrap_or_default();
+                let (train, test, schema, used) = split(needs)?;
+                let mut base = recipe_for(a, &schema, &train)?;
+                base.privacy = Privacy::NonPrivate;
+                let ranges = schema.require_bounds(&train.name, train.n_features())?;
                 let setup = Setup::Input {
                     base,
                     ranges,
@@ -267,13 +265,12 @@ impl Setup {
                     Experiment::LabelDpClassification => vec![Task::Classification],
                     _ => vec![Task::Regression, Task::Classification],
                 };
-                let (train, test, schema, used) = split()?;
                 let needs = Needs {
                     classes: tasks.contains(&Task::Classification),
                     label_range: tasks.contains(&Task::Regression),
                     bounds: false,
                 };
-                require_declared(&schema, &train, needs)?;
+                let (train, test, schema, used) = split(needs)?;
                 let normalize = public_normalization(&a.dataset, &schema, &train)?;
                 let base = label_dp::default_training(normalize, train.n);
                 let mut training = a.training.apply(base)?;

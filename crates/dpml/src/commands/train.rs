@@ -250,19 +250,23 @@ pub struct Loaded {
     pub split_key: Option<SplitKey>,
 }
 
-/// Load `source` under `opts` (its schema): the source's own test split, else the keyed
-/// per-record split of its records under `key`.
+/// Load `source` under `opts` (its schema), check that what the computation `needs` is
+/// declared (before any record is split or used), then split: the source's own test split,
+/// else the keyed per-record split of its records under `key`.
 ///
 /// # Errors
-/// A usage error when the source needs a split and `key` is `None`; data errors, among them
+/// A usage error naming the flag that declares a missing declaration; a usage error when the
+/// source needs a split and `key` is `None`; data errors, among them
 /// [`dpml_data::DataError::EmptySplit`].
 pub fn load_split(
     source: &Source,
     opts: &LoadOptions,
+    needs: Needs,
     test_fraction: f64,
     key: Option<SplitKey>,
 ) -> CliResult<Loaded> {
     let sets = load(source, opts)?;
+    require_declared(&sets.schema, &sets.train, needs)?;
     let (train, test, split_key) = match (sets.test, key) {
         (Some(test), _) => (sets.train, test, None),
         (None, Some(key)) => {
@@ -410,11 +414,12 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         test,
         schema,
         split_key,
-    } = load_split(&source, &opts, a.split.test_fraction, Some(key))?;
-    let ranges = require_declared(
-        &schema,
-        &train,
+    } = load_split(
+        &source,
+        &opts,
         private_needs(&cfg, a.input_perturbation.is_some()),
+        a.split.test_fraction,
+        Some(key),
     )?;
     let cfg = normalized(a, &source, &schema, &train, &cfg)?;
     let perturbation = match (&a.input_perturbation, a.input_epsilon) {
@@ -430,8 +435,8 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
                     )));
                 }
             };
-            // Required above: input perturbation takes its sensitivities from the bounds.
-            let ranges = ranges.unwrap_or_default();
+            // Required when loading: input perturbation takes its sensitivities from the bounds.
+            let ranges = schema.require_bounds(&train.name, train.n_features())?;
             Some(perturb_dataset_in(
                 &mut train,
                 &ranges,
@@ -842,11 +847,13 @@ pub struct EvalArgs {
 /// Run `dpml eval`.
 pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
+    let given = a.split.given_key();
     let test = load_split(
         &a.dataset,
         &opts,
+        Needs::default(),
         a.split.test_fraction,
-        a.split.given_key(),
+        given,
     )?
     .test;
     let (mut model, input) = dpsgd::load(&a.model)?;

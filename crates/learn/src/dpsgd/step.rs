@@ -187,7 +187,8 @@ mod tests {
         )
     }
 
-    fn values(m: &Sequential) -> Vec<f32> {
+    /// Every parameter value of `m`, in order.
+    pub(super) fn values(m: &Sequential) -> Vec<f32> {
         m.params()
             .iter()
             .flat_map(|p| p.value.iter().copied())

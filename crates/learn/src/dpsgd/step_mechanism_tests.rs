@@ -8,6 +8,7 @@ use dpml_mechanisms::DpRng;
 use dpml_nn::{ClipConfig, ModelSpec, Sequential, Sgd};
 
 use super::Stepper;
+use super::tests::values;
 use crate::dpsgd::noise::Noise;
 use crate::dpsgd::normalize::InputTransform;
 use crate::dpsgd::sampler::PoissonSampler;
@@ -42,13 +43,6 @@ fn stepper(spec: ModelSpec, n: usize, q: f64, sigma: f64, c: f32) -> Stepper {
         8,
         InputTransform::IDENTITY,
     )
-}
-
-fn values(m: &Sequential) -> Vec<f32> {
-    m.params()
-        .iter()
-        .flat_map(|p| p.value.iter().copied())
-        .collect()
 }
 
 /// Upper 10⁻⁶ quantile of the standard normal (one-sided false-alarm rate 10⁻⁶).
