@@ -26,6 +26,7 @@ use crate::output::Output;
 use crate::plot::{self, Chart, Series, Style};
 use crate::privacy_model;
 use crate::report;
+use crate::schema_args::SchemaArgs;
 
 /// Flags of `dpml audit`.
 #[derive(Args, Debug)]
@@ -33,6 +34,9 @@ use crate::report;
 pub struct AuditArgs {
     #[command(flatten)]
     pub data: DataArgs,
+    /// What is declared about the data (bounds, classes), as for `dpml train`.
+    #[command(flatten)]
+    pub schema: SchemaArgs,
     /// The target's training recipe (the reference models reuse it). Defaults: mlp with 256
     /// hidden units, 20 epochs, batch 64, lr 0.1, SGD momentum 0.9, C = 1, δ = 1e-5.
     #[command(flatten)]
@@ -148,11 +152,9 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let source = &a.data.dataset;
     let mut rec = recipe(a)?;
     rec.validate().map_err(CliError::usage)?;
-    let opts = LoadOptions {
-        data_dir: data_dir.map(Path::to_path_buf),
-        label_column: a.data.label_column.clone(),
-        ..LoadOptions::default()
-    };
+    let opts = a
+        .schema
+        .load_options(data_dir, a.data.label_column.as_deref())?;
     let splits = load(source, &opts)?;
     let data = splits.train;
     rec.normalize = public_normalization(source, &splits.schema, &data)?;

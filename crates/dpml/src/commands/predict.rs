@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use dpml_accounting::ledger::{Ledger, Spend};
-use dpml_data::{Dataset, LoadOptions, load};
+use dpml_data::{Dataset, load};
 use dpml_learn::dpsgd::{self, predict_logits};
 use dpml_learn::perturbation::{OutputPerturbation, softmax_rows};
 use dpml_mechanisms::DpRng;
@@ -18,6 +18,7 @@ use crate::error::{CliError, CliResult};
 use crate::ledger_args::{LedgerArgs, balance_json};
 use crate::output::Output;
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
+use crate::schema_args::SchemaArgs;
 
 /// Flags of `dpml predict`.
 #[derive(Args, Debug)]
@@ -33,6 +34,9 @@ pub struct PredictArgs {
     /// Answer only the first N records of the query set (default: all).
     #[arg(long, value_parser = args::at_least_one)]
     pub queries: Option<u64>,
+    /// What is declared about the data (classes of a csv: table, as the model was trained).
+    #[command(flatten)]
+    pub schema: SchemaArgs,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
@@ -44,11 +48,9 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     // Open the ledger first: a bad or corrupt ledger stops us before anything is computed.
     let ledger = a.ledger.open()?;
     let (mut model, input) = dpsgd::load(&a.model).map_err(CliError::usage)?;
-    let opts = LoadOptions {
-        data_dir: data_dir.map(Path::to_path_buf),
-        label_column: a.data.label_column.clone(),
-        ..LoadOptions::default()
-    };
+    let opts = a
+        .schema
+        .load_options(data_dir, a.data.label_column.as_deref())?;
     let splits = load(&a.data.dataset, &opts)?;
     let (data, split) = match splits.test {
         Some(t) => (t, "test"),
@@ -152,6 +154,7 @@ mod tests {
     use super::*;
     use crate::ledger_args::open_ledger;
     use dpml_accounting::ledger::Budget;
+    use dpml_data::LoadOptions;
 
     fn iris() -> Dataset {
         load(&"iris".parse().unwrap(), &LoadOptions::default())
