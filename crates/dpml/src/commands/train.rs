@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
-use crate::output::Output;
+use crate::output::{Output, diag};
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
 
@@ -556,7 +556,7 @@ fn cross_validate(
     let cfg = normalized(a, source, &schema, &all, cfg)?;
     let mut events = Vec::with_capacity(k);
     let cv = k_fold(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
-        eprintln!("fold {}/{k}", i + 1);
+        diag!("fold {}/{k}", i + 1);
         let outcome = train_with_progress(cfg, train, Some(test), rng, out)?;
         events.push(outcome.event.clone());
         Ok(outcome)
