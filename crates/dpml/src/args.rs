@@ -68,6 +68,26 @@ pub fn at_least_one(s: &str) -> Result<u64, String> {
     }
 }
 
+/// An integer in 1..=`max`: counts that size a loop or an allocation (iterations, layer
+/// widths), so a typo like `4000000000` is refused by name instead of hanging or aborting.
+pub fn at_least_one_at_most(max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone {
+    move |s| {
+        let v = at_least_one(s)?;
+        if v <= max {
+            Ok(v)
+        } else {
+            Err(format!("must be at most {max}, got {s}"))
+        }
+    }
+}
+
+/// The most Lloyd iterations a k-means run takes: far past convergence, and each private
+/// iteration's share of ε is already negligible long before it.
+pub const MAX_ITERATIONS: u64 = 10_000;
+
+/// The widest hidden layer `--hidden` accepts: keeps a typo from allocating terabytes.
+pub const MAX_HIDDEN_WIDTH: u64 = 1 << 16;
+
 /// `LO,HI` with LO < HI, both finite.
 pub fn bounds(s: &str) -> Result<(f64, f64), String> {
     let parts: Vec<&str> = s.split(',').collect();

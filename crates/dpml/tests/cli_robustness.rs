@@ -7,7 +7,6 @@ use common::{Run, command, dpml, from_output};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-#[allow(dead_code)] // used by the hang tests below as they land
 /// Run dpml, killing it and failing the test if it takes longer than `limit` (a hang).
 fn dpml_within(args: &[&str], limit: Duration) -> Run {
     let mut child = command(args)
@@ -29,7 +28,6 @@ fn dpml_within(args: &[&str], limit: Duration) -> Run {
     }
 }
 
-#[allow(dead_code)]
 const FIVE_S: Duration = Duration::from_secs(5);
 
 /// Item 3: with stderr closed, the error line cannot be written, and the exit code still says 2.
@@ -121,4 +119,199 @@ fn usage_errors_keep_clap_message_on_one_line() {
         "--json",
     ]);
     run.json();
+}
+
+/// A safetensors file holding `tensors` (F32) under the architecture JSON `arch`, written by
+/// hand so a test can declare anything a hostile or damaged file might.
+fn safetensors_file(
+    dir: &tempfile::TempDir,
+    arch: &str,
+    tensors: &[(&str, &[usize], &[f32])],
+) -> String {
+    let mut header = serde_json::Map::new();
+    header.insert(
+        "__metadata__".into(),
+        serde_json::json!({ "dpml_architecture": arch, "format": "pt" }),
+    );
+    let mut data = Vec::new();
+    for (name, shape, values) in tensors {
+        let start = data.len();
+        data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+        header.insert(
+            (*name).into(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let header = serde_json::Value::Object(header).to_string();
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    let path = dir.path().join(format!(
+        "model{}.safetensors",
+        dir.path().read_dir().unwrap().count()
+    ));
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn logreg_arch(inputs: usize, outputs: usize) -> String {
+    format!(
+        r#"{{"name":"logreg","input_shape":[{inputs}],"layers":[{{"type":"linear","in_features":{inputs},"out_features":{outputs}}}]}}"#
+    )
+}
+
+/// Items 1 and 4: a saved model's declared sizes, weights and classes are checked against the
+/// file and the data before anything is allocated or reported.
+#[test]
+fn saved_models_are_checked_before_use() {
+    let dir = tempfile::tempdir().unwrap();
+    // Declares Linear 4 → 2^40 (16 TiB) and holds eight values.
+    let huge = safetensors_file(
+        &dir,
+        &logreg_arch(4, 1 << 40),
+        &[("0.weight", &[2, 4], &[0.0; 8])],
+    );
+    assert!(std::fs::metadata(&huge).unwrap().len() < 600);
+    for cmd in ["eval", "predict"] {
+        let mut args = vec![cmd, "--model", &huge, "--dataset", "iris"];
+        if cmd == "predict" {
+            args.extend(["--output-epsilon", "1"]);
+        } else {
+            args.extend(["--split-seed", "1"]);
+        }
+        let run = dpml_within(&args, FIVE_S);
+        run.assert_usage_error("parameters");
+    }
+
+    // NaN weights: refused by tensor name, not evaluated to a null loss.
+    let mut w = [0.1f32; 12];
+    w[5] = f32::NAN;
+    let nan = safetensors_file(
+        &dir,
+        &logreg_arch(4, 3),
+        &[("0.weight", &[3, 4], &w), ("0.bias", &[3], &[0.0; 3])],
+    );
+    dpml(&[
+        "eval",
+        "--model",
+        &nan,
+        "--dataset",
+        "iris",
+        "--split-seed",
+        "1",
+    ])
+    .assert_usage_error("\"0.weight\"");
+
+    // A 7-class model on 3-class data: refused naming both counts.
+    let seven = safetensors_file(
+        &dir,
+        &logreg_arch(4, 7),
+        &[
+            ("0.weight", &[7, 4], &[0.1; 28]),
+            ("0.bias", &[7], &[0.0; 7]),
+        ],
+    );
+    dpml(&[
+        "eval",
+        "--model",
+        &seven,
+        "--dataset",
+        "iris",
+        "--split-seed",
+        "1",
+    ])
+    .assert_usage_error("7 classes");
+
+    // The same file with the right class count is evaluated.
+    let three = safetensors_file(
+        &dir,
+        &logreg_arch(4, 3),
+        &[
+            ("0.weight", &[3, 4], &[0.1; 12]),
+            ("0.bias", &[3], &[0.0; 3]),
+        ],
+    );
+    let v = dpml(&[
+        "eval",
+        "--model",
+        &three,
+        "--dataset",
+        "iris",
+        "--split-seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    assert!(v["diagnostics"]["test_loss"].is_number(), "{v}");
+}
+
+/// Item 1: layer widths and parameter counts are capped by name before anything is built.
+#[test]
+fn oversized_models_are_refused_by_name() {
+    dpml_within(
+        &[
+            "train",
+            "--dataset",
+            "iris",
+            "--model",
+            "mlp",
+            "--hidden",
+            "4000000000",
+            "--epsilon",
+            "1",
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("--hidden");
+    // Each width under the cap, the whole over the parameter limit.
+    dpml_within(
+        &[
+            "train",
+            "--dataset",
+            "iris",
+            "--model",
+            "mlp",
+            "--hidden",
+            "65536,65536",
+            "--epsilon",
+            "1",
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("parameters");
+}
+
+/// Item 2: a huge ε sizes the k-means grid in closed form (it used to step down from 2^64),
+/// and the iteration count is capped by name.
+#[test]
+fn kmeans_huge_epsilon_and_iterations_end() {
+    let run = dpml_within(
+        &[
+            "kmeans",
+            "--dataset",
+            "iris",
+            "--k",
+            "3",
+            "--epsilon",
+            "1e308",
+            "--json",
+        ],
+        FIVE_S,
+    );
+    run.json();
+    dpml_within(
+        &[
+            "kmeans",
+            "--dataset",
+            "iris",
+            "--k",
+            "3",
+            "--epsilon",
+            "1",
+            "--iterations",
+            "100000",
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("'100000' for '--iterations");
 }

@@ -60,6 +60,19 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
     let spec: ModelSpec = serde_json::from_str(arch)
         .map_err(|e| NnError::Io(format!("bad architecture JSON: {e}")))?;
     let tensors = SafeTensors::deserialize(bytes).map_err(io_err)?;
+    // The architecture is only a claim: check it against the tensors the file holds before
+    // building it, so a small file cannot make us allocate what it declares.
+    let declared = spec.check_size()?;
+    let held: usize = tensors
+        .tensors()
+        .iter()
+        .map(|(_, t)| t.data().len() / 4)
+        .sum();
+    if declared > held {
+        return Err(NnError::Io(format!(
+            "the architecture declares {declared} parameters, the file holds only {held}"
+        )));
+    }
     // Parameters are overwritten below, so the initialisation seed does not matter.
     let mut model = Sequential::new(spec, &mut DpRng::seeded(0))?;
     let names: Vec<String> = model.named_params().into_iter().map(|(n, _)| n).collect();
@@ -73,6 +86,13 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
             Ok(t) if t.dtype() == Dtype::F32 && t.shape() == p.shape.as_slice() => {
                 for (v, c) in p.value.iter_mut().zip(t.data().chunks_exact(4)) {
                     *v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+                // A NaN or infinite weight makes every output meaningless (a loss of NaN
+                // printed as null): no trained model holds one, so the file is damaged.
+                if let Some(bad) = p.value.iter().find(|v| !v.is_finite()) {
+                    err = Some(NnError::Io(format!(
+                        "tensor {name:?} holds a non-finite weight ({bad})"
+                    )));
                 }
             }
             Ok(t) => {

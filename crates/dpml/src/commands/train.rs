@@ -59,7 +59,7 @@ pub struct TrainingArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Hidden layer sizes of mlp, e.g. 512,256.
-    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one)]
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH))]
     pub hidden: Option<Vec<u64>>,
     /// Target ε: σ is calibrated before training so the final ε does not exceed it.
     #[arg(long, value_parser = args::positive, conflicts_with_all = ["noise_multiplier", "non_private"])]
@@ -850,6 +850,7 @@ pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     )?
     .test;
     let (mut model, input) = dpsgd::load(&a.model)?;
+    dpsgd::check_saved_model_fits(&model, &test)?;
     let e = dpsgd::evaluate(&mut model, &input, &test)?;
     // Evaluation releases nothing: every figure is a diagnostic.
     out.emit(&json!({

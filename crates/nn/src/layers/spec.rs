@@ -92,6 +92,39 @@ pub enum LayerSpec {
 }
 
 impl LayerSpec {
+    /// The trainable parameters this layer declares (weights and biases), from the description
+    /// alone; `None` when the count overflows. Checked before building (see
+    /// [`crate::ModelSpec::check_size`]).
+    pub fn parameter_count(&self) -> Option<usize> {
+        match *self {
+            LayerSpec::Linear {
+                in_features,
+                out_features,
+            } => in_features
+                .checked_mul(out_features)?
+                .checked_add(out_features),
+            LayerSpec::Conv2d {
+                in_channels,
+                out_channels,
+                kernel,
+                ..
+            } => out_channels
+                .checked_mul(in_channels)?
+                .checked_mul(kernel)?
+                .checked_mul(kernel)?
+                .checked_add(out_channels),
+            LayerSpec::GroupNorm { channels, .. } => channels.checked_mul(2),
+            LayerSpec::Relu
+            | LayerSpec::Tanh
+            | LayerSpec::MaxPool2d { .. }
+            | LayerSpec::AvgPool2d { .. }
+            | LayerSpec::Flatten
+            | LayerSpec::GroupStandardize { .. }
+            | LayerSpec::Scattering2d { .. }
+            | LayerSpec::BatchNorm { .. } => Some(0),
+        }
+    }
+
     /// Builds the layer for records of shape `input`, initialising parameters from `rng`.
     ///
     /// # Errors
