@@ -315,3 +315,40 @@ fn kmeans_huge_epsilon_and_iterations_end() {
     )
     .assert_usage_error("'100000' for '--iterations");
 }
+
+/// Item 4: a value the exact sampler cannot represent is refused, not silently clamped; a
+/// data folder that is not there is not "verified".
+#[test]
+fn unrepresentable_values_and_missing_folders_are_refused() {
+    dpml(&[
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "1e308",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "0.5",
+    ])
+    .assert_usage_error("value to release 1e308");
+    let v = dpml(&[
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "1e20",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "0.5",
+        "--json",
+    ])
+    .json();
+    assert!(
+        (v["values"][0].as_f64().unwrap() / 1e20 - 1.0).abs() < 1e-6,
+        "{v}"
+    );
+    dpml(&["data", "verify", "--data-dir", "/nonexistent/dpml"])
+        .assert_usage_error("/nonexistent/dpml");
+}
