@@ -352,3 +352,43 @@ fn unrepresentable_values_and_missing_folders_are_refused() {
     dpml(&["data", "verify", "--data-dir", "/nonexistent/dpml"])
         .assert_usage_error("/nonexistent/dpml");
 }
+
+/// Item 5: each command's defaults run on the built-in data sets (the default batch fits
+/// RR-with-prior's first stage; `--model mlp` without `--hidden` gets a hidden layer).
+#[test]
+fn defaults_run_on_built_in_data_sets() {
+    for ds in ["iris", "wine", "breast-cancer", "digits"] {
+        for mechanism in ["rr", "rr-prior", "laplace"] {
+            let v = dpml(&[
+                "label-dp",
+                "--dataset",
+                ds,
+                "--mechanism",
+                mechanism,
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+                "--json",
+            ])
+            .json();
+            assert!(v.is_object());
+        }
+    }
+    for ds in ["iris", "digits"] {
+        let v = dpml(&[
+            "train",
+            "--dataset",
+            ds,
+            "--model",
+            "mlp",
+            "--epsilon",
+            "1",
+            "--seed",
+            "1",
+            "--json",
+        ])
+        .json();
+        assert!(v.is_object());
+    }
+}

@@ -58,7 +58,8 @@ pub struct TrainingArgs {
     /// Model: logreg, mlp, cnn, cnn-tanh.
     #[arg(long)]
     pub model: Option<String>,
-    /// Hidden layer sizes of mlp, e.g. 512,256.
+    /// Hidden layer sizes of mlp, e.g. 512,256 (default: the recipe's, else 128; each at
+    /// most 65536).
     #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH))]
     pub hidden: Option<Vec<u64>>,
     /// Target ε: σ is calibrated before training so the final ε does not exceed it.
@@ -111,6 +112,9 @@ pub struct TrainingArgs {
     pub per_layer_clipping: bool,
 }
 
+/// Hidden sizes of `--model mlp` when neither the recipe nor `--hidden` gives any.
+const DEFAULT_MLP_HIDDEN: [usize; 1] = [128];
+
 impl TrainingArgs {
     /// `base` with every given flag applied.
     pub fn apply(&self, mut cfg: TrainConfig) -> CliResult<TrainConfig> {
@@ -119,6 +123,11 @@ impl TrainingArgs {
         }
         if let Some(h) = &self.hidden {
             cfg.hidden = h.iter().map(|&v| v as usize).collect();
+        }
+        // `--model mlp` on a recipe made for another model has no hidden sizes: give it one
+        // layer rather than failing on a flag the user never had to know about.
+        if cfg.model.eq_ignore_ascii_case("mlp") && cfg.hidden.is_empty() {
+            cfg.hidden = DEFAULT_MLP_HIDDEN.to_vec();
         }
         match (self.epsilon, self.noise_multiplier, self.non_private) {
             (Some(e), _, _) => cfg.privacy = Privacy::TargetEpsilon(e),
