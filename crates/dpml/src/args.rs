@@ -102,6 +102,30 @@ pub fn bounds(s: &str) -> Result<(f64, f64), String> {
     }
 }
 
+/// A path the user names as an input (`--model`, `--events`, `--schema`, `--ledger`,
+/// `csv:PATH`): it must be a regular file, or not exist yet (then opening it fails, or the
+/// ledger is created, as usual). A FIFO would block the open forever and `/dev/zero` would
+/// read until memory runs out, so special files are refused by name before anything opens
+/// them. `metadata` only stats the path: it does not block on a FIFO.
+pub fn input_path(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    match std::fs::metadata(&path) {
+        Ok(m) if !m.is_file() => Err(format!(
+            "{s} is not a regular file (a folder, FIFO or device cannot be read as input)"
+        )),
+        _ => Ok(path),
+    }
+}
+
+/// `--dataset`: a data set name, or `csv:PATH` with PATH checked as [`input_path`].
+pub fn dataset(s: &str) -> Result<dpml_data::Source, String> {
+    let source: dpml_data::Source = s.parse().map_err(|e: dpml_data::DataError| e.to_string())?;
+    if let dpml_data::Source::Csv(path) = &source {
+        input_path(&path.to_string_lossy())?;
+    }
+    Ok(source)
+}
+
 /// `--seed N`: a reproducible run, reported as `"seeded": true`.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct SeedArg {
@@ -122,7 +146,7 @@ impl SeedArg {
 #[derive(Args, Debug, Clone)]
 pub struct DataArgs {
     /// Data set: mnist, fashion-mnist, iris, breast-cancer, wine, digits, or csv:PATH.
-    #[arg(long)]
+    #[arg(long, value_parser = dataset)]
     pub dataset: dpml_data::Source,
     /// Label column of a csv: data set (default: the last column).
     #[arg(long)]

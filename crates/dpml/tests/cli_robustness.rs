@@ -392,3 +392,95 @@ fn defaults_run_on_built_in_data_sets() {
         assert!(v.is_object());
     }
 }
+
+/// Item 2: FIFOs and devices named as inputs are refused by name instead of blocking or
+/// reading forever; an over-long CSV line is refused naming the line.
+#[test]
+fn special_files_and_huge_csv_lines_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap();
+    let csv_fifo = format!("csv:{fifo}");
+    let q = [
+        "query",
+        "--column",
+        "a",
+        "--aggregate",
+        "count",
+        "--epsilon",
+        "1",
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        ([&q[..], &["--dataset", &csv_fifo]].concat(), "--dataset"),
+        (
+            [&q[..], &["--dataset", "csv:/dev/zero"]].concat(),
+            "/dev/zero",
+        ),
+        (
+            vec!["eval", "--model", fifo, "--dataset", "iris"],
+            "--model",
+        ),
+        (
+            vec![
+                "predict",
+                "--model",
+                fifo,
+                "--dataset",
+                "iris",
+                "--output-epsilon",
+                "1",
+            ],
+            "--model",
+        ),
+        (vec!["account", "--events", fifo], "--events"),
+        (
+            vec![
+                "train",
+                "--dataset",
+                "iris",
+                "--schema",
+                fifo,
+                "--epsilon",
+                "1",
+            ],
+            "--schema",
+        ),
+        (
+            vec![
+                "query",
+                "--dataset",
+                "iris",
+                "--column",
+                "petal_length",
+                "--aggregate",
+                "count",
+                "--epsilon",
+                "1",
+                "--ledger",
+                fifo,
+                "--budget",
+                "3",
+            ],
+            "--ledger",
+        ),
+    ];
+    for (args, flag) in cases {
+        let run = dpml_within(&args, FIVE_S);
+        run.assert_usage_error(flag);
+        assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    }
+
+    let long = dir.path().join("long.csv");
+    let mut text = String::from("a,label\n");
+    text.push_str(&"1".repeat(2 << 20));
+    text.push_str(",0\n");
+    std::fs::write(&long, text).unwrap();
+    let csv_long = format!("csv:{}", long.display());
+    dpml_within(&[&q[..], &["--dataset", &csv_long]].concat(), FIVE_S)
+        .assert_usage_error("line 2 holds");
+}

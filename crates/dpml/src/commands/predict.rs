@@ -23,7 +23,7 @@ use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 #[derive(Args, Debug)]
 pub struct PredictArgs {
     /// Model file written by `dpml train --save` or `dpml label-dp --save-model`.
-    #[arg(long)]
+    #[arg(long, value_parser = args::input_path)]
     pub model: PathBuf,
     #[command(flatten)]
     pub data: DataArgs,

@@ -298,7 +298,7 @@ pub fn load_split(
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     /// Data set: mnist, fashion-mnist, digits, iris, breast-cancer, wine, csv:PATH.
-    #[arg(long)]
+    #[arg(long, value_parser = args::dataset)]
     pub dataset: Option<Source>,
     /// Label column of a csv: data set.
     #[arg(long)]
@@ -831,10 +831,10 @@ fn write_log(path: &Path, log: &[EpochLog]) -> CliResult<()> {
 #[derive(Args, Debug)]
 pub struct EvalArgs {
     /// A model saved by `dpml train --out`.
-    #[arg(long)]
+    #[arg(long, value_parser = args::input_path)]
     pub model: PathBuf,
     /// Data set to evaluate on (its test split).
-    #[arg(long)]
+    #[arg(long, value_parser = args::dataset)]
     pub dataset: Source,
     /// Label column of a csv: data set.
     #[arg(long)]
