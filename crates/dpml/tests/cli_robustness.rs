@@ -183,6 +183,26 @@ fn saved_models_are_checked_before_use() {
         run.assert_usage_error("parameters");
     }
 
+    // A model file larger than any model (sparse: takes no disk) is refused before reading.
+    let big = dir.path().join("big.safetensors");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    dpml_within(
+        &[
+            "predict",
+            "--model",
+            big.to_str().unwrap(),
+            "--dataset",
+            "iris",
+            "--output-epsilon",
+            "1",
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("over the limit");
+
     // NaN weights: refused by tensor name, not evaluated to a null loss.
     let mut w = [0.1f32; 12];
     w[5] = f32::NAN;

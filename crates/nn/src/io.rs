@@ -121,13 +121,42 @@ pub fn save(model: &Sequential, path: &Path) -> Result<()> {
         .map_err(|e| NnError::Io(format!("{}: {e}", path.display())))
 }
 
+/// The largest model file read: every parameter a model may have
+/// ([`crate::arch::MAX_PARAMETERS`], 4 bytes each) and room for the header.
+pub const MAX_MODEL_FILE_BYTES: u64 = (crate::arch::MAX_PARAMETERS as u64) * 4 + (16 << 20);
+
+/// The bytes of a model file, refusing a file larger than any model this crate builds
+/// ([`MAX_MODEL_FILE_BYTES`]) before reading it.
+///
+/// # Errors
+/// [`NnError::Io`] naming the path when it cannot be read or is too large.
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let named = |e: &dyn std::fmt::Display| NnError::Io(format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| named(&e))?;
+    let size = file.metadata().map_err(|e| named(&e))?.len();
+    if size > MAX_MODEL_FILE_BYTES {
+        return Err(named(&format!(
+            "{size} bytes, over the limit of {MAX_MODEL_FILE_BYTES} for a model file"
+        )));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    // `take` also bounds a file that grows while it is read.
+    file.take(MAX_MODEL_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| named(&e))?;
+    if bytes.len() as u64 > MAX_MODEL_FILE_BYTES {
+        return Err(named(&"grew past the model file limit while read"));
+    }
+    Ok(bytes)
+}
+
 /// Reads a model written by [`save`].
 ///
 /// # Errors
-/// [`NnError::Io`] naming the path when reading fails; otherwise as [`from_bytes`].
+/// As [`read_file`]; otherwise as [`from_bytes`].
 pub fn load(path: &Path) -> Result<Sequential> {
-    let bytes = std::fs::read(path).map_err(|e| NnError::Io(format!("{}: {e}", path.display())))?;
-    from_bytes(&bytes)
+    from_bytes(&read_file(path)?)
 }
 
 #[cfg(test)]
