@@ -60,18 +60,14 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
     let spec: ModelSpec = serde_json::from_str(arch)
         .map_err(|e| NnError::Io(format!("bad architecture JSON: {e}")))?;
     let tensors = SafeTensors::deserialize(bytes).map_err(io_err)?;
-    // The architecture is only a claim: check it against the tensors the file holds before
-    // building it, so a small file cannot make us allocate what it declares.
-    let declared = spec.check_size()?;
-    let held: usize = tensors
-        .tensors()
-        .iter()
-        .map(|(_, t)| t.data().len() / 4)
-        .sum();
-    if declared > held {
-        return Err(NnError::Io(format!(
-            "the architecture declares {declared} parameters, the file holds only {held}"
-        )));
+    // The architecture is only a claim: check every tensor it declares against the file
+    // before building it, so a small file cannot make us allocate what it declares.
+    spec.check_size()?;
+    for (i, layer) in spec.layers.iter().enumerate() {
+        for (param, shape) in layer.parameter_shapes() {
+            let name = format!("{i}.{param}");
+            check_tensor(&tensors, &name, &shape)?;
+        }
     }
     // Parameters are overwritten below, so the initialisation seed does not matter.
     let mut model = Sequential::new(spec, &mut DpRng::seeded(0))?;
@@ -95,20 +91,34 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
                     )));
                 }
             }
-            Ok(t) => {
-                err = Some(NnError::Io(format!(
-                    "tensor {name:?} is {:?} {:?}, the architecture needs F32 {:?}",
-                    t.dtype(),
-                    t.shape(),
-                    p.shape
-                )))
+            // Checked before building; a mismatch here means the shapes and the layers disagree.
+            _ => {
+                err = Some(
+                    check_tensor(&tensors, name, &p.shape)
+                        .err()
+                        .unwrap_or_else(|| {
+                            NnError::Io(format!("tensor {name:?} does not fit its layer"))
+                        }),
+                )
             }
-            Err(e) => err = Some(NnError::Io(format!("tensor {name:?}: {e}"))),
         }
     });
     match err {
         Some(e) => Err(e),
         None => Ok(model),
+    }
+}
+
+/// Checks that the file holds tensor `name` as F32 of `shape`.
+fn check_tensor(tensors: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<()> {
+    match tensors.tensor(name) {
+        Ok(t) if t.dtype() == Dtype::F32 && t.shape() == shape => Ok(()),
+        Ok(t) => Err(NnError::Io(format!(
+            "tensor {name:?} is {:?} {:?}, the architecture needs F32 {shape:?}",
+            t.dtype(),
+            t.shape()
+        ))),
+        Err(e) => Err(NnError::Io(format!("tensor {name:?}: {e}"))),
     }
 }
 
