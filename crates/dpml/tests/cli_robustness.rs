@@ -395,21 +395,22 @@ fn defaults_run_on_built_in_data_sets() {
             assert!(v.is_object());
         }
     }
+    // The default model of each set too (digits once defaulted to the 28x28 MNIST CNN).
     for ds in ["iris", "digits"] {
-        let v = dpml(&[
-            "train",
-            "--dataset",
-            ds,
-            "--model",
-            "mlp",
-            "--epsilon",
-            "1",
-            "--seed",
-            "1",
-            "--json",
-        ])
-        .json();
-        assert!(v.is_object());
+        for model in [&["--model", "mlp"][..], &[]] {
+            let base = [
+                "train",
+                "--dataset",
+                ds,
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+                "--json",
+            ];
+            let v = dpml(&[&base[..], model].concat()).json();
+            assert!(v.is_object());
+        }
     }
 }
 

@@ -361,21 +361,23 @@ pub fn recipe(a: &TrainArgs) -> CliResult<(Source, TrainConfig, Option<String>)>
         .ok_or_else(|| CliError::usage("--dataset is required without a --preset"))?;
     let base = match a.preset {
         Some(_) => base,
-        None => default_recipe(&dataset),
+        None => default_recipe(&dataset)?,
     };
     Ok((dataset, a.training.apply(base)?, a.preset.clone()))
 }
 
 /// The recipe flags start from when no preset is named: a small MLP for tables (the embedded
-/// tabular sets and `csv:` files, [`dpsgd::tabular_recipe`]), else the Opacus MNIST example
+/// tabular sets and `csv:` files, [`dpsgd::tabular_recipe`]), the `digits-eps1` recipe for the
+/// 8x8 digits (the MNIST CNN needs 28x28 records), else the Opacus MNIST example
 /// ([`TrainConfig::default`]).
-pub fn default_recipe(source: &Source) -> TrainConfig {
-    match source {
+pub fn default_recipe(source: &Source) -> CliResult<TrainConfig> {
+    Ok(match source {
         Source::Iris | Source::Wine | Source::BreastCancer | Source::Csv(_) => {
             dpsgd::tabular_recipe()
         }
+        Source::Digits => dpsgd::preset("digits-eps1")?.config,
         _ => TrainConfig::default(),
-    }
+    })
 }
 
 /// `cfg` with the run's public normalisation ([`public_normalization`]), unless a preset
