@@ -14,6 +14,12 @@ use crate::DataError;
 use crate::schema::declared_class;
 use crate::tabular::{Columns, Labels, encode_labels, parse_cell};
 
+/// The largest CSV file read (1 GiB: far above any tabular data set DP-SGD can train on here).
+pub(crate) const MAX_CSV_BYTES: u64 = 1 << 30;
+
+/// The longest CSV line read (1 MiB: over 50 000 numeric columns).
+pub(crate) const MAX_CSV_LINE_BYTES: usize = 1 << 20;
+
 /// Reads `path`, taking `label_column` (default: the last column) as the label. With declared
 /// `classes` each label maps to its declared class (equal as text or as a number), and a label
 /// outside them is refused; without, the classes are the distinct labels present (sorted), a
@@ -25,13 +31,26 @@ use crate::tabular::{Columns, Labels, encode_labels, parse_cell};
 /// [`DataError::UnknownColumn`] for a label column that is not in the header;
 /// [`DataError::Csv`] for rows with the wrong number of fields or invalid UTF-8;
 /// [`DataError::MissingValue`] / [`DataError::NonNumeric`] for bad feature cells;
-/// [`DataError::UndeclaredLabel`] for a label outside the declared classes.
+/// [`DataError::UndeclaredLabel`] for a label outside the declared classes;
+/// [`DataError::TooLarge`] for a file over [`MAX_CSV_BYTES`] or a line over
+/// [`MAX_CSV_LINE_BYTES`].
 pub(crate) fn read_csv(
     path: &Path,
     label_column: Option<&str>,
     classes: Option<&[String]>,
 ) -> Result<Columns, DataError> {
     let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    // The opened file's own size (no race with a later swap of the path): the columns read
+    // from it take several times its size in memory.
+    let size = file.metadata().map_err(|e| DataError::io(path, e))?.len();
+    if size > MAX_CSV_BYTES {
+        return Err(DataError::TooLarge {
+            path: path.to_path_buf(),
+            reason: format!("the file is {size} bytes, over the limit of {MAX_CSV_BYTES}"),
+        });
+    }
+    // `take` also bounds a file that grows while it is read.
+    let file = std::io::Read::take(file, MAX_CSV_BYTES);
     let mut reader = ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -73,6 +92,15 @@ pub(crate) fn read_csv(
             Err(e) => return Err(csv_error(path, e)),
         }
         let line = record.position().map_or(0, csv::Position::line);
+        if record.as_slice().len() > MAX_CSV_LINE_BYTES {
+            return Err(DataError::TooLarge {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "line {line} holds {} bytes, over the limit of {MAX_CSV_LINE_BYTES} per line",
+                    record.as_slice().len()
+                ),
+            });
+        }
         for (j, cell) in record.iter().enumerate() {
             if j == label {
                 if cell.is_empty() {

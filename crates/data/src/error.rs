@@ -114,6 +114,16 @@ pub enum DataError {
         reason: String,
     },
 
+    /// An input file, or one line of it, larger than this reader accepts (named limits keep a
+    /// huge or endless file from exhausting memory).
+    #[error("{}: {reason}", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What is too large, and the limit.
+        reason: String,
+    },
+
     /// A CSV file with no header row.
     #[error("{}: empty file: expected a header row naming the columns", path.display())]
     EmptyCsv {

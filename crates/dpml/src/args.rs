@@ -68,6 +68,26 @@ pub fn at_least_one(s: &str) -> Result<u64, String> {
     }
 }
 
+/// An integer in 1..=`max`: counts that size a loop or an allocation (iterations, layer
+/// widths), so a typo like `4000000000` is refused by name instead of hanging or aborting.
+pub fn at_least_one_at_most(max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone {
+    move |s| {
+        let v = at_least_one(s)?;
+        if v <= max {
+            Ok(v)
+        } else {
+            Err(format!("must be at most {max}, got {s}"))
+        }
+    }
+}
+
+/// The most Lloyd iterations a k-means run takes: far past convergence, and each private
+/// iteration's share of ε is already negligible long before it.
+pub const MAX_ITERATIONS: u64 = 10_000;
+
+/// The widest hidden layer `--hidden` accepts: keeps a typo from allocating terabytes.
+pub const MAX_HIDDEN_WIDTH: u64 = 1 << 16;
+
 /// `LO,HI` with LO < HI, both finite.
 pub fn bounds(s: &str) -> Result<(f64, f64), String> {
     let parts: Vec<&str> = s.split(',').collect();
@@ -80,6 +100,30 @@ pub fn bounds(s: &str) -> Result<(f64, f64), String> {
     } else {
         Err(format!("LO must be below HI, got {s}"))
     }
+}
+
+/// A path the user names as an input (`--model`, `--events`, `--schema`, `--ledger`,
+/// `csv:PATH`): it must be a regular file, or not exist yet (then opening it fails, or the
+/// ledger is created, as usual). A FIFO would block the open forever and `/dev/zero` would
+/// read until memory runs out, so special files are refused by name before anything opens
+/// them. `metadata` only stats the path: it does not block on a FIFO.
+pub fn input_path(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    match std::fs::metadata(&path) {
+        Ok(m) if !m.is_file() => Err(format!(
+            "{s} is not a regular file (a folder, FIFO or device cannot be read as input)"
+        )),
+        _ => Ok(path),
+    }
+}
+
+/// `--dataset`: a data set name, or `csv:PATH` with PATH checked as [`input_path`].
+pub fn dataset(s: &str) -> Result<dpml_data::Source, String> {
+    let source: dpml_data::Source = s.parse().map_err(|e: dpml_data::DataError| e.to_string())?;
+    if let dpml_data::Source::Csv(path) = &source {
+        input_path(&path.to_string_lossy())?;
+    }
+    Ok(source)
 }
 
 /// `--seed N`: a reproducible run, reported as `"seeded": true`.
@@ -102,7 +146,7 @@ impl SeedArg {
 #[derive(Args, Debug, Clone)]
 pub struct DataArgs {
     /// Data set: mnist, fashion-mnist, iris, breast-cancer, wine, digits, or csv:PATH.
-    #[arg(long)]
+    #[arg(long, value_parser = dataset)]
     pub dataset: dpml_data::Source,
     /// Label column of a csv: data set (default: the last column).
     #[arg(long)]

@@ -15,7 +15,7 @@ use crate::error::CliResult;
 #[derive(Args, Debug, Clone)]
 pub struct LedgerArgs {
     /// Budget ledger file: the spend is recorded there durably before anything is released.
-    #[arg(long, requires = "budget")]
+    #[arg(long, requires = "budget", value_parser = args::input_path)]
     pub ledger: Option<PathBuf>,
     /// Total ε budget of the ledger (fixed when the ledger is created).
     #[arg(long, value_parser = args::positive, requires = "ledger")]

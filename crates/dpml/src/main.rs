@@ -16,7 +16,7 @@ mod schema_args;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::CliError;
-use crate::output::Output;
+use crate::output::{Output, diag};
 
 /// dpml: train, account for and audit differentially private machine learning.
 #[derive(Parser, Debug)]
@@ -77,7 +77,7 @@ enum Command {
 }
 
 fn main() {
-    let cli = match Cli::command()
+    let cli = match allow_negative_numbers(Cli::command())
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m))
     {
@@ -112,18 +112,18 @@ fn main() {
         Command::Sweep(a) => commands::sweep::run(a, data_dir, out),
     };
     if let Err(e) = result {
-        eprintln!("error: {e}");
+        diag!("error: {e}");
         std::process::exit(e.exit_code());
     }
 }
 
 /// The command `dpml` runs when none is given.
 fn default_job() -> Command {
-    eprintln!(
+    diag!(
         "dpml: no command given; running the default job: {}",
         DEFAULT_JOB[1..].join(" ")
     );
-    eprintln!("dpml: see `dpml --help` for all commands");
+    diag!("dpml: see `dpml --help` for all commands");
     match Cli::try_parse_from(DEFAULT_JOB) {
         Ok(Cli {
             command: Some(c), ..
@@ -143,11 +143,43 @@ fn exit_on_clap_error(e: clap::Error) -> ! {
         | ErrorKind::DisplayVersion
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
         _ => {
-            let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("error: invalid usage");
-            let line = CliError::usage(first.trim_start_matches("error: ")).to_string();
-            eprintln!("error: {line}");
+            let line = CliError::usage(fold_clap_message(&e.render().to_string())).to_string();
+            diag!("error: {line}");
             std::process::exit(2);
         }
     }
+}
+
+/// Clap's message on one line: everything before the usage synopsis (the missing flags, the
+/// "a similar argument exists" tip, the possible values), without the leading `error: `.
+/// The synopsis and the "try --help" footer only repeat what `--help` says.
+fn fold_clap_message(rendered: &str) -> String {
+    let kept: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .collect();
+    let folded = kept.join(" ");
+    let folded = folded.trim_start_matches("error: ");
+    if folded.is_empty() {
+        "invalid usage".to_string()
+    } else {
+        folded.to_string()
+    }
+}
+
+/// A number that starts with `-` is a value (`--epsilon -1`), so the flag's own parser names
+/// it and says why it is refused, instead of clap calling it an unknown flag. Clap does not
+/// propagate this setting, so every subcommand gets it here.
+fn allow_negative_numbers(cmd: clap::Command) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    names
+        .into_iter()
+        .fold(cmd.allow_negative_numbers(true), |cmd, name| {
+            cmd.mut_subcommand(name, allow_negative_numbers)
+        })
 }

@@ -9,6 +9,16 @@ use serde_json::Value;
 
 use crate::privacy_model::{DIAGNOSTICS_KEY, DIAGNOSTICS_MEANING};
 
+/// A diagnostic line on stderr. Unlike `eprintln!`, it never panics: with stderr closed or
+/// full there is nowhere left to report to, and the exit code still tells what happened.
+macro_rules! diag {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+pub(crate) use diag;
+
 /// How results are printed.
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
@@ -42,8 +52,20 @@ impl Output {
                 render_human(&mut text, &d, 2);
             }
         }
-        // A closed pipe (`dpml … | head`) is the reader's choice, not a failure to report.
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        let mut stdout = std::io::stdout().lock();
+        match stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
+            Ok(()) => {}
+            // A closed pipe (`dpml … | head`) is the reader's choice, not a failure to report.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            // Anything else (a full disk) lost the result: saying success would be a lie.
+            Err(e) => {
+                diag!("error: internal error: cannot write the result to stdout: {e}");
+                std::process::exit(1);
+            }
+        }
     }
 
     /// A progress bar on stderr (hidden with `--json` is not needed: stderr is separate,

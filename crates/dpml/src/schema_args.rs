@@ -15,7 +15,7 @@ use crate::error::{CliError, CliResult};
 pub struct SchemaArgs {
     /// Schema file (JSON, or TOML by its .toml name): label_column, features (name and
     /// bounds each), bounds (one range for every feature), classes or label_range.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::input_path)]
     pub schema: Option<PathBuf>,
     /// Declared feature bounds: LO,HI for every feature, or lo1:hi1,lo2:hi2,… one per
     /// feature. Features are clamped to them when loaded; sensitivities and scaling come from

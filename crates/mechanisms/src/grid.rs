@@ -97,6 +97,22 @@ impl Grid {
         Ok(self.scaled(x).round() as i128)
     }
 
+    /// As [`Grid::snap`] for a value released as is: refuses values whose grid index does not
+    /// fit [`MAX_RELEASE_INDEX`], where the index (and the index plus noise) would saturate and
+    /// the release would silently be a different, clamped value.
+    pub(crate) fn snap_exact(self, x: f64) -> Result<i128, MechanismError> {
+        let k = self.snap(x)?;
+        if k.unsigned_abs() > MAX_RELEASE_INDEX as u128 {
+            return Err(invalid(format!(
+                "value to release {x:e} is outside the range the exact sampler represents at \
+                 granularity {:e}: |value| must be at most {:e}",
+                self.granularity(),
+                self.unsnap(MAX_RELEASE_INDEX)
+            )));
+        }
+        Ok(k)
+    }
+
     /// trunc(x/g) (toward zero) for finite x: |trunc(x/g)| ≤ ⌊|x|/g⌋.
     pub(crate) fn truncate(self, x: f64) -> i128 {
         self.scaled(x).trunc() as i128
@@ -113,6 +129,10 @@ impl Grid {
     }
 }
 
+/// The largest grid index [`Grid::snap_exact`] accepts: far from `i128::MAX`, so adding any
+/// `i64` noise sample cannot saturate.
+pub(crate) const MAX_RELEASE_INDEX: i128 = 1 << 120;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +148,13 @@ mod tests {
         assert_eq!(g.add_noise(5, -2), 3.0 * 2.0 / 1024.0);
         assert!(g.snap(f64::NAN).unwrap_err().to_string().contains("NaN"));
         assert_eq!(g.snap(f64::MAX).unwrap(), i128::MAX);
+        assert!(
+            g.snap_exact(f64::MAX)
+                .unwrap_err()
+                .to_string()
+                .contains("outside")
+        );
+        assert_eq!(g.snap_exact(-3.0).unwrap(), -1536);
         assert!(Grid::below(0.0, 10).is_err() && Grid::below(1e-300, 10).is_err());
         assert!(Grid::below(1e-6, 10).unwrap().sensitivity(1e30).is_err());
     }

@@ -120,9 +120,10 @@ impl LaplaceMechanism {
     /// `value` plus Laplace noise, on the grid.
     ///
     /// # Errors
-    /// [`MechanismError::InvalidParameter`] when `value` is NaN or infinite.
+    /// [`MechanismError::InvalidParameter`] when `value` is NaN, infinite, or too large for the
+    /// grid (it would otherwise be clamped silently).
     pub fn release(&self, rng: &mut DpRng, value: f64) -> Result<f64, MechanismError> {
-        let k = self.grid.snap(value)?;
+        let k = self.grid.snap_exact(value)?;
         Ok(self.release_on_grid(rng, k))
     }
 

@@ -182,7 +182,51 @@ impl ModelSpec {
             layers,
         })
     }
+
+    /// The number of trainable parameters the layers declare, computed from the description
+    /// alone (nothing allocated); `None` when it overflows `usize`.
+    pub fn parameter_count(&self) -> Option<usize> {
+        self.layers
+            .iter()
+            .try_fold(0usize, |sum, l| sum.checked_add(l.parameter_count()?))
+    }
+
+    /// Refuses descriptions too large to build, before anything is allocated: a saved file or a
+    /// flag can declare any size, and building first would abort the process on a declared
+    /// `Linear 4 → 2^40`.
+    ///
+    /// # Errors
+    /// [`NnError::InvalidParameter`] naming the declared size and the limit.
+    pub fn check_size(&self) -> Result<usize> {
+        self.input_shape
+            .iter()
+            .try_fold(1usize, |p, &s| p.checked_mul(s))
+            .filter(|&r| r <= MAX_RECORD_ELEMENTS)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "model {:?}: input shape {:?} exceeds the limit of {MAX_RECORD_ELEMENTS} values per record",
+                    self.name, self.input_shape
+                ))
+            })?;
+        self.parameter_count()
+            .filter(|&n| n <= MAX_PARAMETERS)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "model {:?} declares {} parameters, more than the limit of {MAX_PARAMETERS}",
+                    self.name,
+                    self.parameter_count()
+                        .map_or_else(|| "over 2^64".to_string(), |n| n.to_string())
+                ))
+            })
+    }
 }
+
+/// The most trainable parameters a model may have (1 GiB of f32 weights; DP-SGD also keeps
+/// per-sample gradients, so anything near this is far beyond what it can train).
+pub const MAX_PARAMETERS: usize = 1 << 28;
+
+/// The most values one input record may have (MNIST has 784, CIFAR 3072).
+pub const MAX_RECORD_ELEMENTS: usize = 1 << 22;
 
 /// The layers of `scatter-cnn` / `scatter-linear` for `[c, h, w]` records.
 fn scatter_layers(name: &str, input: &[usize], num_classes: usize) -> Result<Vec<LayerSpec>> {

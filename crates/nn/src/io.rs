@@ -60,6 +60,15 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
     let spec: ModelSpec = serde_json::from_str(arch)
         .map_err(|e| NnError::Io(format!("bad architecture JSON: {e}")))?;
     let tensors = SafeTensors::deserialize(bytes).map_err(io_err)?;
+    // The architecture is only a claim: check every tensor it declares against the file
+    // before building it, so a small file cannot make us allocate what it declares.
+    spec.check_size()?;
+    for (i, layer) in spec.layers.iter().enumerate() {
+        for (param, shape) in layer.parameter_shapes() {
+            let name = format!("{i}.{param}");
+            check_tensor(&tensors, &name, &shape)?;
+        }
+    }
     // Parameters are overwritten below, so the initialisation seed does not matter.
     let mut model = Sequential::new(spec, &mut DpRng::seeded(0))?;
     let names: Vec<String> = model.named_params().into_iter().map(|(n, _)| n).collect();
@@ -74,21 +83,42 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
                 for (v, c) in p.value.iter_mut().zip(t.data().chunks_exact(4)) {
                     *v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
+                // A NaN or infinite weight makes every output meaningless (a loss of NaN
+                // printed as null): no trained model holds one, so the file is damaged.
+                if let Some(bad) = p.value.iter().find(|v| !v.is_finite()) {
+                    err = Some(NnError::Io(format!(
+                        "tensor {name:?} holds a non-finite weight ({bad})"
+                    )));
+                }
             }
-            Ok(t) => {
-                err = Some(NnError::Io(format!(
-                    "tensor {name:?} is {:?} {:?}, the architecture needs F32 {:?}",
-                    t.dtype(),
-                    t.shape(),
-                    p.shape
-                )))
+            // Checked before building; a mismatch here means the shapes and the layers disagree.
+            _ => {
+                err = Some(
+                    check_tensor(&tensors, name, &p.shape)
+                        .err()
+                        .unwrap_or_else(|| {
+                            NnError::Io(format!("tensor {name:?} does not fit its layer"))
+                        }),
+                )
             }
-            Err(e) => err = Some(NnError::Io(format!("tensor {name:?}: {e}"))),
         }
     });
     match err {
         Some(e) => Err(e),
         None => Ok(model),
+    }
+}
+
+/// Checks that the file holds tensor `name` as F32 of `shape`.
+fn check_tensor(tensors: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<()> {
+    match tensors.tensor(name) {
+        Ok(t) if t.dtype() == Dtype::F32 && t.shape() == shape => Ok(()),
+        Ok(t) => Err(NnError::Io(format!(
+            "tensor {name:?} is {:?} {:?}, the architecture needs F32 {shape:?}",
+            t.dtype(),
+            t.shape()
+        ))),
+        Err(e) => Err(NnError::Io(format!("tensor {name:?}: {e}"))),
     }
 }
 
@@ -101,13 +131,42 @@ pub fn save(model: &Sequential, path: &Path) -> Result<()> {
         .map_err(|e| NnError::Io(format!("{}: {e}", path.display())))
 }
 
+/// The largest model file read: every parameter a model may have
+/// ([`crate::arch::MAX_PARAMETERS`], 4 bytes each) and room for the header.
+pub const MAX_MODEL_FILE_BYTES: u64 = (crate::arch::MAX_PARAMETERS as u64) * 4 + (16 << 20);
+
+/// The bytes of a model file, refusing a file larger than any model this crate builds
+/// ([`MAX_MODEL_FILE_BYTES`]) before reading it.
+///
+/// # Errors
+/// [`NnError::Io`] naming the path when it cannot be read or is too large.
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let named = |e: &dyn std::fmt::Display| NnError::Io(format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| named(&e))?;
+    let size = file.metadata().map_err(|e| named(&e))?.len();
+    if size > MAX_MODEL_FILE_BYTES {
+        return Err(named(&format!(
+            "{size} bytes, over the limit of {MAX_MODEL_FILE_BYTES} for a model file"
+        )));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    // `take` also bounds a file that grows while it is read.
+    file.take(MAX_MODEL_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| named(&e))?;
+    if bytes.len() as u64 > MAX_MODEL_FILE_BYTES {
+        return Err(named(&"grew past the model file limit while read"));
+    }
+    Ok(bytes)
+}
+
 /// Reads a model written by [`save`].
 ///
 /// # Errors
-/// [`NnError::Io`] naming the path when reading fails; otherwise as [`from_bytes`].
+/// As [`read_file`]; otherwise as [`from_bytes`].
 pub fn load(path: &Path) -> Result<Sequential> {
-    let bytes = std::fs::read(path).map_err(|e| NnError::Io(format!("{}: {e}", path.display())))?;
-    from_bytes(&bytes)
+    from_bytes(&read_file(path)?)
 }
 
 #[cfg(test)]

@@ -95,6 +95,7 @@ impl Sequential {
     /// [`NnError::Shape`], [`NnError::InvalidParameter`] or [`NnError::NotDpCompatible`] from
     /// the first layer that cannot be built.
     pub fn new(spec: ModelSpec, rng: &mut DpRng) -> Result<Self> {
+        spec.check_size()?;
         let mut shape = spec.input_shape.clone();
         let mut layers = Vec::with_capacity(spec.layers.len());
         for (i, l) in spec.layers.iter().enumerate() {

@@ -56,7 +56,7 @@ pub struct AccountArgs {
     #[command(flatten)]
     pub schedule: ScheduleArgs,
     /// A JSON file with a privacy event (or a list of events) to account instead of DP-SGD.
-    #[arg(long, conflicts_with = "noise_multiplier")]
+    #[arg(long, conflicts_with = "noise_multiplier", value_parser = args::input_path)]
     pub events: Option<PathBuf>,
     /// δ of the (ε, δ) guarantee.
     #[arg(long, value_parser = args::open_unit)]

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::train::{TrainingArgs, public_normalization};
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
-use crate::output::Output;
+use crate::output::{Output, diag};
 use crate::plot::{self, Chart, Series, Style};
 use crate::privacy_model;
 use crate::report;
@@ -238,7 +238,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     }
     out.emit(&result);
     if !report.consistent {
-        eprintln!("{}", inconsistency_banner(&report));
+        diag!("{}", inconsistency_banner(&report));
         return Err(CliError::internal(format!(
             "empirical epsilon lower bound {} ({}) exceeds the theoretical epsilon {}: a bug in dpml's \
              training or accounting",

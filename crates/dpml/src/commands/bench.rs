@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::args;
 use crate::error::CliResult;
-use crate::output::Output;
+use crate::output::{Output, diag};
 
 /// Benchmarks.
 #[derive(Subcommand, Debug)]
@@ -128,9 +128,11 @@ fn accounting(a: &AccountingBenchArgs, out: Output) -> CliResult<()> {
 fn dpsgd(a: &DpsgdBenchArgs, out: Output) -> CliResult<()> {
     let hidden: Vec<usize> = a.hidden.iter().map(|&h| h as usize).collect();
     let mut rng = a.seed.rng()?;
-    eprintln!(
+    diag!(
         "bench dpsgd: {} at batch {} for {} steps per mode ...",
-        a.model, a.batch_size, a.steps
+        a.model,
+        a.batch_size,
+        a.steps
     );
     let r = dpml_learn::dpsgd::bench(
         &a.model,

@@ -49,6 +49,13 @@ pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult
             let dir = data_dir.ok_or_else(|| {
                 CliError::usage("no data folder: pass --data-dir DIR or set DPML_DATA_DIR")
             })?;
+            // Verifying a folder that is not there would find nothing wrong and exit 0.
+            if !dir.is_dir() {
+                return Err(CliError::usage(format!(
+                    "--data-dir {}: not a folder",
+                    dir.display()
+                )));
+            }
             let checks = dpml_data::verify(dir);
             let files: Vec<_> = checks
                 .iter()

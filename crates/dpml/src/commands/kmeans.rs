@@ -33,8 +33,8 @@ pub struct KMeansArgs {
     /// δ (dplloyd-gaussian only).
     #[arg(long, value_parser = args::open_unit)]
     pub delta: Option<f64>,
-    /// Lloyd iterations (default: chosen for the algorithm and budget).
-    #[arg(long, value_parser = args::at_least_one)]
+    /// Lloyd iterations (default: chosen for the algorithm and budget; at most 10000).
+    #[arg(long, value_parser = args::at_least_one_at_most(args::MAX_ITERATIONS))]
     pub iterations: Option<u64>,
     /// What is declared about the data: its feature bounds bound every sensitivity.
     #[command(flatten)]

@@ -198,8 +198,16 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         Some(_) => "per-record keyed split",
         None => "published test split",
     };
+    let mut training = training(a, &a.data.dataset, &schema, &train)?;
+    if a.batch_size.is_none() {
+        // RR-with-prior trains on each stage's share of the records only: the default batch
+        // must fit the first stage (a given --batch-size is the user's to fix, by name).
+        let stage = (train.n / cfg_probe.effective_stages()).max(1);
+        training.batch_size = training.batch_size.min(stage);
+        training.physical_batch = training.batch_size;
+    }
     let cfg = LabelDpConfig {
-        training: training(a, &a.data.dataset, &schema, &train)?,
+        training,
         ..cfg_probe
     };
     let bar = out.progress(1, "label-dp");

@@ -24,7 +24,7 @@ use crate::schema_args::SchemaArgs;
 #[derive(Args, Debug)]
 pub struct PredictArgs {
     /// Model file written by `dpml train --save` or `dpml label-dp --save-model`.
-    #[arg(long)]
+    #[arg(long, value_parser = args::input_path)]
     pub model: PathBuf,
     #[command(flatten)]
     pub data: DataArgs,
@@ -60,6 +60,7 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         Some(q) if (q as usize) < data.n => data.subset(&(0..q as usize).collect::<Vec<_>>()),
         _ => data,
     };
+    dpsgd::check_saved_model_fits(&model, &data)?;
     let probs = softmax_rows(&predict_logits(&mut model, &input, &data).map_err(CliError::usage)?);
     let mut rng = a.seed.rng()?;
     let fields = match answer(&probs, &data, a.output_epsilon, ledger.as_ref(), &mut rng)? {

@@ -77,7 +77,7 @@ pub struct SweepArgs {
     #[arg(long, value_enum)]
     pub experiment: Experiment,
     /// Data set.
-    #[arg(long)]
+    #[arg(long, value_parser = args::dataset)]
     pub dataset: Source,
     /// Label column of a csv: data set.
     #[arg(long)]

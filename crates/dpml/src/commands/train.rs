@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
-use crate::output::Output;
+use crate::output::{Output, diag};
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
 
@@ -58,8 +58,9 @@ pub struct TrainingArgs {
     /// Model: logreg, mlp, cnn, cnn-tanh.
     #[arg(long)]
     pub model: Option<String>,
-    /// Hidden layer sizes of mlp, e.g. 512,256.
-    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one)]
+    /// Hidden layer sizes of mlp, e.g. 512,256 (default: the recipe's, else 128; each at
+    /// most 65536).
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH))]
     pub hidden: Option<Vec<u64>>,
     /// Target ε: σ is calibrated before training so the final ε does not exceed it.
     #[arg(long, value_parser = args::positive, conflicts_with_all = ["noise_multiplier", "non_private"])]
@@ -111,6 +112,9 @@ pub struct TrainingArgs {
     pub per_layer_clipping: bool,
 }
 
+/// Hidden sizes of `--model mlp` when neither the recipe nor `--hidden` gives any.
+const DEFAULT_MLP_HIDDEN: [usize; 1] = [128];
+
 impl TrainingArgs {
     /// `base` with every given flag applied.
     pub fn apply(&self, mut cfg: TrainConfig) -> CliResult<TrainConfig> {
@@ -119,6 +123,11 @@ impl TrainingArgs {
         }
         if let Some(h) = &self.hidden {
             cfg.hidden = h.iter().map(|&v| v as usize).collect();
+        }
+        // `--model mlp` on a recipe made for another model has no hidden sizes: give it one
+        // layer rather than failing on a flag the user never had to know about.
+        if cfg.model.eq_ignore_ascii_case("mlp") && cfg.hidden.is_empty() {
+            cfg.hidden = DEFAULT_MLP_HIDDEN.to_vec();
         }
         match (self.epsilon, self.noise_multiplier, self.non_private) {
             (Some(e), _, _) => cfg.privacy = Privacy::TargetEpsilon(e),
@@ -293,7 +302,7 @@ pub fn load_split(
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     /// Data set: mnist, fashion-mnist, digits, iris, breast-cancer, wine, csv:PATH.
-    #[arg(long)]
+    #[arg(long, value_parser = args::dataset)]
     pub dataset: Option<Source>,
     /// Label column of a csv: data set.
     #[arg(long)]
@@ -356,21 +365,23 @@ pub fn recipe(a: &TrainArgs) -> CliResult<(Source, TrainConfig, Option<String>)>
         .ok_or_else(|| CliError::usage("--dataset is required without a --preset"))?;
     let base = match a.preset {
         Some(_) => base,
-        None => default_recipe(&dataset),
+        None => default_recipe(&dataset)?,
     };
     Ok((dataset, a.training.apply(base)?, a.preset.clone()))
 }
 
 /// The recipe flags start from when no preset is named: a small MLP for tables (the embedded
-/// tabular sets and `csv:` files, [`dpsgd::tabular_recipe`]), else the Opacus MNIST example
+/// tabular sets and `csv:` files, [`dpsgd::tabular_recipe`]), the `digits-eps1` recipe for the
+/// 8x8 digits (the MNIST CNN needs 28x28 records), else the Opacus MNIST example
 /// ([`TrainConfig::default`]).
-pub fn default_recipe(source: &Source) -> TrainConfig {
-    match source {
+pub fn default_recipe(source: &Source) -> CliResult<TrainConfig> {
+    Ok(match source {
         Source::Iris | Source::Wine | Source::BreastCancer | Source::Csv(_) => {
             dpsgd::tabular_recipe()
         }
+        Source::Digits => dpsgd::preset("digits-eps1")?.config,
         _ => TrainConfig::default(),
-    }
+    })
 }
 
 /// `cfg` with the run's public normalisation ([`public_normalization`]), unless a preset
@@ -561,7 +572,7 @@ fn cross_validate(
     let cfg = normalized(a, source, &schema, &all, cfg)?;
     let mut events = Vec::with_capacity(k);
     let cv = k_fold(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
-        eprintln!("fold {}/{k}", i + 1);
+        diag!("fold {}/{k}", i + 1);
         let outcome = train_with_progress(cfg, train, Some(test), rng, out)?;
         events.push(outcome.event.clone());
         Ok(outcome)
@@ -827,10 +838,10 @@ fn write_log(path: &Path, log: &[EpochLog]) -> CliResult<()> {
 #[derive(Args, Debug)]
 pub struct EvalArgs {
     /// A model saved by `dpml train --out`.
-    #[arg(long)]
+    #[arg(long, value_parser = args::input_path)]
     pub model: PathBuf,
     /// Data set to evaluate on (its test split).
-    #[arg(long)]
+    #[arg(long, value_parser = args::dataset)]
     pub dataset: Source,
     /// Label column of a csv: data set.
     #[arg(long)]
@@ -857,6 +868,7 @@ pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     )?
     .test;
     let (mut model, input) = dpsgd::load(&a.model)?;
+    dpsgd::check_saved_model_fits(&model, &test)?;
     let e = dpsgd::evaluate(&mut model, &input, &test)?;
     // Evaluation releases nothing: every figure is a diagnostic.
     out.emit(&json!({

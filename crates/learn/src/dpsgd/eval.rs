@@ -48,6 +48,26 @@ fn for_each_chunk(
     Ok(())
 }
 
+/// Checks that a saved model answers for `data`: the record shape, and exactly the data's
+/// classes. Training may give a model more outputs than classes, but a saved model with a
+/// different class count was trained on other data: its accuracy here would be meaningless.
+///
+/// # Errors
+/// [`super::DpSgdError::Data`] naming the model's and the data's shapes or class counts.
+pub fn check_saved_model_fits(model: &Sequential, data: &Dataset) -> Result<()> {
+    check_fits_at(model, 0, data)?;
+    let outputs: usize = model.output_shape().iter().product();
+    if outputs != data.n_classes {
+        return Err(super::error::data_err(format!(
+            "model {:?} has {outputs} classes, data set {:?} has {} classes",
+            model.spec().name,
+            data.name,
+            data.n_classes
+        )));
+    }
+    Ok(())
+}
+
 /// Accuracy, mean loss and per-example losses of `model` on `data`.
 ///
 /// # Errors

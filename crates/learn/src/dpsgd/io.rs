@@ -89,8 +89,7 @@ pub fn save(path: &Path, model: &Sequential, input: &InputTransform) -> Result<(
 /// # Errors
 /// [`super::DpSgdError::Nn`] naming the path when reading fails; otherwise as [`from_bytes`].
 pub fn load(path: &Path) -> Result<(Sequential, InputTransform)> {
-    let bytes = std::fs::read(path).map_err(|e| io_err(format!("{}: {e}", path.display())))?;
-    from_bytes(&bytes)
+    from_bytes(&dpml_nn::io::read_file(path)?)
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ pub use accounting::{PrivacyPlan, accountant};
 pub use bench::{BenchResult, bench};
 pub use config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConfig};
 pub use error::DpSgdError;
-pub use eval::{Eval, evaluate, predict_logits};
+pub use eval::{Eval, check_saved_model_fits, evaluate, predict_logits};
 pub use io::{load, save};
 pub use normalize::{FASHION_MNIST_MEAN_STD, InputTransform, MNIST_MEAN_STD, Normalization};
 pub use presets::{Preset, preset, presets, tabular_recipe};

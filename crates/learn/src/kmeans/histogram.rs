@@ -133,9 +133,16 @@ pub(crate) fn histogram_init(
             .and_then(|d| m.checked_pow(d))
             .filter(|&c| c <= MAX_CELLS)
     };
-    while m > 2 && cells_of(m).is_none() {
-        m -= 1;
+    // The widest side whose grid fits MAX_CELLS, in closed form (then corrected for float
+    // rounding): a huge ε makes `m` about 2^64, and stepping down one at a time never ends.
+    let mut side = (MAX_CELLS as f64).powf(1.0 / d as f64).floor() as usize;
+    while side > 2 && cells_of(side).is_none() {
+        side -= 1;
     }
+    while cells_of(side + 1).is_some() {
+        side += 1;
+    }
+    m = m.min(side.max(2));
     let cells = match cells_of(m) {
         Some(c) if c as f64 * positive_part <= noisy_n => c,
         _ => {

@@ -92,6 +92,51 @@ pub enum LayerSpec {
 }
 
 impl LayerSpec {
+    /// The shapes of the parameters this layer declares, by name (`weight`, `bias`), in
+    /// PyTorch layout, from the description alone (nothing allocated): what a saved file must
+    /// hold for this layer, checked before the layer is built.
+    pub fn parameter_shapes(&self) -> Vec<(&'static str, Vec<usize>)> {
+        match *self {
+            LayerSpec::Linear {
+                in_features,
+                out_features,
+            } => vec![
+                ("weight", vec![out_features, in_features]),
+                ("bias", vec![out_features]),
+            ],
+            LayerSpec::Conv2d {
+                in_channels,
+                out_channels,
+                kernel,
+                ..
+            } => vec![
+                ("weight", vec![out_channels, in_channels, kernel, kernel]),
+                ("bias", vec![out_channels]),
+            ],
+            LayerSpec::GroupNorm { channels, .. } => {
+                vec![("weight", vec![channels]), ("bias", vec![channels])]
+            }
+            LayerSpec::Relu
+            | LayerSpec::Tanh
+            | LayerSpec::MaxPool2d { .. }
+            | LayerSpec::AvgPool2d { .. }
+            | LayerSpec::Flatten
+            | LayerSpec::GroupStandardize { .. }
+            | LayerSpec::Scattering2d { .. }
+            | LayerSpec::BatchNorm { .. } => Vec::new(),
+        }
+    }
+
+    /// The number of trainable parameters of [`LayerSpec::parameter_shapes`]; `None` when it
+    /// overflows. Checked before building (see [`crate::ModelSpec::check_size`]).
+    pub fn parameter_count(&self) -> Option<usize> {
+        self.parameter_shapes()
+            .iter()
+            .try_fold(0usize, |sum, (_, shape)| {
+                sum.checked_add(shape.iter().try_fold(1usize, |p, &d| p.checked_mul(d))?)
+            })
+    }
+
     /// Builds the layer for records of shape `input`, initialising parameters from `rng`.
     ///
     /// # Errors

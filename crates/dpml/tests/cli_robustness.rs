@@ -1,0 +1,507 @@
+//! The command-line contract under hostile or careless input: exit 2 (bad input, one `error:`
+//! line naming the value) or 1 (runtime failure), never a panic (101), an abort (134) or a hang.
+
+mod common;
+use common::{Run, command, dpml, from_output};
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Run dpml, killing it and failing the test if it takes longer than `limit` (a hang).
+fn dpml_within(args: &[&str], limit: Duration) -> Run {
+    let mut child = command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dpml");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("poll dpml").is_some() {
+            return from_output(child.wait_with_output().expect("collect dpml"));
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("dpml {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+const FIVE_S: Duration = Duration::from_secs(5);
+
+/// Item 3: with stderr closed, the error line cannot be written, and the exit code still says 2.
+#[test]
+fn closed_stderr_and_full_disk_do_not_panic() {
+    let mut child = command(&[
+        "query",
+        "--dataset",
+        "iris",
+        "--column",
+        "nope",
+        "--aggregate",
+        "count",
+        "--epsilon",
+        "1",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn dpml");
+    // Close the read end before the child writes its error line: its write gets EPIPE.
+    drop(child.stderr.take());
+    let status = child.wait().expect("wait dpml");
+    assert_eq!(status.code(), Some(2), "closed stderr: {status:?}");
+
+    // A result that cannot be written (a full disk) is a failure, not a silent success.
+    if std::path::Path::new("/dev/full").exists() {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full");
+        let o = command(&[
+            "release",
+            "--mechanism",
+            "laplace",
+            "--value",
+            "1",
+            "--sensitivity",
+            "1",
+            "--epsilon",
+            "1",
+            "--json",
+        ])
+        .stdout(full)
+        .output()
+        .expect("run dpml");
+        let run = from_output(o);
+        assert_eq!(run.code, 1, "full disk: {}", run.stderr);
+        assert!(run.stderr.contains("stdout"), "{}", run.stderr);
+    }
+}
+
+/// Item 6: clap's whole message on one line, and negative numbers refused by their flag.
+#[test]
+fn usage_errors_keep_clap_message_on_one_line() {
+    let base = ["release", "--mechanism", "laplace", "--value", "1"];
+    let missing = dpml(&[&base[..], &["--epsilon", "1"]].concat());
+    missing.assert_usage_error("--sensitivity");
+
+    let typo = dpml(&[&base[..], &["--sensitivity", "1", "--epslon", "1"]].concat());
+    typo.assert_usage_error("similar argument exists: '--epsilon'");
+
+    let bad_value = dpml(&[
+        "release",
+        "--mechanism",
+        "laplce",
+        "--value",
+        "1",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "1",
+    ]);
+    bad_value.assert_usage_error("possible values: laplace");
+
+    let negative = dpml(&[&base[..], &["--sensitivity", "1", "--epsilon", "-1"]].concat());
+    negative.assert_usage_error("'-1' for '--epsilon");
+    // A negative value where one is allowed is taken as a value, not a flag.
+    let run = dpml(&[
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "-3",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "1",
+        "--json",
+    ]);
+    run.json();
+}
+
+/// A safetensors file holding `tensors` (F32) under the architecture JSON `arch`, written by
+/// hand so a test can declare anything a hostile or damaged file might.
+fn safetensors_file(
+    dir: &tempfile::TempDir,
+    arch: &str,
+    tensors: &[(&str, &[usize], &[f32])],
+) -> String {
+    let mut header = serde_json::Map::new();
+    header.insert(
+        "__metadata__".into(),
+        serde_json::json!({ "dpml_architecture": arch, "format": "pt" }),
+    );
+    let mut data = Vec::new();
+    for (name, shape, values) in tensors {
+        let start = data.len();
+        data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+        header.insert(
+            (*name).into(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let header = serde_json::Value::Object(header).to_string();
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    let path = dir.path().join(format!(
+        "model{}.safetensors",
+        dir.path().read_dir().unwrap().count()
+    ));
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn logreg_arch(inputs: usize, outputs: usize) -> String {
+    format!(
+        r#"{{"name":"logreg","input_shape":[{inputs}],"layers":[{{"type":"linear","in_features":{inputs},"out_features":{outputs}}}]}}"#
+    )
+}
+
+/// Items 1 and 4: a saved model's declared sizes, weights and classes are checked against the
+/// file and the data before anything is allocated or reported.
+#[test]
+fn saved_models_are_checked_before_use() {
+    let dir = tempfile::tempdir().unwrap();
+    // Declares Linear 4 → 2^40 (16 TiB) and holds eight values.
+    let huge = safetensors_file(
+        &dir,
+        &logreg_arch(4, 1 << 40),
+        &[("0.weight", &[2, 4], &[0.0; 8])],
+    );
+    assert!(std::fs::metadata(&huge).unwrap().len() < 600);
+    for cmd in ["eval", "predict"] {
+        let mut args = vec![cmd, "--model", &huge, "--dataset", "iris"];
+        if cmd == "predict" {
+            args.extend(["--output-epsilon", "1"]);
+        } else {
+            args.extend(["--split-seed", "1"]);
+        }
+        let run = dpml_within(&args, FIVE_S);
+        run.assert_usage_error("parameters");
+    }
+
+    // A model file larger than any model (sparse: takes no disk) is refused before reading.
+    let big = dir.path().join("big.safetensors");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    dpml_within(
+        &[
+            "predict",
+            "--model",
+            big.to_str().unwrap(),
+            "--dataset",
+            "iris",
+            "--output-epsilon",
+            "1",
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("over the limit");
+
+    // NaN weights: refused by tensor name, not evaluated to a null loss.
+    let mut w = [0.1f32; 12];
+    w[5] = f32::NAN;
+    let nan = safetensors_file(
+        &dir,
+        &logreg_arch(4, 3),
+        &[("0.weight", &[3, 4], &w), ("0.bias", &[3], &[0.0; 3])],
+    );
+    dpml(&[
+        "eval",
+        "--model",
+        &nan,
+        "--dataset",
+        "iris",
+        "--split-seed",
+        "1",
+    ])
+    .assert_usage_error("\"0.weight\"");
+
+    // A 7-class model on 3-class data: refused naming both counts.
+    let seven = safetensors_file(
+        &dir,
+        &logreg_arch(4, 7),
+        &[
+            ("0.weight", &[7, 4], &[0.1; 28]),
+            ("0.bias", &[7], &[0.0; 7]),
+        ],
+    );
+    dpml(&[
+        "eval",
+        "--model",
+        &seven,
+        "--dataset",
+        "iris",
+        "--split-seed",
+        "1",
+    ])
+    .assert_usage_error("7 classes");
+
+    // The same file with the right class count is evaluated.
+    let three = safetensors_file(
+        &dir,
+        &logreg_arch(4, 3),
+        &[
+            ("0.weight", &[3, 4], &[0.1; 12]),
+            ("0.bias", &[3], &[0.0; 3]),
+        ],
+    );
+    let v = dpml(&[
+        "eval",
+        "--model",
+        &three,
+        "--dataset",
+        "iris",
+        "--split-seed",
+        "1",
+        "--json",
+    ])
+    .json();
+    assert!(v["diagnostics"]["test_loss"].is_number(), "{v}");
+}
+
+/// Item 1: layer widths and parameter counts are capped by name before anything is built.
+#[test]
+fn oversized_models_are_refused_by_name() {
+    dpml_within(
+        &[
+            "train",
+            "--dataset",
+            "iris",
+            "--model",
+            "mlp",
+            "--hidden",
+            "4000000000",
+            "--epsilon",
+            "1",
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("--hidden");
+    // Each width under the cap, the whole over the parameter limit.
+    dpml_within(
+        &[
+            "train",
+            "--dataset",
+            "iris",
+            "--model",
+            "mlp",
+            "--hidden",
+            "65536,65536",
+            "--epsilon",
+            "1",
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("parameters");
+}
+
+/// Item 2: a huge ε sizes the k-means grid in closed form (it used to step down from 2^64),
+/// and the iteration count is capped by name.
+#[test]
+fn kmeans_huge_epsilon_and_iterations_end() {
+    let run = dpml_within(
+        &[
+            "kmeans",
+            "--dataset",
+            "iris",
+            "--k",
+            "3",
+            "--epsilon",
+            "1e308",
+            "--json",
+        ],
+        FIVE_S,
+    );
+    run.json();
+    dpml_within(
+        &[
+            "kmeans",
+            "--dataset",
+            "iris",
+            "--k",
+            "3",
+            "--epsilon",
+            "1",
+            "--iterations",
+            "100000",
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("'100000' for '--iterations");
+}
+
+/// Item 4: a value the exact sampler cannot represent is refused, not silently clamped; a
+/// data folder that is not there is not "verified".
+#[test]
+fn unrepresentable_values_and_missing_folders_are_refused() {
+    dpml(&[
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "1e308",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "0.5",
+    ])
+    .assert_usage_error("value to release 1e308");
+    let v = dpml(&[
+        "release",
+        "--mechanism",
+        "laplace",
+        "--value",
+        "1e20",
+        "--sensitivity",
+        "1",
+        "--epsilon",
+        "0.5",
+        "--json",
+    ])
+    .json();
+    assert!(
+        (v["values"][0].as_f64().unwrap() / 1e20 - 1.0).abs() < 1e-6,
+        "{v}"
+    );
+    dpml(&["data", "verify", "--data-dir", "/nonexistent/dpml"])
+        .assert_usage_error("/nonexistent/dpml");
+}
+
+/// Item 5: each command's defaults run on the built-in data sets (the default batch fits
+/// RR-with-prior's first stage; `--model mlp` without `--hidden` gets a hidden layer).
+#[test]
+fn defaults_run_on_built_in_data_sets() {
+    for ds in ["iris", "wine", "breast-cancer", "digits"] {
+        for mechanism in ["rr", "rr-prior", "laplace"] {
+            let v = dpml(&[
+                "label-dp",
+                "--dataset",
+                ds,
+                "--mechanism",
+                mechanism,
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+                "--json",
+            ])
+            .json();
+            assert!(v.is_object());
+        }
+    }
+    // The default model of each set too (digits once defaulted to the 28x28 MNIST CNN).
+    for ds in ["iris", "digits"] {
+        for model in [&["--model", "mlp"][..], &[]] {
+            let base = [
+                "train",
+                "--dataset",
+                ds,
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+                "--json",
+            ];
+            let v = dpml(&[&base[..], model].concat()).json();
+            assert!(v.is_object());
+        }
+    }
+}
+
+/// Item 2: FIFOs and devices named as inputs are refused by name instead of blocking or
+/// reading forever; an over-long CSV line is refused naming the line.
+#[test]
+fn special_files_and_huge_csv_lines_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap();
+    let csv_fifo = format!("csv:{fifo}");
+    let q = [
+        "query",
+        "--column",
+        "a",
+        "--aggregate",
+        "count",
+        "--epsilon",
+        "1",
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        ([&q[..], &["--dataset", &csv_fifo]].concat(), "--dataset"),
+        (
+            [&q[..], &["--dataset", "csv:/dev/zero"]].concat(),
+            "/dev/zero",
+        ),
+        (
+            vec!["eval", "--model", fifo, "--dataset", "iris"],
+            "--model",
+        ),
+        (
+            vec![
+                "predict",
+                "--model",
+                fifo,
+                "--dataset",
+                "iris",
+                "--output-epsilon",
+                "1",
+            ],
+            "--model",
+        ),
+        (vec!["account", "--events", fifo], "--events"),
+        (
+            vec![
+                "train",
+                "--dataset",
+                "iris",
+                "--schema",
+                fifo,
+                "--epsilon",
+                "1",
+            ],
+            "--schema",
+        ),
+        (
+            vec![
+                "query",
+                "--dataset",
+                "iris",
+                "--column",
+                "petal_length",
+                "--aggregate",
+                "count",
+                "--epsilon",
+                "1",
+                "--ledger",
+                fifo,
+                "--budget",
+                "3",
+            ],
+            "--ledger",
+        ),
+    ];
+    for (args, flag) in cases {
+        let run = dpml_within(&args, FIVE_S);
+        run.assert_usage_error(flag);
+        assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    }
+
+    let long = dir.path().join("long.csv");
+    let mut text = String::from("a,label\n");
+    text.push_str(&"1".repeat(2 << 20));
+    text.push_str(",0\n");
+    std::fs::write(&long, text).unwrap();
+    let csv_long = format!("csv:{}", long.display());
+    dpml_within(&[&q[..], &["--dataset", &csv_long]].concat(), FIVE_S)
+        .assert_usage_error("line 2 holds");
+}
