@@ -154,6 +154,21 @@ fn safetensors_file(
     path.to_str().unwrap().to_string()
 }
 
+/// `dpml eval` of `model` on iris's split under the fixed `--split-seed 1`.
+fn eval_iris(model: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "eval",
+        "--model",
+        model,
+        "--dataset",
+        "iris",
+        "--split-seed",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    dpml(&args)
+}
+
 fn logreg_arch(inputs: usize, outputs: usize) -> String {
     format!(
         r#"{{"name":"logreg","input_shape":[{inputs}],"layers":[{{"type":"linear","in_features":{inputs},"out_features":{outputs}}}]}}"#
@@ -211,16 +226,7 @@ fn saved_models_are_checked_before_use() {
         &logreg_arch(4, 3),
         &[("0.weight", &[3, 4], &w), ("0.bias", &[3], &[0.0; 3])],
     );
-    dpml(&[
-        "eval",
-        "--model",
-        &nan,
-        "--dataset",
-        "iris",
-        "--split-seed",
-        "1",
-    ])
-    .assert_usage_error("\"0.weight\"");
+    eval_iris(&nan, &[]).assert_usage_error("\"0.weight\"");
 
     // A 7-class model on 3-class data: refused naming both counts.
     let seven = safetensors_file(
@@ -231,16 +237,7 @@ fn saved_models_are_checked_before_use() {
             ("0.bias", &[7], &[0.0; 7]),
         ],
     );
-    dpml(&[
-        "eval",
-        "--model",
-        &seven,
-        "--dataset",
-        "iris",
-        "--split-seed",
-        "1",
-    ])
-    .assert_usage_error("7 classes");
+    eval_iris(&seven, &[]).assert_usage_error("7 classes");
 
     // The same file with the right class count is evaluated.
     let three = safetensors_file(
@@ -251,17 +248,7 @@ fn saved_models_are_checked_before_use() {
             ("0.bias", &[3], &[0.0; 3]),
         ],
     );
-    let v = dpml(&[
-        "eval",
-        "--model",
-        &three,
-        "--dataset",
-        "iris",
-        "--split-seed",
-        "1",
-        "--json",
-    ])
-    .json();
+    let v = eval_iris(&three, &["--json"]).json();
     assert!(v["diagnostics"]["test_loss"].is_number(), "{v}");
 }
 
