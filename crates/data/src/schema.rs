@@ -395,32 +395,26 @@ impl SchemaFile {
             label_column: self.label_column,
             ..Schema::default()
         };
-        let per_feature: Option<Vec<Option<(f64, f64)>>> = self
-            .features
-            .as_ref()
-            .map(|f| f.iter().map(|e| e.bounds).collect());
         if let Some(features) = &self.features {
             s.features = Some(features.iter().map(|e| e.name.clone()).collect());
-        }
-        // Per-feature bounds win over the common one; every feature needs one or the other.
-        match (self.bounds, per_feature) {
-            (common, Some(each)) if each.iter().any(Option::is_some) || common.is_some() => {
-                let names = s.features.clone().unwrap_or_default();
-                let ranges = each
+            // Per-feature bounds win over the common one; every feature needs one or the other.
+            if features.iter().any(|e| e.bounds.is_some()) {
+                let ranges = features
                     .iter()
-                    .zip(&names)
-                    .map(|(b, name)| {
-                        b.or(common).ok_or_else(|| {
+                    .map(|e| {
+                        e.bounds.or(self.bounds).ok_or_else(|| {
                             DataError::Schema(format!(
-                                "feature {name:?} has no bounds (and no common bounds are declared)"
+                                "feature {:?} has no bounds (and no common bounds are declared)",
+                                e.name
                             ))
                         })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 s = s.with_bounds(FeatureBounds::PerFeature(ranges))?;
             }
-            (Some(common), _) => s = s.with_bounds(FeatureBounds::Uniform(common))?,
-            _ => {}
+        }
+        if let (None, Some(common)) = (&s.bounds, self.bounds) {
+            s = s.with_bounds(FeatureBounds::Uniform(common))?;
         }
         match (self.classes, self.label_range) {
             (Some(_), Some(_)) => {

@@ -66,19 +66,6 @@ impl Bounds {
         )
     }
 
-    /// The ranges a named data set publishes in its documentation
-    /// ([`dpml_data::Source::published_ranges`]: one table for every learner), or `None` where
-    /// none are published (MNIST-style sets carry one declared range, `csv:` files none).
-    ///
-    /// # Errors
-    /// As [`Bounds::new`] (not reachable for the published tables, which the data crate tests).
-    pub fn published(source: &dpml_data::Source) -> Result<Option<Self>, LearnError> {
-        source
-            .published_ranges()
-            .map(|p| Self::from_pairs(p.ranges))
-            .transpose()
-    }
-
     /// Number of dimensions covered.
     pub fn dims(&self) -> usize {
         self.lo.len()

@@ -19,16 +19,17 @@ fn iris_ranges() -> &'static [(f64, f64)] {
 
 /// Iris as f64 rows, its labels and its published feature ranges.
 fn iris() -> (Vec<f64>, Vec<u32>, Bounds) {
-    let iris = load(&Source::Iris, &LoadOptions::default())
-        .expect("iris is embedded")
-        .train;
+    let splits = load(&Source::Iris, &LoadOptions::default()).expect("iris is embedded");
+    let ranges = splits
+        .schema
+        .require_bounds("iris", 4)
+        .expect("iris carries its ranges");
+    let iris = splits.train;
     let x = iris.x.iter().map(|&v| f64::from(v)).collect();
     (
         x,
         iris.y,
-        Bounds::published(&Source::Iris)
-            .expect("valid ranges")
-            .expect("iris publishes its ranges"),
+        Bounds::from_pairs(&ranges).expect("valid ranges"),
     )
 }
 
