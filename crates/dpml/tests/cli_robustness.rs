@@ -7,9 +7,19 @@ use common::{Run, command, dpml, from_output};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// Run dpml, killing it and failing the test if it takes longer than `limit` (a hang).
+/// Address space granted to each run (`ulimit -v`, KiB): 4 GiB, ample for every refusal here and
+/// far below what a size taken on trust from a file or flag would ask for (16 TiB in the issue).
+const ADDRESS_SPACE_KIB: u64 = 4 << 20;
+
+/// Run dpml, killing it and failing the test if it takes longer than `limit` (a hang); it runs
+/// under an address-space limit, so allocating what a hostile input declares fails the test.
 fn dpml_within(args: &[&str], limit: Duration) -> Run {
-    let mut child = command(args)
+    let dpml = command(&[]);
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\""))
+        .arg(dpml.get_program())
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
