@@ -165,6 +165,13 @@ fn ticks(lo: f64, hi: f64, log: bool) -> (Vec<f64>, Vec<f64>) {
                 .filter(|b| b.len() >= 4)
                 .unwrap_or_else(|| at(&every)),
         };
+        if bold.len() < 3 {
+            // Less than a decade with too few integer multiples (13 to 20): round linear
+            // steps of the values themselves read better.
+            let (b, l) = ticks(10f64.powf(lo), 10f64.powf(hi), false);
+            let logs = |v: Vec<f64>| v.into_iter().filter(|&x| x > 0.0).map(f64::log10).collect();
+            return (logs(b), logs(l));
+        }
         return (bold, at(&every));
     }
     let raw = ((hi - lo) / 10.0).max(f64::MIN_POSITIVE);
@@ -313,19 +320,13 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
                 .draw_series(LineSeries::new(line.clone(), style))
                 .map_err(draw_err)?,
         };
-        let shape = look.marker;
         anno.label(&series.name).legend(move |(x, y)| {
-            let outline = shape.map_or_else(Vec::new, |m| {
-                marker_outline(m)
-                    .into_iter()
-                    .map(|(u, v)| (u + 12, v))
-                    .collect()
-            });
+            let (path, polygon) = legend_sample(look);
             EmptyElement::at((x, y))
-                + PathElement::new(vec![(0, 0), (24, 0)], color.stroke_width(look.width))
-                + Polygon::new(outline, color.filled())
+                + PathElement::new(path, color.stroke_width(look.width))
+                + Polygon::new(polygon, color.filled())
         });
-        if let Some(shape) = shape {
+        if let Some(shape) = look.marker {
             let at = match series.style {
                 Style::LineWithPoints => line.clone(),
                 _ => spread_markers(&line, (x0, x1), data_index - 1),
@@ -419,6 +420,28 @@ impl Look {
     }
 }
 
+/// Pixel offsets from an anchor.
+type Outline = Vec<(i32, i32)>;
+
+/// A legend entry's sample, relative to its anchor: a line, and the polygon drawn over it
+/// (the series' marker in its middle or, for a dashed line without markers, a second dash).
+fn legend_sample(look: Look) -> (Outline, Outline) {
+    match (look.marker, look.dash) {
+        (Some(m), _) => (
+            vec![(0, 0), (24, 0)],
+            marker_outline(m)
+                .into_iter()
+                .map(|(u, v)| (u + 12, v))
+                .collect(),
+        ),
+        (None, Some(_)) => (
+            vec![(0, 0), (9, 0)],
+            vec![(15, 0), (24, 0), (24, 1), (15, 1)],
+        ),
+        (None, None) => (vec![(0, 0), (24, 0)], Vec::new()),
+    }
+}
+
 /// The largest title font size (at most [`TITLE_SIZES`]'s first) at which `title` fits the
 /// panel's width; the smallest size when none does.
 fn title_size<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str) -> u32 {
@@ -434,7 +457,7 @@ fn title_size<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str) ->
 
 /// The outline of marker `shape` (round, triangle, square, diamond) around (0, 0), in
 /// pixels. All shapes are polygons so that one element type serves plot and legend.
-fn marker_outline(shape: usize) -> Vec<(i32, i32)> {
+fn marker_outline(shape: usize) -> Outline {
     match shape % MARKERS {
         0 => vec![
             (4, 0),
@@ -515,6 +538,9 @@ mod tests {
             labels(bold),
             ["0.8", "0.9", "1", "2", "3", "4", "5", "6", "7", "8"]
         );
+        let (bold, _) = ticks(13f64.log10(), 21f64.log10(), true);
+        let want: Vec<String> = (13..=21).map(|v| v.to_string()).collect();
+        assert_eq!(labels(bold), want);
         let (bold, _) = ticks(-5.5, 0.5, true);
         assert_eq!(bold.len(), 6, "{bold:?}"); // 1e-5 … 1: decades only
         let (bold, light) = ticks(0.18, 1.02, false);
