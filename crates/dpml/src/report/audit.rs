@@ -282,9 +282,10 @@ fn diagnostics(result: &Value) -> Markup {
             div.diag {
                 p {
                     @if let Some(Value::String(note)) = result.get(DIAGNOSTICS_NOTE_KEY) {
-                        "This audit is " (note) ". "
+                        "This audit is " (note) "."
+                    } @else {
+                        "The figures below are " (DIAGNOSTICS_MEANING) "."
                     }
-                    "The figures below are " (DIAGNOSTICS_MEANING) "."
                 }
                 table { (facts::rows(d, |_| true)) }
             }
