@@ -165,6 +165,13 @@ fn ticks(lo: f64, hi: f64, log: bool) -> (Vec<f64>, Vec<f64>) {
                 .filter(|b| b.len() >= 4)
                 .unwrap_or_else(|| at(&every)),
         };
+        if bold.len() < 3 {
+            // Less than a decade with too few integer multiples (13 to 20): round linear
+            // steps of the values themselves read better.
+            let (b, l) = ticks(10f64.powf(lo), 10f64.powf(hi), false);
+            let logs = |v: Vec<f64>| v.into_iter().filter(|&x| x > 0.0).map(f64::log10).collect();
+            return (logs(b), logs(l));
+        }
         return (bold, at(&every));
     }
     let raw = ((hi - lo) / 10.0).max(f64::MIN_POSITIVE);
@@ -264,7 +271,7 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
     let (y0, y1) = range_of(ys.flatten());
 
     let mut ctx = ChartBuilder::on(area)
-        .caption(&chart.title, ("sans-serif", 22))
+        .caption(&chart.title, ("sans-serif", title_size(area, &chart.title)))
         .margin(12)
         .x_label_area_size(48)
         .y_label_area_size(64)
@@ -284,27 +291,50 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
         .draw()
         .map_err(draw_err)?;
 
-    for (i, (series, points)) in chart.series.iter().zip(&mapped).enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+    // Data series get their own dash pattern and marker shape as well as their own colour,
+    // so curves that coincide (ROC curves of similar attacks) stay told apart; reference
+    // lines (bounds, baselines) are thin and uniformly dashed.
+    let (mut data_index, mut reference_index) = (0, 0);
+    for (series, points) in chart.series.iter().zip(&mapped) {
         let line: Vec<(f64, f64)> = points
             .iter()
             .filter_map(|&(x, y, _)| Some((x, axis_value(y, log_y)?)))
             .collect();
-        let style = color.stroke_width(2);
-        let anno = match series.style {
-            Style::Dashed => ctx
-                .draw_series(DashedLineSeries::new(line.clone(), 8, 5, style))
+        let look = match series.style {
+            Style::Dashed => {
+                reference_index += 1;
+                Look::reference(reference_index - 1)
+            }
+            Style::Line | Style::LineWithPoints => {
+                data_index += 1;
+                Look::data(data_index - 1)
+            }
+        };
+        let color = look.color;
+        let style = color.stroke_width(look.width);
+        let anno = match look.dash {
+            Some((size, gap)) => ctx
+                .draw_series(DashedLineSeries::new(line.clone(), size, gap, style))
                 .map_err(draw_err)?,
-            _ => ctx
+            None => ctx
                 .draw_series(LineSeries::new(line.clone(), style))
                 .map_err(draw_err)?,
         };
         anno.label(&series.name).legend(move |(x, y)| {
-            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            let (path, polygon) = legend_sample(look);
+            EmptyElement::at((x, y))
+                + PathElement::new(path, color.stroke_width(look.width))
+                + Polygon::new(polygon, color.filled())
         });
-        if series.style == Style::LineWithPoints {
-            ctx.draw_series(line.iter().map(|&p| Circle::new(p, 4, color.filled())))
-                .map_err(draw_err)?;
+        if let Some(shape) = look.marker {
+            let at = match series.style {
+                Style::LineWithPoints => line.clone(),
+                _ => spread_markers(&line, (x0, x1), data_index - 1),
+            };
+            ctx.draw_series(at.into_iter().map(|p| {
+                EmptyElement::at(p) + Polygon::new(marker_outline(shape), color.filled())
+            }))
+            .map_err(draw_err)?;
         }
         if series.error_bars.is_some() {
             let bars = points.iter().filter_map(|&(x, y, e)| {
@@ -330,6 +360,136 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
         .draw()
         .map_err(draw_err)?;
     Ok(())
+}
+
+/// How one series is drawn: stroke width, dash pattern (dash, gap in pixels; `None` =
+/// solid) and marker shape.
+#[derive(Debug, Clone, Copy)]
+struct Look {
+    color: RGBAColor,
+    width: u32,
+    dash: Option<(u32, u32)>,
+    marker: Option<usize>,
+}
+
+/// Colours of data series: the Okabe–Ito palette, told apart with colour-blindness too.
+const DATA_COLORS: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(240, 228, 66),
+];
+/// Colours of reference lines (baselines, bounds): black, then greys.
+const REFERENCE_COLORS: [RGBColor; 3] = [
+    RGBColor(0, 0, 0),
+    RGBColor(120, 120, 120),
+    RGBColor(180, 180, 180),
+];
+/// The largest and smallest title font sizes; long titles shrink to fit the panel.
+const TITLE_SIZES: (u32, u32) = (22, 11);
+
+/// Dash patterns of data series, in turn: solid, long dash, dots, dash with long gaps.
+const DASHES: [Option<(u32, u32)>; 4] = [None, Some((12, 4)), Some((3, 4)), Some((18, 8))];
+/// Marker shapes (see [`marker`]).
+const MARKERS: usize = 4;
+/// Markers drawn along a line series with many points.
+const MARKERS_PER_LINE: usize = 8;
+
+impl Look {
+    /// The `j`-th data series.
+    fn data(j: usize) -> Self {
+        Self {
+            color: DATA_COLORS[j % DATA_COLORS.len()].to_rgba(),
+            width: 2,
+            dash: DASHES[j % DASHES.len()],
+            marker: Some(j % MARKERS),
+        }
+    }
+
+    /// The `j`-th reference line: thin, dashed, no markers.
+    fn reference(j: usize) -> Self {
+        Self {
+            color: REFERENCE_COLORS[j % REFERENCE_COLORS.len()].to_rgba(),
+            width: 1,
+            dash: Some((8, 5)),
+            marker: None,
+        }
+    }
+}
+
+/// Pixel offsets from an anchor.
+type Outline = Vec<(i32, i32)>;
+
+/// A legend entry's sample, relative to its anchor: a line, and the polygon drawn over it
+/// (the series' marker in its middle or, for a dashed line without markers, a second dash).
+fn legend_sample(look: Look) -> (Outline, Outline) {
+    match (look.marker, look.dash) {
+        (Some(m), _) => (
+            vec![(0, 0), (24, 0)],
+            marker_outline(m)
+                .into_iter()
+                .map(|(u, v)| (u + 12, v))
+                .collect(),
+        ),
+        (None, Some(_)) => (
+            vec![(0, 0), (9, 0)],
+            vec![(15, 0), (24, 0), (24, 1), (15, 1)],
+        ),
+        (None, None) => (vec![(0, 0), (24, 0)], Vec::new()),
+    }
+}
+
+/// The largest title font size (at most [`TITLE_SIZES`]'s first) at which `title` fits the
+/// panel's width; the smallest size when none does.
+fn title_size<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str) -> u32 {
+    let room = area.dim_in_pixel().0.saturating_sub(24);
+    (TITLE_SIZES.1..=TITLE_SIZES.0)
+        .rev()
+        .find(|&size| {
+            area.estimate_text_size(title, &("sans-serif", size).into_text_style(area))
+                .is_ok_and(|(w, _)| w <= room)
+        })
+        .unwrap_or(TITLE_SIZES.1)
+}
+
+/// The outline of marker `shape` (round, triangle, square, diamond) around (0, 0), in
+/// pixels. All shapes are polygons so that one element type serves plot and legend.
+fn marker_outline(shape: usize) -> Outline {
+    match shape % MARKERS {
+        0 => vec![
+            (4, 0),
+            (3, 3),
+            (0, 4),
+            (-3, 3),
+            (-4, 0),
+            (-3, -3),
+            (0, -4),
+            (3, -3),
+        ],
+        1 => vec![(0, -5), (5, 4), (-5, 4)],
+        2 => vec![(-4, -4), (4, -4), (4, 4), (-4, 4)],
+        _ => vec![(0, -5), (5, 0), (0, 5), (-5, 0)],
+    }
+}
+
+/// About [`MARKERS_PER_LINE`] points of `line` evenly spread over the x range, shifted by
+/// the series index `j` so that markers of coinciding curves do not sit on each other.
+fn spread_markers(line: &[(f64, f64)], (x0, x1): (f64, f64), j: usize) -> Vec<(f64, f64)> {
+    let n = MARKERS_PER_LINE as f64;
+    let offset = (j % MARKERS) as f64 / MARKERS as f64;
+    let mut out: Vec<(f64, f64)> = (0..MARKERS_PER_LINE)
+        .filter_map(|t| {
+            let target = x0 + (t as f64 + offset) / n * (x1 - x0);
+            line.iter()
+                .copied()
+                .min_by(|a, b| (a.0 - target).abs().total_cmp(&(b.0 - target).abs()))
+        })
+        .collect();
+    out.dedup();
+    out
 }
 
 /// The corner of the panel that the data leave emptiest, so the legend hides as little as
@@ -378,6 +538,9 @@ mod tests {
             labels(bold),
             ["0.8", "0.9", "1", "2", "3", "4", "5", "6", "7", "8"]
         );
+        let (bold, _) = ticks(13f64.log10(), 21f64.log10(), true);
+        let want: Vec<String> = (13..=21).map(|v| v.to_string()).collect();
+        assert_eq!(labels(bold), want);
         let (bold, _) = ticks(-5.5, 0.5, true);
         assert_eq!(bold.len(), 6, "{bold:?}"); // 1e-5 … 1: decades only
         let (bold, light) = ticks(0.18, 1.02, false);
@@ -385,6 +548,31 @@ mod tests {
         assert_eq!(bold.len(), want.len(), "{bold:?}");
         assert!(bold.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12));
         assert!((42..=44).contains(&light.len()), "{light:?}");
+    }
+
+    #[test]
+    fn the_embedded_font_has_the_greek_letters_plots_use() {
+        use ab_glyph::Font;
+        let font = ab_glyph::FontRef::try_from_slice(FONT).unwrap();
+        for c in "εδσαμβ±×−≥".chars() {
+            assert_ne!(font.glyph_id(c).0, 0, "no glyph for {c}");
+        }
+    }
+
+    #[test]
+    fn markers_spread_over_the_range_and_differ_between_series() {
+        let line: Vec<(f64, f64)> = (0..=100).map(|i| (f64::from(i) / 100.0, 0.5)).collect();
+        let first = spread_markers(&line, (0.0, 1.0), 0);
+        let second = spread_markers(&line, (0.0, 1.0), 1);
+        assert_eq!(first.len(), MARKERS_PER_LINE);
+        assert!(first.iter().all(|p| !second.contains(p)));
+        let looks: Vec<_> = (0..MARKERS).map(Look::data).collect();
+        for (i, a) in looks.iter().enumerate() {
+            for b in &looks[i + 1..] {
+                assert_ne!(a.marker, b.marker);
+                assert_ne!(a.dash, b.dash);
+            }
+        }
     }
 
     #[test]

@@ -104,7 +104,7 @@ fn all_includes_attribute_with_a_sensitive_column_and_the_report_shows_it() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<h2>Attribute inference</h2>") && html.contains("petal_width"));
     let acc = a["member_accuracy"].as_f64().unwrap();
-    assert!(html.contains(&format!("{acc:.4}")), "report lacks {acc:.4}");
+    assert!(common::report_states(&html, acc), "report lacks {acc}");
     assert_eq!(r["lira_settings"]["queries"], "single", "{r}");
     assert_eq!(r["lira_settings"]["variance"], "global", "{r}");
     let without = dpml(&args("iris", &base)).json();

@@ -117,18 +117,13 @@ fn report_files_are_well_formed_and_the_cache_skips_retraining() {
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
     assert!(html.contains("<svg") && !html.contains("<script"));
     for key in ["loss", "lira"] {
-        let auc = first["attacks"][key]["auc"].as_f64().unwrap();
-        let eps = first["attacks"][key]["epsilon_lower_bound"]
-            .as_f64()
-            .unwrap();
-        assert!(
-            html.contains(&format!("{auc:.4}")),
-            "report lacks {key} AUC {auc:.4}"
-        );
-        assert!(
-            html.contains(&format!("{eps:.4}")),
-            "report lacks {key} bound {eps:.4}"
-        );
+        for metric in ["auc", "epsilon_lower_bound"] {
+            let v = first["attacks"][key][metric].as_f64().unwrap();
+            assert!(
+                common::report_states(&html, v),
+                "report lacks {key} {metric} {v}"
+            );
+        }
     }
 
     let second = dpml(&args).json();
@@ -153,4 +148,146 @@ fn private_audit_is_consistent() {
     assert!(eps <= 1.0 && eps > 0.95, "{r}");
     assert_eq!(r["consistent"], true, "{r}");
     assert!(r["epsilon_lower_bound"].as_f64().unwrap() <= eps);
+}
+
+/// Every number in `v` (recursively), with its path, except under `skip`.
+fn numbers(v: &serde_json::Value, path: &str, out: &mut Vec<(String, f64)>) {
+    match v {
+        serde_json::Value::Number(n) => out.push((path.to_string(), n.as_f64().unwrap())),
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                numbers(item, &format!("{path}[{i}]"), out);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, item) in map {
+                numbers(item, &format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn report_escapes_hostile_names_marks_unresolved_tprs_and_states_every_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "<script>alert(1)</script>";
+    // A small table whose file name and sensitive column carry markup.
+    let csv = dir.path().join("<script>x.csv");
+    let mut text = format!("a,b,{hostile},label\n");
+    for i in 0..300u32 {
+        let label = u32::from(i % 3 == 0);
+        let a = f64::from((i * 37) % 101) / 10.0 + f64::from(label);
+        let b = f64::from((i * 53) % 97) / 10.0;
+        text.push_str(&format!("{a},{b},{},{label}\n", i % 4));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let source = format!("csv:{}", csv.display());
+    let out = dir.path().join("report");
+    let r = dpml(&[
+        "audit",
+        "--dataset",
+        &source,
+        "--model",
+        "logreg",
+        "--epochs",
+        "3",
+        "--epsilon",
+        "2",
+        "--attack",
+        "loss,one-run,attribute",
+        "--sensitive-column",
+        hostile,
+        "--seed",
+        "3",
+        "--no-cache",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let json = r.json();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(!html.contains("<script"), "unescaped markup in the report");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("&lt;script&gt;x.csv"));
+    assert!(!html.contains("{\""), "raw JSON in the report");
+
+    let mut all = Vec::new();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("audit.json")).unwrap()).unwrap();
+    numbers(&saved, "", &mut all);
+    assert!(all.len() > 40, "{all:?}");
+    for (path, v) in &all {
+        assert!(
+            common::report_states(&html, *v),
+            "report lacks {path} = {v}"
+        );
+    }
+    // The one-run audit's own ε is stated beside its lower bound.
+    let own = json["attacks"]["one_run"]["epsilon_theoretical"]
+        .as_f64()
+        .unwrap();
+    assert!(common::report_states(&html, own));
+
+    // 150 non-members resolve a 1% FPR but not 0.1%: that TPR is marked, naming 1000.
+    let loss = &json["attacks"]["loss"];
+    assert_eq!(loss["non_members"], 150, "{loss}");
+    assert_eq!(loss["fpr_resolvable"]["0.01"], true);
+    assert_eq!(loss["fpr_resolvable"]["0.001"], false);
+    let unresolved = json["attacks"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|a| a["fpr_resolvable"].as_object())
+        .flat_map(|m| m.values())
+        .filter(|v| **v == false)
+        .count();
+    assert!(unresolved >= 1);
+    assert_eq!(
+        html.matches("not resolved: needs ≥ <data value=\"1000\">1000</data> non-members")
+            .count(),
+        unresolved,
+        "every unresolved TPR is marked, and only those"
+    );
+}
+
+#[test]
+fn audit_defaults_run_on_every_builtin_dataset() {
+    // Only --model, a privacy choice and the attack are required; every other flag keeps its
+    // default (the one-run audit's canary model is the smallest one an audit trains).
+    for dataset in ["iris", "wine", "breast-cancer", "digits"] {
+        let r = dpml(&[
+            "audit",
+            "--dataset",
+            dataset,
+            "--model",
+            "logreg",
+            "--epsilon",
+            "1",
+            "--attack",
+            "loss,one-run",
+            "--no-cache",
+            "--json",
+        ]);
+        assert_eq!(r.code, 0, "{dataset}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_batch_size_the_canary_model_cannot_take_is_refused_by_name() {
+    let r = dpml(&[
+        "audit",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--epsilon",
+        "1",
+        "--attack",
+        "one-run",
+        "--batch-size",
+        "64",
+        "--no-cache",
+    ]);
+    r.assert_usage_error("batch-size must be at most 38");
 }

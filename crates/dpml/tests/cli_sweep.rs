@@ -49,7 +49,41 @@ fn kmeans_sweep_writes_results_summary_and_plots() {
         b"\x89PNG"
     );
     let svg = std::fs::read_to_string(out.join("plot.svg")).unwrap();
-    assert!(svg.contains("<svg") && svg.contains("</svg>") && svg.contains("epsilon"));
+    assert!(svg.contains("<svg") && svg.contains("</svg>"));
+    for label in [
+        "privacy budget ε (log scale)",
+        "mean ± 1 std over 4 runs",
+        "Clustering accuracy against ε (DPLloyd k-means, k = 3 on iris)",
+    ] {
+        assert!(svg.contains(label), "plot.svg lacks {label:?}");
+    }
+
+    // The same seed gives the same results whatever the number of worker threads.
+    let again = dir.path().join("again");
+    let refs = [
+        "sweep",
+        "--experiment",
+        "kmeans",
+        "--dataset",
+        "iris",
+        "--epsilons",
+        "0.05,30",
+        "--repeats",
+        "4",
+        "--seed",
+        "3",
+        "--out",
+        again.to_str().unwrap(),
+    ];
+    let status = common::command(&refs)
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    assert_eq!(
+        std::fs::read_to_string(again.join("results.csv")).unwrap(),
+        results
+    );
 }
 
 #[test]

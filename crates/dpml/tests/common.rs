@@ -86,3 +86,19 @@ pub fn shared_data() -> Option<PathBuf> {
         None
     }
 }
+
+/// The exact numbers an HTML report keeps in `<data value="…">` elements.
+pub fn report_numbers(html: &str) -> Vec<f64> {
+    html.split("<data value=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next()?.parse().ok())
+        .collect()
+}
+
+/// Whether `html` states `v` (up to serde_json's float parsing, which may differ from Rust's
+/// in the last bit).
+pub fn report_states(html: &str, v: f64) -> bool {
+    report_numbers(html)
+        .iter()
+        .any(|s| (s - v).abs() <= 1e-12 * v.abs().max(1e-300))
+}

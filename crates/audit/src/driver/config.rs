@@ -146,6 +146,17 @@ impl AuditConfig {
         self.attacks.iter().any(|a| a.needs_reference_models())
     }
 
+    /// The fewest records any model of the audit may train on: N for the target and the
+    /// reference models; N − m for the one-run audit's model when every canary is left out
+    /// (each is included by a coin flip).
+    pub fn smallest_training_set(&self) -> usize {
+        if self.attacks.contains(&AttackKind::OneRun) {
+            self.target_size.saturating_sub(self.canaries)
+        } else {
+            self.target_size
+        }
+    }
+
     /// Checks the settings against a data set of `records` records.
     ///
     /// # Errors
@@ -154,8 +165,15 @@ impl AuditConfig {
     /// example), m = 0 or m > N
     /// for the one-run audit, confidence outside (0, 1), 0 threads, the attribute attack
     /// without a sensitive column or with fewer than 2 bins, a sensitive column without the
-    /// attribute attack.
+    /// attribute attack, a batch size above the smallest training set of the audit.
     pub fn validate(&self, records: usize) -> Result<()> {
+        self.validate_settings(records)?;
+        self.check_batch_size()
+    }
+
+    /// [`AuditConfig::validate`] less the batch-size check, which comes last so that errors
+    /// about the data (an unknown column) are reported first.
+    fn validate_settings(&self, records: usize) -> Result<()> {
         let bad = |m: String| Err(DriverError::Invalid(m));
         if self.attacks.is_empty() {
             return bad(format!(
@@ -234,7 +252,7 @@ impl AuditConfig {
     /// # Errors
     /// As [`AuditConfig::validate`], [`LiraQueries::check`] and [`AttributeSettings::attack`].
     pub fn validate_for(&self, data: &Dataset) -> Result<()> {
-        self.validate(data.n)?;
+        self.validate_settings(data.n)?;
         if self.needs_reference_models() {
             self.lira_queries.check(data)?;
         }
@@ -243,6 +261,25 @@ impl AuditConfig {
             self.attacks.contains(&AttackKind::Attribute),
         ) {
             a.attack(data)?;
+        }
+        self.check_batch_size()
+    }
+
+    /// The recipe's batch fits the smallest training set of the audit
+    /// ([`AuditConfig::smallest_training_set`]).
+    fn check_batch_size(&self) -> Result<()> {
+        let smallest = self.smallest_training_set();
+        if self.recipe.batch_size > smallest {
+            return Err(DriverError::Invalid(format!(
+                "batch-size must be at most {smallest}, the fewest records a model of this audit \
+                 may train on ({}), got {}",
+                if self.attacks.contains(&AttackKind::OneRun) {
+                    "the target size minus the canaries, if every canary is left out"
+                } else {
+                    "the target size"
+                },
+                self.recipe.batch_size
+            )));
         }
         Ok(())
     }
@@ -286,7 +323,10 @@ mod tests {
             target_size: 100,
             canaries: 50,
             attribute: Some(AttributeSettings::new("age")),
-            ..AuditConfig::new(TrainConfig::default())
+            ..AuditConfig::new(TrainConfig {
+                batch_size: 50,
+                ..TrainConfig::default()
+            })
         };
         ok.validate(200).unwrap();
         let with = |f: &dyn Fn(&mut AuditConfig), records: usize| {
@@ -305,6 +345,16 @@ mod tests {
                 .contains("canaries must be at most the target size (100), got 101")
         );
         assert!(with(&|c| c.canaries = 0, 200).contains("got 0"));
+        assert!(
+            with(&|c| c.canaries = 51, 200)
+                .contains("batch-size must be at most 49, the fewest records")
+        );
+        let lira_only = |c: &mut AuditConfig| {
+            c.attacks = vec![AttackKind::Lira];
+            c.attribute = None;
+            c.recipe.batch_size = 101;
+        };
+        assert!(with(&lira_only, 200).contains("at most 100"));
         assert!(with(&|c| c.confidence = 1.0, 200).contains("confidence"));
         assert!(with(&|c| c.attacks.clear(), 200).contains("empty"));
         assert!(with(&|c| c.attribute = None, 200).contains("--sensitive-column"));

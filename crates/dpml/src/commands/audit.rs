@@ -38,7 +38,8 @@ pub struct AuditArgs {
     #[command(flatten)]
     pub schema: SchemaArgs,
     /// The target's training recipe (the reference models reuse it). Defaults: mlp with 256
-    /// hidden units, 20 epochs, batch 64, lr 0.1, SGD momentum 0.9, C = 1, δ = 1e-5.
+    /// hidden units, 20 epochs, batch min(64, the fewest records a model of the audit may
+    /// train on), lr 0.1, SGD momentum 0.9, C = 1, δ = 1e-5.
     #[command(flatten)]
     pub training: TrainingArgs,
     #[command(flatten)]
@@ -71,7 +72,8 @@ pub struct AuditArgs {
     /// trained with such augmentations: on MNIST MLPs trained without them it lowered AUC).
     #[arg(long, default_value = "single")]
     pub lira_queries: String,
-    /// Canaries m of the one-run audit [default: min(500, N)].
+    /// Canaries m of the one-run audit [default: min(500, N/2), so that its model trains on
+    /// at least N/2 records even when every canary is left out].
     #[arg(long)]
     pub canaries: Option<usize>,
     /// Confidence of the lower bounds.
@@ -112,8 +114,10 @@ impl From<LiraVarianceArg> for Variance {
 
 /// Default N when `--target-size` is not given.
 const DEFAULT_TARGET_SIZE: usize = 2000;
-/// Default m when `--canaries` is not given.
+/// Default m when `--canaries` is not given (at most N/2 of them).
 const DEFAULT_CANARIES: usize = 500;
+/// Default batch size when `--batch-size` is not given (at most the smallest training set).
+const DEFAULT_BATCH_SIZE: usize = 64;
 
 fn driver_err(e: DriverError) -> CliError {
     if e.is_user_error() {
@@ -132,7 +136,7 @@ fn recipe(a: &AuditArgs) -> CliResult<TrainConfig> {
     let base = TrainConfig {
         hidden: vec![256],
         epochs: 20.0,
-        batch_size: 64,
+        batch_size: DEFAULT_BATCH_SIZE,
         lr: 0.1,
         max_grad_norm: 1.0,
         optimizer: OptimizerKind::Sgd {
@@ -177,11 +181,11 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let cfg = AuditConfig {
+    let mut cfg = AuditConfig {
         target_size,
         attacks,
         reference_models: a.reference_models,
-        canaries: a.canaries.unwrap_or(DEFAULT_CANARIES.min(target_size)),
+        canaries: a.canaries.unwrap_or(DEFAULT_CANARIES.min(target_size / 2)),
         confidence: a.confidence,
         lira_variance: a.lira_variance.into(),
         lira_queries,
@@ -191,6 +195,12 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         seed: a.seed.seed,
         ..AuditConfig::new(rec.clone())
     };
+    if a.training.batch_size.is_none() {
+        // A small data set (iris: N = 75) gives the one-run audit's model fewer records than
+        // the default batch: the default follows the data, a given batch size is kept.
+        cfg.recipe.batch_size = DEFAULT_BATCH_SIZE.min(cfg.smallest_training_set()).max(1);
+        rec.batch_size = cfg.recipe.batch_size;
+    }
     cfg.validate_for(&data).map_err(driver_err)?;
     let mut rng = a.seed.rng()?;
     let bar = out.progress(cfg.models_needed() as u64, "models");
@@ -232,7 +242,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         });
     }
     if let Some(dir) = &a.out {
-        let files = write_outputs(dir, &report, &result)?;
+        let files = write_outputs(dir, &report, &result, &rec.model)?;
         result["files"] = files;
         write_json(&dir.join("audit.json"), &result)?;
     }
@@ -296,13 +306,13 @@ fn write_json(path: &Path, v: &Value) -> CliResult<()> {
 }
 
 /// Attacks drawn on the ROC plot: every threshold attack, in report order.
-fn roc_chart(r: &AuditReport) -> Chart {
+fn roc_chart(r: &AuditReport, model: &str) -> Chart {
     let mut series: Vec<Series> = r
         .attacks
         .iter()
         .filter_map(|(name, o)| match o {
             AttackOutcome::Threshold(m) => Some(Series::new(
-                format!("{name} (AUC {:.3})", m.auc),
+                format!("{name} (AUC {})", report::short(m.auc)),
                 m.roc.clone(),
                 Style::Line,
             )),
@@ -328,34 +338,39 @@ fn roc_chart(r: &AuditReport) -> Chart {
         grid.iter().map(|&a| (a, a)).collect(),
         Style::Dashed,
     ));
+    let trained = format!("{model} on {}", r.dataset);
     let title = match (&r.roc_bound, r.epsilon_theoretical) {
         (Some(bound), Some(eps)) => {
             series.push(Series::new(
-                format!("f-DP bound, PLD eps={eps:.3} (no attack may cross)"),
+                format!(
+                    "f-DP bound of the accountant, ε = {} (no attack may cross)",
+                    report::short(eps)
+                ),
                 bound.iter().copied().filter(|p| p.0 >= min_fpr).collect(),
                 Style::Dashed,
             ));
             format!(
-                "Membership inference ROC, eps={eps:.3}, delta={:e}",
-                r.delta
+                "Membership-inference ROC ({trained}, ε = {}, δ = {})",
+                report::short(eps),
+                report::short(r.delta)
             )
         }
-        _ => "Membership inference ROC (non-private: no bound)".to_string(),
+        _ => format!("Membership-inference ROC ({trained}, non-private: no bound)"),
     };
     Chart {
         title,
-        x_label: "false-positive rate".into(),
-        y_label: "true-positive rate".into(),
+        x_label: "false-positive rate (log scale)".into(),
+        y_label: "true-positive rate (log scale)".into(),
         log_x: true,
         log_y: true,
         series,
     }
 }
 
-fn write_outputs(dir: &Path, r: &AuditReport, result: &Value) -> CliResult<Value> {
+fn write_outputs(dir: &Path, r: &AuditReport, result: &Value, model: &str) -> CliResult<Value> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
-    let (png, svg) = plot::write(&[roc_chart(r)], dir, "roc")?;
+    let (png, svg) = plot::write(&[roc_chart(r, model)], dir, "roc")?;
     let svg_text = std::fs::read_to_string(&svg)
         .map_err(|e| CliError::internal(format!("reading {}: {e}", svg.display())))?;
     let html = dir.join("report.html");

@@ -22,6 +22,7 @@ use dpml_learn::perturbation::{
     InputBudget, InputMechanism, OutputPerturbation, perturb_dataset_in, softmax_rows,
 };
 use dpml_mechanisms::{DpRng, PrivacyEvent};
+use rayon::prelude::*;
 use serde_json::json;
 
 use super::kmeans::declared_bounds;
@@ -34,6 +35,7 @@ use crate::error::{CliError, CliResult};
 use crate::output::Output;
 use crate::plot::{self, Chart, Series, Style};
 use crate::privacy_model;
+use crate::report;
 use crate::schema_args::{Needs, SchemaArgs, require_declared};
 
 /// The experiments a sweep can run.
@@ -59,6 +61,18 @@ pub enum Experiment {
 }
 
 impl Experiment {
+    /// What the ε of the grid is, as the x axis names it.
+    fn epsilon_axis(self) -> &'static str {
+        match self {
+            Experiment::DpSgd | Experiment::Kmeans => "privacy budget ε",
+            Experiment::OutputPerturbation => "ε per query",
+            Experiment::InputPerturbation => "ε per record (local DP)",
+            Experiment::LabelDp
+            | Experiment::LabelDpRegression
+            | Experiment::LabelDpClassification => "label ε",
+        }
+    }
+
     /// The name as typed after `--experiment`.
     fn name(self) -> String {
         self.to_possible_value()
@@ -430,6 +444,29 @@ impl Setup {
 }
 
 impl Setup {
+    /// What the sweep trains or releases, for plot titles: "mlp on digits, δ = 1e-5".
+    fn trained(&self, a: &SweepArgs) -> String {
+        let data = a.dataset.name();
+        match self {
+            Setup::DpSgd { base, .. } | Setup::CrossValidated { base, .. } => format!(
+                "DP-SGD {} on {data}, δ = {}",
+                base.model,
+                report::short(base.delta)
+            ),
+            Setup::Kmeans { params, .. } => format!("DPLloyd k-means, k = {} on {data}", params.k),
+            Setup::Output { .. } => format!("noisy predictions of a non-private model on {data}"),
+            Setup::Input { base, .. } => {
+                format!(
+                    "Laplace-noised inputs, non-private {} on {data}",
+                    base.model
+                )
+            }
+            Setup::LabelDp { training, .. } => {
+                format!("Laplace label noise, {} on {data}", training.model)
+            }
+        }
+    }
+
     /// With `--folds`: for each target ε of the grid (the ε of each fold's model), the ε of
     /// releasing all K models of one run ([`epsilon_all_folds`]); `None` without folds. Every
     /// run at one ε has the same folds and recipe, hence the same events: one run's serve.
@@ -491,31 +528,19 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         .map(|job| (job, rng.fork()))
         .collect();
     let bar = out.progress(jobs.len() as u64, "sweep");
-    let queue = Mutex::new(jobs.into_iter().enumerate().collect::<Vec<_>>());
-    let results = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                while let Some((i, (job, mut job_rng))) =
-                    queue.lock().ok().and_then(|mut q| q.pop())
-                {
-                    let r = setup.run(job, &mut job_rng);
-                    if let Ok(mut all) = results.lock() {
-                        all.push((i, job, r));
-                    }
-                    bar.inc(1);
-                }
-            });
-        }
-    });
+    // Each job carries its own rng, forked in grid order above, and rayon's indexed collect
+    // keeps grid order: the results do not depend on which thread ran which job.
+    let runs: Vec<(Job, CliResult<Metrics>)> = jobs
+        .into_par_iter()
+        .map(|(job, mut job_rng)| {
+            let r = setup.run(job, &mut job_rng);
+            bar.inc(1);
+            (job, r)
+        })
+        .collect();
     bar.finish_and_clear();
-    let mut runs = results
-        .into_inner()
-        .map_err(|_| CliError::internal("a sweep worker panicked"))?;
-    runs.sort_by_key(|r| r.0);
     let mut rows = Vec::new();
-    for (_, job, r) in runs {
+    for (job, r) in runs {
         for (metric, fold, value) in r? {
             rows.push(Row {
                 job,
@@ -530,7 +555,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     write_results(&a.out.join("results.csv"), a.experiment, &rows)?;
     let summary = summarise(&rows);
     write_summary(&a.out.join("summary.csv"), &summary)?;
-    let charts = charts(a, &summary);
+    let charts = charts(a, &setup.trained(a), &summary);
     let (png, svg) = plot::write(&charts, &a.out, "plot")?;
     let all_folds = setup.epsilon_all_folds(&a.epsilons)?;
     out.emit(&json!({
@@ -644,8 +669,9 @@ fn write_lines(path: &Path, header: &str, lines: impl Iterator<Item = String>) -
     f.flush().map_err(err)
 }
 
-/// One panel per metric: ε on a log axis, mean ± std, the baseline as a dashed line.
-fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
+/// One panel per metric: ε on a log axis, mean ± 1 std as error bars, the baseline as a
+/// dashed line. `trained` says what was trained or released (for the titles).
+fn charts(a: &SweepArgs, trained: &str, summary: &[Summary]) -> Vec<Chart> {
     let mut metrics: Vec<&'static str> = Vec::new();
     for s in summary {
         if !metrics.contains(&s.metric) {
@@ -662,6 +688,10 @@ fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
         .epsilons
         .iter()
         .fold((f64::INFINITY, 0f64), |(l, h), &e| (l.min(e), h.max(e)));
+    let runs = match a.folds {
+        Some(k) => format!("{} runs × {k} folds", a.repeats),
+        None => format!("{} runs", a.repeats),
+    };
     metrics
         .into_iter()
         .map(|metric| {
@@ -669,12 +699,8 @@ fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
                 .iter()
                 .filter(|s| s.metric == metric && s.epsilon.is_some())
                 .collect();
-            let runs = match a.folds {
-                Some(k) => format!("{} runs x {k} folds per epsilon", a.repeats),
-                None => format!("{} runs per epsilon", a.repeats),
-            };
             let mut series = vec![Series {
-                name: format!("{} ({runs})", a.dataset.name()),
+                name: format!("mean ± 1 std over {runs}"),
                 points: private
                     .iter()
                     .map(|s| (s.epsilon.unwrap_or(f64::NAN), s.mean))
@@ -687,23 +713,41 @@ fn charts(a: &SweepArgs, summary: &[Summary]) -> Vec<Chart> {
                 .find(|s| s.metric == metric && s.epsilon.is_none())
             {
                 series.push(Series::new(
-                    baseline_name,
+                    format!("{baseline_name} (mean of {runs})"),
                     vec![(lo, b.mean), (hi, b.mean)],
                     Style::Dashed,
                 ));
             }
+            let log_y = metric.contains("mse");
+            let axis = metric_label(metric);
             Chart {
-                title: format!(
-                    "{} on {}: {metric} against epsilon",
-                    a.experiment.name(),
-                    a.dataset.name()
-                ),
-                x_label: "epsilon (log scale)".into(),
-                y_label: metric.replace('_', " "),
+                title: format!("{} against ε ({trained})", capitalised(&axis)),
+                x_label: format!("{} (log scale)", a.experiment.epsilon_axis()),
+                y_label: if log_y {
+                    format!("{axis} (log scale)")
+                } else {
+                    axis
+                },
                 log_x: true,
-                log_y: metric.contains("mse"),
+                log_y,
                 series,
             }
         })
         .collect()
+}
+
+/// A metric's name as an axis label.
+fn metric_label(metric: &str) -> String {
+    match metric {
+        "accuracy" => "clustering accuracy".into(),
+        "nicv" => "NICV (normalised intra-cluster variance)".into(),
+        "test_mse" => "test MSE".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
 }

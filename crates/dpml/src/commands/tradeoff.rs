@@ -18,6 +18,7 @@ use crate::args;
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
 use crate::plot::{self, Chart, Series, Style};
+use crate::report;
 
 /// Flags of `dpml tradeoff`.
 #[derive(Args, Debug)]
@@ -85,34 +86,50 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
 
     let column = |i: usize| rows.iter().map(|r| (r[0], r[i])).collect::<Vec<_>>();
     let series = vec![
-        Series::new(format!("GDP (CLT) mu={mu:.3}"), column(1), Style::Line),
-        Series::new("PLD (upper bound)", column(2), Style::Line),
-        Series::new("RDP (eps, delta(eps)) family", column(3), Style::Line),
         Series::new(
-            format!("RDP ({eps_rdp:.3}, {:.0e})-DP", a.delta),
+            format!("GDP (CLT), μ = {}", report::short(mu)),
+            column(1),
+            Style::Line,
+        ),
+        Series::new("PLD (upper bound)", column(2), Style::Line),
+        Series::new("RDP: the (ε, δ(ε)) family", column(3), Style::Line),
+        Series::new(
+            format!(
+                "RDP: one (ε = {}, δ = {})-DP guarantee",
+                report::short(eps_rdp),
+                report::short(a.delta)
+            ),
             column(4),
             Style::Dashed,
         ),
         Series::new(
-            "perfect privacy: beta = 1 - alpha",
+            "perfect privacy: β = 1 − α",
             column(0).iter().map(|&(x, _)| (x, 1.0 - x)).collect(),
             Style::Dashed,
         ),
     ];
     let chart = |log_x: bool, title: &str| Chart {
         title: title.to_string(),
-        x_label: "type I error alpha".into(),
-        y_label: "type II error beta".into(),
+        x_label: if log_x {
+            "type I error α (log scale)".into()
+        } else {
+            "type I error α".into()
+        },
+        y_label: "type II error β".into(),
         log_x,
         log_y: false,
         series: series.clone(),
     };
     let title = format!(
-        "Trade-off, sigma={}, q={q:.3e}, T={steps}",
-        a.noise_multiplier
+        "f-DP trade-off of DP-SGD: σ = {}, q = {}, T = {steps}",
+        report::short(a.noise_multiplier),
+        report::short(q)
     );
     let (png, svg) = plot::write(
-        &[chart(false, &title), chart(true, "same, log alpha")],
+        &[
+            chart(false, &title),
+            chart(true, &format!("{title} (log α)")),
+        ],
         &a.out,
         "tradeoff",
     )?;
