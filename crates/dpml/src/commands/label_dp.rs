@@ -93,7 +93,8 @@ pub struct LabelDpArgs {
     /// Use the last iterate as the model instead of the moving average.
     #[arg(long)]
     pub no_ema: bool,
-    /// Save the trained model (safetensors) here, e.g. for `dpml predict`.
+    /// Save the trained model (safetensors, with its privacy facts: see `dpml inspect`) here,
+    /// e.g. for `dpml predict`.
     #[arg(long)]
     pub save_model: Option<PathBuf>,
     /// What is declared about the data: its classes (classification) or label range

@@ -318,7 +318,8 @@ pub struct TrainArgs {
     pub split: SplitArgs,
     #[command(flatten)]
     pub seed: SeedArg,
-    /// Save the trained model (safetensors with its architecture).
+    /// Save the trained model (safetensors with its architecture and privacy facts; see
+    /// `dpml inspect`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Write one CSV row per epoch (loss, accuracy, ε so far). Its losses and accuracies are
