@@ -118,6 +118,18 @@ fn inspect_lists_pytorch_sequential_tensor_names_and_shapes() {
     .collect();
     assert_eq!(tensors, want);
     assert_eq!(v["parameters"], 64 * 16 + 16 + 16 * 10 + 10);
+    // For a reader: one line per layer with its tensors, and no empty privacy facts.
+    let human = dpml(&["inspect", model.to_str().unwrap()]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    assert!(
+        human
+            .stdout
+            .contains("1 linear in_features=64 out_features=16: 1.weight [16, 64], 1.bias [16]"),
+        "{}",
+        human.stdout
+    );
+    assert!(human.stdout.contains("epsilon: "), "{}", human.stdout);
+    assert!(!human.stdout.contains("null"), "{}", human.stdout);
 }
 
 /// Trains a non-private iris logreg into `path`.

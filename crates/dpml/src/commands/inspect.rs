@@ -34,20 +34,73 @@ pub fn run(a: &InspectArgs, out: Output) -> CliResult<()> {
         input,
         facts,
     } = &saved;
-    let tensors: Vec<Value> = model
+    let tensors: Vec<(String, Vec<usize>)> = model
         .named_params()
         .into_iter()
-        .map(|(name, p)| json!({"name": name, "shape": p.shape}))
+        .map(|(name, p)| (name, p.shape.clone()))
         .collect();
-    out.emit(&json!({
+    let architecture = serde_json::to_value(model.spec()).map_err(CliError::internal)?;
+    let mut privacy = facts_json(facts.as_ref())?;
+    let mut v = json!({
         "model": a.model,
-        "architecture": model.spec(),
         "parameters": model.num_params(),
-        "tensors": tensors,
-        "input_transform": serde_json::to_value(input).map_err(CliError::internal)?,
-        "privacy": facts_json(facts.as_ref())?,
-    }));
+        // Through text, so its f32 numbers print as f32 (0.3081, not 0.30809998512268066).
+        "input_transform": serde_json::to_string(input)
+            .and_then(|t| serde_json::from_str::<Value>(&t))
+            .map_err(CliError::internal)?,
+    });
+    if out.json {
+        v["architecture"] = architecture;
+        v["tensors"] = tensors
+            .iter()
+            .map(|(name, shape)| json!({"name": name, "shape": shape}))
+            .collect();
+    } else {
+        // For a reader: one line per layer with its tensors, and no empty facts.
+        v["architecture"] = json!(format!(
+            "{} on records of shape {:?}",
+            model.spec().name,
+            model.input_shape()
+        ));
+        v["layers"] = json!(layer_lines(&architecture, &tensors));
+        if let Value::Object(m) = &mut privacy {
+            m.retain(|_, f| !f.is_null());
+        }
+    }
+    v["privacy"] = privacy;
+    out.emit(&v);
     Ok(())
+}
+
+/// `"{i} {type} {field}={value} …: {i}.weight [shape], …"`: one line per layer, as its index
+/// in the file's tensor names.
+fn layer_lines(architecture: &Value, tensors: &[(String, Vec<usize>)]) -> Vec<String> {
+    let layers = architecture["layers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    layers
+        .iter()
+        .enumerate()
+        .map(|(i, layer)| {
+            let mut line = format!("{i} {}", layer["type"].as_str().unwrap_or("?"));
+            if let Value::Object(fields) = layer {
+                for (k, v) in fields.iter().filter(|(k, _)| *k != "type") {
+                    line.push_str(&format!(" {k}={v}"));
+                }
+            }
+            let prefix = format!("{i}.");
+            let own: Vec<String> = tensors
+                .iter()
+                .filter(|(name, _)| name.starts_with(&prefix))
+                .map(|(name, shape)| format!("{name} {shape:?}"))
+                .collect();
+            if !own.is_empty() {
+                line.push_str(&format!(": {}", own.join(", ")));
+            }
+            line
+        })
+        .collect()
 }
 
 /// The `"guarantee"` of a model whose file records no privacy facts.
