@@ -221,21 +221,78 @@ impl Ledger {
         if !exists {
             store::create(path, &budget)?;
         }
-        let (conn, stored) = store::open_existing(path)?;
-        if stored != budget {
-            return Err(LedgerError::BudgetMismatch {
-                path: path.to_path_buf(),
-                stored_epsilon: stored.epsilon,
-                stored_delta: stored.delta,
-                requested_epsilon: budget.epsilon,
-                requested_delta: budget.delta,
-            });
+        let ledger = Self::open_stored(path)?;
+        ledger.require_budget(Some(budget.epsilon), Some(budget.delta))?;
+        Ok(ledger)
+    }
+
+    /// Creates a new ledger with `budget` at `path`, refusing a path where a file already is
+    /// (a budget is set once; an existing ledger is never replaced or reset).
+    ///
+    /// # Errors
+    /// - [`LedgerError::InvalidParameter`] for an invalid `budget` (naming the value).
+    /// - [`LedgerError::AlreadyExists`] if a file is at `path`, or appears there meanwhile.
+    /// - [`LedgerError::Io`] / [`LedgerError::Sqlite`] if it cannot be created.
+    pub fn create(path: &Path, budget: Budget) -> Result<Ledger, LedgerError> {
+        budget.validate()?;
+        let exists = path.try_exists().map_err(|e| LedgerError::Io {
+            path: path.into(),
+            source: e,
+        })?;
+        if exists || !store::create(path, &budget)? {
+            return Err(LedgerError::AlreadyExists { path: path.into() });
         }
+        Self::open_stored(path)
+    }
+
+    /// Opens the existing ledger at `path` with the budget stored in it (validated completely,
+    /// as [`Ledger::open`]); never creates one.
+    ///
+    /// # Errors
+    /// - [`LedgerError::Missing`] if no file is at `path`.
+    /// - [`LedgerError::Corrupt`] if the file is not a dpml ledger or is damaged.
+    /// - [`LedgerError::Io`] / [`LedgerError::Sqlite`] if it cannot be read.
+    pub fn open_stored(path: &Path) -> Result<Ledger, LedgerError> {
+        let exists = path.try_exists().map_err(|e| LedgerError::Io {
+            path: path.into(),
+            source: e,
+        })?;
+        if !exists {
+            return Err(LedgerError::Missing { path: path.into() });
+        }
+        let (conn, budget) = store::open_existing(path)?;
         Ok(Ledger {
             path: path.to_path_buf(),
             budget,
             composition: Composition::Basic,
             conn: Mutex::new(conn),
+        })
+    }
+
+    /// Checks a budget the caller states (ε, δ, or both) against the stored one: a ledger's
+    /// budget is fixed, so a different one is refused rather than silently ignored.
+    ///
+    /// # Errors
+    /// [`LedgerError::BudgetMismatch`] naming both budgets (a part not stated counts as the
+    /// stored one).
+    pub fn require_budget(
+        &self,
+        epsilon: Option<f64>,
+        delta: Option<f64>,
+    ) -> Result<(), LedgerError> {
+        let requested = Budget {
+            epsilon: epsilon.unwrap_or(self.budget.epsilon),
+            delta: delta.unwrap_or(self.budget.delta),
+        };
+        if requested == self.budget {
+            return Ok(());
+        }
+        Err(LedgerError::BudgetMismatch {
+            path: self.path.clone(),
+            stored_epsilon: self.budget.epsilon,
+            stored_delta: self.budget.delta,
+            requested_epsilon: requested.epsilon,
+            requested_delta: requested.delta,
         })
     }
 

@@ -18,7 +18,7 @@ pub use pld::PldAccountant;
 pub use rdp::{Conversion, RdpAccountant};
 
 /// What kind of number an accountant reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BoundKind {
     /// A guaranteed upper bound on the true ε (safe to publish).

@@ -750,3 +750,42 @@ fn a_ledger_can_be_shared_between_threads() {
     assert_eq!(successes, 4);
     assert_eq!(ledger.balance().unwrap().spent_epsilon, 1.0);
 }
+
+#[test]
+fn create_sets_the_budget_once_and_open_stored_reads_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("once.ledger");
+    let missing = Ledger::open_stored(&path).unwrap_err();
+    assert!(matches!(missing, LedgerError::Missing { .. }), "{missing}");
+    assert!(
+        !path.exists(),
+        "opening a missing ledger must not create it"
+    );
+    let budget = Budget::new(2.0, 1e-6).unwrap();
+    let created = Ledger::create(&path, budget).unwrap();
+    created.spend(&laplace("first", 0.5)).unwrap();
+    drop(created);
+    let before = fs::read(&path).unwrap();
+    let again = Ledger::create(&path, Budget::new(9.0, 0.0).unwrap()).unwrap_err();
+    assert!(
+        matches!(again, LedgerError::AlreadyExists { .. }),
+        "{again}"
+    );
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        before,
+        "create must not touch a ledger"
+    );
+
+    let opened = Ledger::open_stored(&path).unwrap();
+    assert_eq!(opened.budget(), budget);
+    assert_eq!(opened.balance().unwrap().entries, 1);
+    opened.require_budget(Some(2.0), None).unwrap();
+    opened.require_budget(None, Some(1e-6)).unwrap();
+    let other = opened.require_budget(Some(3.0), None).unwrap_err();
+    assert!(
+        matches!(other, LedgerError::BudgetMismatch { .. }),
+        "{other}"
+    );
+    assert!(other.to_string().contains('3'), "{other}");
+}

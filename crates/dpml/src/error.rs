@@ -57,12 +57,25 @@ macro_rules! usage_from {
 usage_from!(
     dpml_mechanisms::MechanismError,
     dpml_accounting::AccountingError,
-    dpml_accounting::ledger::LedgerError,
     dpml_data::DataError,
     dpml_learn::LearnError,
     dpml_learn::dpsgd::DpSgdError,
     dpml_learn::perturbation::PerturbationError
 );
+
+/// A ledger's refusals (over budget, a different budget, a damaged or missing file, bad
+/// parameters) are the user's to fix: exit 2. A ledger the environment keeps us from using
+/// (locked past the busy timeout, read-only, a failing disk) is a runtime failure: exit 1,
+/// so a script can tell "not allowed" from "try again".
+impl From<dpml_accounting::ledger::LedgerError> for CliError {
+    fn from(e: dpml_accounting::ledger::LedgerError) -> Self {
+        if e.is_environmental() {
+            CliError::internal(e)
+        } else {
+            CliError::usage(e)
+        }
+    }
+}
 
 /// The result type of every command.
 pub type CliResult<T> = Result<T, CliError>;

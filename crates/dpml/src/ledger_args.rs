@@ -1,7 +1,8 @@
 //! The budget-ledger flags shared by every command that releases something (`query`,
-//! `predict`): which ledger, its fixed budget, and how a balance is reported.
+//! `predict`): which ledger, its fixed budget, and how a balance is reported. The budget is
+//! stored in the ledger when it is created (`dpml ledger create`), not retyped on every use.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use dpml_accounting::ledger::{Balance, Budget, Composition, Ledger};
@@ -11,40 +12,70 @@ use serde_json::{Value, json};
 use crate::args;
 use crate::error::CliResult;
 
-/// `--ledger FILE --budget E [--budget-delta D]`.
+/// δ budget of a ledger created without `--budget-delta`.
+pub const DEFAULT_BUDGET_DELTA: f64 = 1e-5;
+
+/// `--ledger FILE [--budget E] [--budget-delta D]`.
 #[derive(Args, Debug, Clone)]
 pub struct LedgerArgs {
-    /// Budget ledger file: the spend is recorded there durably before anything is released.
-    #[arg(long, requires = "budget", value_parser = args::input_path)]
+    /// Budget ledger file (made by `dpml ledger create`): the spend is recorded there durably
+    /// before anything is released, against the budget stored in it.
+    #[arg(long, value_parser = args::input_path)]
     pub ledger: Option<PathBuf>,
-    /// Total ε budget of the ledger (fixed when the ledger is created).
+    /// Total ε budget: not needed with an existing ledger (its stored budget is used; a
+    /// different one is refused). For a file that does not exist yet, creates the ledger with
+    /// this budget.
     #[arg(long, value_parser = args::positive, requires = "ledger")]
     pub budget: Option<f64>,
-    /// Total δ budget of the ledger (fixed when the ledger is created); 0 makes a pure-ε
-    /// ledger, composed by plain sum, that refuses any spend with δ > 0.
-    #[arg(long, value_parser = args::unit_from_zero, default_value = "1e-5", requires = "ledger")]
-    pub budget_delta: f64,
+    /// Total δ budget (as --budget; default 1e-5 when creating); 0 makes a pure-ε ledger,
+    /// composed by plain sum, that refuses any spend with δ > 0.
+    #[arg(long, value_parser = args::unit_from_zero, requires = "ledger")]
+    pub budget_delta: Option<f64>,
 }
 
 impl LedgerArgs {
     /// The ledger, when one was named. Open it before any noise is drawn, so that a bad or
     /// corrupt ledger stops the command first.
+    ///
+    /// An existing ledger keeps the budget it was created with: a `--budget` or
+    /// `--budget-delta` given too must equal it. A missing file is created only when
+    /// `--budget` says with what budget (as before `dpml ledger create` existed); otherwise
+    /// it is refused by name, so a typo in the path never starts a fresh budget.
     pub fn open(&self) -> CliResult<Option<Ledger>> {
-        match (&self.ledger, self.budget) {
-            (Some(path), Some(eps)) => Ok(Some(open_ledger(path, eps, self.budget_delta)?)),
-            _ => Ok(None),
-        }
+        let Some(path) = &self.ledger else {
+            return Ok(None);
+        };
+        let ledger = match (self.budget, path.exists()) {
+            (Some(epsilon), false) => Ledger::open(
+                path,
+                Budget {
+                    epsilon,
+                    delta: self.budget_delta.unwrap_or(DEFAULT_BUDGET_DELTA),
+                },
+            )?,
+            _ => {
+                let ledger = Ledger::open_stored(path)?;
+                ledger.require_budget(self.budget, self.budget_delta)?;
+                ledger
+            }
+        };
+        Ok(Some(with_rdp(ledger)))
     }
 }
 
-/// A ledger composed with RDP where that is tighter than adding up (both are upper bounds).
-pub fn open_ledger(path: &Path, epsilon: f64, delta: f64) -> CliResult<Ledger> {
-    let ledger = Ledger::open(path, Budget { epsilon, delta })?;
-    Ok(
-        ledger.with_composition(Composition::Accountant(Box::new(RdpAccountant::new(
-            Conversion::Current,
-        )))),
-    )
+/// A ledger composed with RDP where that is tighter than adding up (both are upper bounds),
+/// created with this budget if missing (the unit tests' shortcut).
+#[cfg(test)]
+pub fn open_ledger(path: &std::path::Path, epsilon: f64, delta: f64) -> CliResult<Ledger> {
+    Ok(with_rdp(Ledger::open(path, Budget { epsilon, delta })?))
+}
+
+/// `ledger` composing with RDP where that is tighter than adding up: every command reports a
+/// ledger's balance the same way.
+pub fn with_rdp(ledger: Ledger) -> Ledger {
+    ledger.with_composition(Composition::Accountant(Box::new(RdpAccountant::new(
+        Conversion::Current,
+    ))))
 }
 
 /// The `"ledger"` object of a command's JSON output.

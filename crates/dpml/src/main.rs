@@ -74,6 +74,11 @@ enum Command {
     /// List, verify and fetch data sets.
     #[command(subcommand)]
     Data(commands::data::DataCommand),
+    /// Show a saved model's architecture and the privacy facts it was saved with.
+    Inspect(commands::inspect::InspectArgs),
+    /// Create a budget ledger, or show its entries, spent and remaining budget.
+    #[command(subcommand)]
+    Ledger(commands::ledger::LedgerCommand),
 }
 
 fn main() {
@@ -110,6 +115,8 @@ fn main() {
         Command::Predict(a) => commands::predict::run(a, data_dir, out),
         Command::Bench(a) => commands::bench::run(a, out),
         Command::Sweep(a) => commands::sweep::run(a, data_dir, out),
+        Command::Inspect(a) => commands::inspect::run(a, out),
+        Command::Ledger(a) => commands::ledger::run(a, out),
     };
     if let Err(e) = result {
         diag!("error: {e}");

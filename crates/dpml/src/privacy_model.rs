@@ -173,6 +173,22 @@ impl Release {
     }
 }
 
+/// How a saved model's privacy facts name the data set it was trained on: its name, or for a
+/// `csv:` file only the file's name (a model file travels; the folders of the machine that
+/// trained it are none of its readers' business).
+pub fn dataset_label(source: &dpml_data::Source) -> String {
+    match source {
+        dpml_data::Source::Csv(path) => format!(
+            "csv:{}",
+            path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into()
+            )
+        ),
+        other => other.name(),
+    }
+}
+
 /// The [`DIAGNOSTICS_NOTE_KEY`] text of an evaluation experiment that releases nothing.
 pub fn experiment_note(what: &str) -> Value {
     json!(format!(

@@ -70,6 +70,28 @@ pub enum LedgerError {
         /// δ passed to [`super::Ledger::open`].
         requested_delta: f64,
     },
+    /// `create` was asked for a ledger where a file already is: a budget is set once, and an
+    /// existing ledger is never replaced.
+    #[error(
+        "ledger {} already exists; a ledger's budget is set once, when it is created (use it as \
+         it is, or create a new ledger file)",
+        path.display()
+    )]
+    AlreadyExists {
+        /// The existing file.
+        path: PathBuf,
+    },
+    /// A ledger was opened with the budget stored in it, but no file is there.
+    #[error(
+        "ledger {} does not exist; create it first with `dpml ledger create --ledger {} \
+         --budget-epsilon E`",
+        path.display(),
+        path.display()
+    )]
+    Missing {
+        /// The path that holds no file.
+        path: PathBuf,
+    },
     /// The file is not a dpml ledger, or is damaged. It is refused and left untouched.
     #[error(
         "ledger {} is corrupt or not a dpml ledger: {reason}; the file was left untouched",
@@ -111,4 +133,58 @@ pub enum LedgerError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl LedgerError {
+    /// Whether the failure lies with the environment rather than with the caller's budget,
+    /// parameters or file: an I/O error or a SQLite failure other than a damaged file (a
+    /// ledger locked past the busy timeout, a read-only file or folder, a full disk). Such a
+    /// failure is a runtime failure; everything else is a refusal of what was asked.
+    pub fn is_environmental(&self) -> bool {
+        matches!(self, LedgerError::Io { .. } | LedgerError::Sqlite { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_io_and_sqlite_failures_are_environmental() {
+        let path = PathBuf::from("l.db");
+        let read_only = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+            None,
+        );
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        for e in [read_only, busy] {
+            let e = LedgerError::Sqlite {
+                path: path.clone(),
+                source: e,
+            };
+            assert!(e.is_environmental(), "{e}");
+        }
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(
+            LedgerError::Io {
+                path: path.clone(),
+                source: denied
+            }
+            .is_environmental()
+        );
+        for e in [
+            LedgerError::AlreadyExists { path: path.clone() },
+            LedgerError::Missing { path: path.clone() },
+            LedgerError::InvalidParameter("budget epsilon".into()),
+            LedgerError::Corrupt {
+                path,
+                reason: "bad header".into(),
+            },
+        ] {
+            assert!(!e.is_environmental(), "{e}");
+        }
+    }
 }

@@ -115,9 +115,11 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), LedgerError> {
 /// overwritten), and the directory is synced. Whoever links first wins; a loser's caller goes on
 /// to open and validate the winner's file.
 ///
+/// Returns whether this call published the file (`false`: another was there first).
+///
 /// # Errors
 /// [`LedgerError::Io`] or [`LedgerError::Sqlite`] if the file cannot be created.
-pub(super) fn create(path: &Path, budget: &Budget) -> Result<(), LedgerError> {
+pub(super) fn create(path: &Path, budget: &Budget) -> Result<bool, LedgerError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path.file_name().ok_or_else(|| {
         LedgerError::InvalidParameter(format!(
@@ -174,10 +176,10 @@ fn write_new(tmp: &Path, budget: &Budget) -> Result<(), LedgerError> {
         .map_err(|e| io_error(tmp, e))
 }
 
-fn publish(tmp: &Path, path: &Path, dir: &Path) -> Result<(), LedgerError> {
+fn publish(tmp: &Path, path: &Path, dir: &Path) -> Result<bool, LedgerError> {
     match fs::hard_link(tmp, path) {
-        Ok(()) => sync_dir(dir),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Ok(()) => sync_dir(dir).map(|()| true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(io_error(path, e)),
     }
 }

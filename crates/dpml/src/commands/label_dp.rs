@@ -7,18 +7,19 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use dpml_data::{Dataset, Schema, Source};
-use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig, save};
+use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig, save_with_facts};
 use dpml_learn::label_dp::{
     LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule, default_training,
     run as run_label_dp,
 };
+use dpml_learn::model_facts::ModelFacts;
 use serde_json::{Value, json};
 
 use super::train::{Loaded, SplitArgs, load_split, public_normalization};
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
-use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
+use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::{Needs, SchemaArgs, provenance_report};
 
 fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
@@ -92,7 +93,8 @@ pub struct LabelDpArgs {
     /// Use the last iterate as the model instead of the moving average.
     #[arg(long)]
     pub no_ema: bool,
-    /// Save the trained model (safetensors) here, e.g. for `dpml predict`.
+    /// Save the trained model (safetensors, with its privacy facts: see `dpml inspect`) here,
+    /// e.g. for `dpml predict`.
     #[arg(long)]
     pub save_model: Option<PathBuf>,
     /// What is declared about the data: its classes (classification) or label range
@@ -226,7 +228,13 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     bar.finish_and_clear();
     let outcome = outcome.map_err(CliError::usage)?;
     if let Some(path) = &a.save_model {
-        save(path, &outcome.model, &outcome.input).map_err(CliError::usage)?;
+        let facts = ModelFacts::from_label_dp(
+            &outcome.report,
+            &privacy_model::dataset_label(&a.data.dataset),
+            neighbouring::LABEL,
+        );
+        save_with_facts(path, &outcome.model, &outcome.input, Some(&facts))
+            .map_err(CliError::usage)?;
     }
     let report = match serde_json::to_value(&outcome.report).map_err(CliError::internal)? {
         Value::Object(m) => m,

@@ -13,9 +13,11 @@ use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
     OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
 };
+use dpml_learn::model_facts::ModelFacts;
 use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
 use serde_json::{Value, json};
 
+use super::inspect::facts_json;
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::{Output, diag};
@@ -316,7 +318,8 @@ pub struct TrainArgs {
     pub split: SplitArgs,
     #[command(flatten)]
     pub seed: SeedArg,
-    /// Save the trained model (safetensors with its architecture).
+    /// Save the trained model (safetensors with its architecture and privacy facts; see
+    /// `dpml inspect`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Write one CSV row per epoch (loss, accuracy, ε so far). Its losses and accuracies are
@@ -459,8 +462,23 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         _ => None,
     };
     let outcome = train_with_progress(&cfg, &train, Some(&test), &mut rng, out)?;
+    // Local DP on the features alone protects neither labels nor membership; with DP-SGD on
+    // top, ε is DP-SGD's over whole records.
+    let model = match (&perturbation, &outcome.event) {
+        (Some(_), None) => training_privacy_model(neighbouring::FEATURES),
+        _ => training_privacy_model(neighbouring::ADD_REMOVE),
+    };
     if let Some(path) = &a.out {
-        dpsgd::save(path, &outcome.model, &outcome.input)?;
+        let mut facts = ModelFacts::from_training(
+            &outcome.report,
+            &privacy_model::dataset_label(&source),
+            train.n,
+            neighbouring::ADD_REMOVE,
+        );
+        if let Some(p) = &perturbation {
+            facts = facts.with_input_perturbation(p, neighbouring::FEATURES);
+        }
+        dpsgd::save_with_facts(path, &outcome.model, &outcome.input, Some(&facts))?;
     }
     if let Some(path) = &a.log {
         write_log(path, &outcome.report.epoch_log)?;
@@ -470,12 +488,6 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         _ => return Err(CliError::internal("training report is not an object")),
     };
     report.remove("epoch_log");
-    // Local DP on the features alone protects neither labels nor membership; with DP-SGD on
-    // top, ε is DP-SGD's over whole records.
-    let model = match (&perturbation, &outcome.event) {
-        (Some(_), None) => training_privacy_model(neighbouring::FEATURES),
-        _ => training_privacy_model(neighbouring::ADD_REMOVE),
-    };
     let mut release = Release::from_map(report, &model);
     release.diagnose(TRAINING_DIAGNOSTICS);
     release
@@ -867,12 +879,18 @@ pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         given,
     )?
     .test;
-    let (mut model, input) = dpsgd::load(&a.model)?;
+    let dpsgd::SavedModel {
+        mut model,
+        input,
+        facts,
+    } = dpsgd::load_saved(&a.model)?;
     dpsgd::check_saved_model_fits(&model, &test)?;
     let e = dpsgd::evaluate(&mut model, &input, &test)?;
-    // Evaluation releases nothing: every figure is a diagnostic.
+    // Evaluation releases nothing: every figure is a diagnostic. The model's own guarantee is
+    // what its file records.
     out.emit(&json!({
         "model": a.model,
+        "model_privacy": facts_json(facts.as_ref())?,
         "dataset": a.dataset.name(),
         privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note("test_accuracy, test_loss and n"),
         privacy_model::DIAGNOSTICS_KEY: {"test_accuracy": e.accuracy, "test_loss": e.loss, "n": e.n},

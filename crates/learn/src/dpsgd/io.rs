@@ -4,6 +4,15 @@
 //! the architecture as JSON metadata), with one more metadata entry, [`INPUT_KEY`], holding the
 //! [`InputTransform`] as JSON, so `dpml eval` normalises records exactly as training did. Files
 //! without the entry load with the identity transform.
+//!
+//! A model saved with [`save_with_facts`] also holds its privacy facts ([`ModelFacts`]) as JSON
+//! under [`FACTS_KEY`]. Files without that entry (written before dpml recorded it, or by
+//! another tool) still load; their guarantee is unknown.
+//!
+//! Tensor names are those of a PyTorch `nn.Sequential` state dict: `"{i}.weight"` and
+//! `"{i}.bias"`, where `i` is the layer's index in the architecture, counting the layers
+//! without parameters (Flatten, ReLU, Tanh, MaxPool2d) too, in PyTorch's layout (Linear
+//! `[out, in]`, Conv2d `[out, in, k, k]`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,9 +22,24 @@ use safetensors::SafeTensors;
 
 use super::error::Result;
 use super::normalize::{InputTransform, check_ranges};
+use crate::model_facts::ModelFacts;
 
 /// Metadata key of the input transform.
 pub const INPUT_KEY: &str = "dpml_input_transform";
+
+/// Metadata key of the privacy facts ([`ModelFacts`] as JSON).
+pub const FACTS_KEY: &str = "dpml_privacy";
+
+/// A model read back from a file, with what the file says about it.
+#[derive(Debug)]
+pub struct SavedModel {
+    /// The model.
+    pub model: Sequential,
+    /// The input transform it expects.
+    pub input: InputTransform,
+    /// Its privacy facts; `None` when the file does not record them (unknown guarantee).
+    pub facts: Option<ModelFacts>,
+}
 
 fn io_err(what: impl std::fmt::Display) -> NnError {
     NnError::Io(what.to_string())
@@ -26,6 +50,18 @@ fn io_err(what: impl std::fmt::Display) -> NnError {
 /// # Errors
 /// [`super::DpSgdError::Nn`] ([`NnError::Io`]) if serialisation fails.
 pub fn to_bytes(model: &Sequential, input: &InputTransform) -> Result<Vec<u8>> {
+    to_bytes_with_facts(model, input, None)
+}
+
+/// As [`to_bytes`], with the privacy `facts` under [`FACTS_KEY`] when given.
+///
+/// # Errors
+/// As [`to_bytes`].
+pub fn to_bytes_with_facts(
+    model: &Sequential,
+    input: &InputTransform,
+    facts: Option<&ModelFacts>,
+) -> Result<Vec<u8>> {
     let bytes = dpml_nn::io::to_bytes(model)?;
     let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(io_err)?;
     let mut info: HashMap<String, String> = meta.metadata().clone().unwrap_or_default();
@@ -33,6 +69,9 @@ pub fn to_bytes(model: &Sequential, input: &InputTransform) -> Result<Vec<u8>> {
         INPUT_KEY.into(),
         serde_json::to_string(input).map_err(io_err)?,
     );
+    if let Some(f) = facts {
+        info.insert(FACTS_KEY.into(), serde_json::to_string(f).map_err(io_err)?);
+    }
     let tensors = SafeTensors::deserialize(&bytes).map_err(io_err)?;
     Ok(safetensors::serialize(tensors.tensors(), Some(info)).map_err(io_err)?)
 }
@@ -44,9 +83,26 @@ pub fn to_bytes(model: &Sequential, input: &InputTransform) -> Result<Vec<u8>> {
 /// [`super::DpSgdError::Nn`] for unreadable bytes, a bad architecture or tensor, or a bad
 /// input-transform entry (named in the message).
 pub fn from_bytes(bytes: &[u8]) -> Result<(Sequential, InputTransform)> {
+    from_bytes_with_facts(bytes).map(|s| (s.model, s.input))
+}
+
+/// As [`from_bytes`], with the privacy facts the file records (`None` without a
+/// [`FACTS_KEY`] entry).
+///
+/// # Errors
+/// As [`from_bytes`]; also a [`FACTS_KEY`] entry that is not valid facts JSON (named).
+pub fn from_bytes_with_facts(bytes: &[u8]) -> Result<SavedModel> {
     let model = dpml_nn::io::from_bytes(bytes)?;
     let (_, meta) = SafeTensors::read_metadata(bytes).map_err(io_err)?;
-    let input = match meta.metadata().as_ref().and_then(|m| m.get(INPUT_KEY)) {
+    let entry = |key: &str| meta.metadata().as_ref().and_then(|m| m.get(key));
+    let facts = match entry(FACTS_KEY) {
+        None => None,
+        Some(json) => Some(
+            serde_json::from_str::<ModelFacts>(json)
+                .map_err(|e| io_err(format!("bad {FACTS_KEY:?} entry: {e}")))?,
+        ),
+    };
+    let input = match entry(INPUT_KEY) {
         None => InputTransform::IDENTITY,
         Some(json) => {
             let t: InputTransform = serde_json::from_str(json)
@@ -71,7 +127,11 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Sequential, InputTransform)> {
             t
         }
     };
-    Ok((model, input))
+    Ok(SavedModel {
+        model,
+        input,
+        facts,
+    })
 }
 
 /// Writes the model and its input transform to `path`.
@@ -79,7 +139,21 @@ pub fn from_bytes(bytes: &[u8]) -> Result<(Sequential, InputTransform)> {
 /// # Errors
 /// [`super::DpSgdError::Nn`] naming the path when writing fails.
 pub fn save(path: &Path, model: &Sequential, input: &InputTransform) -> Result<()> {
-    std::fs::write(path, to_bytes(model, input)?)
+    save_with_facts(path, model, input, None)
+}
+
+/// Writes the model, its input transform and its privacy `facts` to `path`: what a model a
+/// user keeps should carry.
+///
+/// # Errors
+/// As [`save`].
+pub fn save_with_facts(
+    path: &Path,
+    model: &Sequential,
+    input: &InputTransform,
+    facts: Option<&ModelFacts>,
+) -> Result<()> {
+    std::fs::write(path, to_bytes_with_facts(model, input, facts)?)
         .map_err(|e| io_err(format!("{}: {e}", path.display())))?;
     Ok(())
 }
@@ -89,7 +163,22 @@ pub fn save(path: &Path, model: &Sequential, input: &InputTransform) -> Result<(
 /// # Errors
 /// [`super::DpSgdError::Nn`] naming the path when reading fails; otherwise as [`from_bytes`].
 pub fn load(path: &Path) -> Result<(Sequential, InputTransform)> {
-    from_bytes(&dpml_nn::io::read_file(path)?)
+    load_saved(path).map(|s| (s.model, s.input))
+}
+
+/// Reads a model with its privacy facts (see [`from_bytes_with_facts`]).
+///
+/// # Errors
+/// As [`load`]; also a bad [`FACTS_KEY`] entry.
+pub fn load_saved(path: &Path) -> Result<SavedModel> {
+    // The bytes' own errors do not know the file: name it, as every refusal must.
+    from_bytes_with_facts(&dpml_nn::io::read_file(path)?).map_err(|e| {
+        let why = match e {
+            super::DpSgdError::Nn(NnError::Io(m)) => m,
+            other => other.to_string(),
+        };
+        io_err(format!("{}: {why}", path.display())).into()
+    })
 }
 
 #[cfg(test)]
@@ -137,5 +226,55 @@ mod tests {
                 .to_string()
                 .contains("/nonexistent")
         );
+    }
+
+    #[test]
+    fn privacy_facts_round_trip_and_files_without_them_load_as_unknown() {
+        let spec = ModelSpec::named("mlp", &[4], 3, &[5]).unwrap();
+        let m = Sequential::new(spec, &mut DpRng::seeded(2)).unwrap();
+        let report = crate::dpsgd::TrainReport {
+            test_accuracy: None,
+            train_accuracy: 0.5,
+            test_loss: None,
+            epsilon: Some(1.25),
+            delta: 1e-5,
+            accountant: "rdp".into(),
+            bounds: Some(dpml_accounting::BoundKind::UpperBound),
+            accountant_note: None,
+            noise_multiplier: Some(0.9),
+            sampling_rate: 0.25,
+            steps: 12,
+            epochs: 3.0,
+            max_grad_norm: 0.5,
+            sensitivity: Some(0.5),
+            exact_noise: false,
+            samples_per_sec: 1.0,
+            wall_seconds: 1.0,
+            seeded: false,
+            epoch_log: Vec::new(),
+        };
+        let facts = ModelFacts::from_training(&report, "iris", 120, "add/remove one record");
+        let t = InputTransform::IDENTITY;
+        let bytes = to_bytes_with_facts(&m, &t, Some(&facts)).unwrap();
+        let saved = from_bytes_with_facts(&bytes).unwrap();
+        assert_eq!(saved.facts.as_ref(), Some(&facts));
+        assert_eq!(saved.model.params()[0].value, m.params()[0].value);
+        // Next to the architecture, readable by any safetensors reader.
+        let (_, meta) = SafeTensors::read_metadata(&bytes).unwrap();
+        let meta = meta.metadata().clone().unwrap();
+        assert!(meta.contains_key(dpml_nn::io::ARCH_KEY));
+        let stored: serde_json::Value = serde_json::from_str(&meta[FACTS_KEY]).unwrap();
+        assert_eq!(stored["epsilon"], 1.25);
+        assert_eq!(stored["sampling_rate"], 0.25);
+        // A file without the entry loads; its guarantee is unknown.
+        let plain = from_bytes_with_facts(&to_bytes(&m, &t).unwrap()).unwrap();
+        assert_eq!(plain.facts, None);
+        // A damaged entry is refused by name.
+        let mut info = meta.clone();
+        info.insert(FACTS_KEY.into(), "{\"epsilon\": 1}".into());
+        let tensors = SafeTensors::deserialize(&bytes).unwrap();
+        let bad = safetensors::serialize(tensors.tensors(), Some(info)).unwrap();
+        let msg = from_bytes_with_facts(&bad).unwrap_err().to_string();
+        assert!(msg.contains(FACTS_KEY), "{msg}");
     }
 }

@@ -47,7 +47,7 @@ pub use bench::{BenchResult, bench};
 pub use config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConfig};
 pub use error::DpSgdError;
 pub use eval::{Eval, check_saved_model_fits, evaluate, predict_logits};
-pub use io::{load, save};
+pub use io::{SavedModel, load, load_saved, save, save_with_facts};
 pub use normalize::{FASHION_MNIST_MEAN_STD, InputTransform, MNIST_MEAN_STD, Normalization};
 pub use presets::{Preset, preset, presets, tabular_recipe};
 pub use sampler::PoissonSampler;

@@ -1,0 +1,123 @@
+//! `dpml inspect MODEL`: what a saved model file is, read from the file alone: its
+//! architecture (layers, parameter count, tensor names and shapes), the input transform it
+//! expects, and the privacy facts it was saved with (`dpml train --out`,
+//! `dpml label-dp --save-model`).
+//!
+//! Tensor names follow PyTorch's `nn.Sequential` state dict: `"{i}.weight"` and `"{i}.bias"`,
+//! `i` being the layer's index counting every layer (Flatten and activations too), so the
+//! file loads into the matching `nn.Sequential` with `load_state_dict`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use dpml_learn::dpsgd::{self, SavedModel};
+use dpml_learn::model_facts::ModelFacts;
+use serde_json::{Value, json};
+
+use crate::args;
+use crate::error::{CliError, CliResult};
+use crate::output::Output;
+
+/// Flags of `dpml inspect`.
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// A model file written by `dpml train --out` or `dpml label-dp --save-model`.
+    #[arg(value_name = "MODEL", value_parser = args::input_path)]
+    pub model: PathBuf,
+}
+
+/// Run `dpml inspect`.
+pub fn run(a: &InspectArgs, out: Output) -> CliResult<()> {
+    let saved = dpsgd::load_saved(&a.model)?;
+    let SavedModel {
+        model,
+        input,
+        facts,
+    } = &saved;
+    let tensors: Vec<(String, Vec<usize>)> = model
+        .named_params()
+        .into_iter()
+        .map(|(name, p)| (name, p.shape.clone()))
+        .collect();
+    let architecture = serde_json::to_value(model.spec()).map_err(CliError::internal)?;
+    let mut privacy = facts_json(facts.as_ref())?;
+    let mut v = json!({
+        "model": a.model,
+        "parameters": model.num_params(),
+        // Through text, so its f32 numbers print as f32 (0.3081, not 0.30809998512268066).
+        "input_transform": serde_json::to_string(input)
+            .and_then(|t| serde_json::from_str::<Value>(&t))
+            .map_err(CliError::internal)?,
+    });
+    if out.json {
+        v["architecture"] = architecture;
+        v["tensors"] = tensors
+            .iter()
+            .map(|(name, shape)| json!({"name": name, "shape": shape}))
+            .collect();
+    } else {
+        // For a reader: one line per layer with its tensors, and no empty facts.
+        v["architecture"] = json!(format!(
+            "{} on records of shape {:?}",
+            model.spec().name,
+            model.input_shape()
+        ));
+        v["layers"] = json!(layer_lines(&architecture, &tensors));
+        if let Value::Object(m) = &mut privacy {
+            m.retain(|_, f| !f.is_null());
+        }
+    }
+    v["privacy"] = privacy;
+    out.emit(&v);
+    Ok(())
+}
+
+/// `"{i} {type} {field}={value} …: {i}.weight [shape], …"`: one line per layer, as its index
+/// in the file's tensor names.
+fn layer_lines(architecture: &Value, tensors: &[(String, Vec<usize>)]) -> Vec<String> {
+    let layers = architecture["layers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    layers
+        .iter()
+        .enumerate()
+        .map(|(i, layer)| {
+            let mut line = format!("{i} {}", layer["type"].as_str().unwrap_or("?"));
+            if let Value::Object(fields) = layer {
+                for (k, v) in fields.iter().filter(|(k, _)| *k != "type") {
+                    line.push_str(&format!(" {k}={v}"));
+                }
+            }
+            let prefix = format!("{i}.");
+            let own: Vec<String> = tensors
+                .iter()
+                .filter(|(name, _)| name.starts_with(&prefix))
+                .map(|(name, shape)| format!("{name} {shape:?}"))
+                .collect();
+            if !own.is_empty() {
+                line.push_str(&format!(": {}", own.join(", ")));
+            }
+            line
+        })
+        .collect()
+}
+
+/// The `"guarantee"` of a model whose file records no privacy facts.
+pub const UNKNOWN_GUARANTEE: &str = "unknown";
+
+/// A model's privacy facts as JSON; for a file without them (written before dpml recorded
+/// them, or by another tool), `{"guarantee": "unknown", "note": …}`, so that a reader never
+/// takes a missing ε for a non-private model or for a private one.
+pub fn facts_json(facts: Option<&ModelFacts>) -> CliResult<Value> {
+    match facts {
+        Some(f) => serde_json::to_value(f).map_err(CliError::internal),
+        None => Ok(json!({
+            "guarantee": UNKNOWN_GUARANTEE,
+            "note": format!(
+                "the file records no privacy facts (no {:?} metadata): its guarantee is unknown",
+                dpsgd::io::FACTS_KEY
+            ),
+        })),
+    }
+}

@@ -1,0 +1,374 @@
+//! Files users keep: a saved model carries its privacy facts (`dpml inspect`, `dpml eval`),
+//! and a budget ledger is created once with its budget (`dpml ledger create|show`), then
+//! spent from without retyping it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::dpml;
+use serde_json::Value;
+
+/// `dpml train` of a private mlp on digits, seeded, saved to `path`: its JSON output.
+fn train_digits(path: &Path) -> Value {
+    dpml(&[
+        "train",
+        "--dataset",
+        "digits",
+        "--model",
+        "mlp",
+        "--hidden",
+        "16",
+        "--epsilon",
+        "2",
+        "--epochs",
+        "3",
+        "--seed",
+        "7",
+        "--out",
+        path.to_str().unwrap(),
+        "--json",
+    ])
+    .json()
+}
+
+/// `dpml inspect PATH --json`.
+fn inspect(path: &Path) -> Value {
+    dpml(&["inspect", path.to_str().unwrap(), "--json"]).json()
+}
+
+/// `dpml eval` of the model at `path` on digits, with the training run's split key.
+fn eval(path: &Path, split_key: &str) -> Value {
+    dpml(&[
+        "eval",
+        "--model",
+        path.to_str().unwrap(),
+        "--dataset",
+        "digits",
+        "--split-key",
+        split_key,
+        "--json",
+    ])
+    .json()
+}
+
+#[test]
+fn a_saved_model_carries_the_privacy_facts_its_training_run_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("digits.safetensors");
+    let trained = train_digits(&model);
+    let facts = &inspect(&model)["privacy"];
+    assert_eq!(facts["guarantee"], "dp-sgd");
+    for key in [
+        "epsilon",
+        "delta",
+        "accountant",
+        "bounds",
+        "noise_multiplier",
+        "sampling_rate",
+        "steps",
+        "max_grad_norm",
+        "neighbouring",
+        "dataset",
+        "train_size",
+        "seeded",
+    ] {
+        assert!(!trained[key].is_null(), "train reports no {key}");
+        assert_eq!(facts[key], trained[key], "{key} differs");
+    }
+    assert_eq!(facts["seeded"], true);
+    assert_eq!(facts["dpml_version"], env!("CARGO_PKG_VERSION"));
+    // RFC 3339 in UTC, to the second: 2026-01-31T12:00:00Z.
+    let created = facts["created"].as_str().unwrap();
+    assert_eq!(created.len(), 20, "{created}");
+    assert!(
+        created.ends_with('Z') && created.as_bytes()[10] == b'T',
+        "{created}"
+    );
+    // eval reports the same facts.
+    let evaluated = eval(&model, trained["split_key"].as_str().unwrap());
+    assert_eq!(&evaluated["model_privacy"], facts);
+}
+
+#[test]
+fn inspect_lists_pytorch_sequential_tensor_names_and_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("digits.safetensors");
+    train_digits(&model);
+    let v = inspect(&model);
+    let layers = v["architecture"]["layers"].as_array().unwrap();
+    let types: Vec<&str> = layers.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["flatten", "linear", "relu", "linear"]);
+    // nn.Sequential(Flatten(), Linear(64, 16), ReLU(), Linear(16, 10)): indices count every
+    // layer, parameters in PyTorch's [out, in] layout.
+    let tensors: Vec<(String, Value)> = v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_string(), t["shape"].clone()))
+        .collect();
+    let want: Vec<(String, Value)> = [
+        ("1.weight", serde_json::json!([16, 64])),
+        ("1.bias", serde_json::json!([16])),
+        ("3.weight", serde_json::json!([10, 16])),
+        ("3.bias", serde_json::json!([10])),
+    ]
+    .into_iter()
+    .map(|(n, s)| (n.to_string(), s))
+    .collect();
+    assert_eq!(tensors, want);
+    assert_eq!(v["parameters"], 64 * 16 + 16 + 16 * 10 + 10);
+    // For a reader: one line per layer with its tensors, and no empty privacy facts.
+    let human = dpml(&["inspect", model.to_str().unwrap()]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    assert!(
+        human
+            .stdout
+            .contains("1 linear in_features=64 out_features=16: 1.weight [16, 64], 1.bias [16]"),
+        "{}",
+        human.stdout
+    );
+    assert!(human.stdout.contains("epsilon: "), "{}", human.stdout);
+    assert!(!human.stdout.contains("null"), "{}", human.stdout);
+}
+
+/// Trains a non-private iris logreg into `path`.
+fn train_iris_non_private(path: &Path) -> Value {
+    dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--non-private",
+        "--epochs",
+        "2",
+        "--out",
+        path.to_str().unwrap(),
+        "--json",
+    ])
+    .json()
+}
+
+/// Copies the model at `from` to `to` without its privacy facts: the safetensors header
+/// re-written without the `dpml_privacy` metadata entry, padded with spaces to its old length
+/// so the tensor offsets stay valid. What an older dpml, or another tool, writes.
+fn strip_privacy_facts(from: &Path, to: &Path) {
+    let bytes = std::fs::read(from).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let meta = header["__metadata__"].as_object_mut().unwrap();
+    assert!(meta.remove("dpml_privacy").is_some(), "no facts to strip");
+    let mut text = serde_json::to_string(&header).unwrap();
+    text.push_str(&" ".repeat(n - text.len()));
+    let mut out = bytes[..8].to_vec();
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&bytes[8 + n..]);
+    std::fs::write(to, out).unwrap();
+}
+
+#[test]
+fn non_private_models_say_so_and_files_without_facts_say_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("iris.safetensors");
+    let trained = train_iris_non_private(&model);
+    let facts = inspect(&model)["privacy"].clone();
+    assert_eq!(facts["guarantee"], "non-private");
+    assert!(facts["epsilon"].is_null(), "{facts}");
+    assert_eq!(facts["seeded"], false);
+    assert_eq!(facts["train_size"], trained["train_size"]);
+
+    let old = dir.path().join("old.safetensors");
+    strip_privacy_facts(&model, &old);
+    let unknown = &inspect(&old)["privacy"];
+    assert_eq!(unknown["guarantee"], "unknown");
+    assert!(unknown["note"].as_str().unwrap().contains("dpml_privacy"));
+    // Still a usable model.
+    let v = dpml(&[
+        "eval",
+        "--model",
+        old.to_str().unwrap(),
+        "--dataset",
+        "iris",
+        "--split-key",
+        trained["split_key"].as_str().unwrap(),
+        "--json",
+    ])
+    .json();
+    assert_eq!(v["model_privacy"]["guarantee"], "unknown");
+    assert!(v["diagnostics"]["test_accuracy"].is_number());
+}
+
+#[test]
+fn inspect_refuses_what_is_not_a_model_file_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a model").unwrap();
+    dpml(&["inspect", text.to_str().unwrap()]).assert_usage_error("notes.txt");
+    dpml(&["inspect", dir.path().to_str().unwrap()]).assert_usage_error("not a regular file");
+    let missing = dir.path().join("missing.safetensors");
+    dpml(&["inspect", missing.to_str().unwrap()]).assert_usage_error("missing.safetensors");
+}
+
+/// `dpml query` of iris' mean petal length at ε = `epsilon`, charged to `ledger`, with `extra`
+/// flags.
+fn query(ledger: &Path, epsilon: &str, extra: &[&str]) -> common::Run {
+    let mut a = vec![
+        "query",
+        "--dataset",
+        "iris",
+        "--column",
+        "petal_length",
+        "--aggregate",
+        "mean",
+        "--bounds",
+        "0,10",
+        "--epsilon",
+        epsilon,
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--json",
+    ];
+    a.extend_from_slice(extra);
+    dpml(&a)
+}
+
+/// `dpml ledger create --ledger PATH --budget-epsilon E --budget-delta D`.
+fn create(ledger: &Path, epsilon: &str, delta: &str) -> common::Run {
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--budget-epsilon",
+        epsilon,
+        "--budget-delta",
+        delta,
+        "--json",
+    ])
+}
+
+fn show(ledger: &Path) -> Value {
+    dpml(&[
+        "ledger",
+        "show",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--json",
+    ])
+    .json()
+}
+
+#[test]
+fn a_ledger_is_created_once_then_spent_from_and_shown_without_retyping_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("budget.ledger");
+    let created = create(&ledger, "2", "1e-6").json();
+    assert_eq!(created["budget"]["epsilon"], 2.0);
+    assert_eq!(created["budget"]["delta"], 1e-6);
+    assert_eq!(created["spent"], 0.0);
+    let before = std::fs::read(&ledger).unwrap();
+    create(&ledger, "5", "1e-6").assert_usage_error("already exists");
+    assert_eq!(std::fs::read(&ledger).unwrap(), before, "create touched it");
+
+    // No --budget: the stored one is used.
+    let spent = query(&ledger, "0.5", &[]).json()["ledger"].clone();
+    // The old spelling still works when it agrees with the stored budget...
+    query(
+        &ledger,
+        "0.25",
+        &["--budget", "2", "--budget-delta", "1e-6"],
+    )
+    .json();
+    // ...and is refused by name when it does not.
+    query(&ledger, "0.25", &["--budget", "3"]).assert_usage_error("ε = 3");
+    query(&ledger, "0.25", &["--budget-delta", "1e-5"]).assert_usage_error("0.00001");
+
+    let shown = show(&ledger);
+    let entries = shown["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0]["epsilon"], 0.5);
+    assert_eq!(entries[1]["epsilon"], 0.25);
+    assert!(
+        entries[0]["label"]
+            .as_str()
+            .unwrap()
+            .contains("petal_length")
+    );
+    assert!(entries[0]["time"].as_str().unwrap().ends_with('Z'));
+    let (total, left) = (
+        shown["spent"].as_f64().unwrap(),
+        shown["remaining"].as_f64().unwrap(),
+    );
+    assert!(total >= spent["spent"].as_f64().unwrap() && total <= 0.75 + 1e-12);
+    assert!((left - (2.0 - total)).abs() < 1e-12, "{shown}");
+    assert_eq!(shown["budget"]["epsilon"], 2.0);
+}
+
+#[test]
+fn a_missing_ledger_is_refused_not_created_without_a_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("typo.ledger");
+    query(&ledger, "0.5", &[]).assert_usage_error("does not exist");
+    dpml(&["ledger", "show", "--ledger", ledger.to_str().unwrap()])
+        .assert_usage_error("does not exist");
+    assert!(!ledger.exists());
+    // Scripts that create a ledger on first use with --budget keep working.
+    let first = query(&ledger, "0.5", &["--budget", "1"]).json();
+    assert_eq!(first["ledger"]["entries"], 1);
+    assert_eq!(show(&ledger)["budget"]["delta"], 1e-5);
+}
+
+/// Makes `path` unwritable for as long as it lives: read-only permissions, and where those do
+/// not bind (root), the immutable attribute. `None` when neither can be had here.
+struct ReadOnly(PathBuf, bool);
+
+impl ReadOnly {
+    fn new(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::PermissionsExt;
+        let writable = || std::fs::OpenOptions::new().write(true).open(path).is_ok();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        if !writable() {
+            return Some(Self(path.into(), false));
+        }
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        let guard = Self(path.into(), immutable);
+        (immutable && !writable()).then_some(guard)
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        if self.1 {
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(&self.0)
+                .status();
+        }
+    }
+}
+
+#[test]
+fn a_read_only_ledger_is_a_runtime_failure_not_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ro.ledger");
+    create(&ledger, "2", "1e-6").json();
+    let Some(_guard) = ReadOnly::new(&ledger) else {
+        eprintln!("skipped: cannot make a file read-only here (root without chattr)");
+        return;
+    };
+    let r = query(&ledger, "0.5", &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("ro.ledger"), "{}", r.stderr);
+    assert!(
+        r.stdout.is_empty(),
+        "released despite the failed spend: {}",
+        r.stdout
+    );
+    // Reading it still works.
+    assert_eq!(show(&ledger)["entries"].as_array().unwrap().len(), 0);
+}

@@ -1,0 +1,285 @@
+//! The privacy facts a saved model carries: what guarantee it was trained under (ε, δ, the
+//! accountant and what kind of number its ε is, σ, q, steps, clipping norm, the neighbouring
+//! relation), on what data (name and size), whether the run was seeded, which dpml wrote it
+//! and when.
+//!
+//! A model file travels without the run's JSON output, so whoever receives it can only judge
+//! its guarantee from the file itself. [`crate::dpsgd::io`] stores these facts as JSON under
+//! one safetensors metadata key, [`crate::dpsgd::io::FACTS_KEY`]. Only public facts are
+//! stored: no accuracy or loss, which are computed from private data without noise.
+
+use std::time::SystemTime;
+
+use dpml_accounting::BoundKind;
+use serde::{Deserialize, Serialize};
+
+use crate::dpsgd::TrainReport;
+use crate::label_dp::LabelDpReport;
+use crate::perturbation::input::PerturbationReport;
+
+/// The kind of guarantee a model was trained under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guarantee {
+    /// DP-SGD over whole records (possibly on top of input perturbation).
+    DpSgd,
+    /// Label DP: each training label privatised once; features not protected.
+    LabelDp,
+    /// Local DP on the features only (input perturbation without DP-SGD).
+    InputPerturbation,
+    /// No guarantee at all (ε = ∞), not a zero cost.
+    NonPrivate,
+}
+
+/// Local DP on the features that preceded training (`dpml train --input-perturbation`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputPerturbationFacts {
+    /// "laplace" or "gaussian".
+    pub mechanism: String,
+    /// ε of one record's features.
+    pub epsilon_per_record: f64,
+    /// δ at which `epsilon_per_record` holds (0 for Laplace).
+    pub delta_per_record: f64,
+}
+
+/// The privacy facts of a saved model. Field names follow `dpml train --json`; a field the
+/// guarantee does not have is `null` (e.g. σ of a label-DP model, ε of a non-private one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelFacts {
+    /// The kind of guarantee.
+    pub guarantee: Guarantee,
+    /// ε of the guarantee (`None` when non-private). For label DP, the per-label ε.
+    #[serde(default)]
+    pub epsilon: Option<f64>,
+    /// δ of the guarantee (0 for label DP; `None` when non-private).
+    #[serde(default)]
+    pub delta: Option<f64>,
+    /// The unit of privacy: which data sets the guarantee calls neighbours.
+    #[serde(default)]
+    pub neighbouring: Option<String>,
+    /// The accountant that computed ε: "pld", "rdp" or "gdp" (DP-SGD only).
+    #[serde(default)]
+    pub accountant: Option<String>,
+    /// What kind of number ε is: "upper_bound" or "approximation" (DP-SGD only).
+    #[serde(default)]
+    pub bounds: Option<BoundKind>,
+    /// Why ε is not the named accountant's own number, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accountant_note: Option<String>,
+    /// Noise multiplier σ (DP-SGD only).
+    #[serde(default)]
+    pub noise_multiplier: Option<f64>,
+    /// Sampling rate q = B/N (DP-SGD only).
+    #[serde(default)]
+    pub sampling_rate: Option<f64>,
+    /// Steps T (DP-SGD only).
+    #[serde(default)]
+    pub steps: Option<u64>,
+    /// Clipping norm C of each per-sample gradient (DP-SGD only).
+    #[serde(default)]
+    pub max_grad_norm: Option<f64>,
+    /// The label mechanism: "laplace", "rr" or "rr-prior" (label DP only).
+    #[serde(default)]
+    pub label_mechanism: Option<String>,
+    /// Input perturbation of the features before training, if any.
+    #[serde(default)]
+    pub input_perturbation: Option<InputPerturbationFacts>,
+    /// The data set trained on (its name, or `csv:PATH`).
+    pub dataset: String,
+    /// Training-set size N (public: the guarantee is stated for a known N).
+    pub train_size: usize,
+    /// Whether the generator was user-seeded: a seeded run's noise can be replayed, so the
+    /// model is not a secure release.
+    pub seeded: bool,
+    /// Version of the dpml crates that wrote the file.
+    pub dpml_version: String,
+    /// When the file was written, UTC, RFC 3339 (e.g. `2026-01-31T12:00:00Z`).
+    pub created: String,
+}
+
+impl ModelFacts {
+    /// Facts with only the data, the seeding, this crate's version and the current time; every
+    /// guarantee field empty.
+    fn base(guarantee: Guarantee, dataset: &str, train_size: usize, seeded: bool) -> Self {
+        Self {
+            guarantee,
+            epsilon: None,
+            delta: None,
+            neighbouring: None,
+            accountant: None,
+            bounds: None,
+            accountant_note: None,
+            noise_multiplier: None,
+            sampling_rate: None,
+            steps: None,
+            max_grad_norm: None,
+            label_mechanism: None,
+            input_perturbation: None,
+            dataset: dataset.into(),
+            train_size,
+            seeded,
+            dpml_version: env!("CARGO_PKG_VERSION").into(),
+            created: now_rfc3339(),
+        }
+    }
+
+    /// The facts of a DP-SGD (or non-private) training run reported by `report`, on
+    /// `train_size` records of `dataset`, private under `neighbouring`.
+    pub fn from_training(
+        report: &TrainReport,
+        dataset: &str,
+        train_size: usize,
+        neighbouring: &str,
+    ) -> Self {
+        let Some(epsilon) = report.epsilon else {
+            return Self::base(Guarantee::NonPrivate, dataset, train_size, report.seeded);
+        };
+        Self {
+            epsilon: Some(epsilon),
+            delta: Some(report.delta),
+            neighbouring: Some(neighbouring.into()),
+            accountant: Some(report.accountant.clone()),
+            bounds: report.bounds,
+            accountant_note: report.accountant_note.clone(),
+            noise_multiplier: report.noise_multiplier,
+            sampling_rate: Some(report.sampling_rate),
+            steps: Some(report.steps),
+            max_grad_norm: Some(report.max_grad_norm),
+            ..Self::base(Guarantee::DpSgd, dataset, train_size, report.seeded)
+        }
+    }
+
+    /// The facts of a label-DP run reported by `report` on `dataset`, private under
+    /// `neighbouring` (a pure ε-label-DP guarantee: δ = 0).
+    pub fn from_label_dp(report: &LabelDpReport, dataset: &str, neighbouring: &str) -> Self {
+        Self {
+            epsilon: Some(report.epsilon),
+            delta: Some(0.0),
+            neighbouring: Some(neighbouring.into()),
+            label_mechanism: Some(report.mechanism.clone()),
+            ..Self::base(
+                Guarantee::LabelDp,
+                dataset,
+                report.train_records,
+                report.seeded,
+            )
+        }
+    }
+
+    /// These facts with the input perturbation `p` that preceded training. Without DP-SGD the
+    /// perturbation is the whole guarantee: local DP on the features, under `neighbouring`.
+    pub fn with_input_perturbation(mut self, p: &PerturbationReport, neighbouring: &str) -> Self {
+        if self.guarantee == Guarantee::NonPrivate {
+            self.guarantee = Guarantee::InputPerturbation;
+            self.epsilon = Some(p.epsilon_per_record);
+            self.delta = Some(p.delta_per_record);
+            self.neighbouring = Some(neighbouring.into());
+        }
+        self.input_perturbation = Some(InputPerturbationFacts {
+            mechanism: p.mechanism.clone(),
+            epsilon_per_record: p.epsilon_per_record,
+            delta_per_record: p.delta_per_record,
+        });
+        self
+    }
+}
+
+/// The current time, UTC, RFC 3339 to the second.
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(epsilon: Option<f64>) -> TrainReport {
+        TrainReport {
+            test_accuracy: Some(0.9),
+            train_accuracy: 0.95,
+            test_loss: Some(0.3),
+            epsilon,
+            delta: 1e-5,
+            accountant: "pld".into(),
+            bounds: epsilon.map(|_| BoundKind::UpperBound),
+            accountant_note: None,
+            noise_multiplier: epsilon.map(|_| 1.1),
+            sampling_rate: 0.01,
+            steps: 300,
+            epochs: 3.0,
+            max_grad_norm: 1.0,
+            sensitivity: epsilon.map(|_| 1.0),
+            exact_noise: false,
+            samples_per_sec: 1.0,
+            wall_seconds: 1.0,
+            seeded: true,
+            epoch_log: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn training_facts_round_trip_through_json() {
+        let f = ModelFacts::from_training(&report(Some(2.5)), "digits", 1437, "add/remove");
+        assert_eq!(f.guarantee, Guarantee::DpSgd);
+        assert_eq!(
+            (f.epsilon, f.delta, f.noise_multiplier),
+            (Some(2.5), Some(1e-5), Some(1.1))
+        );
+        assert_eq!((f.sampling_rate, f.steps), (Some(0.01), Some(300)));
+        assert!(f.seeded);
+        assert_eq!(f.dpml_version, env!("CARGO_PKG_VERSION"));
+        let json = serde_json::to_string(&f).unwrap();
+        assert!(json.contains("\"guarantee\":\"dp-sgd\""), "{json}");
+        assert!(json.contains("\"bounds\":\"upper_bound\""), "{json}");
+        // Nothing computed from the private data without noise is stored.
+        assert!(
+            !json.contains("accuracy") && !json.contains("loss"),
+            "{json}"
+        );
+        let back: ModelFacts = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, f);
+    }
+
+    #[test]
+    fn a_non_private_model_has_no_epsilon_unless_its_features_were_perturbed() {
+        let f = ModelFacts::from_training(&report(None), "iris", 120, "add/remove");
+        assert_eq!(f.guarantee, Guarantee::NonPrivate);
+        assert_eq!((f.epsilon, f.neighbouring.as_deref()), (None, None));
+        let json = serde_json::to_value(&f).unwrap();
+        assert!(json["epsilon"].is_null(), "{json}");
+        let p = PerturbationReport {
+            mechanism: "laplace".into(),
+            epsilon_per_feature: 0.5,
+            epsilon_per_record: 2.0,
+            delta_per_feature: 0.0,
+            delta_per_record: 0.0,
+            composition: "basic".into(),
+            features: 4,
+            records: 120,
+            feature_range: crate::perturbation::input::PerFeature::Same((0.0, 1.0)),
+            noise_scale: crate::perturbation::input::PerFeature::Same(2.0),
+            event_per_record: dpml_mechanisms::PrivacyEvent::Laplace {
+                noise_multiplier: 0.5,
+            },
+            seeded: true,
+        };
+        let local = f.clone().with_input_perturbation(&p, "features");
+        assert_eq!(local.guarantee, Guarantee::InputPerturbation);
+        assert_eq!(local.epsilon, Some(2.0));
+        // On top of DP-SGD, ε stays DP-SGD's (over whole records).
+        let both = ModelFacts::from_training(&report(Some(3.0)), "iris", 120, "add/remove")
+            .with_input_perturbation(&p, "features");
+        assert_eq!(
+            (both.guarantee, both.epsilon),
+            (Guarantee::DpSgd, Some(3.0))
+        );
+        assert_eq!(both.input_perturbation.unwrap().epsilon_per_record, 2.0);
+    }
+
+    #[test]
+    fn created_is_rfc3339_utc() {
+        let t = now_rfc3339();
+        assert!(humantime::parse_rfc3339(&t).is_ok(), "{t}");
+        assert!(t.ends_with('Z'), "{t}");
+    }
+}
