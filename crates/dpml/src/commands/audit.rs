@@ -193,7 +193,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     };
     cfg.validate_for(&data).map_err(driver_err)?;
     let mut rng = a.seed.rng()?;
-    let bar = out.progress(cfg.models_needed() as u64, "models");
+    let bar = out.progress(cfg.models_needed() as u64, "audit", "model");
     let ready = |m: &ModelReady| {
         bar.set_message(if m.from_cache { "cached" } else { "trained" });
         bar.inc(1);

@@ -490,7 +490,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         .flat_map(|epsilon| (0..a.repeats).map(move |repeat| Job { epsilon, repeat }))
         .map(|job| (job, rng.fork()))
         .collect();
-    let bar = out.progress(jobs.len() as u64, "sweep");
+    let bar = out.progress(jobs.len() as u64, "sweep", "run");
     let queue = Mutex::new(jobs.into_iter().enumerate().collect::<Vec<_>>());
     let results = Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
