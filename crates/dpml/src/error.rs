@@ -11,6 +11,8 @@ pub enum CliError {
     /// The user's input was refused: a value, file or data (exit 2). The message names the bad
     /// value.
     Usage(String),
+    /// The environment failed: the network, a locked or read-only ledger (exit 1).
+    Runtime(String),
     /// Something failed that the user could not have prevented (exit 1).
     Internal(String),
 }
@@ -26,6 +28,11 @@ impl CliError {
         CliError::Internal(one_line(&msg.to_string()))
     }
 
+    /// A failure of the environment (network, file system) from anything printable.
+    pub fn runtime(msg: impl fmt::Display) -> Self {
+        CliError::Runtime(one_line(&msg.to_string()))
+    }
+
     /// A command line that does not parse (clap's message, folded to one line).
     pub fn parse(msg: impl fmt::Display) -> Self {
         CliError::Parse(one_line(&msg.to_string()))
@@ -35,7 +42,7 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CliError::Parse(_) | CliError::Usage(_) => 2,
-            CliError::Internal(_) => 1,
+            CliError::Runtime(_) | CliError::Internal(_) => 1,
         }
     }
 
@@ -44,7 +51,7 @@ impl CliError {
         match self {
             CliError::Parse(_) => "usage",
             CliError::Usage(_) => "bad_input",
-            CliError::Internal(_) => "runtime",
+            CliError::Runtime(_) | CliError::Internal(_) => "runtime",
         }
     }
 
@@ -85,7 +92,7 @@ pub fn json_requested(args: impl IntoIterator<Item = std::ffi::OsString>) -> boo
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Parse(m) | CliError::Usage(m) => write!(f, "{m}"),
+            CliError::Parse(m) | CliError::Usage(m) | CliError::Runtime(m) => write!(f, "{m}"),
             CliError::Internal(m) => write!(f, "internal error: {m}"),
         }
     }
@@ -144,12 +151,33 @@ macro_rules! usage_from {
 usage_from!(
     dpml_mechanisms::MechanismError,
     dpml_accounting::AccountingError,
-    dpml_accounting::ledger::LedgerError,
-    dpml_data::DataError,
     dpml_learn::LearnError,
     dpml_learn::dpsgd::DpSgdError,
     dpml_learn::perturbation::PerturbationError
 );
+
+/// Ledger errors are bad input except where the file system or SQLite failed (a locked,
+/// read-only or unwritable ledger): the user's values were fine, so exit 1.
+impl From<dpml_accounting::ledger::LedgerError> for CliError {
+    fn from(e: dpml_accounting::ledger::LedgerError) -> Self {
+        use dpml_accounting::ledger::LedgerError;
+        match e {
+            LedgerError::Sqlite { .. } | LedgerError::Io { .. } => CliError::runtime(e),
+            other => CliError::usage(other),
+        }
+    }
+}
+
+/// Data errors are bad input (a missing or malformed file, a bad value), except a failed
+/// download: the network, not the user, failed (exit 1).
+impl From<dpml_data::DataError> for CliError {
+    fn from(e: dpml_data::DataError) -> Self {
+        match e {
+            dpml_data::DataError::Download { .. } => CliError::runtime(e),
+            other => CliError::usage(other),
+        }
+    }
+}
 
 /// The result type of every command.
 pub type CliResult<T> = Result<T, CliError>;
@@ -170,7 +198,11 @@ mod tests {
 
     #[test]
     fn json_is_found_before_a_double_dash_only() {
-        let args = |a: &[&str]| a.iter().map(Into::into).collect::<Vec<std::ffi::OsString>>();
+        let args = |a: &[&str]| {
+            a.iter()
+                .map(Into::into)
+                .collect::<Vec<std::ffi::OsString>>()
+        };
         assert!(json_requested(args(&["dpml", "train", "--json"])));
         assert!(!json_requested(args(&["dpml", "train", "--", "--json"])));
         assert!(!json_requested(args(&["--json", "train"])));
@@ -183,7 +215,10 @@ mod tests {
         assert_eq!(v["error"]["kind"], "bad_input");
         assert_eq!(v["error"]["exit_code"], 2);
         assert_eq!(v["error"]["message"], "--epsilon must be > 0, got -1");
-        assert_eq!(CliError::internal("disk").to_json()["error"]["kind"], "runtime");
+        assert_eq!(
+            CliError::internal("disk").to_json()["error"]["kind"],
+            "runtime"
+        );
         assert_eq!(CliError::parse("x").to_json()["error"]["kind"], "usage");
     }
 }

@@ -67,8 +67,7 @@ impl Output {
             // Anything else (a full disk) lost the result: saying success would be a lie.
             Err(e) => {
                 drop(stdout);
-                CliError::internal(format!("cannot write the result to stdout: {e}"))
-                    .exit(self.json)
+                CliError::runtime(format!("cannot write the result to stdout: {e}")).exit(self.json)
             }
         }
     }

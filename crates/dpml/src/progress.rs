@@ -175,19 +175,23 @@ fn write_line(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
-/// The terminal bar: at most 80 columns whatever the terminal's width (what 12 + bar 20 +
-/// counts up to 15 + rate up to 18 + eta 9, and the message cut to what is left).
+/// The terminal bar: at most 80 columns whatever the terminal's width: what (cut to 10) +
+/// bar 16 + counts up to 13 + rate up to 14 + eta, and the message cut to 12.
 fn bar(len: u64, what: &str, unit: &'static str) -> indicatif::ProgressBar {
-    let bar =
-        indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(len),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
     let style = indicatif::ProgressStyle::with_template(
-        "{prefix:>10.12} [{bar:20}] {pos}/{len} {rate} eta {eta} {msg:.20}",
+        "{prefix:<10!} [{bar:16}] {pos}/{len} {rate} eta {eta} {msg:<12!}",
     )
     .map(|s| {
-        s.progress_chars("=> ")
-            .with_key("rate", move |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{}", rate(state.pos() as f64, unit, state.elapsed()));
-            })
+        s.progress_chars("=> ").with_key(
+            "rate",
+            move |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", per_second(state.per_sec(), unit));
+            },
+        )
     })
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     bar.set_style(style);
@@ -201,8 +205,14 @@ pub fn rate(count: f64, unit: &str, elapsed: Duration) -> String {
     if secs <= 0.0 {
         return format!("- {unit}s/s");
     }
-    let per_sec = count / secs;
-    let number = if per_sec >= 1000.0 {
+    per_second(count / secs, unit)
+}
+
+/// `4,300 samples/s`.
+fn per_second(per_sec: f64, unit: &str) -> String {
+    let number = if !per_sec.is_finite() {
+        "-".to_string()
+    } else if per_sec >= 1000.0 {
         grouped(per_sec.round() as u64)
     } else {
         short(per_sec)
@@ -229,7 +239,10 @@ mod tests {
 
     #[test]
     fn rates_carry_units_and_group_thousands() {
-        assert_eq!(rate(8600.0, "sample", Duration::from_secs(2)), "4,300 samples/s");
+        assert_eq!(
+            rate(8600.0, "sample", Duration::from_secs(2)),
+            "4,300 samples/s"
+        );
         assert_eq!(rate(3.0, "run", Duration::from_secs(4)), "0.750 runs/s");
     }
 

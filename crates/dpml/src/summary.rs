@@ -114,7 +114,14 @@ const SPECIFIC: &[Summary] = &[
                 guarantee(v)
             )
         },
-        fields: &["estimate", "ci95", "std_error", "respondents", "categories", "epsilon"],
+        fields: &[
+            "estimate",
+            "ci95",
+            "std_error",
+            "respondents",
+            "categories",
+            "epsilon",
+        ],
         rows: None,
     },
     Summary {
@@ -128,7 +135,15 @@ const SPECIFIC: &[Summary] = &[
                 guarantee(v)
             )
         },
-        fields: &["algorithm", "k", "iterations", "n", "epsilon", "delta", "seeded"],
+        fields: &[
+            "algorithm",
+            "k",
+            "iterations",
+            "n",
+            "epsilon",
+            "delta",
+            "seeded",
+        ],
         rows: None,
     },
     Summary {
@@ -269,7 +284,12 @@ const SPECIFIC: &[Summary] = &[
     },
     Summary {
         command: "presets",
-        headline: |v, _| format!("{} training presets (dpml train --preset NAME)", count(v, "presets")),
+        headline: |v, _| {
+            format!(
+                "{} training presets (dpml train --preset NAME)",
+                count(v, "presets")
+            )
+        },
         fields: &[],
         rows: Some(("presets", &["name", "dataset"])),
     },
@@ -279,7 +299,14 @@ const SPECIFIC: &[Summary] = &[
         fields: &[],
         rows: Some((
             "datasets",
-            &["name", "available", "rows", "features", "classes", "location"],
+            &[
+                "name",
+                "available",
+                "rows",
+                "features",
+                "classes",
+                "location",
+            ],
         )),
     },
     Summary {
@@ -341,14 +368,17 @@ pub fn render(command: &str, result: &Value, diagnostics: Option<&Value>) -> Str
         table(&mut out, &flatten(d));
         // Lists of records (a sweep's summary rows) as tables of their scalar columns.
         for (key, items) in d.as_object().into_iter().flatten() {
-            let first = items.as_array().and_then(|a| a.first()).and_then(Value::as_object);
+            let first = items
+                .as_array()
+                .and_then(|a| a.first())
+                .and_then(Value::as_object);
             if let Some(first) = first {
                 let columns: Vec<&str> = first
                     .iter()
                     .filter(|(_, v)| is_scalar(v))
                     .map(|(k, _)| k.as_str())
                     .collect();
-                let _ = write!(out, "\n  {key}:");
+                let _ = write!(out, "  {key}:");
                 list(&mut out, Some(items), &columns);
             }
         }
@@ -510,7 +540,11 @@ fn is_scalar(v: &Value) -> bool {
 
 /// `key  value` lines, the values aligned.
 fn table(out: &mut String, rows: &[(String, String)]) {
-    let width = rows.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0);
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
     for (k, v) in rows {
         let _ = writeln!(out, "  {k:<width$}  {v}");
     }
@@ -529,7 +563,13 @@ fn list(out: &mut String, items: Option<&Value>, columns: &[&str]) {
             .collect()
     }));
     let widths: Vec<usize> = (0..columns.len())
-        .map(|i| cells.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .map(|i| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let _ = writeln!(out);
     for row in cells {
@@ -633,7 +673,7 @@ mod tests {
         assert_eq!(short(1e-5), "1e-5");
         assert_eq!(short(1e308), "1e308");
         assert_eq!(short(12345.678), "12346");
-        assert_eq!(scientific(-2.345e-7), "-2.35e-7");
+        assert_eq!(scientific(-2.346e-7), "-2.35e-7");
         assert_eq!(grouped(4300), "4,300");
         assert_eq!(grouped(1_234_567), "1,234,567");
         assert_eq!(grouped(12), "12");

@@ -104,7 +104,11 @@ pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult
                     dpml_data::FetchStage::Verified => "downloaded and verified",
                     dpml_data::FetchStage::AlreadyPresent => "already present",
                 };
-                bar.line(&format!("file {}/{} {} {state}", p.index, p.count, p.file), None, "");
+                bar.line(
+                    &format!("file {}/{} {} {state}", p.index, p.count, p.file),
+                    None,
+                    "",
+                );
             };
             let files = dpml_data::fetch(name, to, base_url.as_deref(), &mut progress)?;
             bar.finish_and_clear();

@@ -18,8 +18,8 @@ use super::train::{Loaded, SplitArgs, load_split, public_normalization};
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
-use crate::progress::Progress;
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
+use crate::progress::Progress;
 use crate::schema_args::{Needs, SchemaArgs, provenance_report};
 
 fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>

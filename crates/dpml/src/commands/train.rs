@@ -19,9 +19,9 @@ use serde_json::{Value, json};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::{Output, diag};
-use crate::summary::short;
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
+use crate::summary::short;
 
 /// Optimizers on the command line.
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -810,7 +810,11 @@ pub fn train_with_progress(
         bar.set_position(p.done as u64);
         bar.set_message(format!("features of the {} records", p.set));
         if p.done == p.total {
-            bar.line(&format!("features of the {} {} records", p.total, p.set), None, "");
+            bar.line(
+                &format!("features of the {} {} records", p.total, p.set),
+                None,
+                "",
+            );
         }
     };
     let outcome = dpsgd::train::train_with_prefix_progress(
