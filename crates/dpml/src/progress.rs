@@ -70,6 +70,9 @@ impl Progress {
         if let Ok(mut w) = self.work_start.lock() {
             *w = Some(Instant::now());
         }
+        if let Draw::Bar(b) = &self.draw {
+            b.reset_eta();
+        }
     }
 
     /// Sets the number of units.

@@ -236,7 +236,11 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         result["files"] = files;
         write_json(&dir.join("audit.json"), &result)?;
     }
-    out.emit(&result);
+    // With --json an inconsistent audit prints only the error object (one object on stdout);
+    // its figures are in audit.json when --out is given.
+    if report.consistent || !out.json {
+        out.emit(&result);
+    }
     if !report.consistent {
         diag!("{}", inconsistency_banner(&report));
         return Err(CliError::internal(format!(
