@@ -266,7 +266,10 @@ fn class_index(path: &Path, line: u64, cell: &str, n_classes: usize) -> Result<u
         .ok_or_else(|| DataError::Csv {
             path: path.to_path_buf(),
             line,
-            reason: format!("class {cell:?} is not an integer in 0..{n_classes}"),
+            reason: format!(
+                "class {} is not an integer in 0..{n_classes}",
+                crate::error::quoted(cell)
+            ),
         })
 }
 

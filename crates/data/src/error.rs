@@ -148,7 +148,7 @@ pub enum DataError {
     },
 
     /// A cell that should be a number but is not (or is not finite, or is beyond f32 range).
-    #[error("{}: line {line}, column \"{column}\": {value:?} {reason}", path.display())]
+    #[error("{}: line {line}, column \"{column}\": {} {reason}", path.display(), quoted(value))]
     NonNumeric {
         /// The file.
         path: PathBuf,
@@ -261,8 +261,9 @@ pub enum DataError {
 
     /// A label that is not one of the declared classes.
     #[error(
-        "{}: line {line}: label {value:?} is not one of the declared classes ({classes})",
-        path.display()
+        "{}: line {line}: label {} is not one of the declared classes ({classes})",
+        path.display(),
+        quoted(value)
     )]
     UndeclaredLabel {
         /// The file.
@@ -345,5 +346,34 @@ impl DataError {
             expected: expected.into(),
             value: value.to_string(),
         }
+    }
+}
+
+/// The most characters of a cell an error message quotes.
+const QUOTE_CHARS: usize = 80;
+
+/// A cell from the user's file, quoted for an error message and cut to [`QUOTE_CHARS`]
+/// characters: a one-line CSV can hold megabytes in one cell, and the message must stay one
+/// readable line.
+pub fn quoted(cell: &str) -> String {
+    if cell.chars().count() <= QUOTE_CHARS {
+        format!("{cell:?}")
+    } else {
+        let head: String = cell.chars().take(QUOTE_CHARS - 1).collect();
+        format!("{:?}", format!("{head}…"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_cells_are_quoted_in_at_most_80_characters() {
+        assert_eq!(quoted("abc"), "\"abc\"");
+        let long = "x".repeat(10_000);
+        let q = quoted(&long);
+        assert_eq!(q.chars().count(), QUOTE_CHARS + 2, "{q}");
+        assert!(q.ends_with("…\""), "{q}");
     }
 }

@@ -6,8 +6,13 @@ use std::fmt;
 /// A failure of a command, classified for its exit code.
 #[derive(Debug)]
 pub enum CliError {
-    /// The user's input or usage was wrong (exit 2). The message names the bad value.
+    /// The command line does not parse: an unknown flag, a missing argument (exit 2).
+    Parse(String),
+    /// The user's input was refused: a value, file or data (exit 2). The message names the bad
+    /// value.
     Usage(String),
+    /// The environment failed: the network, a locked or read-only ledger (exit 1).
+    Runtime(String),
     /// Something failed that the user could not have prevented (exit 1).
     Internal(String),
 }
@@ -23,27 +28,116 @@ impl CliError {
         CliError::Internal(one_line(&msg.to_string()))
     }
 
+    /// A failure of the environment (network, file system) from anything printable.
+    pub fn runtime(msg: impl fmt::Display) -> Self {
+        CliError::Runtime(one_line(&msg.to_string()))
+    }
+
+    /// A command line that does not parse (clap's message, folded to one line).
+    pub fn parse(msg: impl fmt::Display) -> Self {
+        CliError::Parse(one_line(&msg.to_string()))
+    }
+
     /// The process exit code for this failure.
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Usage(_) => 2,
-            CliError::Internal(_) => 1,
+            CliError::Parse(_) | CliError::Usage(_) => 2,
+            CliError::Runtime(_) | CliError::Internal(_) => 1,
         }
     }
+
+    /// The `"kind"` of the `--json` error object.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CliError::Parse(_) => "usage",
+            CliError::Usage(_) => "bad_input",
+            CliError::Runtime(_) | CliError::Internal(_) => "runtime",
+        }
+    }
+
+    /// The `--json` error object: `{"error": {"kind", "message", "exit_code"}}`, the message
+    /// being the text of the `error: …` line.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"error": {
+            "kind": self.kind(),
+            "message": self.to_string(),
+            "exit_code": self.exit_code(),
+        }})
+    }
+
+    /// Reports the failure and ends the process: one `error: …` line on stderr and, with
+    /// `json`, the error object on stdout (a script reading stdout learns why there is no
+    /// result). Neither write may panic; the exit code says what happened even if both fail.
+    pub fn exit(&self, json: bool) -> ! {
+        crate::output::diag!("error: {self}");
+        if json {
+            use std::io::Write as _;
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{}", self.to_json()).and_then(|()| stdout.flush());
+        }
+        std::process::exit(self.exit_code())
+    }
+}
+
+/// Whether `--json` is on the command line, read from the raw arguments: a usage error is
+/// found before clap has parsed the flag, and must still print its JSON object. Arguments
+/// after `--` are values, not flags.
+pub fn json_requested(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    args.into_iter()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(m) => write!(f, "{m}"),
+            CliError::Parse(m) | CliError::Usage(m) | CliError::Runtime(m) => write!(f, "{m}"),
             CliError::Internal(m) => write!(f, "internal error: {m}"),
         }
     }
 }
 
-/// Errors are reported on one line, so a multi-line library message is folded.
+/// Errors are reported on one line, so a multi-line library message is folded, and numbers
+/// too long to read are shortened ([`short_numbers`]).
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    short_numbers(&s.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// A number token longer than this is shortened. No u64 (20 digits) or f64 in Rust's shortest
+/// form with a normal exponent reaches it; 1e308 printed with `{}` has 309 digits.
+const LONG_NUMBER: usize = 24;
+
+/// Rewrites every number written out in more than [`LONG_NUMBER`] characters (`{}` of 1e308
+/// or 1e-300) in short scientific form (`1e308`), in one place for every message: the values
+/// come from many parsers and libraries. Digits inside words (hex keys, paths) are left alone.
+pub fn short_numbers(msg: &str) -> String {
+    let chars: Vec<char> = msg.chars().collect();
+    let mut out = String::with_capacity(msg.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_word = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        if !chars[i].is_ascii_digit() || starts_word {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let mut end = i;
+        while end < chars.len() && (chars[end].is_ascii_digit() || chars[end] == '.') {
+            end += 1;
+        }
+        let token: String = chars[i..end].iter().collect();
+        let in_word = end < chars.len() && (chars[end].is_alphanumeric() || chars[end] == '_');
+        match token.trim_end_matches('.').parse::<f64>() {
+            Ok(v) if token.len() > LONG_NUMBER && !in_word => {
+                out.push_str(&crate::summary::scientific(v));
+                out.push_str(&token[token.trim_end_matches('.').len()..]);
+            }
+            _ => out.push_str(&token),
+        }
+        i = end;
+    }
+    out
 }
 
 /// Library errors come from the user's parameters, files or data: exit 2.
@@ -57,7 +151,6 @@ macro_rules! usage_from {
 usage_from!(
     dpml_mechanisms::MechanismError,
     dpml_accounting::AccountingError,
-    dpml_data::DataError,
     dpml_learn::LearnError,
     dpml_learn::dpsgd::DpSgdError,
     dpml_learn::perturbation::PerturbationError
@@ -70,12 +163,64 @@ usage_from!(
 impl From<dpml_accounting::ledger::LedgerError> for CliError {
     fn from(e: dpml_accounting::ledger::LedgerError) -> Self {
         if e.is_environmental() {
-            CliError::internal(e)
+            CliError::runtime(e)
         } else {
             CliError::usage(e)
         }
     }
 }
 
+/// Data errors are bad input (a missing or malformed file, a bad value), except a failed
+/// download: the network, not the user, failed (exit 1).
+impl From<dpml_data::DataError> for CliError {
+    fn from(e: dpml_data::DataError) -> Self {
+        match e {
+            dpml_data::DataError::Download { .. } => CliError::runtime(e),
+            other => CliError::usage(other),
+        }
+    }
+}
+
 /// The result type of every command.
 pub type CliResult<T> = Result<T, CliError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_numbers_in_messages_are_shortened_and_words_kept() {
+        let huge = format!("value {} is too large.", 1e308);
+        assert_eq!(short_numbers(&huge), "value 1e308 is too large.");
+        let tiny = format!("got {}", 1.5e-300);
+        assert_eq!(short_numbers(&tiny), "got 1.5e-300");
+        let kept = "seed 18446744073709551615, key 3dcaced012238ba8f6f903aec0988483c5a097f9, 0.1";
+        assert_eq!(short_numbers(kept), kept);
+    }
+
+    #[test]
+    fn json_is_found_before_a_double_dash_only() {
+        let args = |a: &[&str]| {
+            a.iter()
+                .map(Into::into)
+                .collect::<Vec<std::ffi::OsString>>()
+        };
+        assert!(json_requested(args(&["dpml", "train", "--json"])));
+        assert!(!json_requested(args(&["dpml", "train", "--", "--json"])));
+        assert!(!json_requested(args(&["--json", "train"])));
+    }
+
+    #[test]
+    fn error_objects_carry_kind_message_and_exit_code() {
+        let e = CliError::usage("--epsilon must be > 0, got -1");
+        let v = e.to_json();
+        assert_eq!(v["error"]["kind"], "bad_input");
+        assert_eq!(v["error"]["exit_code"], 2);
+        assert_eq!(v["error"]["message"], "--epsilon must be > 0, got -1");
+        assert_eq!(
+            CliError::internal("disk").to_json()["error"]["kind"],
+            "runtime"
+        );
+        assert_eq!(CliError::parse("x").to_json()["error"]["kind"], "usage");
+    }
+}

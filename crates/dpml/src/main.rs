@@ -10,8 +10,10 @@ mod ledger_args;
 mod output;
 mod plot;
 mod privacy_model;
+mod progress;
 mod report;
 mod schema_args;
+mod summary;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -82,22 +84,24 @@ enum Command {
 }
 
 fn main() {
-    let cli = match allow_negative_numbers(Cli::command())
+    let json = error::json_requested(std::env::args_os());
+    let (cli, command_name) = match allow_negative_numbers(Cli::command())
         .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m))
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, command_path(&m))))
     {
-        Ok(cli) => cli,
-        Err(e) => exit_on_clap_error(e),
+        Ok(parsed) => parsed,
+        Err(e) => exit_on_clap_error(e, json),
+    };
+    let command = match cli.command {
+        Some(c) => c,
+        None => default_job(json),
     };
     let out = Output {
         json: cli.json,
         diagnostics: !cli.no_diagnostics,
+        command: command_name.unwrap_or(DEFAULT_JOB[1]),
     };
     let data_dir = cli.data_dir.data_dir.as_deref();
-    let command = match cli.command {
-        Some(c) => c,
-        None => default_job(),
-    };
     let result = match &command {
         Command::Train(a) => commands::train::run(a, data_dir, out),
         Command::Eval(a) => commands::train::eval(a, data_dir, out),
@@ -119,13 +123,25 @@ fn main() {
         Command::Ledger(a) => commands::ledger::run(a, out),
     };
     if let Err(e) = result {
-        diag!("error: {e}");
-        std::process::exit(e.exit_code());
+        e.exit(out.json);
     }
 }
 
+/// The command as a user types it, for the `"command"` field: `"train"`, `"bench dpsgd"`,
+/// `"data verify"`; `None` when no command was given. Leaked once per process so that
+/// [`Output`] stays `Copy` for the commands that pass it around.
+fn command_path(m: &clap::ArgMatches) -> Option<&'static str> {
+    let mut names = Vec::new();
+    let mut current = m;
+    while let Some((name, sub)) = current.subcommand() {
+        names.push(name);
+        current = sub;
+    }
+    (!names.is_empty()).then(|| &*Box::leak(names.join(" ").into_boxed_str()))
+}
+
 /// The command `dpml` runs when none is given.
-fn default_job() -> Command {
+fn default_job(json: bool) -> Command {
     diag!(
         "dpml: no command given; running the default job: {}",
         DEFAULT_JOB[1..].join(" ")
@@ -137,23 +153,29 @@ fn default_job() -> Command {
         }) => c,
         Ok(_) => exit_on_clap_error(
             Cli::command().error(clap::error::ErrorKind::MissingSubcommand, "no default job"),
+            json,
         ),
-        Err(e) => exit_on_clap_error(e),
+        Err(e) => exit_on_clap_error(e, json),
     }
 }
 
-/// Help and version print as usual; usage errors become one `error: …` line and exit 2.
-fn exit_on_clap_error(e: clap::Error) -> ! {
+/// Help and version print as usual; usage errors become one `error: …` line (and with
+/// `--json` the error object) and exit 2.
+fn exit_on_clap_error(e: clap::Error, json: bool) -> ! {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
-        _ => {
-            let line = CliError::usage(fold_clap_message(&e.render().to_string())).to_string();
-            diag!("error: {line}");
-            std::process::exit(2);
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => e.exit(),
+        // `dpml bench --json`: a script gets the error object, not a help page.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand if json => {
+            CliError::parse("a subcommand is required (see --help)").exit(json)
         }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        // A value the flag's parser refused (`--epsilon -1`, `--accountant foo`) is bad
+        // input; anything else (an unknown flag, a missing argument) is a malformed command.
+        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
+            CliError::usage(fold_clap_message(&e.render().to_string())).exit(json)
+        }
+        _ => CliError::parse(fold_clap_message(&e.render().to_string())).exit(json),
     }
 }
 

@@ -43,11 +43,24 @@ impl Run {
             "error line {:?} does not name {needle:?}",
             lines[0]
         );
-        assert!(
-            self.stdout.is_empty(),
-            "nothing may be printed on error: {}",
-            self.stdout
-        );
+        self.assert_no_result(lines[0]);
+    }
+
+    /// On error stdout holds no result: nothing, or with `--json` only the error object that
+    /// repeats the stderr line `line` and the exit code.
+    fn assert_no_result(&self, line: &str) {
+        if self.stdout.is_empty() {
+            return;
+        }
+        let v: serde_json::Value = serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "nothing but the error object may be printed on error ({e}): {}",
+                self.stdout
+            )
+        });
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(format!("error: {message}"), line, "{}", self.stdout);
+        assert_eq!(v["error"]["exit_code"], self.code, "{}", self.stdout);
     }
 }
 

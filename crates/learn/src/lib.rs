@@ -11,6 +11,7 @@
 
 pub mod dpsgd;
 pub mod error;
+pub mod f32_json;
 pub mod hungarian;
 pub mod kmeans;
 pub mod label_dp;

@@ -203,7 +203,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     }
     cfg.validate_for(&data).map_err(driver_err)?;
     let mut rng = a.seed.rng()?;
-    let bar = out.progress(cfg.models_needed() as u64, "models");
+    let bar = out.progress(cfg.models_needed() as u64, "audit", "model");
     let ready = |m: &ModelReady| {
         bar.set_message(if m.from_cache { "cached" } else { "trained" });
         bar.inc(1);
@@ -246,7 +246,11 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         result["files"] = files;
         write_json(&dir.join("audit.json"), &result)?;
     }
-    out.emit(&result);
+    // With --json an inconsistent audit prints only the error object (one object on stdout);
+    // its figures are in audit.json when --out is given.
+    if report.consistent || !out.json {
+        out.emit(&result);
+    }
     if !report.consistent {
         diag!("{}", inconsistency_banner(&report));
         return Err(CliError::internal(format!(

@@ -90,7 +90,7 @@ fn accounting(a: &AccountingBenchArgs, out: Output) -> CliResult<()> {
     let (sigma, q, delta, reps) = (a.noise_multiplier, a.sampling_rate, a.delta, a.repeats);
     let rdp = RdpAccountant::new(Conversion::Current);
     let pld = PldAccountant::pessimistic();
-    let bar = out.progress(a.steps.len() as u64, "accounting");
+    let bar = out.progress(a.steps.len() as u64, "bench accounting", "setting");
     let mut rows = Vec::new();
     for &steps in &a.steps {
         let event = PrivacyEvent::dp_sgd(sigma, q, steps);

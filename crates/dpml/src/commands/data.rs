@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::progress::Progress;
 
 /// Data subcommands.
 #[derive(Subcommand, Debug)]
@@ -79,7 +80,10 @@ pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult
                 .iter()
                 .filter(|c| c.status == dpml_data::CheckStatus::Ok)
                 .count();
-            out.emit(&json!({ "files": files, "ok": ok, "mismatched": bad.len() }));
+            // With --json a failed check prints only the error object (one object on stdout).
+            if bad.is_empty() || !out.json {
+                out.emit(&json!({ "files": files, "ok": ok, "mismatched": bad.len() }));
+            }
             if bad.is_empty() {
                 Ok(())
             } else {
@@ -90,11 +94,21 @@ pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult
             }
         }
         DataCommand::Fetch { name, to, base_url } => {
-            let bar = out.progress(0, name);
+            let bar = Progress::new(0, name, "byte", false);
             let mut progress = |p: dpml_data::FetchProgress| {
                 bar.set_length(p.bytes_total);
                 bar.set_position(p.bytes_done);
                 bar.set_message(format!("{}/{} {}", p.index, p.count, p.file));
+                let state = match p.stage {
+                    dpml_data::FetchStage::Downloading => return,
+                    dpml_data::FetchStage::Verified => "downloaded and verified",
+                    dpml_data::FetchStage::AlreadyPresent => "already present",
+                };
+                bar.line(
+                    &format!("file {}/{} {} {state}", p.index, p.count, p.file),
+                    None,
+                    "",
+                );
             };
             let files = dpml_data::fetch(name, to, base_url.as_deref(), &mut progress)?;
             bar.finish_and_clear();

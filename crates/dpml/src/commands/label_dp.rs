@@ -20,6 +20,7 @@ use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
+use crate::progress::Progress;
 use crate::schema_args::{Needs, SchemaArgs, provenance_report};
 
 fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
@@ -212,7 +213,7 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         training,
         ..cfg_probe
     };
-    let bar = out.progress(1, "label-dp");
+    let bar = Progress::new(1, "label-dp", "step", false);
     let outcome = run_label_dp(&cfg, &train, &test, &mut rng, &mut |p| match p {
         LabelDpProgress::Stage {
             stage,
@@ -222,6 +223,7 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
             bar.set_length(steps);
             bar.set_position(0);
             bar.set_message(format!("stage {stage}/{stages}"));
+            bar.line(&format!("stage {stage}/{stages}, {steps} steps"), None, "");
         }
         LabelDpProgress::Step { step, .. } => bar.set_position(step),
     });

@@ -527,7 +527,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         .flat_map(|epsilon| (0..a.repeats).map(move |repeat| Job { epsilon, repeat }))
         .map(|job| (job, rng.fork()))
         .collect();
-    let bar = out.progress(jobs.len() as u64, "sweep");
+    let bar = out.progress(jobs.len() as u64, "sweep", "run");
     // Each job carries its own rng, forked in grid order above, and rayon's indexed collect
     // keeps grid order: the results do not depend on which thread ran which job.
     let runs: Vec<(Job, CliResult<Metrics>)> = jobs

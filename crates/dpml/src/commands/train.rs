@@ -23,6 +23,7 @@ use crate::error::{CliError, CliResult};
 use crate::output::{Output, diag};
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::{Needs, SchemaArgs, provenance_report, require_declared};
+use crate::summary::short;
 
 /// Optimizers on the command line.
 #[derive(ValueEnum, Debug, Clone, Copy)]
@@ -757,7 +758,9 @@ pub fn mean_std(values: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-/// Train with a progress bar on stderr: steps, loss, and per epoch accuracy and ε so far.
+/// Train with progress on stderr: a bar over the steps on a terminal, otherwise one line per
+/// epoch (elapsed time, samples/s, ε so far and, unless `--no-diagnostics`, loss and test
+/// accuracy).
 pub fn train_with_progress(
     cfg: &TrainConfig,
     train: &Dataset,
@@ -765,37 +768,51 @@ pub fn train_with_progress(
     rng: &mut dpml_mechanisms::DpRng,
     out: Output,
 ) -> CliResult<dpsgd::TrainOutcome> {
-    let bar = out.progress(0, "training");
-    let mut epoch_note = String::new();
+    let bar = crate::progress::Progress::new(0, "train", "step", false);
+    let (mut epochs, mut samples) = (0u64, 0u64);
     let mut observer = |p: &Progress| match p {
         Progress::Started {
             steps,
+            steps_per_epoch,
             noise_multiplier,
             ..
         } => {
+            epochs = steps.div_ceil((*steps_per_epoch).max(1));
             bar.set_length(*steps);
             bar.set_position(0);
-            bar.set_message("training");
+            bar.start_work();
             if let Some(s) = noise_multiplier {
-                bar.println(format!("noise multiplier sigma = {s:.4}"));
+                bar.line(&format!("noise multiplier σ = {}", short(*s)), None, "");
             }
         }
-        Progress::Step { step, loss, .. } => {
+        Progress::Step {
+            step,
+            loss,
+            batch_size,
+            ..
+        } => {
+            samples += *batch_size as u64;
             bar.set_position(*step);
-            if loss.is_finite() {
-                bar.set_message(format!("loss {loss:.3}{epoch_note}"));
+            if loss.is_finite() && out.diagnostics {
+                bar.set_message(format!("loss {loss:.3}"));
             }
         }
         Progress::Epoch(log) => {
-            epoch_note = format!(
-                " | epoch {} acc {}{}",
-                log.epoch,
-                log.test_accuracy
-                    .map_or("-".into(), |a| format!("{:.2}%", 100.0 * a)),
-                log.epsilon
-                    .map_or(String::new(), |e| format!(" eps {e:.3}")),
+            let mut tail = Vec::new();
+            if out.diagnostics {
+                tail.push(format!("loss {}", short(log.train_loss)));
+                if let Some(a) = log.test_accuracy {
+                    tail.push(format!("test accuracy {:.2}%", 100.0 * a));
+                }
+            }
+            if let Some(e) = log.epsilon {
+                tail.push(format!("ε {}", short(e)));
+            }
+            bar.line(
+                &format!("epoch {}/{epochs}", log.epoch),
+                Some((samples as f64, "sample")),
+                &tail.join(", "),
             );
-            bar.println(epoch_note.trim_start_matches(" | "));
         }
     };
     // Models with fixed leading layers (the scattering transform) map every record through
@@ -804,6 +821,13 @@ pub fn train_with_progress(
         bar.set_length(p.total as u64);
         bar.set_position(p.done as u64);
         bar.set_message(format!("features of the {} records", p.set));
+        if p.done == p.total {
+            bar.line(
+                &format!("features of the {} {} records", p.total, p.set),
+                None,
+                "",
+            );
+        }
     };
     let outcome = dpsgd::train::train_with_prefix_progress(
         cfg,

@@ -72,6 +72,7 @@ pub enum OptimizerKind {
     /// SGD with (Nesterov) momentum, PyTorch's update rule.
     Sgd {
         /// Momentum in [0, 1).
+        #[serde(serialize_with = "crate::f32_json::one")]
         momentum: f32,
         /// Nesterov momentum (needs momentum > 0).
         nesterov: bool,
@@ -107,11 +108,13 @@ pub enum ScheduleKind {
         /// Epochs between decays (≥ 1).
         every_epochs: usize,
         /// Decay factor in (0, 1].
+        #[serde(serialize_with = "crate::f32_json::one")]
         gamma: f32,
     },
     /// Cosine annealing from the base rate to `min_lr` over the whole run.
     Cosine {
         /// Final rate (≥ 0).
+        #[serde(serialize_with = "crate::f32_json::one")]
         min_lr: f32,
     },
 }
@@ -152,8 +155,10 @@ pub struct TrainConfig {
     /// Expected batch size B (q = B/N).
     pub batch_size: usize,
     /// Clipping norm C of each per-sample gradient (ignored when non-private).
+    #[serde(serialize_with = "crate::f32_json::one")]
     pub max_grad_norm: f32,
     /// Base learning rate.
+    #[serde(serialize_with = "crate::f32_json::one")]
     pub lr: f32,
     /// Optimizer.
     pub optimizer: OptimizerKind,
@@ -171,10 +176,12 @@ pub struct TrainConfig {
     pub physical_batch: usize,
     /// Exponential moving average of the parameters with this decay, used for evaluation and
     /// returned as the model (post-processing: no privacy cost).
+    #[serde(serialize_with = "crate::f32_json::option")]
     pub ema: Option<f32>,
     /// Clip each layer to C/√L instead of the whole gradient to C.
     pub per_layer_clipping: bool,
     /// L2 weight decay added to the gradient by the optimizer.
+    #[serde(serialize_with = "crate::f32_json::one")]
     pub weight_decay: f32,
     /// Input normalisation from public constants.
     pub normalize: Normalization,

@@ -35,13 +35,16 @@ pub enum Normalization {
     /// clamping values outside it. One pair per feature, in column order.
     FeatureRanges {
         /// `(lo_j, hi_j)` per feature, finite with lo_j < hi_j.
+        #[serde(serialize_with = "crate::f32_json::pairs")]
         ranges: Vec<(f32, f32)>,
     },
     /// (x − mean)/std with public constants, e.g. [`MNIST_MEAN_STD`].
     MeanStd {
         /// Subtracted from every feature.
+        #[serde(serialize_with = "crate::f32_json::one")]
         mean: f32,
         /// Every feature is divided by it (> 0).
+        #[serde(serialize_with = "crate::f32_json::one")]
         std: f32,
     },
 }
@@ -161,13 +164,16 @@ pub(crate) fn check_ranges(ranges: &[(f32, f32)]) -> std::result::Result<(), Str
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputTransform {
     /// Subtracted first.
+    #[serde(serialize_with = "crate::f32_json::one")]
     pub shift: f32,
     /// Then divided by (> 0).
+    #[serde(serialize_with = "crate::f32_json::one")]
     pub scale: f32,
     /// Public per-feature ranges `(lo_j, hi_j)`; when not empty they replace `shift` and
     /// `scale` (which are then 0 and 1) and outputs are clamped to [0, 1]. Files written
     /// before this field existed load with none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(serialize_with = "crate::f32_json::pairs")]
     pub ranges: Vec<(f32, f32)>,
 }
 

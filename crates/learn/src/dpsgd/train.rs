@@ -353,10 +353,10 @@ pub fn train_with_prefix_progress(
         sampling_rate: plan.sampling_rate,
         steps: plan.steps,
         epochs: cfg.epochs,
-        max_grad_norm: decimal(cfg.max_grad_norm),
+        max_grad_norm: crate::f32_json::decimal(cfg.max_grad_norm),
         sensitivity: plan.noise_multiplier.map(|_| match noise {
             Noise::Exact(g) => g.sensitivity(),
-            _ => decimal(cfg.max_grad_norm),
+            _ => crate::f32_json::decimal(cfg.max_grad_norm),
         }),
         exact_noise: cfg.exact_noise,
         samples_per_sec: if loop_seconds > 0.0 {
@@ -374,12 +374,6 @@ pub fn train_with_prefix_progress(
         report,
         event,
     })
-}
-
-/// The f64 with the same shortest decimal form as `x` (0.1f32 → 0.1, not 0.10000000149), for
-/// reporting user-given values.
-fn decimal(x: f32) -> f64 {
-    x.to_string().parse().unwrap_or(f64::from(x))
 }
 
 /// `num / den`, NaN when `den` is 0.

@@ -217,8 +217,8 @@ pub fn run(
         test_records: test.n,
         model: cfg.training.model.clone(),
         epochs: cfg.training.epochs,
-        learning_rate: f64::from(cfg.training.lr),
-        ema: cfg.training.ema.map(f64::from),
+        learning_rate: crate::f32_json::decimal(cfg.training.lr),
+        ema: cfg.training.ema.map(crate::f32_json::decimal),
         wall_seconds: started.elapsed().as_secs_f64(),
         seeded: rng.is_seeded(),
     };

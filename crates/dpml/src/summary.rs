@@ -1,0 +1,708 @@
+//! The human rendering of a command's result (without `--json`): a headline that says what
+//! happened, a small aligned table of the fields that matter, then the diagnostics under a
+//! heading that says what they are. Built from the same JSON value `--json` prints, so
+//! commands need not change; `--json` has every field.
+//!
+//! Each command with a summary of its own has a headline function and a list of key fields
+//! ([`SPECIFIC`]); any other command gets a generic headline and its top-level scalars.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::privacy_model::{DIAGNOSTICS_KEY, DIAGNOSTICS_MEANING};
+
+/// A command's headline, from its result and (when printed) its diagnostics.
+type Headline = fn(&Value, Option<&Value>) -> String;
+
+/// One command's summary: headline, the key fields (dotted paths into the JSON), and for a
+/// result that is a list (`"presets"`, `"results"`), that list's key and the columns shown.
+struct Summary {
+    command: &'static str,
+    headline: Headline,
+    fields: &'static [&'static str],
+    rows: Option<(&'static str, &'static [&'static str])>,
+}
+
+/// The commands with a summary of their own.
+const SPECIFIC: &[Summary] = &[
+    Summary {
+        command: "train",
+        headline: train,
+        fields: &[
+            "model",
+            "dataset",
+            "epsilon",
+            "delta",
+            "accountant",
+            "noise_multiplier",
+            "sampling_rate",
+            "steps",
+            "epochs",
+            "max_grad_norm",
+            "train_size",
+            "saved_to",
+            "seeded",
+            "wall_seconds",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "eval",
+        headline: eval,
+        fields: &["model", "dataset", "epsilon", "delta", "split_key"],
+        rows: None,
+    },
+    Summary {
+        command: "account",
+        headline: account,
+        fields: &[
+            "epsilon.pld",
+            "epsilon.rdp",
+            "epsilon.gdp",
+            "delta",
+            "inputs.noise_multiplier",
+            "inputs.sampling_rate",
+            "inputs.steps",
+            "mu",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "calibrate",
+        headline: calibrate,
+        fields: &[
+            "noise_multiplier",
+            "epsilon",
+            "target_epsilon",
+            "delta",
+            "accountant",
+            "inputs.sampling_rate",
+            "inputs.steps",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "release",
+        headline: released,
+        fields: &["values", "mechanism", "epsilon", "delta", "scale", "count"],
+        rows: None,
+    },
+    Summary {
+        command: "query",
+        headline: released,
+        fields: &[
+            "value",
+            "aggregate",
+            "column",
+            "mechanism",
+            "epsilon",
+            "delta",
+            "scale",
+            "sensitivity",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "rr",
+        headline: |v, _| {
+            format!(
+                "estimated frequency {} (95% interval {}) from {} randomised answers, {}",
+                field(v, "estimate"),
+                field(v, "ci95"),
+                field(v, "respondents"),
+                guarantee(v)
+            )
+        },
+        fields: &[
+            "estimate",
+            "ci95",
+            "std_error",
+            "respondents",
+            "categories",
+            "epsilon",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "kmeans",
+        headline: |v, _| {
+            format!(
+                "clustered {} records into {} clusters ({}), {}",
+                field(v, "n"),
+                field(v, "k"),
+                field(v, "algorithm"),
+                guarantee(v)
+            )
+        },
+        fields: &[
+            "algorithm",
+            "k",
+            "iterations",
+            "n",
+            "epsilon",
+            "delta",
+            "seeded",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "label-dp",
+        headline: |v, d| {
+            format!(
+                "trained {} on {} with label DP ({}){}, {}",
+                field(v, "model"),
+                field(v, "dataset"),
+                field(v, "mechanism"),
+                diagnostic_accuracy(d, "test_accuracy", "test accuracy"),
+                guarantee(v)
+            )
+        },
+        fields: &[
+            "model",
+            "dataset",
+            "mechanism",
+            "epsilon",
+            "epochs",
+            "learning_rate",
+            "train_records",
+            "seeded",
+            "wall_seconds",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "predict",
+        headline: |v, _| {
+            format!(
+                "answered {} queries with output perturbation: ε = {} per query, {} in all",
+                field(v, "queries"),
+                field(v, "epsilon_per_query"),
+                field(v, "epsilon_total")
+            )
+        },
+        fields: &[
+            "predictions",
+            "model",
+            "dataset",
+            "epsilon_per_query",
+            "epsilon_total",
+            "noise_scale",
+            "ledger.spent",
+            "ledger.remaining",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "tradeoff",
+        headline: |v, _| {
+            format!(
+                "trade-off curve of DP-SGD: μ = {}, ε = {} (RDP, δ = {}); plot {}",
+                field(v, "mu"),
+                field(v, "epsilon_rdp"),
+                field(v, "delta"),
+                field(v, "png")
+            )
+        },
+        fields: &["mu", "epsilon_rdp", "delta", "points", "csv", "png", "svg"],
+        rows: None,
+    },
+    Summary {
+        command: "sweep",
+        headline: |v, _| {
+            format!(
+                "sweep of {} on {}: {} runs over ε in {}; plot {}",
+                field(v, "experiment"),
+                field(v, "dataset"),
+                field(v, "runs"),
+                field(v, "epsilons"),
+                field(v, "png")
+            )
+        },
+        fields: &[
+            "experiment",
+            "dataset",
+            "epsilons",
+            "repeats",
+            "runs",
+            "results_csv",
+            "summary_csv",
+            "png",
+            "svg",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "audit",
+        headline: |v, _| {
+            format!(
+                "audit on {}: empirical ε ≥ {} (confidence {}), accountant's ε {}; consistent: {}",
+                field(v, "dataset"),
+                field(v, "epsilon_lower_bound"),
+                field(v, "confidence"),
+                field(v, "epsilon_theoretical"),
+                field(v, "consistent")
+            )
+        },
+        fields: &[
+            "epsilon_lower_bound",
+            "epsilon_theoretical",
+            "consistent",
+            "best_attack",
+            "confidence",
+            "target_size",
+            "reference_models",
+            "models_trained",
+            "models_from_cache",
+            "report",
+            "wall_seconds",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "bench dpsgd",
+        headline: |v, _| {
+            format!(
+                "DP-SGD throughput of {}: {} samples/s private, {} non-private (ratio {})",
+                field(v, "model"),
+                field(v, "private_samples_per_sec"),
+                field(v, "nonprivate_samples_per_sec"),
+                field(v, "ratio")
+            )
+        },
+        fields: &[
+            "model",
+            "parameters",
+            "batch_size",
+            "steps",
+            "threads",
+            "private_samples_per_sec",
+            "nonprivate_samples_per_sec",
+            "exact_noise_samples_per_sec",
+        ],
+        rows: None,
+    },
+    Summary {
+        command: "presets",
+        headline: |v, _| {
+            format!(
+                "{} training presets (dpml train --preset NAME)",
+                count(v, "presets")
+            )
+        },
+        fields: &[],
+        rows: Some(("presets", &["name", "dataset"])),
+    },
+    Summary {
+        command: "data list",
+        headline: |v, _| format!("{} data sets", count(v, "datasets")),
+        fields: &[],
+        rows: Some((
+            "datasets",
+            &[
+                "name",
+                "available",
+                "rows",
+                "features",
+                "classes",
+                "location",
+            ],
+        )),
+    },
+    Summary {
+        command: "data verify",
+        headline: |v, _| {
+            format!(
+                "verified {} files: {} ok, {} mismatched",
+                count(v, "files"),
+                field(v, "ok"),
+                field(v, "mismatched")
+            )
+        },
+        fields: &[],
+        rows: Some(("files", &["status", "path"])),
+    },
+    Summary {
+        command: "bench accounting",
+        headline: |v, _| format!("accounting benchmark: {} step counts", count(v, "results")),
+        fields: &["noise_multiplier", "sampling_rate", "delta", "repeats"],
+        rows: Some((
+            "results",
+            &[
+                "steps",
+                "rdp.epsilon",
+                "pld.epsilon",
+                "gdp.epsilon",
+                "rdp.ms",
+                "pld.ms",
+                "calibration_pld.ms",
+            ],
+        )),
+    },
+];
+
+/// The human text for `command`'s `result` (its diagnostics already taken out and passed as
+/// `diagnostics` when they are to be printed).
+pub fn render(command: &str, result: &Value, diagnostics: Option<&Value>) -> String {
+    let specific = SPECIFIC.iter().find(|s| s.command == command);
+    let mut out = String::new();
+    let headline = specific.map_or_else(
+        || generic_headline(command, result),
+        |s| (s.headline)(result, diagnostics),
+    );
+    let _ = writeln!(out, "{headline}");
+    let rows: Vec<(String, String)> = match specific {
+        Some(s) => s
+            .fields
+            .iter()
+            .filter_map(|path| lookup(result, path).map(|v| (path.to_string(), text(v))))
+            .collect(),
+        None => top_level_scalars(result),
+    };
+    table(&mut out, &rows);
+    if let Some((key, columns)) = specific.and_then(|s| s.rows) {
+        list(&mut out, result.get(key), columns);
+    }
+    if let Some(d) = diagnostics {
+        let _ = writeln!(out, "\n{DIAGNOSTICS_KEY} ({DIAGNOSTICS_MEANING}):");
+        table(&mut out, &flatten(d));
+        // Lists of records (a sweep's summary rows) as tables of their scalar columns.
+        for (key, items) in d.as_object().into_iter().flatten() {
+            let first = items
+                .as_array()
+                .and_then(|a| a.first())
+                .and_then(Value::as_object);
+            if let Some(first) = first {
+                let columns: Vec<&str> = first
+                    .iter()
+                    .filter(|(_, v)| is_scalar(v))
+                    .map(|(k, _)| k.as_str())
+                    .collect();
+                let _ = write!(out, "  {key}:");
+                list(&mut out, Some(items), &columns);
+            }
+        }
+    }
+    let _ = writeln!(out, "\n(every field: add --json)");
+    out
+}
+
+fn train(v: &Value, d: Option<&Value>) -> String {
+    let accuracy = diagnostic_accuracy(d, "test_accuracy", "test accuracy");
+    let accuracy = accuracy.trim_start_matches(", ");
+    let sep = if accuracy.is_empty() { "" } else { ", " };
+    format!(
+        "trained {} on {}: {accuracy}{sep}{}",
+        field(v, "model"),
+        field(v, "dataset"),
+        guarantee(v)
+    )
+}
+
+fn eval(v: &Value, d: Option<&Value>) -> String {
+    format!(
+        "evaluated {} on {}{}",
+        field(v, "model"),
+        field(v, "dataset"),
+        diagnostic_accuracy(d, "test_accuracy", "test accuracy")
+    )
+}
+
+/// `, test accuracy 94.9%` from the diagnostics, or nothing when they are not printed: the
+/// headline must not show what `--no-diagnostics` leaves out.
+fn diagnostic_accuracy(d: Option<&Value>, key: &str, name: &str) -> String {
+    d.and_then(|d| d.get(key))
+        .and_then(Value::as_f64)
+        .map_or(String::new(), |a| format!(", {name} {}", percent(a)))
+}
+
+fn account(v: &Value, _: Option<&Value>) -> String {
+    let eps = |k: &str| lookup(v, &format!("epsilon.{k}")).map_or("-".into(), text);
+    format!(
+        "ε = {} (PLD), {} (RDP), {} (GDP approximation) at δ = {}",
+        eps("pld"),
+        eps("rdp"),
+        eps("gdp"),
+        field(v, "delta")
+    )
+}
+
+fn calibrate(v: &Value, _: Option<&Value>) -> String {
+    format!(
+        "noise multiplier σ = {} reaches {}",
+        field(v, "noise_multiplier"),
+        guarantee(v)
+    )
+}
+
+/// `release` and `query`: what was released and under which guarantee.
+fn released(v: &Value, _: Option<&Value>) -> String {
+    let what = v
+        .get("value")
+        .or_else(|| v.get("values"))
+        .map_or("-".into(), text);
+    format!("released {what} with {}", guarantee(v))
+}
+
+/// `ε = 3.00 (δ = 1e-5, PLD upper bound)`, or `non-private` when ε is absent.
+fn guarantee(v: &Value) -> String {
+    let Some(eps) = v.get("epsilon").and_then(Value::as_f64) else {
+        return "non-private (no ε)".into();
+    };
+    let mut note = Vec::new();
+    match v.get("delta").and_then(Value::as_f64) {
+        Some(d) if d > 0.0 => note.push(format!("δ = {}", short(d))),
+        Some(_) => note.push("pure ε-DP".into()),
+        None => {}
+    }
+    let accountant = v
+        .get("accountant")
+        .and_then(Value::as_str)
+        .map(str::to_uppercase);
+    let bound = v
+        .get("bounds")
+        .and_then(Value::as_str)
+        .map(|b| b.replace('_', " "));
+    let how: Vec<String> = accountant.into_iter().chain(bound).collect();
+    if !how.is_empty() {
+        note.push(how.join(" "));
+    }
+    if note.is_empty() {
+        format!("ε = {}", short(eps))
+    } else {
+        format!("ε = {} ({})", short(eps), note.join(", "))
+    }
+}
+
+fn generic_headline(command: &str, v: &Value) -> String {
+    match v.get("epsilon").filter(|e| e.is_number()) {
+        Some(_) => format!("{command}: done, {}", guarantee(v)),
+        None => format!("{command}: done"),
+    }
+}
+
+/// The value at a dotted path (`"epsilon.pld"`).
+fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |v, k| v.get(k))
+}
+
+/// A top-level field as text, `-` when absent.
+fn field(v: &Value, key: &str) -> String {
+    v.get(key).map_or("-".into(), text)
+}
+
+fn count(v: &Value, key: &str) -> usize {
+    v.get(key).and_then(Value::as_array).map_or(0, Vec::len)
+}
+
+/// The top-level fields worth a line: numbers, short strings, booleans, short lists of
+/// scalars. Objects and long texts (the privacy-model notes) stay in `--json`.
+fn top_level_scalars(v: &Value) -> Vec<(String, String)> {
+    let Value::Object(map) = v else {
+        return vec![("result".into(), text(v))];
+    };
+    map.iter()
+        .filter(|(_, v)| match v {
+            Value::Array(items) => items.iter().all(is_scalar) && text(v).chars().count() <= 60,
+            Value::Object(_) => false,
+            _ => text(v).chars().count() <= 60,
+        })
+        .map(|(k, v)| (k.clone(), text(v)))
+        .collect()
+}
+
+/// Every scalar of an object, nested ones under dotted names (diagnostics are small).
+fn flatten(v: &Value) -> Vec<(String, String)> {
+    fn walk(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
+        match v {
+            Value::Object(map) => {
+                for (k, val) in map {
+                    let name = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&name, val, out);
+                }
+            }
+            Value::Array(items) if items.iter().any(Value::is_object) => {}
+            other => out.push((prefix.to_string(), text(other))),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", v, &mut out);
+    out
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+/// `key  value` lines, the values aligned.
+fn table(out: &mut String, rows: &[(String, String)]) {
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (k, v) in rows {
+        let _ = writeln!(out, "  {k:<width$}  {v}");
+    }
+}
+
+/// A list of objects as a table with a header row, one column per path in `columns`.
+fn list(out: &mut String, items: Option<&Value>, columns: &[&str]) {
+    let Some(items) = items.and_then(Value::as_array) else {
+        return;
+    };
+    let mut cells: Vec<Vec<String>> = vec![columns.iter().map(|c| c.to_string()).collect()];
+    cells.extend(items.iter().map(|item| {
+        columns
+            .iter()
+            .map(|c| lookup(item, c).map_or("-".into(), text))
+            .collect()
+    }));
+    let widths: Vec<usize> = (0..columns.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let _ = writeln!(out);
+    for row in cells {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+    }
+}
+
+/// A JSON value as a person reads it: numbers short, lists inline, null as `-`.
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        // Integers (counts, sizes, seeds) exactly; other numbers short.
+        Value::Number(n) if n.is_u64() || n.is_i64() => n.to_string(),
+        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), short),
+        Value::Array(items) if items.len() > 8 => {
+            let head: Vec<String> = items.iter().take(4).map(text).collect();
+            format!("[{}, … ({} values)]", head.join(", "), items.len())
+        }
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(text).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Value::Object(_) => "{…}".into(),
+    }
+}
+
+/// `94.9%`: a fraction as a percentage with 3 significant digits.
+fn percent(x: f64) -> String {
+    format!("{}%", short(100.0 * x))
+}
+
+/// A number with 3 significant digits, in scientific form (`1e-5`, `2.5e12`) when very small
+/// or large. Whole numbers up to a million print whole.
+pub fn short(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if x == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e6).contains(&a) {
+        scientific(x)
+    } else if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        let digits = 2 - a.log10().floor() as i32;
+        let s = format!("{x:.*}", digits.max(0) as usize);
+        // 0.99966 rounds up to 1.000: one digit fewer keeps 3 significant digits.
+        match s.parse::<f64>() {
+            Ok(r) if r.abs().log10().floor() > a.log10().floor() && digits > 0 => {
+                format!("{x:.*}", (digits - 1) as usize)
+            }
+            _ => s,
+        }
+    }
+}
+
+/// Short scientific form with up to 3 significant digits: `1e308`, `1.5e-300`, `2.35e7`.
+pub fn scientific(x: f64) -> String {
+    let s = format!("{x:.2e}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+            format!("{mantissa}e{exp}")
+        }
+        None => s,
+    }
+}
+
+/// `4,300`: a whole number with thousands separators.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_are_short() {
+        assert_eq!(short(3.0), "3");
+        assert_eq!(short(2.9996), "3.00");
+        assert_eq!(short(0.99966), "1.00");
+        assert_eq!(short(0.949999988079071), "0.950");
+        assert_eq!(short(1e-5), "1e-5");
+        assert_eq!(short(1e308), "1e308");
+        assert_eq!(short(12345.678), "12346");
+        assert_eq!(scientific(-2.346e-7), "-2.35e-7");
+        assert_eq!(grouped(4300), "4,300");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(grouped(12), "12");
+    }
+
+    #[test]
+    fn train_headline_states_accuracy_and_guarantee() {
+        let v = json!({"model": "mlp", "dataset": "breast-cancer", "epsilon": 2.9996,
+                       "delta": 1e-5, "accountant": "pld", "bounds": "upper_bound"});
+        let d = json!({"test_accuracy": 0.949});
+        let text = render("train", &v, Some(&d));
+        assert!(
+            text.starts_with(
+                "trained mlp on breast-cancer: test accuracy 94.9%, ε = 3.00 (δ = 1e-5, PLD upper bound)\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("diagnostics ("), "{text}");
+        // Without diagnostics the headline cannot quote them.
+        assert!(!render("train", &v, None).contains("accuracy"));
+    }
+
+    #[test]
+    fn unknown_commands_get_an_aligned_table_of_scalars() {
+        let v = json!({"a": 1, "long_name": 0.123456, "nested": {"x": 1}, "s": "text"});
+        let text = render("something", &v, None);
+        assert!(text.starts_with("something: done\n"), "{text}");
+        assert!(text.contains("  a          1\n"), "{text}");
+        assert!(text.contains("  long_name  0.123\n"), "{text}");
+        assert!(!text.contains('{'), "{text}");
+    }
+}
