@@ -100,8 +100,86 @@ const SPECIFIC: &[Summary] = &[
             "delta",
             "scale",
             "sensitivity",
+            "ledger.spent",
+            "ledger.remaining",
         ],
         rows: None,
+    },
+    Summary {
+        command: "inspect",
+        headline: |v, _| {
+            let privacy = v.get("privacy").unwrap_or(&Value::Null);
+            let what = match privacy.get("guarantee").and_then(Value::as_str) {
+                Some("unknown") | None => "privacy facts unknown (not written by this dpml)".into(),
+                Some("non-private") => "non-private".into(),
+                Some(g) => format!("{g}, {}", guarantee(privacy)),
+            };
+            format!(
+                "{} on records of shape {}, {} parameters: {what}",
+                field(v, "architecture.name"),
+                field(v, "architecture.input_shape"),
+                field(v, "parameters")
+            )
+        },
+        fields: &[
+            "model",
+            "privacy.guarantee",
+            "privacy.epsilon",
+            "privacy.delta",
+            "privacy.accountant",
+            "privacy.bounds",
+            "privacy.noise_multiplier",
+            "privacy.sampling_rate",
+            "privacy.steps",
+            "privacy.max_grad_norm",
+            "privacy.label_mechanism",
+            "privacy.neighbouring",
+            "privacy.dataset",
+            "privacy.train_size",
+            "privacy.seeded",
+            "privacy.dpml_version",
+            "privacy.created",
+            "privacy.note",
+            "input_transform.shift",
+            "input_transform.scale",
+        ],
+        rows: Some(("layers", &["index", "layer", "tensors"])),
+    },
+    Summary {
+        command: "ledger create",
+        headline: |v, _| {
+            format!(
+                "created ledger {} with the budget ε = {}, δ = {}",
+                field(v, "ledger"),
+                field(v, "budget.epsilon"),
+                field(v, "budget.delta")
+            )
+        },
+        fields: &["ledger", "budget.epsilon", "budget.delta", "composition"],
+        rows: None,
+    },
+    Summary {
+        command: "ledger show",
+        headline: |v, _| {
+            format!(
+                "ledger {}: ε spent {} of {}, {} remaining ({} entries)",
+                field(v, "ledger"),
+                field(v, "spent"),
+                field(v, "budget.epsilon"),
+                field(v, "remaining"),
+                count(v, "entries")
+            )
+        },
+        fields: &[
+            "budget.epsilon",
+            "budget.delta",
+            "spent",
+            "remaining",
+            "spent_delta",
+            "remaining_delta",
+            "composition",
+        ],
+        rows: Some(("entries", &["id", "time", "label", "epsilon", "delta"])),
     },
     Summary {
         command: "rr",
@@ -355,7 +433,11 @@ pub fn render(command: &str, result: &Value, diagnostics: Option<&Value>) -> Str
         Some(s) => s
             .fields
             .iter()
-            .filter_map(|path| lookup(result, path).map(|v| (path.to_string(), text(v))))
+            .filter_map(|path| {
+                lookup(result, path)
+                    .filter(|v| !v.is_null())
+                    .map(|v| (path.to_string(), text(v)))
+            })
             .collect(),
         None => top_level_scalars(result),
     };
@@ -487,8 +569,8 @@ fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// A top-level field as text, `-` when absent.
-fn field(v: &Value, key: &str) -> String {
-    v.get(key).map_or("-".into(), text)
+fn field(v: &Value, path: &str) -> String {
+    lookup(v, path).map_or("-".into(), text)
 }
 
 fn count(v: &Value, key: &str) -> usize {

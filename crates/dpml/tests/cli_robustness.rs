@@ -17,7 +17,9 @@ fn dpml_within(args: &[&str], limit: Duration) -> Run {
     let dpml = command(&[]);
     let mut child = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\""))
+        .arg(format!(
+            "ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\""
+        ))
         .arg(dpml.get_program())
         .args(args)
         .stdout(Stdio::piped())

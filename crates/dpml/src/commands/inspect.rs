@@ -40,7 +40,7 @@ pub fn run(a: &InspectArgs, out: Output) -> CliResult<()> {
         .map(|(name, p)| (name, p.shape.clone()))
         .collect();
     let architecture = serde_json::to_value(model.spec()).map_err(CliError::internal)?;
-    let mut privacy = facts_json(facts.as_ref())?;
+    let privacy = facts_json(facts.as_ref())?;
     let mut v = json!({
         "model": a.model,
         "parameters": model.num_params(),
@@ -48,33 +48,21 @@ pub fn run(a: &InspectArgs, out: Output) -> CliResult<()> {
         "input_transform": serde_json::to_string(input)
             .and_then(|t| serde_json::from_str::<Value>(&t))
             .map_err(CliError::internal)?,
-    });
-    if out.json {
-        v["architecture"] = architecture;
-        v["tensors"] = tensors
+        "layers": layer_rows(&architecture, &tensors),
+        "tensors": tensors
             .iter()
             .map(|(name, shape)| json!({"name": name, "shape": shape}))
-            .collect();
-    } else {
-        // For a reader: one line per layer with its tensors, and no empty facts.
-        v["architecture"] = json!(format!(
-            "{} on records of shape {:?}",
-            model.spec().name,
-            model.input_shape()
-        ));
-        v["layers"] = json!(layer_lines(&architecture, &tensors));
-        if let Value::Object(m) = &mut privacy {
-            m.retain(|_, f| !f.is_null());
-        }
-    }
+            .collect::<Vec<_>>(),
+    });
+    v["architecture"] = architecture;
     v["privacy"] = privacy;
     out.emit(&v);
     Ok(())
 }
 
-/// `"{i} {type} {field}={value} …: {i}.weight [shape], …"`: one line per layer, as its index
-/// in the file's tensor names.
-fn layer_lines(architecture: &Value, tensors: &[(String, Vec<usize>)]) -> Vec<String> {
+/// One row per layer for a reader: its index (the prefix of its tensors' names, as in PyTorch's
+/// `nn.Sequential`), the layer with its settings, and its tensors with their shapes.
+fn layer_rows(architecture: &Value, tensors: &[(String, Vec<usize>)]) -> Vec<Value> {
     let layers = architecture["layers"]
         .as_array()
         .cloned()
@@ -83,10 +71,10 @@ fn layer_lines(architecture: &Value, tensors: &[(String, Vec<usize>)]) -> Vec<St
         .iter()
         .enumerate()
         .map(|(i, layer)| {
-            let mut line = format!("{i} {}", layer["type"].as_str().unwrap_or("?"));
+            let mut described = layer["type"].as_str().unwrap_or("?").to_string();
             if let Value::Object(fields) = layer {
                 for (k, v) in fields.iter().filter(|(k, _)| *k != "type") {
-                    line.push_str(&format!(" {k}={v}"));
+                    described.push_str(&format!(" {k}={v}"));
                 }
             }
             let prefix = format!("{i}.");
@@ -95,10 +83,7 @@ fn layer_lines(architecture: &Value, tensors: &[(String, Vec<usize>)]) -> Vec<St
                 .filter(|(name, _)| name.starts_with(&prefix))
                 .map(|(name, shape)| format!("{name} {shape:?}"))
                 .collect();
-            if !own.is_empty() {
-                line.push_str(&format!(": {}", own.join(", ")));
-            }
-            line
+            json!({"index": i, "layer": described, "tensors": own.join(", ")})
         })
         .collect()
 }
