@@ -87,7 +87,7 @@ pub fn audit_html(r: &AuditReport, result: &Value, roc_svg: &str) -> String {
             recipe["epochs"],
             recipe["batch_size"],
             // The recipe holds lr as f32: print it as one, not as its f64 widening.
-            recipe["lr"]
+            recipe["learning_rate"]
                 .as_f64()
                 .map_or("?".into(), |v| (v as f32).to_string())
         ),

@@ -5,12 +5,10 @@
 //!   noise, input perturbation), with clustering metrics.
 //! - [`label_dp`]: label differential privacy (Laplace, randomized response, RR-with-prior).
 //! - [`perturbation`]: output perturbation of predictions and local-DP input perturbation.
-//! - [`hungarian`]: optimal one-to-one matching, used to score clusterings against classes.
 #![deny(missing_docs)]
 
 pub mod dpsgd;
 pub mod error;
-pub mod hungarian;
 pub mod kmeans;
 pub mod label_dp;
 pub mod perturbation;

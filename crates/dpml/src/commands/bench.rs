@@ -28,8 +28,8 @@ pub enum BenchCommand {
 /// Flags of `dpml bench dpsgd`.
 #[derive(Args, Debug)]
 pub struct DpsgdBenchArgs {
-    /// Model: logreg, mlp, cnn, cnn-tanh.
-    #[arg(long, default_value = "cnn")]
+    /// Architecture to time.
+    #[arg(long, value_name = "NAME", value_parser = args::ModelName, default_value = "cnn")]
     pub model: String,
     /// Hidden sizes for mlp.
     #[arg(long, value_delimiter = ',', value_parser = args::at_least_one, default_value = "512,256")]

@@ -64,8 +64,8 @@ pub struct LabelDpArgs {
     /// the label under the prior) or expected-accuracy (Ghazi et al.'s top-k with RR).
     #[arg(long, value_parser = parse::<TopKRule>)]
     pub top_k_rule: Option<TopKRule>,
-    /// Model: mlp, logreg, cnn or cnn-tanh (default: mlp).
-    #[arg(long)]
+    /// Architecture to train (default: mlp).
+    #[arg(long, value_name = "NAME", value_parser = args::ModelName)]
     pub model: Option<String>,
     /// Hidden layer sizes of the mlp, comma-separated (default: 512).
     #[arg(long, value_delimiter = ',', value_parser = size)]
@@ -80,7 +80,7 @@ pub struct LabelDpArgs {
     pub batch_size: Option<u64>,
     /// Learning rate (default 0.0003: small steps, because label noise dominates the gradients
     /// at small ε).
-    #[arg(long, value_parser = args::positive)]
+    #[arg(long = "learning-rate", alias = "lr", value_parser = args::positive)]
     pub lr: Option<f64>,
     /// adam or sgd (momentum 0.9) (default: adam).
     #[arg(long)]
@@ -92,8 +92,8 @@ pub struct LabelDpArgs {
     /// Use the last iterate as the model instead of the moving average.
     #[arg(long)]
     pub no_ema: bool,
-    /// Save the trained model (safetensors) here, e.g. for `dpml predict`.
-    #[arg(long)]
+    /// Save the trained model (safetensors) to FILE, e.g. for `dpml predict`.
+    #[arg(long, value_name = "FILE")]
     pub save_model: Option<PathBuf>,
     /// What is declared about the data: its classes (classification) or label range
     /// (regression) fix the label domain, the noise scale and the output layer.
@@ -272,7 +272,7 @@ const LABEL_DP_DIAGNOSTICS: &[&str] = &[
     "test_mae",
     "noisy_label_accuracy",
     "stage_noisy_label_accuracy",
-    "test_records",
+    "test_size",
 ];
 
 #[cfg(test)]
