@@ -136,3 +136,35 @@ fn old_spellings_still_work_and_mean_the_same() {
     // Same seed, same recipe: the same model, whichever spelling saved and read it.
     assert_eq!(eval_old["diagnostics"], eval_new["diagnostics"]);
 }
+
+#[test]
+fn hidden_sizes_have_one_rule_in_every_command() {
+    let commands: [&[&str]; 3] = [
+        &[
+            "train",
+            "--dataset",
+            "iris",
+            "--model",
+            "mlp",
+            "--epsilon",
+            "1",
+        ],
+        &[
+            "label-dp",
+            "--dataset",
+            "iris",
+            "--mechanism",
+            "laplace",
+            "--epsilon",
+            "1",
+        ],
+        &["bench", "dpsgd", "--model", "mlp"],
+    ];
+    for cmd in commands {
+        for bad in ["0", "4000000000"] {
+            let r = dpml(&[cmd, &["--hidden", bad]].concat());
+            r.assert_usage_error("--hidden <HIDDEN>': must be ");
+            assert!(r.stderr.contains(bad), "{:?}: {}", cmd, r.stderr);
+        }
+    }
+}
