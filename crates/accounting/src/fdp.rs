@@ -22,9 +22,10 @@
 //! Every function returns [`AccountingError::InvalidParameter`] naming the value when an
 //! argument is out of range or NaN.
 
-use crate::gdp::{self, normal};
+use crate::gdp;
 use crate::rdp::check;
 use crate::{Accountant, AccountingError, PrivacyEvent};
+use dpml_mechanisms::normal::{normal_cdf, normal_quantile};
 
 /// The smallest type I error [`alpha_grid`] reaches.
 pub const ALPHA_GRID_MIN: f64 = 1e-6;
@@ -38,7 +39,7 @@ pub const ALPHA_GRID_MIN: f64 = 1e-6;
 pub fn gaussian_tradeoff(mu: f64, alpha: f64) -> Result<f64, AccountingError> {
     let mu = check::non_negative("mu", mu)?;
     let alpha = check::probability("alpha", alpha)?;
-    Ok(normal::phi(-normal::inverse_phi(alpha) - mu))
+    Ok(normal_cdf(-normal_quantile(alpha) - mu))
 }
 
 /// β = max(0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)), the trade-off curve of (ε, δ)-DP.

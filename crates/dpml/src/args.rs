@@ -117,6 +117,41 @@ pub fn input_path(s: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// `--model NAME` of every command that trains: one of the architectures training knows. The
+/// possible values come from the table training itself uses ([`dpml_learn::dpsgd::MODEL_NAMES`]),
+/// so `--help` lists every model, and a name is checked by training's own rule
+/// ([`dpml_learn::dpsgd::check_model_name`]: any case; BatchNorm refused with the reason).
+#[derive(Clone, Copy, Debug)]
+pub struct ModelName;
+
+impl clap::builder::TypedValueParser for ModelName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        use clap::error::ErrorKind;
+        let name = value.to_string_lossy();
+        dpml_learn::dpsgd::check_model_name(&name).map_err(|e| {
+            let flag = arg.map_or_else(|| "--model".to_string(), ToString::to_string);
+            cmd.clone().error(
+                ErrorKind::InvalidValue,
+                format!("invalid value '{name}' for '{flag}': {e}"),
+            )
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let names = dpml_learn::dpsgd::MODEL_NAMES.iter();
+        Some(Box::new(names.map(clap::builder::PossibleValue::new)))
+    }
+}
+
 /// `--dataset`: a data set name, or `csv:PATH` with PATH checked as [`input_path`].
 pub fn dataset(s: &str) -> Result<dpml_data::Source, String> {
     let source: dpml_data::Source = s.parse().map_err(|e: dpml_data::DataError| e.to_string())?;

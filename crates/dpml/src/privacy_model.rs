@@ -20,6 +20,16 @@
 //! release (a test split, the records a model's accuracy is measured on) are diagnostics,
 //! beside the figures they qualify.
 //!
+//! # One name per concept
+//! Every command names a field the same way (the README's table lists the flags too):
+//! `train_size` is the N of the records a model or centroids are fitted on (also the
+//! accountants' `inputs`), `test_size` the records a model is evaluated on (a diagnostic),
+//! `n_records` the records a statistic is computed from, `runs` the runs behind a mean;
+//! `epsilon` is the ε of the release (and `target_epsilon` appears only beside an achieved
+//! `epsilon`), `epsilon_total` its composition over several releases; `learning_rate`,
+//! `batch_size`, `physical_batch_size`; `model` is an architecture name and `model_file` the
+//! path of a model file read or written.
+//!
 //! Evaluation experiments (`dpml sweep`, `dpml audit`, `dpml eval`) release nothing: their
 //! utility figures are diagnostics by nature, and their JSON says so in
 //! [`DIAGNOSTICS_NOTE_KEY`].

@@ -39,9 +39,11 @@ const SPECIFIC: &[Summary] = &[
             "sampling_rate",
             "steps",
             "epochs",
+            "batch_size",
+            "learning_rate",
             "max_grad_norm",
             "train_size",
-            "saved_to",
+            "model_file",
             "seeded",
             "wall_seconds",
         ],
@@ -50,7 +52,14 @@ const SPECIFIC: &[Summary] = &[
     Summary {
         command: "eval",
         headline: eval,
-        fields: &["model", "dataset", "epsilon", "delta", "split_key"],
+        fields: &[
+            "model_file",
+            "dataset",
+            "model_privacy.guarantee",
+            "model_privacy.epsilon",
+            "model_privacy.delta",
+            "split_key",
+        ],
         rows: None,
     },
     Summary {
@@ -188,7 +197,7 @@ const SPECIFIC: &[Summary] = &[
                 "estimated frequency {} (95% interval {}) from {} randomised answers, {}",
                 field(v, "estimate"),
                 field(v, "ci95"),
-                field(v, "respondents"),
+                field(v, "n_records"),
                 guarantee(v)
             )
         },
@@ -196,7 +205,7 @@ const SPECIFIC: &[Summary] = &[
             "estimate",
             "ci95",
             "std_error",
-            "respondents",
+            "n_records",
             "categories",
             "epsilon",
         ],
@@ -207,7 +216,7 @@ const SPECIFIC: &[Summary] = &[
         headline: |v, _| {
             format!(
                 "clustered {} records into {} clusters ({}), {}",
-                field(v, "n"),
+                field(v, "train_size"),
                 field(v, "k"),
                 field(v, "algorithm"),
                 guarantee(v)
@@ -217,7 +226,7 @@ const SPECIFIC: &[Summary] = &[
             "algorithm",
             "k",
             "iterations",
-            "n",
+            "train_size",
             "epsilon",
             "delta",
             "seeded",
@@ -243,7 +252,7 @@ const SPECIFIC: &[Summary] = &[
             "epsilon",
             "epochs",
             "learning_rate",
-            "train_records",
+            "train_size",
             "seeded",
             "wall_seconds",
         ],
@@ -255,15 +264,15 @@ const SPECIFIC: &[Summary] = &[
             format!(
                 "answered {} queries with output perturbation: ε = {} per query, {} in all",
                 field(v, "queries"),
-                field(v, "epsilon_per_query"),
+                field(v, "epsilon"),
                 field(v, "epsilon_total")
             )
         },
         fields: &[
             "predictions",
-            "model",
+            "model_file",
             "dataset",
-            "epsilon_per_query",
+            "epsilon",
             "epsilon_total",
             "noise_scale",
             "ledger.spent",
@@ -277,12 +286,12 @@ const SPECIFIC: &[Summary] = &[
             format!(
                 "trade-off curve of DP-SGD: μ = {}, ε = {} (RDP, δ = {}); plot {}",
                 field(v, "mu"),
-                field(v, "epsilon_rdp"),
+                field(v, "epsilon.rdp"),
                 field(v, "delta"),
                 field(v, "png")
             )
         },
-        fields: &["mu", "epsilon_rdp", "delta", "points", "csv", "png", "svg"],
+        fields: &["mu", "epsilon.rdp", "delta", "points", "csv", "png", "svg"],
         rows: None,
     },
     Summary {
@@ -328,7 +337,7 @@ const SPECIFIC: &[Summary] = &[
             "consistent",
             "best_attack",
             "confidence",
-            "target_size",
+            "train_size",
             "reference_models",
             "models_trained",
             "models_from_cache",
@@ -484,7 +493,7 @@ fn train(v: &Value, d: Option<&Value>) -> String {
 fn eval(v: &Value, d: Option<&Value>) -> String {
     format!(
         "evaluated {} on {}{}",
-        field(v, "model"),
+        field(v, "model_file"),
         field(v, "dataset"),
         diagnostic_accuracy(d, "test_accuracy", "test accuracy")
     )

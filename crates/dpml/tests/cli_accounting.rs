@@ -63,7 +63,7 @@ fn epochs_form_matches_rate_and_steps() {
         "15",
         "--batch-size",
         "256",
-        "--dataset-size",
+        "--train-size",
         "60000",
         "--delta",
         "1e-5",
@@ -151,7 +151,7 @@ fn calibrate_never_exceeds_the_target() {
     for acc in ["rdp", "pld"] {
         let v = dpml(&[
             "calibrate",
-            "--target-epsilon",
+            "--epsilon",
             "3",
             "--delta",
             "1e-5",
@@ -159,7 +159,7 @@ fn calibrate_never_exceeds_the_target() {
             "10",
             "--batch-size",
             "256",
-            "--dataset-size",
+            "--train-size",
             "60000",
             "--accountant",
             acc,
@@ -172,7 +172,7 @@ fn calibrate_never_exceeds_the_target() {
     }
     dpml(&[
         "calibrate",
-        "--target-epsilon",
+        "--epsilon",
         "0",
         "--delta",
         "1e-5",
@@ -251,7 +251,7 @@ fn pld_is_finite_at_tiny_delta_and_calibrates_there() {
     assert!(notes.contains("pld reports the RDP upper bound"), "{notes}");
     let mut c = vec![
         "calibrate",
-        "--target-epsilon",
+        "--epsilon",
         "3",
         "--delta",
         "1e-15",

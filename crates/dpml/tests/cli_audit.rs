@@ -18,7 +18,7 @@ fn audit_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         "5",
         "--batch-size",
         "32",
-        "--target-size",
+        "--train-size",
         "200",
         "--seed",
         "5",
@@ -61,7 +61,7 @@ fn bad_input_exits_2_with_a_named_error() {
         "--non-private",
         "--attack",
         "loss",
-        "--target-size",
+        "--train-size",
         "5000",
     ]);
     r.assert_usage_error("(1797 records: N members and N non-members), got 5000");

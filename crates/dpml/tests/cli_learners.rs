@@ -113,7 +113,7 @@ fn predict_charges_the_ledger_before_answering() {
         "3",
         "--batch-size",
         "64",
-        "--out",
+        "--save-model",
         m,
         "--seed",
         "1",
@@ -122,11 +122,11 @@ fn predict_charges_the_ledger_before_answering() {
     .json();
     let v = dpml(&[
         "predict",
-        "--model",
+        "--model-file",
         m,
         "--dataset",
         "digits",
-        "--output-epsilon",
+        "--epsilon",
         "1",
         "--queries",
         "10",
@@ -140,16 +140,16 @@ fn predict_charges_the_ledger_before_answering() {
     ])
     .json();
     assert_eq!(v["queries"], 10);
-    assert_eq!(v["epsilon_per_query"], 1.0);
+    assert_eq!(v["epsilon"], 1.0);
     assert!((v["epsilon_total"].as_f64().unwrap() - 10.0).abs() < 1e-9);
     let before = std::fs::read(&ledger).unwrap();
     dpml(&[
         "predict",
-        "--model",
+        "--model-file",
         m,
         "--dataset",
         "digits",
-        "--output-epsilon",
+        "--epsilon",
         "1",
         "--queries",
         "100",

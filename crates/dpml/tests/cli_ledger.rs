@@ -76,7 +76,7 @@ fn train_iris(path: &Path) {
         "2",
         "--batch-size",
         "32",
-        "--out",
+        "--save-model",
         path.to_str().unwrap(),
         "--seed",
         "1",
@@ -129,11 +129,11 @@ fn predict_refuses_a_model_that_does_not_fit_before_charging_the_ledger() {
     let predict = |model: &Path, dataset: &str| {
         dpml(&[
             "predict",
-            "--model",
+            "--model-file",
             model.to_str().unwrap(),
             "--dataset",
             dataset,
-            "--output-epsilon",
+            "--epsilon",
             "0.1",
             "--queries",
             "5",

@@ -52,7 +52,7 @@ fn every_private_command_separates_release_from_diagnostics() {
         "rdp",
         "--seed",
         "1",
-        "--out",
+        "--save-model",
         m,
     ];
     let v = release_json(
@@ -109,7 +109,7 @@ fn every_private_command_separates_release_from_diagnostics() {
             "noisy_label_accuracy",
             "stage_noisy_label_accuracy",
             "test_accuracy",
-            "test_records",
+            "test_size",
         ],
     );
     assert!(
@@ -136,11 +136,11 @@ fn every_private_command_separates_release_from_diagnostics() {
     release_json(
         &[
             "predict",
-            "--model",
+            "--model-file",
             m,
             "--dataset",
             "iris",
-            "--output-epsilon",
+            "--epsilon",
             "1",
             "--queries",
             "10",

@@ -170,7 +170,7 @@ fn safetensors_file(
 fn eval_iris(model: &str, extra: &[&str]) -> Run {
     let mut args = vec![
         "eval",
-        "--model",
+        "--model-file",
         model,
         "--dataset",
         "iris",
@@ -200,9 +200,9 @@ fn saved_models_are_checked_before_use() {
     );
     assert!(std::fs::metadata(&huge).unwrap().len() < 600);
     for cmd in ["eval", "predict"] {
-        let mut args = vec![cmd, "--model", &huge, "--dataset", "iris"];
+        let mut args = vec![cmd, "--model-file", &huge, "--dataset", "iris"];
         if cmd == "predict" {
-            args.extend(["--output-epsilon", "1"]);
+            args.extend(["--epsilon", "1"]);
         } else {
             args.extend(["--split-seed", "1"]);
         }
@@ -219,11 +219,11 @@ fn saved_models_are_checked_before_use() {
     dpml_within(
         &[
             "predict",
-            "--model",
+            "--model-file",
             big.to_str().unwrap(),
             "--dataset",
             "iris",
-            "--output-epsilon",
+            "--epsilon",
             "1",
         ],
         FIVE_S,
@@ -442,17 +442,17 @@ fn special_files_and_huge_csv_lines_are_refused() {
             "/dev/zero",
         ),
         (
-            vec!["eval", "--model", fifo, "--dataset", "iris"],
-            "--model",
+            vec!["eval", "--model-file", fifo, "--dataset", "iris"],
+            "--model-file",
         ),
         (
             vec![
                 "predict",
-                "--model",
+                "--model-file",
                 fifo,
                 "--dataset",
                 "iris",
-                "--output-epsilon",
+                "--epsilon",
                 "1",
             ],
             "--model",

@@ -14,7 +14,7 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
         "digits-eps1",
         "--seed",
         "1",
-        "--out",
+        "--save-model",
         model.to_str().unwrap(),
         "--log",
         log.to_str().unwrap(),
@@ -80,7 +80,7 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
     );
     let e = dpml(&[
         "eval",
-        "--model",
+        "--model-file",
         model.to_str().unwrap(),
         "--dataset",
         "digits",
@@ -90,7 +90,7 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
     ])
     .json();
     assert_eq!(e["diagnostics"]["test_accuracy"], d["test_accuracy"]);
-    assert_eq!(e["diagnostics"]["n"], d["test_size"]);
+    assert_eq!(e["diagnostics"]["test_size"], d["test_size"]);
     assert!(
         e["diagnostics_note"]
             .as_str()
@@ -356,7 +356,7 @@ fn the_split_key_is_reported_and_reproduces_the_run() {
     // eval cannot guess which records a run held out.
     dpml(&[
         "eval",
-        "--model",
+        "--model-file",
         "unused.safetensors",
         "--dataset",
         "iris",
@@ -380,7 +380,7 @@ fn tabular_sets_are_scaled_from_their_published_ranges() {
         "10",
         "--seed",
         "2",
-        "--out",
+        "--save-model",
         model.to_str().unwrap(),
         "--json",
     ])
@@ -393,7 +393,7 @@ fn tabular_sets_are_scaled_from_their_published_ranges() {
     // The scaling travels with the model: eval on the same split gives the same accuracy.
     let e = dpml(&[
         "eval",
-        "--model",
+        "--model-file",
         model.to_str().unwrap(),
         "--dataset",
         "iris",

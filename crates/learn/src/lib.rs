@@ -6,13 +6,11 @@
 //! - [`label_dp`]: label differential privacy (Laplace, randomized response, RR-with-prior).
 //! - [`perturbation`]: output perturbation of predictions and local-DP input perturbation.
 //! - [`model_facts`]: the privacy facts a saved model carries in its metadata.
-//! - [`hungarian`]: optimal one-to-one matching, used to score clusterings against classes.
 #![deny(missing_docs)]
 
 pub mod dpsgd;
 pub mod error;
 pub mod f32_json;
-pub mod hungarian;
 pub mod kmeans;
 pub mod label_dp;
 pub mod model_facts;

@@ -18,6 +18,27 @@ pub const MODEL_NAMES: &[&str] = &[
     "scatter-linear",
 ];
 
+/// `name` as [`ModelSpec::named`] knows it (lower case), or why it is refused: BatchNorm is
+/// not DP-compatible, and any other name outside [`MODEL_NAMES`] is unknown. Lets a command
+/// line refuse a model name before any data is loaded.
+///
+/// # Errors
+/// [`NnError::NotDpCompatible`] for a BatchNorm name; [`NnError::UnknownModel`] otherwise.
+pub fn check_model_name(name: &str) -> Result<String> {
+    let lower = name.to_ascii_lowercase();
+    if lower.contains("batchnorm") || lower.contains("batch-norm") || lower.contains("batch_norm") {
+        return Err(NnError::NotDpCompatible(BATCHNORM_REFUSAL.into()));
+    }
+    if MODEL_NAMES.contains(&lower.as_str()) {
+        Ok(lower)
+    } else {
+        Err(NnError::UnknownModel {
+            name: name.into(),
+            known: MODEL_NAMES.join(", "),
+        })
+    }
+}
+
 /// Scales J of the scattering front end of `scatter-cnn` and `scatter-linear`.
 const SCATTER_J: usize = 2;
 /// Angles L of the scattering front end.
@@ -66,13 +87,7 @@ impl ModelSpec {
         num_classes: usize,
         hidden: &[usize],
     ) -> Result<Self> {
-        let lower = name.to_ascii_lowercase();
-        if lower.contains("batchnorm")
-            || lower.contains("batch-norm")
-            || lower.contains("batch_norm")
-        {
-            return Err(NnError::NotDpCompatible(BATCHNORM_REFUSAL.into()));
-        }
+        let lower = check_model_name(name)?;
         let d: usize = input_shape.iter().product();
         if d == 0 || input_shape.is_empty() {
             return Err(NnError::Shape(format!(

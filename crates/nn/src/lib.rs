@@ -47,7 +47,7 @@ pub mod optim;
 pub mod param;
 pub mod tensor;
 
-pub use arch::{MODEL_NAMES, ModelSpec};
+pub use arch::{MODEL_NAMES, ModelSpec, check_model_name};
 pub use error::{NnError, Result};
 pub use io::{load, save};
 pub use layers::{ConvNormMode, GradMode, Layer, LayerSpec};

@@ -9,11 +9,9 @@
 //! [`BoundKind::Approximation`]; the conversions themselves ([`delta_for_epsilon`],
 //! [`epsilon_for_delta`], [`mu_for`]) are exact for a truly μ-GDP mechanism.
 
-pub mod normal;
-
 use crate::rdp::check;
 use crate::{Accountant, AccountingError, BoundKind, PrivacyEvent};
-use normal::log_phi;
+use dpml_mechanisms::normal::{normal_cdf, normal_log_cdf};
 
 /// Bisection steps for the root finders: each halves the bracket, so 200 steps reach the
 /// resolution of f64 from any bracket that fits in f64.
@@ -80,7 +78,7 @@ pub fn mu_uniform(
     let x = 1.0 / (sigma * sigma);
     let (c, a) = (1.5 / sigma, 0.5 / sigma);
     let r = std::f64::consts::FRAC_1_SQRT_2;
-    let inner = x.exp_m1() * normal::phi(c) + 0.5 * libm::erf(c * r) - 1.5 * libm::erf(a * r);
+    let inner = x.exp_m1() * normal_cdf(c) + 0.5 * libm::erf(c * r) - 1.5 * libm::erf(a * r);
     Ok(std::f64::consts::SQRT_2 * q * (t * inner.max(0.0)).sqrt())
 }
 
@@ -111,8 +109,8 @@ fn delta_unchecked(mu: f64, eps: f64) -> f64 {
     if mu == f64::INFINITY {
         return 1.0;
     }
-    let ln_first = log_phi(-eps / mu + mu / 2.0);
-    let ln_second = eps + log_phi(-eps / mu - mu / 2.0);
+    let ln_first = normal_log_cdf(-eps / mu + mu / 2.0);
+    let ln_second = eps + normal_log_cdf(-eps / mu - mu / 2.0);
     if ln_second >= ln_first {
         return 0.0;
     }

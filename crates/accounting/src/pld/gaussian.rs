@@ -9,6 +9,8 @@
 //! Outcomes with `x` more than [`Z_TRUNC`] standard deviations from both means (mass below 1e-23
 //! per tail) are reported as truncated tails.
 
+use dpml_mechanisms::normal::normal_cdf;
+
 use super::discretize::Cells;
 
 /// Truncation of the output space in standard deviations: `Φ(−10) ≈ 7.6e-24`.
@@ -23,8 +25,9 @@ pub(crate) struct SampledGaussian {
     pub(crate) sigma: f64,
 }
 
-/// A standard normal tail on the side of `z`: `Φ(z)` for `z < 0`, `1 − Φ(z)` otherwise, computed
-/// with `erfc` so that it keeps full relative precision far into the tail.
+/// A standard normal tail on the side of `z`: `Φ(z)` for `z < 0`, `1 − Φ(z)` otherwise, from
+/// the tail-accurate Φ of `dpml_mechanisms::normal`, so it keeps full relative precision far
+/// into the tail.
 #[derive(Debug, Clone, Copy)]
 struct Tail {
     z: f64,
@@ -35,7 +38,7 @@ impl Tail {
     fn at(z: f64) -> Self {
         Tail {
             z,
-            small: 0.5 * libm::erfc(z.abs() / std::f64::consts::SQRT_2),
+            small: normal_cdf(-z.abs()),
         }
     }
 

@@ -3,12 +3,7 @@
 
 use super::*;
 
-const SQRT_2: f64 = std::f64::consts::SQRT_2;
-
-/// Φ(z) via erfc (full relative precision in both tails).
-fn phi(z: f64) -> f64 {
-    0.5 * libm::erfc(-z / SQRT_2)
-}
+use dpml_mechanisms::normal::normal_cdf as phi;
 
 /// The smallest ε ≥ 0 with `delta(ε) ≤ target` for a decreasing analytic `delta`, by bisection
 /// (only used on closed forms here, never inside the accountant).

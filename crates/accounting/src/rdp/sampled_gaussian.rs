@@ -24,7 +24,7 @@
 
 use std::sync::OnceLock;
 
-use crate::gdp::normal::log_erfc;
+use dpml_mechanisms::normal::log_erfc;
 
 /// The fractional-order series stops after this many terms (it normally needs a few dozen); if
 /// it has not converged by then, a bound on the rest of the series is added (or, should that

@@ -73,7 +73,9 @@ impl AttackOutcome {
 pub struct AuditReport {
     /// The data set's name.
     pub dataset: String,
-    /// N.
+    /// N, the records the target trains on (JSON `train_size`, as every command names the
+    /// size of a training set).
+    #[serde(rename = "train_size")]
     pub target_size: usize,
     /// Reference models trained for LiRA (`None` when no LiRA attack ran).
     pub reference_models: Option<usize>,

@@ -46,8 +46,8 @@ pub struct AuditArgs {
     pub seed: SeedArg,
     /// Records the target trains on (N); N held-out records are the non-members
     /// [default: min(2000, half the data set)].
-    #[arg(long)]
-    pub target_size: Option<usize>,
+    #[arg(long, alias = "target-size")]
+    pub train_size: Option<usize>,
     /// Attacks, comma-separated: loss, lira, lira-offline, one-run, attribute, all (attribute
     /// is part of all when --sensitive-column is given).
     #[arg(long)]
@@ -112,7 +112,7 @@ impl From<LiraVarianceArg> for Variance {
     }
 }
 
-/// Default N when `--target-size` is not given.
+/// Default N when `--train-size` is not given.
 const DEFAULT_TARGET_SIZE: usize = 2000;
 /// Default m when `--canaries` is not given (at most N/2 of them).
 const DEFAULT_CANARIES: usize = 500;
@@ -170,7 +170,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         }),
         None => None,
     };
-    let target_size = a.target_size.unwrap_or(DEFAULT_TARGET_SIZE.min(data.n / 2));
+    let target_size = a.train_size.unwrap_or(DEFAULT_TARGET_SIZE.min(data.n / 2));
     let lira_queries = LiraQueries::parse(&a.lira_queries).map_err(driver_err)?;
     let cache_dir = (!a.no_cache).then(|| {
         a.cache.clone().unwrap_or_else(|| match &a.out {

@@ -28,11 +28,11 @@ pub enum BenchCommand {
 /// Flags of `dpml bench dpsgd`.
 #[derive(Args, Debug)]
 pub struct DpsgdBenchArgs {
-    /// Model: logreg, mlp, cnn, cnn-tanh.
-    #[arg(long, default_value = "cnn")]
+    /// Architecture to time.
+    #[arg(long, value_name = "NAME", value_parser = args::ModelName, default_value = "cnn")]
     pub model: String,
     /// Hidden sizes for mlp.
-    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one, default_value = "512,256")]
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH), default_value = "512,256")]
     pub hidden: Vec<u64>,
     /// Expected batch size.
     #[arg(long, value_parser = args::at_least_one, default_value = "256")]

@@ -36,8 +36,8 @@ impl CalibrationAccountant {
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
     /// The ε not to exceed.
-    #[arg(long, value_parser = args::positive)]
-    pub target_epsilon: f64,
+    #[arg(long, alias = "target-epsilon", value_parser = args::positive)]
+    pub epsilon: f64,
     /// δ of the guarantee.
     #[arg(long, value_parser = args::open_unit)]
     pub delta: f64,
@@ -52,11 +52,11 @@ pub struct CalibrateArgs {
 pub fn run(a: &CalibrateArgs, out: Output) -> CliResult<()> {
     let (q, steps) = a.schedule.resolve()?;
     let accountant = a.accountant.build();
-    let cal = noise_multiplier(accountant.as_ref(), a.target_epsilon, a.delta, q, steps)?;
+    let cal = noise_multiplier(accountant.as_ref(), a.epsilon, a.delta, q, steps)?;
     out.emit(&json!({
         "noise_multiplier": cal.noise_multiplier,
         "epsilon": cal.epsilon,
-        "target_epsilon": a.target_epsilon,
+        "target_epsilon": a.epsilon,
         "delta": a.delta,
         "accountant": accountant.name(),
         "inputs": a.schedule.inputs(q, steps),

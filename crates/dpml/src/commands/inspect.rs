@@ -42,7 +42,7 @@ pub fn run(a: &InspectArgs, out: Output) -> CliResult<()> {
     let architecture = serde_json::to_value(model.spec()).map_err(CliError::internal)?;
     let privacy = facts_json(facts.as_ref())?;
     let mut v = json!({
-        "model": a.model,
+        "model_file": a.model,
         "parameters": model.num_params(),
         // Through text, so its f32 numbers print as f32 (0.3081, not 0.30809998512268066).
         "input_transform": serde_json::to_string(input)

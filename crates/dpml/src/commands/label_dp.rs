@@ -30,14 +30,6 @@ where
     s.parse::<T>().map_err(|e| e.to_string())
 }
 
-/// One layer size ≥ 1 (the flag takes a comma-separated list).
-pub fn size(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(v) if v >= 1 => Ok(v),
-        _ => Err(format!("hidden sizes must be whole numbers >= 1, got {s}")),
-    }
-}
-
 /// Flags of `dpml label-dp`.
 #[derive(Args, Debug)]
 pub struct LabelDpArgs {
@@ -66,12 +58,12 @@ pub struct LabelDpArgs {
     /// the label under the prior) or expected-accuracy (Ghazi et al.'s top-k with RR).
     #[arg(long, value_parser = parse::<TopKRule>)]
     pub top_k_rule: Option<TopKRule>,
-    /// Model: mlp, logreg, cnn or cnn-tanh (default: mlp).
-    #[arg(long)]
+    /// Architecture to train (default: mlp).
+    #[arg(long, value_name = "NAME", value_parser = args::ModelName)]
     pub model: Option<String>,
     /// Hidden layer sizes of the mlp, comma-separated (default: 512).
-    #[arg(long, value_delimiter = ',', value_parser = size)]
-    pub hidden: Option<Vec<usize>>,
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH))]
+    pub hidden: Option<Vec<u64>>,
     /// Training epochs (of each stage for rr-prior). Default: 3, or enough for 1,000 steps of
     /// the whole training set on small data sets. Few epochs are deliberate: networks memorise
     /// noisy labels (on MNIST at ε = 1, 3 epochs beat 10 for laplace and rr-prior).
@@ -82,7 +74,7 @@ pub struct LabelDpArgs {
     pub batch_size: Option<u64>,
     /// Learning rate (default 0.0003: small steps, because label noise dominates the gradients
     /// at small ε).
-    #[arg(long, value_parser = args::positive)]
+    #[arg(long = "learning-rate", alias = "lr", value_parser = args::positive)]
     pub lr: Option<f64>,
     /// adam or sgd (momentum 0.9) (default: adam).
     #[arg(long)]
@@ -94,9 +86,9 @@ pub struct LabelDpArgs {
     /// Use the last iterate as the model instead of the moving average.
     #[arg(long)]
     pub no_ema: bool,
-    /// Save the trained model (safetensors, with its privacy facts: see `dpml inspect`) here,
-    /// e.g. for `dpml predict`.
-    #[arg(long)]
+    /// Save the trained model (safetensors, with its privacy facts: see `dpml inspect`) to
+    /// FILE, e.g. for `dpml predict`.
+    #[arg(long, value_name = "FILE")]
     pub save_model: Option<PathBuf>,
     /// What is declared about the data: its classes (classification) or label range
     /// (regression) fix the label domain, the noise scale and the output layer.
@@ -121,7 +113,7 @@ fn training(
         cfg.model = m.clone();
     }
     if let Some(h) = &a.hidden {
-        cfg.hidden = h.clone();
+        cfg.hidden = h.iter().map(|&v| v as usize).collect();
     }
     if let Some(e) = a.epochs {
         cfg.epochs = e;
@@ -282,7 +274,7 @@ const LABEL_DP_DIAGNOSTICS: &[&str] = &[
     "test_mae",
     "noisy_label_accuracy",
     "stage_noisy_label_accuracy",
-    "test_records",
+    "test_size",
 ];
 
 #[cfg(test)]
@@ -290,10 +282,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hidden_sizes_parse_and_refuse_zero() {
-        assert_eq!(size("512").unwrap(), 512);
-        assert!(size("0").unwrap_err().contains("got 0"));
-        assert!(size("a").is_err());
+    fn mechanism_names_are_parsed_by_name() {
         assert!(
             parse::<LabelMechanism>("gauss")
                 .unwrap_err()

@@ -23,14 +23,14 @@ use crate::schema_args::SchemaArgs;
 /// Flags of `dpml predict`.
 #[derive(Args, Debug)]
 pub struct PredictArgs {
-    /// Model file written by `dpml train --save` or `dpml label-dp --save-model`.
-    #[arg(long, value_parser = args::input_path)]
-    pub model: PathBuf,
+    /// Model file written by `dpml train --save-model` or `dpml label-dp --save-model`.
+    #[arg(long, value_name = "FILE", alias = "model", value_parser = args::input_path)]
+    pub model_file: PathBuf,
     #[command(flatten)]
     pub data: DataArgs,
     /// ε of each answered query (Laplace 2/ε on each probability, then argmax).
-    #[arg(long, value_parser = args::positive, allow_hyphen_values = true)]
-    pub output_epsilon: f64,
+    #[arg(long, alias = "output-epsilon", value_parser = args::positive, allow_hyphen_values = true)]
+    pub epsilon: f64,
     /// Answer only the first N records of the query set (default: all).
     #[arg(long, value_parser = args::at_least_one)]
     pub queries: Option<u64>,
@@ -47,7 +47,7 @@ pub struct PredictArgs {
 pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     // Open the ledger first: a bad or corrupt ledger stops us before anything is computed.
     let ledger = a.ledger.open()?;
-    let (mut model, input) = dpsgd::load(&a.model).map_err(CliError::usage)?;
+    let (mut model, input) = dpsgd::load(&a.model_file).map_err(CliError::usage)?;
     let opts = a
         .schema
         .load_options(data_dir, a.data.label_column.as_deref())?;
@@ -63,7 +63,7 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
     dpsgd::check_saved_model_fits(&model, &data)?;
     let probs = softmax_rows(&predict_logits(&mut model, &input, &data).map_err(CliError::usage)?);
     let mut rng = a.seed.rng()?;
-    let fields = match answer(&probs, &data, a.output_epsilon, ledger.as_ref(), &mut rng)? {
+    let fields = match answer(&probs, &data, a.epsilon, ledger.as_ref(), &mut rng)? {
         Value::Object(m) => m,
         _ => return Err(CliError::internal("predict result is not an object")),
     };
@@ -74,7 +74,7 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         .diagnose(&["test_accuracy"])
         .insert("dataset", json!(a.data.dataset.name()))
         .insert("split", json!(split))
-        .insert("model", json!(a.model.display().to_string()));
+        .insert("model_file", json!(a.model_file.display().to_string()));
     out.emit(&release.into_value());
     Ok(())
 }
@@ -133,7 +133,7 @@ fn answer(
             correct as f64 / queries as f64
         }),
     );
-    obj.insert("epsilon_per_query".into(), json!(epsilon));
+    obj.insert("epsilon".into(), json!(epsilon));
     obj.insert("queries".into(), json!(queries));
     obj.insert("epsilon_total".into(), json!(epsilon_total));
     obj.insert("sensitivity".into(), json!(2.0));

@@ -102,7 +102,7 @@ pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let mut obj = result;
     obj["categories"] = json!(categories);
     obj["noisy_answer_counts"] = json!(answers);
-    obj["respondents"] = json!(column.len());
+    obj["n_records"] = json!(column.len());
     obj["epsilon"] = json!(rr.epsilon());
     obj["protocol"] = json!(if a.coin.is_some() {
         "fair coin"

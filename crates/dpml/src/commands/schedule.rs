@@ -16,15 +16,15 @@ pub struct ScheduleArgs {
     /// Number of steps T.
     #[arg(long, value_parser = args::at_least_one)]
     pub steps: Option<u64>,
-    /// Epochs (with --batch-size and --dataset-size, instead of --sampling-rate/--steps).
+    /// Epochs (with --batch-size and --train-size, instead of --sampling-rate/--steps).
     #[arg(long, value_parser = args::positive)]
     pub epochs: Option<f64>,
     /// Expected batch size B.
     #[arg(long, value_parser = args::at_least_one)]
     pub batch_size: Option<u64>,
-    /// Data set size N.
-    #[arg(long, value_parser = args::at_least_one)]
-    pub dataset_size: Option<u64>,
+    /// Training-set size N (the records DP-SGD samples from).
+    #[arg(long, alias = "dataset-size", value_parser = args::at_least_one)]
+    pub train_size: Option<u64>,
 }
 
 impl ScheduleArgs {
@@ -33,20 +33,20 @@ impl ScheduleArgs {
         match (self, self.sampling_rate, self.steps) {
             (s, Some(q), Some(t)) if s.epochs.is_none() => Ok((q, t)),
             (s, None, None) => {
-                let (Some(e), Some(b), Some(n)) = (s.epochs, s.batch_size, s.dataset_size) else {
+                let (Some(e), Some(b), Some(n)) = (s.epochs, s.batch_size, s.train_size) else {
                     return Err(CliError::usage(
-                        "give --sampling-rate and --steps, or --epochs, --batch-size and --dataset-size",
+                        "give --sampling-rate and --steps, or --epochs, --batch-size and --train-size",
                     ));
                 };
                 if b > n {
                     return Err(CliError::usage(format!(
-                        "--batch-size {b} is larger than --dataset-size {n}"
+                        "--batch-size {b} is larger than --train-size {n}"
                     )));
                 }
                 Ok(dpml_accounting::calibrate::steps_for_epochs(e, b, n)?)
             }
             _ => Err(CliError::usage(
-                "give --sampling-rate and --steps together, or --epochs, --batch-size and --dataset-size instead",
+                "give --sampling-rate and --steps together, or --epochs, --batch-size and --train-size instead",
             )),
         }
     }
@@ -58,7 +58,7 @@ impl ScheduleArgs {
             "steps": steps,
             "epochs": self.epochs,
             "batch_size": self.batch_size,
-            "dataset_size": self.dataset_size,
+            "train_size": self.train_size,
         })
     }
 }

@@ -571,7 +571,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
             "the utility figures (summary, results.csv, summary.csv and the plots)"
         ),
         privacy_model::DIAGNOSTICS_KEY: {
-            "summary": summary.iter().map(|s| json!({"epsilon": s.epsilon, "metric": s.metric, "mean": s.mean, "std": s.std, "n": s.n})).collect::<Vec<_>>(),
+            "summary": summary.iter().map(|s| json!({"epsilon": s.epsilon, "metric": s.metric, "mean": s.mean, "std": s.std, "runs": s.n})).collect::<Vec<_>>(),
         },
         "results_csv": a.out.join("results.csv"),
         "summary_csv": a.out.join("summary.csv"),

@@ -133,15 +133,18 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
         &a.out,
         "tradeoff",
     )?;
+    // The same names as `dpml account`: ε by accountant, the schedule as given.
+    let mut inputs = a.schedule.inputs(q, steps);
+    inputs["noise_multiplier"] = json!(a.noise_multiplier);
     out.emit(&json!({
         "csv": csv_path,
         "png": png,
         "svg": svg,
         "mu": mu,
-        "epsilon_rdp": eps_rdp,
+        "epsilon": {"rdp": eps_rdp},
         "delta": a.delta,
         "points": rows.len(),
-        "inputs": {"noise_multiplier": a.noise_multiplier, "sampling_rate": q, "steps": steps},
+        "inputs": inputs,
     }));
     Ok(())
 }

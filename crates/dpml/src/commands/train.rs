@@ -58,8 +58,9 @@ pub enum AccountantArg {
 /// command's own defaults) can supply it and a flag given on the command line overrides it.
 #[derive(Args, Debug, Clone, Default)]
 pub struct TrainingArgs {
-    /// Model: logreg, mlp, cnn, cnn-tanh.
-    #[arg(long)]
+    /// Architecture to train (cnn, cnn-tanh and scatter-cnn take 28x28 images; logreg,
+    /// mlp and scatter-linear any records).
+    #[arg(long, value_name = "NAME", value_parser = args::ModelName)]
     pub model: Option<String>,
     /// Hidden layer sizes of mlp, e.g. 512,256 (default: the recipe's, else 128; each at
     /// most 65536).
@@ -87,7 +88,7 @@ pub struct TrainingArgs {
     #[arg(long, value_parser = args::positive)]
     pub max_grad_norm: Option<f64>,
     /// Learning rate.
-    #[arg(long, value_parser = args::positive)]
+    #[arg(long = "learning-rate", alias = "lr", value_parser = args::positive)]
     pub lr: Option<f64>,
     /// Optimizer.
     #[arg(long, value_enum)]
@@ -105,7 +106,7 @@ pub struct TrainingArgs {
     #[arg(long)]
     pub exact_noise: bool,
     /// Largest number of records through the model at once (virtual batching).
-    #[arg(long, value_parser = args::at_least_one)]
+    #[arg(long = "physical-batch-size", value_name = "N", alias = "physical-batch", value_parser = args::at_least_one)]
     pub physical_batch: Option<u64>,
     /// Evaluate an exponential moving average of the parameters with this decay.
     #[arg(long, value_parser = args::open_unit)]
@@ -319,10 +320,10 @@ pub struct TrainArgs {
     pub split: SplitArgs,
     #[command(flatten)]
     pub seed: SeedArg,
-    /// Save the trained model (safetensors with its architecture and privacy facts; see
-    /// `dpml inspect`).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    /// Save the trained model to FILE (safetensors with its architecture and privacy facts;
+    /// see `dpml inspect`).
+    #[arg(long, value_name = "FILE", alias = "out")]
+    pub save_model: Option<PathBuf>,
     /// Write one CSV row per epoch (loss, accuracy, ε so far). Its losses and accuracies are
     /// diagnostics (computed from private data without noise), as its first line says.
     #[arg(long)]
@@ -330,7 +331,7 @@ pub struct TrainArgs {
     /// K-fold cross-validation over all records: mean and standard deviation of the test
     /// accuracy over the K folds (diagnostics). "epsilon" is that of releasing all K models
     /// (each record trains K − 1 of them); "epsilon_per_model" that of one.
-    #[arg(long, value_parser = args::at_least_one, conflicts_with_all = ["out", "log"])]
+    #[arg(long, value_parser = args::at_least_one, conflicts_with_all = ["save_model", "log"])]
     pub folds: Option<u64>,
     /// What is declared about the data (bounds, classes, label range).
     #[command(flatten)]
@@ -469,7 +470,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         (Some(_), None) => training_privacy_model(neighbouring::FEATURES),
         _ => training_privacy_model(neighbouring::ADD_REMOVE),
     };
-    if let Some(path) = &a.out {
+    if let Some(path) = &a.save_model {
         let mut facts = ModelFacts::from_training(
             &outcome.report,
             &privacy_model::dataset_label(&source),
@@ -496,7 +497,9 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         .insert("model", json!(cfg.model))
         .insert("preset", json!(preset))
         .insert("train_size", json!(train.n))
-        .insert("saved_to", json!(a.out))
+        .insert("batch_size", json!(cfg.batch_size))
+        .insert("learning_rate", json!(cfg.lr))
+        .insert("model_file", json!(a.save_model))
         .insert("event", json!(outcome.event))
         .insert("normalize", json!(cfg.normalize))
         .insert("schema", provenance_report(&schema))
@@ -873,9 +876,9 @@ fn write_log(path: &Path, log: &[EpochLog]) -> CliResult<()> {
 /// Flags of `dpml eval`.
 #[derive(Args, Debug)]
 pub struct EvalArgs {
-    /// A model saved by `dpml train --out`.
-    #[arg(long, value_parser = args::input_path)]
-    pub model: PathBuf,
+    /// A model file saved by `dpml train --save-model`.
+    #[arg(long, value_name = "FILE", alias = "model", value_parser = args::input_path)]
+    pub model_file: PathBuf,
     /// Data set to evaluate on (its test split).
     #[arg(long, value_parser = args::dataset)]
     pub dataset: Source,
@@ -907,17 +910,17 @@ pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         mut model,
         input,
         facts,
-    } = dpsgd::load_saved(&a.model)?;
+    } = dpsgd::load_saved(&a.model_file)?;
     dpsgd::check_saved_model_fits(&model, &test)?;
     let e = dpsgd::evaluate(&mut model, &input, &test)?;
     // Evaluation releases nothing: every figure is a diagnostic. The model's own guarantee is
     // what its file records.
     out.emit(&json!({
-        "model": a.model,
+        "model_file": a.model_file,
         "model_privacy": facts_json(facts.as_ref())?,
         "dataset": a.dataset.name(),
         privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note("test_accuracy, test_loss and n"),
-        privacy_model::DIAGNOSTICS_KEY: {"test_accuracy": e.accuracy, "test_loss": e.loss, "n": e.n},
+        privacy_model::DIAGNOSTICS_KEY: {"test_accuracy": e.accuracy, "test_loss": e.loss, "test_size": e.n},
     }));
     Ok(())
 }

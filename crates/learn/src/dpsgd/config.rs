@@ -146,7 +146,7 @@ impl ScheduleKind {
 /// record joins each step with probability q = B/N), `physical_batch` only bounds memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
-    /// Architecture: "logreg", "mlp", "cnn" or "cnn-tanh".
+    /// Architecture: one of [`super::MODEL_NAMES`].
     pub model: String,
     /// Hidden layer sizes for "mlp" (ignored otherwise).
     pub hidden: Vec<usize>,
@@ -157,8 +157,13 @@ pub struct TrainConfig {
     /// Clipping norm C of each per-sample gradient (ignored when non-private).
     #[serde(serialize_with = "crate::f32_json::one")]
     pub max_grad_norm: f32,
-    /// Base learning rate.
-    #[serde(serialize_with = "crate::f32_json::one")]
+    /// Base learning rate (JSON `learning_rate`, the CLI's `--learning-rate`; `lr` is still
+    /// read).
+    #[serde(
+        rename = "learning_rate",
+        alias = "lr",
+        serialize_with = "crate::f32_json::one"
+    )]
     pub lr: f32,
     /// Optimizer.
     pub optimizer: OptimizerKind,
@@ -172,7 +177,9 @@ pub struct TrainConfig {
     pub accountant: AccountantKind,
     /// Draw the noise from the exact discrete Gaussian on a fine grid (see [`super::noise`]).
     pub exact_noise: bool,
-    /// At most this many records go through the model at once (virtual batching).
+    /// At most this many records go through the model at once (virtual batching). JSON
+    /// `physical_batch_size` as the CLI's `--physical-batch-size`; `physical_batch` is still read.
+    #[serde(rename = "physical_batch_size", alias = "physical_batch")]
     pub physical_batch: usize,
     /// Exponential moving average of the parameters with this decay, used for evaluation and
     /// returned as the model (post-processing: no privacy cost).

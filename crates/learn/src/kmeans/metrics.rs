@@ -3,8 +3,10 @@
 
 use super::bounds::Bounds;
 use super::lloyd::nearest;
+use pathfinding::kuhn_munkres::kuhn_munkres;
+use pathfinding::matrix::Matrix;
+
 use crate::LearnError;
-use crate::hungarian::max_weight_assignment;
 
 /// The share of records whose cluster, mapped to a class by the best one-to-one matching of
 /// clusters to classes, equals their class (the Hungarian algorithm on the k × n_classes
@@ -27,7 +29,7 @@ pub fn clustering_accuracy(
             labels.len()
         )));
     }
-    let mut table = vec![0.0; k * n_classes];
+    let mut table = Matrix::new(k, n_classes, 0i64);
     for (i, (&c, &l)) in assignments.iter().zip(labels).enumerate() {
         if c >= k {
             return Err(LearnError::Labels(format!(
@@ -39,15 +41,27 @@ pub fn clustering_accuracy(
                 "label {l} of record {i} is not below n_classes = {n_classes}"
             )));
         }
-        table[c * n_classes + l as usize] += 1.0;
+        table[(c, l as usize)] += 1;
     }
-    let matching = max_weight_assignment(&table, k, n_classes)?;
-    let correct: f64 = matching
-        .iter()
-        .enumerate()
-        .filter_map(|(c, l)| l.map(|l| table[c * n_classes + l]))
-        .sum();
-    Ok(correct / assignments.len() as f64)
+    Ok(matched_records(table) as f64 / assignments.len() as f64)
+}
+
+/// The most records a one-to-one matching of the contingency table's rows (clusters) to its
+/// columns (classes) puts on matched pairs: the Hungarian algorithm (`pathfinding`'s
+/// Kuhn–Munkres). The weights are counts, so the optimum is exact. Kuhn–Munkres matches every
+/// row of a matrix with no more rows than columns, so a table with more clusters than classes
+/// is matched on its transpose (every class gets a distinct cluster), which has the same
+/// optimum.
+fn matched_records(table: Matrix<i64>) -> i64 {
+    if table.rows == 0 || table.columns == 0 {
+        return 0;
+    }
+    let table = if table.rows <= table.columns {
+        table
+    } else {
+        table.transposed()
+    };
+    kuhn_munkres(&table).0
 }
 
 /// Sum over records of the squared distance to the nearest centroid (`x` row-major `n × d`,
@@ -161,6 +175,50 @@ mod tests {
             clustering_accuracy(&[0, 1, 2, 2], &[0, 0, 1, 1], 3, 2).unwrap(),
             0.75
         );
+    }
+
+    /// The most records any one-to-one matching of clusters to classes gets right, by
+    /// enumerating every injective map from clusters to classes (a cluster may stay
+    /// unmatched).
+    fn brute_force_matched(a: &[usize], l: &[u32], k: usize, n_classes: usize) -> usize {
+        fn rec(table: &[Vec<usize>], c: usize, used: &mut Vec<bool>) -> usize {
+            if c == table.len() {
+                return 0;
+            }
+            let mut best = rec(table, c + 1, used);
+            for j in 0..used.len() {
+                if !used[j] {
+                    used[j] = true;
+                    best = best.max(table[c][j] + rec(table, c + 1, used));
+                    used[j] = false;
+                }
+            }
+            best
+        }
+        let mut table = vec![vec![0; n_classes]; k];
+        for (&c, &y) in a.iter().zip(l) {
+            table[c][y as usize] += 1;
+        }
+        rec(&table, 0, &mut vec![false; n_classes])
+    }
+
+    #[test]
+    fn accuracy_matches_brute_force_on_random_clusterings() {
+        // Square and rectangular tables both ways, with many ties (few records per cell).
+        let mut rng = dpml_mechanisms::DpRng::seeded(11);
+        for trial in 0..300 {
+            let k = 1 + rng.below(6) as usize;
+            let n_classes = 1 + rng.below(6) as usize;
+            let n = 1 + rng.below(30) as usize;
+            let a: Vec<usize> = (0..n).map(|_| rng.below(k as u64) as usize).collect();
+            let l: Vec<u32> = (0..n).map(|_| rng.below(n_classes as u64) as u32).collect();
+            let want = brute_force_matched(&a, &l, k, n_classes) as f64 / n as f64;
+            let got = clustering_accuracy(&a, &l, k, n_classes).unwrap();
+            assert_eq!(
+                got, want,
+                "trial {trial}: k {k}, {n_classes} classes, {a:?} {l:?}"
+            );
+        }
     }
 
     #[test]

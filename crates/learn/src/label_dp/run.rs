@@ -74,9 +74,11 @@ pub struct LabelDpReport {
     pub top_k_rule: Option<String>,
     /// RR-with-prior only: share of labels released by the unary encoding (the rest by RR).
     pub unary_share: Option<f64>,
-    /// Training records.
+    /// Training records (JSON `train_size`, as every command names the size of a training set).
+    #[serde(rename = "train_size")]
     pub train_records: usize,
-    /// Test records.
+    /// Test records (JSON `test_size`).
+    #[serde(rename = "test_size")]
     pub test_records: usize,
     /// Model architecture.
     pub model: String,
