@@ -285,7 +285,7 @@ fn json_results_carry_version_and_command() {
 fn f32_settings_print_as_typed() {
     let v = dpml(&["presets", "--json"]).json();
     let text = v.to_string();
-    assert!(text.contains("\"lr\":0.03"), "{text}");
+    assert!(text.contains("\"learning_rate\":0.03"), "{text}");
     assert!(!text.contains("0.029999"), "{text}");
 }
 
