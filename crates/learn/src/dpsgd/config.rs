@@ -260,7 +260,12 @@ impl TrainConfig {
         // record shape here is a stand-in (the real one is checked in `validate_data`).
         match &self.arch {
             Some(spec) => drop(spec.check()?),
-            None => drop(ModelSpec::named(&self.model, &[1, 28, 28], 10, &self.hidden)?),
+            None => drop(ModelSpec::named(
+                &self.model,
+                &[1, 28, 28],
+                10,
+                &self.hidden,
+            )?),
         }
         positive_f64("epochs", self.epochs)?;
         if self.batch_size == 0 {
