@@ -374,12 +374,23 @@ impl TrainConfig {
             }
         }
         self.normalize.resolve(train)?;
+        self.model_for(train, train.n_classes)
+    }
+
+    /// The model description for records of `data` and `outputs` outputs: the explicit
+    /// `arch` when given (checked against both), else the named `model`.
+    ///
+    /// # Errors
+    /// [`DpSgdError::Data`] when `arch`'s input shape is not the records' shape or its output
+    /// not `[outputs]`; [`DpSgdError::Nn`] as [`ModelSpec::named`] or when the layers do not
+    /// chain.
+    pub fn model_for(&self, data: &Dataset, outputs: usize) -> Result<ModelSpec> {
         match &self.arch {
-            Some(spec) => check_arch_fits(spec, train),
+            Some(spec) => check_arch_fits(spec, data, outputs),
             None => Ok(ModelSpec::named(
                 &self.model,
-                &train.record_shape,
-                train.n_classes,
+                &data.record_shape,
+                outputs,
                 &self.hidden,
             )?),
         }
@@ -387,8 +398,8 @@ impl TrainConfig {
 }
 
 /// An explicit architecture against the data: its input shape must be the records' shape and
-/// its output one score per class.
-fn check_arch_fits(spec: &ModelSpec, train: &Dataset) -> Result<ModelSpec> {
+/// its output `[outputs]` (one score per class).
+fn check_arch_fits(spec: &ModelSpec, train: &Dataset, outputs: usize) -> Result<ModelSpec> {
     if spec.input_shape != train.record_shape {
         return Err(data_err(format!(
             "architecture {:?} has input_shape {:?}, the data set {:?} has records of shape {:?}",
@@ -396,10 +407,10 @@ fn check_arch_fits(spec: &ModelSpec, train: &Dataset) -> Result<ModelSpec> {
         )));
     }
     let out = spec.check()?.output_shape().to_vec();
-    if out != [train.n_classes] {
+    if out != [outputs] {
         return Err(data_err(format!(
-            "architecture {:?} outputs records of shape {out:?}, the data set {:?} has {} classes (needs [{}])",
-            spec.name, train.name, train.n_classes, train.n_classes
+            "architecture {:?} outputs records of shape {out:?}, training on {:?} needs [{outputs}]",
+            spec.name, train.name
         )));
     }
     Ok(spec.clone())
