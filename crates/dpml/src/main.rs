@@ -78,6 +78,9 @@ enum Command {
     Data(commands::data::DataCommand),
     /// Show a saved model's architecture and the privacy facts it was saved with.
     Inspect(commands::inspect::InspectArgs),
+    /// Show an architecture (a built-in name or a JSON file): layers, parameters, FLOPs.
+    #[command(subcommand)]
+    Arch(commands::arch::ArchCommand),
     /// Create a budget ledger, or show its entries, spent and remaining budget.
     #[command(subcommand)]
     Ledger(commands::ledger::LedgerCommand),
@@ -121,6 +124,7 @@ fn main() {
         Command::Sweep(a) => commands::sweep::run(a, data_dir, out),
         Command::Inspect(a) => commands::inspect::run(a, out),
         Command::Ledger(a) => commands::ledger::run(a, out),
+        Command::Arch(a) => commands::arch::run(a, out),
     };
     if let Err(e) = result {
         e.exit(out.json);

@@ -155,6 +155,23 @@ const SPECIFIC: &[Summary] = &[
         rows: Some(("layers", &["index", "layer", "tensors"])),
     },
     Summary {
+        command: "arch show",
+        headline: |v, _| {
+            format!(
+                "{} on records of shape {}: {} parameters, {} FLOPs per sample",
+                field(v, "name"),
+                field(v, "input_shape"),
+                field(v, "parameters"),
+                field(v, "flops_per_sample")
+            )
+        },
+        fields: &["output_shape", "flops_counted_as"],
+        rows: Some((
+            "layers",
+            &["index", "type", "output_shape", "parameters", "flops"],
+        )),
+    },
+    Summary {
         command: "ledger create",
         headline: |v, _| {
             format!(

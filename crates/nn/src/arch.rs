@@ -47,7 +47,7 @@ const SCATTER_L: usize = 8;
 const SCATTER_GROUPS: usize = 27;
 
 /// A sequential model's description: a name, the record shape it takes, and its layers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
     /// Architecture name (one of [`MODEL_NAMES`] or a user's own).
     pub name: String,
@@ -134,52 +134,7 @@ impl ModelSpec {
                 });
             }
             "cnn" | "cnn-tanh" => {
-                if input_shape != [1, 28, 28] {
-                    return Err(NnError::Shape(format!(
-                        "model {name:?} expects records of shape [1, 28, 28], the data has records of shape {input_shape:?}"
-                    )));
-                }
-                let act = if lower == "cnn" {
-                    LayerSpec::Relu
-                } else {
-                    LayerSpec::Tanh
-                };
-                layers.extend([
-                    LayerSpec::Conv2d {
-                        in_channels: 1,
-                        out_channels: 16,
-                        kernel: 8,
-                        stride: 2,
-                        padding: 3,
-                    },
-                    act.clone(),
-                    LayerSpec::MaxPool2d {
-                        kernel: 2,
-                        stride: 1,
-                    },
-                    LayerSpec::Conv2d {
-                        in_channels: 16,
-                        out_channels: 32,
-                        kernel: 4,
-                        stride: 2,
-                        padding: 0,
-                    },
-                    act.clone(),
-                    LayerSpec::MaxPool2d {
-                        kernel: 2,
-                        stride: 1,
-                    },
-                    LayerSpec::Flatten,
-                    LayerSpec::Linear {
-                        in_features: 512,
-                        out_features: 32,
-                    },
-                    act,
-                    LayerSpec::Linear {
-                        in_features: 32,
-                        out_features: num_classes,
-                    },
-                ]);
+                return shipped(&lower, input_shape, num_classes);
             }
             "scatter-cnn" | "scatter-linear" => {
                 layers.extend(scatter_layers(&lower, input_shape, num_classes)?);
@@ -196,6 +151,33 @@ impl ModelSpec {
             input_shape: input_shape.to_vec(),
             layers,
         })
+    }
+
+    /// Reads a description from JSON (the form saved with the weights):
+    /// `{"name": ..., "input_shape": [C, H, W] or [D], "layers": [{"type": "conv2d", ...}, ...]}`.
+    /// Only the text is checked here; [`ModelSpec::check`] checks that the layers chain.
+    ///
+    /// # Errors
+    /// [`NnError::InvalidParameter`] for malformed JSON, a missing field or an unknown layer
+    /// type (named, with the known types).
+    pub fn from_json(text: &str) -> Result<Self> {
+        serde_json::from_str(text).map_err(|e| {
+            let msg = e.to_string();
+            invalid(match msg.strip_prefix("unknown variant ") {
+                Some(rest) => format!("architecture: unknown layer type {rest}"),
+                None => format!("architecture: {msg}"),
+            })
+        })
+    }
+
+    /// Builds the model once (throw-away initialisation) to check that every layer takes its
+    /// predecessor's output shape, and returns it for inspection (shapes, parameter count).
+    ///
+    /// # Errors
+    /// As [`crate::Sequential::new`]: a shape error names the layer (position and type) and
+    /// both shapes.
+    pub fn check(&self) -> Result<crate::Sequential> {
+        crate::Sequential::new(self.clone(), &mut dpml_mechanisms::DpRng::seeded(0))
     }
 
     /// The number of trainable parameters the layers declare, computed from the description
@@ -242,6 +224,27 @@ pub const MAX_PARAMETERS: usize = 1 << 28;
 
 /// The most values one input record may have (MNIST has 784, CIFAR 3072).
 pub const MAX_RECORD_ELEMENTS: usize = 1 << 22;
+
+/// The shipped description of `cnn` or `cnn-tanh` (crates/nn/archs/*.json, the same JSON a
+/// user passes with `--arch`), for `[1, 28, 28]` records, with the last layer resized to
+/// `num_classes` outputs.
+fn shipped(name: &str, input_shape: &[usize], num_classes: usize) -> Result<ModelSpec> {
+    let text = match name {
+        "cnn" => include_str!("../archs/cnn.json"),
+        _ => include_str!("../archs/cnn-tanh.json"),
+    };
+    let mut spec = ModelSpec::from_json(text)?;
+    if input_shape != spec.input_shape {
+        return Err(NnError::Shape(format!(
+            "model {name:?} expects records of shape {:?}, the data has records of shape {input_shape:?}",
+            spec.input_shape
+        )));
+    }
+    if let Some(LayerSpec::Linear { out_features, .. }) = spec.layers.last_mut() {
+        *out_features = num_classes;
+    }
+    Ok(spec)
+}
 
 /// The layers of `scatter-cnn` / `scatter-linear` for `[c, h, w]` records.
 fn scatter_layers(name: &str, input: &[usize], num_classes: usize) -> Result<Vec<LayerSpec>> {
@@ -391,5 +394,58 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("[64]"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_layer_types_are_refused_by_name() {
+        let text = r#"{"name": "x", "input_shape": [4], "layers": [{"type": "attention"}]}"#;
+        let msg = ModelSpec::from_json(text).unwrap_err().to_string();
+        assert!(
+            msg.contains("unknown layer type")
+                && msg.contains("attention")
+                && msg.contains("conv2d"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn shapes_that_do_not_chain_name_the_layer_and_both_shapes() {
+        let text = r#"{"name": "x", "input_shape": [3, 9, 9], "layers": [
+            {"type": "conv2d", "in_channels": 3, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 0},
+            {"type": "flatten"},
+            {"type": "linear", "in_features": 100, "out_features": 2}]}"#;
+        let msg = ModelSpec::from_json(text)
+            .unwrap()
+            .check()
+            .unwrap_err()
+            .to_string();
+        // conv 3x3 on 9x9 gives 4@7x7 = 196 features.
+        assert!(
+            msg.contains("layer 2 (linear)") && msg.contains("[100]") && msg.contains("[196]"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn shipped_example_resnet_builds_with_its_parameters_named_by_position() {
+        let spec =
+            ModelSpec::from_json(include_str!("../archs/examples/resnet-gn-3x32x32.json")).unwrap();
+        let m = spec.check().unwrap();
+        assert_eq!(m.output_shape(), &[10]);
+        assert_eq!(Some(m.num_params()), spec.parameter_count());
+        let names: Vec<String> = m.named_params().into_iter().map(|(n, _)| n).collect();
+        assert!(names.contains(&"3.0.weight".to_string()), "{names:?}");
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(ModelSpec::from_json(&json).unwrap(), spec);
+    }
+
+    #[test]
+    fn flops_count_two_per_multiply_add_of_linear_and_conv() {
+        let spec = ModelSpec::named("logreg", &[4], 3, &[]).unwrap();
+        assert_eq!(spec.check().unwrap().flops_per_sample(), 2 * 4 * 3);
+        // cnn: conv1 1·64·16·14·14, conv2 16·16·32·5·5, linear 512·32 + 32·10.
+        let cnn = ModelSpec::named("cnn", &[1, 28, 28], 10, &[]).unwrap();
+        let macs = 64 * 16 * 196 + 256 * 32 * 25 + 512 * 32 + 320;
+        assert_eq!(cnn.check().unwrap().flops_per_sample(), 2 * macs);
     }
 }

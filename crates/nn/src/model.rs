@@ -6,7 +6,7 @@ use dpml_mechanisms::DpRng;
 
 use crate::arch::ModelSpec;
 use crate::error::{NnError, Result, invalid};
-use crate::layers::{ConvNormMode, GradMode, Layer, LayerSpec};
+use crate::layers::{ConvNormMode, GradMode, Layer, build_chain};
 use crate::param::Param;
 use crate::tensor::Tensor;
 
@@ -96,25 +96,14 @@ impl Sequential {
     /// the first layer that cannot be built.
     pub fn new(spec: ModelSpec, rng: &mut DpRng) -> Result<Self> {
         spec.check_size()?;
-        let mut shape = spec.input_shape.clone();
-        let mut layers = Vec::with_capacity(spec.layers.len());
-        for (i, l) in spec.layers.iter().enumerate() {
-            if i > 0 && matches!(l, LayerSpec::Scattering2d { .. }) {
-                return Err(invalid(format!(
-                    "model {:?} layer {i}: the scattering transform gives no input gradient, \
-                     so it can only be the first layer, got it at position {i}",
-                    spec.name
-                )));
-            }
-            let layer = l.build(&shape, rng).map_err(|e| match e {
-                NnError::Shape(m) => {
-                    NnError::Shape(format!("model {:?} layer {i}: {m}", spec.name))
-                }
+        let layers = build_chain(&spec.layers, &spec.input_shape, rng, true).map_err(|e| {
+            let at = |m: String| format!("model {:?} {m}", spec.name);
+            match e {
+                NnError::Shape(m) => NnError::Shape(at(m)),
+                NnError::InvalidParameter(m) => NnError::InvalidParameter(at(m)),
                 other => other,
-            })?;
-            shape = layer.out_shape().to_vec();
-            layers.push(layer);
-        }
+            }
+        })?;
         if layers.is_empty() {
             return Err(invalid(format!("model {:?} has no layers", spec.name)));
         }
@@ -159,6 +148,20 @@ impl Sequential {
         for l in &mut self.layers {
             l.set_conv_norm_mode(mode);
         }
+    }
+
+    /// Switches every layer to training (`true`: Dropout draws fresh per-sample masks on each
+    /// forward pass) or evaluation (`false`, the state after building: Dropout is the
+    /// identity). The DP-SGD step sets it around its own passes.
+    pub fn set_training(&mut self, training: bool) {
+        for l in &mut self.layers {
+            l.set_training(training);
+        }
+    }
+
+    /// Floating-point operations of one record's forward pass (see [`Layer::flops`]).
+    pub fn flops_per_sample(&self) -> u64 {
+        self.layers.iter().map(|l| l.flops()).sum()
     }
 
     /// Runs the model on a batch `[n, input_shape...]` and returns the outputs `[n, ...]`.
@@ -402,10 +405,13 @@ impl Sequential {
         self.param_layers
             .iter()
             .flat_map(|&l| {
-                self.layers[l]
-                    .params()
+                // The description's names, so parameters inside a residual block get their
+                // position in the block (`3.0.weight`), in the order `params` lists them.
+                let names = self.layers[l].spec().parameter_shapes();
+                names
                     .into_iter()
-                    .map(move |p| (format!("{l}.{}", p.name), p))
+                    .zip(self.layers[l].params())
+                    .map(move |((name, _), p)| (format!("{l}.{name}"), p))
             })
             .collect()
     }

@@ -31,6 +31,10 @@ pub struct DpsgdBenchArgs {
     /// Architecture to time.
     #[arg(long, value_name = "NAME", value_parser = args::ModelName, default_value = "cnn")]
     pub model: String,
+    /// Time the network in this JSON architecture file instead (on uniform synthetic
+    /// records of its input_shape).
+    #[arg(long, value_name = "FILE", value_parser = args::input_path, conflicts_with = "model")]
+    pub arch: Option<std::path::PathBuf>,
     /// Hidden sizes for mlp.
     #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH), default_value = "512,256")]
     pub hidden: Vec<u64>,
@@ -134,13 +138,14 @@ fn dpsgd(a: &DpsgdBenchArgs, out: Output) -> CliResult<()> {
         a.batch_size,
         a.steps
     );
-    let r = dpml_learn::dpsgd::bench(
-        &a.model,
-        &hidden,
-        a.batch_size as usize,
-        a.steps as usize,
-        &mut rng,
-    )?;
+    let (b, steps) = (a.batch_size as usize, a.steps as usize);
+    let r = match &a.arch {
+        Some(path) => {
+            let spec = crate::commands::arch::load_arch(path)?;
+            dpml_learn::dpsgd::bench_spec(spec, b, steps, &mut rng)?
+        }
+        None => dpml_learn::dpsgd::bench(&a.model, &hidden, b, steps, &mut rng)?,
+    };
     let mut v = serde_json::to_value(&r).map_err(crate::error::CliError::internal)?;
     v["threads"] = json!(rayon_threads());
     out.emit(&v);

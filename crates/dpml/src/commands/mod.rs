@@ -1,6 +1,7 @@
 //! One module per command: parse its flags, call the libraries, build the JSON result.
 
 pub mod account;
+pub mod arch;
 pub mod audit;
 pub mod bench;
 pub mod calibrate;

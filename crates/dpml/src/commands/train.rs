@@ -62,6 +62,10 @@ pub struct TrainingArgs {
     /// mlp and scatter-linear any records).
     #[arg(long, value_name = "NAME", value_parser = args::ModelName)]
     pub model: Option<String>,
+    /// Train the network described in this JSON file (see `dpml arch show`) instead of a
+    /// named model; its input_shape must be the data's record shape.
+    #[arg(long, value_name = "FILE", value_parser = args::input_path, conflicts_with_all = ["model", "hidden"])]
+    pub arch: Option<std::path::PathBuf>,
     /// Hidden layer sizes of mlp, e.g. 512,256 (default: the recipe's, else 128; each at
     /// most 65536).
     #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH))]
@@ -127,6 +131,11 @@ impl TrainingArgs {
         }
         if let Some(h) = &self.hidden {
             cfg.hidden = h.iter().map(|&v| v as usize).collect();
+        }
+        if let Some(path) = &self.arch {
+            let spec = crate::commands::arch::load_arch(path)?;
+            cfg.model = spec.name.clone();
+            cfg.arch = Some(spec);
         }
         // `--model mlp` on a recipe made for another model has no hidden sizes: give it one
         // layer rather than failing on a flag the user never had to know about.

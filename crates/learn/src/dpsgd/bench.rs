@@ -69,14 +69,29 @@ pub fn bench(
     steps: usize,
     rng: &mut DpRng,
 ) -> Result<BenchResult> {
+    let spec = ModelSpec::named(model, &[1, 28, 28], 10, hidden)?;
+    bench_spec(spec, batch_size, steps, rng)
+}
+
+/// [`bench`] for an explicit architecture, on uniform synthetic records of its input shape
+/// with uniform labels over its outputs.
+///
+/// # Errors
+/// As [`bench`]; [`super::DpSgdError::Nn`] when the layers do not chain.
+pub fn bench_spec(
+    spec: ModelSpec,
+    batch_size: usize,
+    steps: usize,
+    rng: &mut DpRng,
+) -> Result<BenchResult> {
     if batch_size == 0 {
         return Err(config_err("batch_size must be >= 1, got 0"));
     }
     if steps == 0 {
         return Err(config_err("steps must be >= 1, got 0"));
     }
-    let spec = ModelSpec::named(model, &[1, 28, 28], 10, hidden)?;
-    let data = synthetic(16 * batch_size, rng);
+    let classes: usize = spec.check()?.output_shape().iter().product();
+    let data = synthetic(16 * batch_size, &spec.input_shape, classes, rng);
     let seed = rng.next_u64();
     let mut rates: [Vec<f64>; 3] = Default::default();
     let mut parameters = 0;
@@ -139,17 +154,18 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// `n` uniform-pixel records of shape `[1, 28, 28]` with uniform labels over 10 classes.
-fn synthetic(n: usize, rng: &mut DpRng) -> Dataset {
+/// `n` uniform-pixel records of shape `shape` with uniform labels over `classes` classes.
+fn synthetic(n: usize, shape: &[usize], classes: usize, rng: &mut DpRng) -> Dataset {
+    let d: usize = shape.iter().product();
     Dataset {
-        name: "synthetic-28x28".into(),
-        x: (0..n * 784).map(|_| rng.uniform_f64() as f32).collect(),
+        name: format!("synthetic-{shape:?}"),
+        x: (0..n * d).map(|_| rng.uniform_f64() as f32).collect(),
         n,
-        record_shape: vec![1, 28, 28],
-        y: (0..n).map(|_| rng.below(10) as u32).collect(),
-        n_classes: 10,
-        feature_names: (0..784).map(|i| format!("px{i}")).collect(),
-        class_names: (0..10).map(|c| c.to_string()).collect(),
+        record_shape: shape.to_vec(),
+        y: (0..n).map(|_| rng.below(classes as u64) as u32).collect(),
+        n_classes: classes,
+        feature_names: (0..d).map(|i| format!("px{i}")).collect(),
+        class_names: (0..classes).map(|c| c.to_string()).collect(),
         feature_range: Some((0.0, 1.0)),
     }
 }

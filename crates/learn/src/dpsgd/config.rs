@@ -150,6 +150,10 @@ pub struct TrainConfig {
     pub model: String,
     /// Hidden layer sizes for "mlp" (ignored otherwise).
     pub hidden: Vec<usize>,
+    /// An explicit architecture (the JSON of `--arch`); when given it is trained instead of
+    /// the named `model`, whose name and `hidden` are then ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<ModelSpec>,
     /// Number of epochs E (may be fractional); the run has T = ⌈E·N/B⌉ steps.
     pub epochs: f64,
     /// Expected batch size B (q = B/N).
@@ -201,6 +205,7 @@ impl Default for TrainConfig {
         Self {
             model: "cnn".into(),
             hidden: Vec::new(),
+            arch: None,
             epochs: 10.0,
             batch_size: 256,
             max_grad_norm: 1.0,
@@ -253,7 +258,15 @@ impl TrainConfig {
     pub fn validate(&self) -> Result<()> {
         // Unknown names and BatchNorm are refused by the engine with its own explanation; the
         // record shape here is a stand-in (the real one is checked in `validate_data`).
-        ModelSpec::named(&self.model, &[1, 28, 28], 10, &self.hidden)?;
+        match &self.arch {
+            Some(spec) => drop(spec.check()?),
+            None => drop(ModelSpec::named(
+                &self.model,
+                &[1, 28, 28],
+                10,
+                &self.hidden,
+            )?),
+        }
         positive_f64("epochs", self.epochs)?;
         if self.batch_size == 0 {
             return Err(config_err("batch_size must be >= 1, got 0"));
@@ -361,13 +374,46 @@ impl TrainConfig {
             }
         }
         self.normalize.resolve(train)?;
-        Ok(ModelSpec::named(
-            &self.model,
-            &train.record_shape,
-            train.n_classes,
-            &self.hidden,
-        )?)
+        self.model_for(train, train.n_classes)
     }
+
+    /// The model description for records of `data` and `outputs` outputs: the explicit
+    /// `arch` when given (checked against both), else the named `model`.
+    ///
+    /// # Errors
+    /// [`DpSgdError::Data`] when `arch`'s input shape is not the records' shape or its output
+    /// not `[outputs]`; [`DpSgdError::Nn`] as [`ModelSpec::named`] or when the layers do not
+    /// chain.
+    pub fn model_for(&self, data: &Dataset, outputs: usize) -> Result<ModelSpec> {
+        match &self.arch {
+            Some(spec) => check_arch_fits(spec, data, outputs),
+            None => Ok(ModelSpec::named(
+                &self.model,
+                &data.record_shape,
+                outputs,
+                &self.hidden,
+            )?),
+        }
+    }
+}
+
+/// An explicit architecture against the data: its input shape must be the records' shape and
+/// its output `[outputs]` (one score per class).
+fn check_arch_fits(spec: &ModelSpec, train: &Dataset, outputs: usize) -> Result<ModelSpec> {
+    if spec.input_shape != train.record_shape {
+        return Err(data_err(format!(
+            "architecture {:?} has input_shape {:?}, the data set {:?} has records of shape {:?}",
+            spec.name, spec.input_shape, train.name, train.record_shape
+        )));
+    }
+    let out = spec.check()?.output_shape().to_vec();
+    if out != [outputs] {
+        return Err(data_err(format!(
+            "architecture {:?} outputs records of shape {out:?}, training on {:?} needs [{outputs}]",
+            spec.name, train.name
+        )));
+    }
+    Ok(spec.clone())
 }
 
 /// Buffer sizes, labels and values of one data set.

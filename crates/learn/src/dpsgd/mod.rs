@@ -43,10 +43,10 @@ mod step;
 pub mod train;
 
 pub use accounting::{PrivacyPlan, accountant};
-pub use bench::{BenchResult, bench};
+pub use bench::{BenchResult, bench, bench_spec};
 pub use config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConfig};
 /// The architecture names training accepts (`TrainConfig::model`), for help texts and checks.
-pub use dpml_nn::{MODEL_NAMES, check_model_name};
+pub use dpml_nn::{MODEL_NAMES, ModelSpec, check_model_name};
 pub use error::DpSgdError;
 pub use eval::{Eval, check_saved_model_fits, evaluate, predict_logits};
 pub use io::{SavedModel, load, load_saved, save, save_with_facts};

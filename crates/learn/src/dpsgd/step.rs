@@ -106,6 +106,8 @@ impl Stepper {
             ..StepStats::default()
         };
         self.model.zero_grad();
+        // Dropout draws per-sample masks only inside the step; evaluation sees the identity.
+        self.model.set_training(true);
         for chunk in self.idx.chunks(self.physical_batch) {
             gather(
                 data,
@@ -120,6 +122,7 @@ impl Stepper {
             stats.loss_sum += self.losses.iter().map(|&l| f64::from(l)).sum::<f64>();
             self.model.backward(&self.grad, self.mode)?;
         }
+        self.model.set_training(false);
         let divisor = match self.noise {
             Noise::None if stats.batch == 0 => return Ok(stats),
             Noise::None => stats.batch as f64,

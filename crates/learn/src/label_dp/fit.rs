@@ -5,7 +5,7 @@
 
 use dpml_data::Dataset;
 use dpml_mechanisms::DpRng;
-use dpml_nn::{BackwardMode, ModelSpec, Sequential, Tensor, mse};
+use dpml_nn::{BackwardMode, Sequential, Tensor, mse};
 
 use super::error::{LabelDpError, config_err};
 use super::targets::Targets;
@@ -130,7 +130,7 @@ pub fn fit(
             train.n
         )));
     }
-    let spec = ModelSpec::named(&cfg.model, &train.record_shape, outputs, &cfg.hidden)?;
+    let spec = cfg.model_for(train, outputs)?;
     let input = cfg.normalize.resolve(train)?;
     let mut model = Sequential::new(spec, rng)?;
     let mut optimizer = cfg.optimizer.build(cfg.weight_decay)?;

@@ -4,21 +4,30 @@
 
 mod activation;
 mod conv;
+mod dropout;
 mod flatten;
+mod gelu;
 mod groupnorm;
+mod layernorm;
 mod linear;
 mod pool;
+mod residual;
 mod scatter;
 mod spec;
 mod standardize;
 
 pub use activation::{Relu, Tanh};
 pub use conv::{Conv2d, ConvNormMode};
+pub use dropout::Dropout;
 pub use flatten::Flatten;
+pub use gelu::Gelu;
 pub use groupnorm::GroupNorm;
+pub use layernorm::LayerNorm;
 pub use linear::Linear;
 pub use pool::{AvgPool2d, MaxPool2d};
+pub use residual::Residual;
 pub use scatter::{Scattering2d, scattering_channels};
+pub(crate) use spec::build_chain;
 pub use spec::{BATCHNORM_REFUSAL, LayerSpec};
 pub use standardize::GroupStandardize;
 
@@ -75,6 +84,30 @@ pub trait Layer: Send + Sync + std::fmt::Debug {
 
     /// Sets how a convolution computes per-sample norms; other layers ignore it.
     fn set_conv_norm_mode(&mut self, _mode: ConvNormMode) {}
+
+    /// Switches between training (Dropout draws masks) and evaluation (Dropout is the
+    /// identity); other layers ignore it.
+    fn set_training(&mut self, _training: bool) {}
+
+    /// Floating-point operations of one record's forward pass, counted as 2 × the
+    /// multiply-adds of Linear and Conv2d (weights × output positions; biases, activations,
+    /// normalisation and pooling are not counted). A residual block sums its layers.
+    fn flops(&self) -> u64 {
+        let out: usize = self.out_shape().iter().product();
+        let macs = match self.spec() {
+            LayerSpec::Linear {
+                in_features,
+                out_features,
+            } => in_features * out_features,
+            LayerSpec::Conv2d {
+                in_channels,
+                kernel,
+                ..
+            } => in_channels * kernel * kernel * out,
+            _ => 0,
+        };
+        2 * macs as u64
+    }
 
     /// The parameters (empty for parameter-free layers).
     fn params(&self) -> Vec<&Param> {

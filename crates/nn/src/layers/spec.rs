@@ -6,8 +6,8 @@ use dpml_mechanisms::DpRng;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AvgPool2d, Conv2d, Flatten, GroupNorm, GroupStandardize, Layer, Linear, MaxPool2d, Relu,
-    Scattering2d, Tanh,
+    AvgPool2d, Conv2d, Dropout, Flatten, Gelu, GroupNorm, GroupStandardize, Layer, LayerNorm,
+    Linear, MaxPool2d, Relu, Residual, Scattering2d, Tanh,
 };
 use crate::error::{NnError, Result};
 
@@ -18,7 +18,7 @@ per-sample clipping no longer bounds any record's influence (DP-SGD's guarantee 
 GroupNorm (per-sample normalisation) instead";
 
 /// A layer description (JSON: `{"type": "conv2d", "in_channels": 1, ...}`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LayerSpec {
     /// Fully connected `y = x Wᵀ + b`, records `[in_features]`.
@@ -84,6 +84,26 @@ pub enum LayerSpec {
         /// Number of angles L.
         l: usize,
     },
+    /// Gaussian error linear unit (tanh approximation, PyTorch's `approximate="tanh"`).
+    Gelu,
+    /// Layer normalisation over each whole record, with element-wise weight and bias of the
+    /// record's shape (PyTorch's `LayerNorm(shape)`). Per sample, so DP-compatible.
+    LayerNorm {
+        /// The record shape it normalises (must equal the incoming shape).
+        shape: Vec<usize>,
+    },
+    /// Inverted dropout with drop probability `p` in training (per-sample masks from the
+    /// model's generator), identity at evaluation.
+    Dropout {
+        /// Drop probability, in [0, 1).
+        p: f32,
+    },
+    /// A residual block: the output of `layers` (which must keep the shape) is added to the
+    /// block's input.
+    Residual {
+        /// The sub-sequence.
+        layers: Vec<LayerSpec>,
+    },
     /// Batch normalisation: recognised only to be refused with [`BATCHNORM_REFUSAL`].
     BatchNorm {
         /// Channels.
@@ -95,32 +115,49 @@ impl LayerSpec {
     /// The shapes of the parameters this layer declares, by name (`weight`, `bias`), in
     /// PyTorch layout, from the description alone (nothing allocated): what a saved file must
     /// hold for this layer, checked before the layer is built.
-    pub fn parameter_shapes(&self) -> Vec<(&'static str, Vec<usize>)> {
+    /// Parameters inside a residual block are named `{position in the block}.{name}`.
+    pub fn parameter_shapes(&self) -> Vec<(String, Vec<usize>)> {
+        let named =
+            |v: Vec<(&str, Vec<usize>)>| v.into_iter().map(|(n, s)| (n.to_string(), s)).collect();
         match *self {
             LayerSpec::Linear {
                 in_features,
                 out_features,
-            } => vec![
+            } => named(vec![
                 ("weight", vec![out_features, in_features]),
                 ("bias", vec![out_features]),
-            ],
+            ]),
             LayerSpec::Conv2d {
                 in_channels,
                 out_channels,
                 kernel,
                 ..
-            } => vec![
+            } => named(vec![
                 ("weight", vec![out_channels, in_channels, kernel, kernel]),
                 ("bias", vec![out_channels]),
-            ],
+            ]),
             LayerSpec::GroupNorm { channels, .. } => {
-                vec![("weight", vec![channels]), ("bias", vec![channels])]
+                named(vec![("weight", vec![channels]), ("bias", vec![channels])])
             }
+            LayerSpec::LayerNorm { ref shape } => {
+                named(vec![("weight", shape.clone()), ("bias", shape.clone())])
+            }
+            LayerSpec::Residual { ref layers } => layers
+                .iter()
+                .enumerate()
+                .flat_map(|(j, l)| {
+                    l.parameter_shapes()
+                        .into_iter()
+                        .map(move |(n, s)| (format!("{j}.{n}"), s))
+                })
+                .collect(),
             LayerSpec::Relu
             | LayerSpec::Tanh
             | LayerSpec::MaxPool2d { .. }
             | LayerSpec::AvgPool2d { .. }
             | LayerSpec::Flatten
+            | LayerSpec::Gelu
+            | LayerSpec::Dropout { .. }
             | LayerSpec::GroupStandardize { .. }
             | LayerSpec::Scattering2d { .. }
             | LayerSpec::BatchNorm { .. } => Vec::new(),
@@ -145,7 +182,8 @@ impl LayerSpec {
     pub fn build(&self, input: &[usize], rng: &mut DpRng) -> Result<Box<dyn Layer>> {
         let mismatch = |want: String| {
             NnError::Shape(format!(
-                "layer {self:?} expects input records of shape {want}, got {input:?}"
+                "{} expects input records of shape {want}, got {input:?}",
+                self.type_name()
             ))
         };
         Ok(match *self {
@@ -204,11 +242,80 @@ impl LayerSpec {
             LayerSpec::Scattering2d { j, l } => {
                 Box::new(Scattering2d::new(image(input, self)?, j, l)?)
             }
+            LayerSpec::Gelu => Box::new(Gelu::new(input)),
+            LayerSpec::LayerNorm { ref shape } => {
+                if input != shape.as_slice() {
+                    return Err(mismatch(format!("{shape:?}")));
+                }
+                Box::new(LayerNorm::new(shape)?)
+            }
+            LayerSpec::Dropout { p } => Box::new(Dropout::new(input, p, rng)?),
+            LayerSpec::Residual { ref layers } => Box::new(Residual::new(layers, input, rng)?),
             LayerSpec::BatchNorm { .. } => {
                 return Err(NnError::NotDpCompatible(BATCHNORM_REFUSAL.into()));
             }
         })
     }
+
+    /// The layer's JSON `type` tag (`"conv2d"`, `"residual"`, ...), used in messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            LayerSpec::Linear { .. } => "linear",
+            LayerSpec::Conv2d { .. } => "conv2d",
+            LayerSpec::Relu => "relu",
+            LayerSpec::Tanh => "tanh",
+            LayerSpec::Gelu => "gelu",
+            LayerSpec::MaxPool2d { .. } => "max_pool2d",
+            LayerSpec::AvgPool2d { .. } => "avg_pool2d",
+            LayerSpec::Flatten => "flatten",
+            LayerSpec::GroupNorm { .. } => "group_norm",
+            LayerSpec::GroupStandardize { .. } => "group_standardize",
+            LayerSpec::LayerNorm { .. } => "layer_norm",
+            LayerSpec::Dropout { .. } => "dropout",
+            LayerSpec::Residual { .. } => "residual",
+            LayerSpec::Scattering2d { .. } => "scattering2d",
+            LayerSpec::BatchNorm { .. } => "batch_norm",
+        }
+    }
+}
+
+/// Builds `specs` in order from records of shape `input`, each layer taking the previous
+/// one's output shape. A shape error names the layer by position and type, then both shapes.
+/// The scattering transform gives no input gradient, so it is allowed only as layer 0 and only
+/// when `scatter_first` (a model's own first layer, not inside a block).
+///
+/// # Errors
+/// As [`LayerSpec::build`], prefixed with `layer {i} ({type})`.
+pub(crate) fn build_chain(
+    specs: &[LayerSpec],
+    input: &[usize],
+    rng: &mut DpRng,
+    scatter_first: bool,
+) -> Result<Vec<Box<dyn Layer>>> {
+    let mut shape = input.to_vec();
+    let mut layers = Vec::with_capacity(specs.len());
+    for (i, l) in specs.iter().enumerate() {
+        let at = format!("layer {i} ({})", l.type_name());
+        if matches!(l, LayerSpec::Scattering2d { .. }) && (i > 0 || !scatter_first) {
+            return Err(crate::error::invalid(format!(
+                "{at}: the scattering transform gives no input gradient, so it can only be a \
+                 model's first layer, got it at position {i}{}",
+                if scatter_first {
+                    ""
+                } else {
+                    " of a residual block"
+                }
+            )));
+        }
+        let layer = l.build(&shape, rng).map_err(|e| match e {
+            NnError::Shape(m) => NnError::Shape(format!("{at}: {m}")),
+            NnError::InvalidParameter(m) => NnError::InvalidParameter(format!("{at}: {m}")),
+            other => other,
+        })?;
+        shape = layer.out_shape().to_vec();
+        layers.push(layer);
+    }
+    Ok(layers)
 }
 
 /// `input` as `[c, h, w]`, or a shape error naming the layer.
@@ -216,7 +323,8 @@ fn image(input: &[usize], spec: &LayerSpec) -> Result<[usize; 3]> {
     match *input {
         [c, h, w] => Ok([c, h, w]),
         _ => Err(NnError::Shape(format!(
-            "layer {spec:?} expects [channels, h, w] records, got {input:?}"
+            "{} expects [channels, h, w] records, got {input:?}",
+            spec.type_name()
         ))),
     }
 }
