@@ -36,6 +36,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod arrays;
 mod catalog;
 mod csvfile;
 mod dataset;
@@ -44,9 +45,11 @@ mod error;
 mod fetch;
 pub mod idx;
 mod idxset;
+mod images;
 mod known;
 mod load;
 mod ranges;
+mod records;
 mod scale;
 mod schema;
 mod source;
@@ -54,6 +57,7 @@ mod split;
 mod tabular;
 mod verify;
 
+pub use arrays::{NPZ_FEATURES, NPZ_LABELS};
 pub use catalog::{DatasetInfo, catalog};
 pub use dataset::{Dataset, Splits, Table};
 pub use embedded::LABEL_COLUMN as EMBEDDED_LABEL_COLUMN;

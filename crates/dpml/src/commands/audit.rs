@@ -284,7 +284,12 @@ fn label_name(
             }
             None => None,
         },
-        Source::Mnist | Source::FashionMnist => Some(IDX_LABEL_COLUMN.to_string()),
+        Source::Mnist
+        | Source::FashionMnist
+        | Source::Npy { .. }
+        | Source::Npz(_)
+        | Source::Idx { .. }
+        | Source::Images(_) => Some(IDX_LABEL_COLUMN.to_string()),
         _ => Some(EMBEDDED_LABEL_COLUMN.to_string()),
     })
 }

@@ -1,0 +1,196 @@
+//! The user's own inputs: npy/npz arrays, IDX files by path, image folders, gzipped and
+//! delimited csv. Round trips write the same MNIST records in each format and train on each
+//! with one seed: every format must give the same run as the IDX files.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use common::{dpml, shared_data};
+use npyz::WriterBuilder;
+
+/// How many MNIST training images the round trips use (enough for a real epoch, small enough
+/// for a quick test).
+const N: usize = 600;
+
+/// The first `N` MNIST training images as bytes and their labels, ordered by label (stable),
+/// the order an image folder (one subfolder per class) is read in.
+fn mnist_subset(data: &Path) -> (Vec<Vec<u8>>, Vec<u8>) {
+    let dir = data.join("mnist");
+    let find = |stem: &str| {
+        let gz = dir.join(format!("{stem}.gz"));
+        if gz.is_file() { gz } else { dir.join(stem) }
+    };
+    let images = dpml_data::idx::read_images(&find("train-images-idx3-ubyte")).unwrap();
+    let labels = dpml_data::idx::read_labels(&find("train-labels-idx1-ubyte")).unwrap();
+    let side = images.rows * images.cols;
+    let mut records: Vec<(u8, Vec<u8>)> = (0..N)
+        .map(|i| {
+            let px = images.pixels[i * side..(i + 1) * side]
+                .iter()
+                .map(|&p| (p * 255.0).round() as u8)
+                .collect();
+            (labels[i], px)
+        })
+        .collect();
+    records.sort_by_key(|r| r.0);
+    let y = records.iter().map(|r| r.0).collect();
+    (records.into_iter().map(|r| r.1).collect(), y)
+}
+
+fn npy<T: npyz::AutoSerialize>(shape: &[u64], data: impl IntoIterator<Item = T>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut w = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(&mut out)
+        .begin_nd()
+        .unwrap();
+    w.extend(data).unwrap();
+    w.finish().unwrap();
+    out
+}
+
+fn idx(dims: &[usize], data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 0, 8, dims.len() as u8];
+    for &d in dims {
+        out.extend_from_slice(&(d as u32).to_be_bytes());
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+fn npz(path: &Path, members: &[(&str, Vec<u8>)]) {
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, bytes) in members {
+        zip.start_file(format!("{name}.npy"), opts).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
+    zip.finish().unwrap();
+}
+
+fn png_folder(dir: &Path, images: &[Vec<u8>], labels: &[u8]) {
+    for (i, (px, &y)) in images.iter().zip(labels).enumerate() {
+        let class = dir.join(y.to_string());
+        std::fs::create_dir_all(&class).unwrap();
+        let img = image::GrayImage::from_raw(28, 28, px.clone()).unwrap();
+        img.save(class.join(format!("{i:05}.png"))).unwrap();
+    }
+}
+
+/// The numbers of one seeded one-epoch training run on `dataset` with labels 0..9.
+fn train(dataset: &str, extra: &[&str]) -> Vec<(String, serde_json::Value)> {
+    let mut args = vec![
+        "train",
+        "--dataset",
+        dataset,
+        "--label-range",
+        "0,9",
+        "--epochs",
+        "1",
+        "--seed",
+        "1",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let v = dpml(&args).json();
+    ["epsilon", "test_accuracy", "train_accuracy", "test_loss", "test_size"]
+        .iter()
+        .map(|k| (k.to_string(), v[*k].clone()))
+        .collect()
+}
+
+#[test]
+fn mnist_as_npy_npz_and_png_trains_as_the_idx_files_do() {
+    let Some(data) = shared_data() else { return };
+    let (images, labels) = mnist_subset(&data);
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| -> PathBuf { dir.path().join(name) };
+    let flat: Vec<u8> = images.concat();
+    std::fs::write(p("images.idx"), idx(&[N, 28, 28], &flat)).unwrap();
+    std::fs::write(p("labels.idx"), idx(&[N], &labels)).unwrap();
+    let x = npy(&[N as u64, 28, 28], flat.iter().copied());
+    let y = npy(&[N as u64], labels.iter().map(|&l| i64::from(l)));
+    std::fs::write(p("x.npy"), &x).unwrap();
+    std::fs::write(p("y.npy"), &y).unwrap();
+    npz(&p("d.npz"), &[("x", x), ("y", y)]);
+    png_folder(&p("png"), &images, &labels);
+
+    let show = |q: PathBuf| q.display().to_string();
+    let cnn = ["--model", "cnn"];
+    let reference = train(
+        &format!("idx:{},{}", show(p("images.idx")), show(p("labels.idx"))),
+        &cnn,
+    );
+    assert!(reference[0].1.as_f64().unwrap() > 0.0, "{reference:?}");
+    for dataset in [
+        format!("npy:{},{}", show(p("x.npy")), show(p("y.npy"))),
+        format!("npz:{}", show(p("d.npz"))),
+        format!("images:{}", show(p("png"))),
+    ] {
+        assert_eq!(train(&dataset, &cnn), reference, "{dataset}");
+    }
+}
+
+#[test]
+fn a_stray_file_in_an_image_folder_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = vec![vec![0u8; 4 * 4]; 2];
+    png_folder(dir.path(), &img, &[0, 1]);
+    std::fs::write(dir.path().join("1").join("notes.txt"), "not an image").unwrap();
+    let ds = format!("images:{}", dir.path().display());
+    dpml(&["train", "--dataset", &ds, "--classes", "0,1", "--epochs", "1"])
+        .assert_usage_error("notes.txt");
+    std::fs::remove_file(dir.path().join("1").join("notes.txt")).unwrap();
+    // A subfolder that is not a declared class is refused, naming it.
+    dpml(&["train", "--dataset", &ds, "--classes", "0,2", "--epochs", "1"])
+        .assert_usage_error("subfolder \"1\"");
+}
+
+#[test]
+fn malformed_and_undeclared_arrays_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.npy");
+    let y = dir.path().join("y.npy");
+    std::fs::write(&x, b"\x93NUMPY garbage").unwrap();
+    std::fs::write(&y, npy(&[2], [0i64, 1])).unwrap();
+    let ds = format!("npy:{},{}", x.display(), y.display());
+    let args = |ds: &str| {
+        let run = dpml(&["train", "--dataset", ds, "--classes", "0,1", "--bounds", "0,1"]);
+        (run.code, run.stderr)
+    };
+    let (code, err) = args(&ds);
+    assert!(code == 2 && err.contains("x.npy") && err.contains("not a valid .npy"), "{err}");
+    std::fs::write(&x, npy(&[2, 3], [0.5f32, 0.1, 0.2, 0.3, 0.4, 0.5])).unwrap();
+    std::fs::write(&y, npy(&[2], [0i64, 7])).unwrap();
+    dpml(&["train", "--dataset", &ds, "--classes", "0,1", "--bounds", "0,1"])
+        .assert_usage_error("record 2: label \"7\"");
+    // The data set is named in a model's facts by file names only.
+    let npz_path = dir.path().join("nothing.npz");
+    std::fs::write(&npz_path, b"PK not really").unwrap();
+    dpml(&["train", "--dataset", &format!("npz:{}", npz_path.display()), "--classes", "0,1"])
+        .assert_usage_error("nothing.npz");
+}
+
+#[test]
+fn gzipped_csv_with_a_delimiter_reads_as_the_plain_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("a;b;y\n");
+    for i in 0..60 {
+        text.push_str(&format!("{};{};{}\n", i % 7, (i * 3) % 5, i % 2));
+    }
+    let plain = dir.path().join("t.csv");
+    std::fs::write(&plain, text.replace(';', ",")).unwrap();
+    let gz = dir.path().join("t.csv.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let ds = |p: &Path| format!("csv:{}", p.display());
+    let tabular = ["--bounds", "0,10"];
+    let a = train(&ds(&plain), &tabular);
+    let b = train(&ds(&gz), &["--bounds", "0,10", "--delimiter", ";"]);
+    assert_eq!(a, b);
+    dpml(&["train", "--dataset", &ds(&gz), "--delimiter", "ab"]).assert_usage_error("delimiter");
+}
