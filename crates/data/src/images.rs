@@ -93,10 +93,11 @@ fn decode(file: &Path) -> Result<DynamicImage, DataError> {
     let not_image = |e: &dyn std::fmt::Display| {
         DataError::bad_input(file, format!("not a PNG or JPEG image ({e})"))
     };
-    if file.is_dir() {
+    // `is_file` only stats the path: a FIFO or device is refused before anything opens it.
+    if !file.is_file() {
         return Err(DataError::bad_input(
             file,
-            "a folder inside a class folder (class folders hold images only)",
+            "not a regular file (class folders hold PNG and JPEG images only)",
         ));
     }
     let reader = ImageReader::open(file)

@@ -156,8 +156,11 @@ impl clap::builder::TypedValueParser for ModelName {
 /// `idx:IMAGES,LABELS`, `images:DIR`), each path checked as [`input_path`].
 pub fn dataset(s: &str) -> Result<dpml_data::Source, String> {
     let source: dpml_data::Source = s.parse().map_err(|e: dpml_data::DataError| e.to_string())?;
-    for path in source.paths() {
-        input_path(&path.to_string_lossy())?;
+    // An image folder is a folder; the files in it are checked as they are read.
+    if !matches!(source, dpml_data::Source::Images(_)) {
+        for path in source.paths() {
+            input_path(&path.to_string_lossy())?;
+        }
     }
     Ok(source)
 }

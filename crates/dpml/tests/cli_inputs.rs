@@ -12,7 +12,7 @@ use npyz::WriterBuilder;
 
 /// How many MNIST training images the round trips use (enough for a real epoch, small enough
 /// for a quick test).
-const N: usize = 600;
+const N: usize = 2000;
 
 /// The first `N` MNIST training images as bytes and their labels, ordered by label (stable),
 /// the order an image folder (one subfolder per class) is read in.
@@ -71,11 +71,12 @@ fn npz(path: &Path, members: &[(&str, Vec<u8>)]) {
     zip.finish().unwrap();
 }
 
-fn png_folder(dir: &Path, images: &[Vec<u8>], labels: &[u8]) {
+/// Square grey images of `side` pixels as PNGs, one subfolder per label.
+fn png_folder(dir: &Path, side: u32, images: &[Vec<u8>], labels: &[u8]) {
     for (i, (px, &y)) in images.iter().zip(labels).enumerate() {
         let class = dir.join(y.to_string());
         std::fs::create_dir_all(&class).unwrap();
-        let img = image::GrayImage::from_raw(28, 28, px.clone()).unwrap();
+        let img = image::GrayImage::from_raw(side, side, px.clone()).unwrap();
         img.save(class.join(format!("{i:05}.png"))).unwrap();
     }
 }
@@ -92,6 +93,8 @@ fn train(dataset: &str, extra: &[&str]) -> Vec<(String, serde_json::Value)> {
         "1",
         "--seed",
         "1",
+        "--epsilon",
+        "3",
         "--json",
     ];
     args.extend_from_slice(extra);
@@ -116,7 +119,7 @@ fn mnist_as_npy_npz_and_png_trains_as_the_idx_files_do() {
     std::fs::write(p("x.npy"), &x).unwrap();
     std::fs::write(p("y.npy"), &y).unwrap();
     npz(&p("d.npz"), &[("x", x), ("y", y)]);
-    png_folder(&p("png"), &images, &labels);
+    png_folder(&p("png"), 28, &images, &labels);
 
     let show = |q: PathBuf| q.display().to_string();
     let cnn = ["--model", "cnn"];
@@ -138,14 +141,14 @@ fn mnist_as_npy_npz_and_png_trains_as_the_idx_files_do() {
 fn a_stray_file_in_an_image_folder_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let img = vec![vec![0u8; 4 * 4]; 2];
-    png_folder(dir.path(), &img, &[0, 1]);
+    png_folder(dir.path(), 4, &img, &[0, 1]);
     std::fs::write(dir.path().join("1").join("notes.txt"), "not an image").unwrap();
     let ds = format!("images:{}", dir.path().display());
-    dpml(&["train", "--dataset", &ds, "--classes", "0,1", "--epochs", "1"])
+    dpml(&["train", "--dataset", &ds, "--classes", "0,1", "--epsilon", "1"])
         .assert_usage_error("notes.txt");
     std::fs::remove_file(dir.path().join("1").join("notes.txt")).unwrap();
     // A subfolder that is not a declared class is refused, naming it.
-    dpml(&["train", "--dataset", &ds, "--classes", "0,2", "--epochs", "1"])
+    dpml(&["train", "--dataset", &ds, "--classes", "0,2", "--epsilon", "1"])
         .assert_usage_error("subfolder \"1\"");
 }
 
@@ -158,19 +161,18 @@ fn malformed_and_undeclared_arrays_are_named() {
     std::fs::write(&y, npy(&[2], [0i64, 1])).unwrap();
     let ds = format!("npy:{},{}", x.display(), y.display());
     let args = |ds: &str| {
-        let run = dpml(&["train", "--dataset", ds, "--classes", "0,1", "--bounds", "0,1"]);
+        let run = dpml(&["train", "--dataset", ds, "--classes", "0,1", "--bounds", "0,1", "--epsilon", "1"]);
         (run.code, run.stderr)
     };
     let (code, err) = args(&ds);
     assert!(code == 2 && err.contains("x.npy") && err.contains("not a valid .npy"), "{err}");
     std::fs::write(&x, npy(&[2, 3], [0.5f32, 0.1, 0.2, 0.3, 0.4, 0.5])).unwrap();
     std::fs::write(&y, npy(&[2], [0i64, 7])).unwrap();
-    dpml(&["train", "--dataset", &ds, "--classes", "0,1", "--bounds", "0,1"])
+    dpml(&["train", "--dataset", &ds, "--classes", "0,1", "--bounds", "0,1", "--epsilon", "1"])
         .assert_usage_error("record 2: label \"7\"");
-    // The data set is named in a model's facts by file names only.
     let npz_path = dir.path().join("nothing.npz");
     std::fs::write(&npz_path, b"PK not really").unwrap();
-    dpml(&["train", "--dataset", &format!("npz:{}", npz_path.display()), "--classes", "0,1"])
+    dpml(&["train", "--dataset", &format!("npz:{}", npz_path.display()), "--classes", "0,1", "--epsilon", "1"])
         .assert_usage_error("nothing.npz");
 }
 
@@ -178,7 +180,7 @@ fn malformed_and_undeclared_arrays_are_named() {
 fn gzipped_csv_with_a_delimiter_reads_as_the_plain_file() {
     let dir = tempfile::tempdir().unwrap();
     let mut text = String::from("a;b;y\n");
-    for i in 0..60 {
+    for i in 0..200 {
         text.push_str(&format!("{};{};{}\n", i % 7, (i * 3) % 5, i % 2));
     }
     let plain = dir.path().join("t.csv");
@@ -192,5 +194,5 @@ fn gzipped_csv_with_a_delimiter_reads_as_the_plain_file() {
     let a = train(&ds(&plain), &tabular);
     let b = train(&ds(&gz), &["--bounds", "0,10", "--delimiter", ";"]);
     assert_eq!(a, b);
-    dpml(&["train", "--dataset", &ds(&gz), "--delimiter", "ab"]).assert_usage_error("delimiter");
+    dpml(&["train", "--dataset", &ds(&gz), "--delimiter", "ab", "--epsilon", "1"]).assert_usage_error("delimiter");
 }
