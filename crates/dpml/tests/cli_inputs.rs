@@ -99,10 +99,18 @@ fn train(dataset: &str, extra: &[&str]) -> Vec<(String, serde_json::Value)> {
     ];
     args.extend_from_slice(extra);
     let v = dpml(&args).json();
-    ["epsilon", "test_accuracy", "train_accuracy", "test_loss", "test_size"]
-        .iter()
-        .map(|k| (k.to_string(), v[*k].clone()))
-        .collect()
+    let numbers: Vec<(String, serde_json::Value)> = [
+        ("epsilon", &v["epsilon"]),
+        ("train_size", &v["train_size"]),
+        ("test_accuracy", &v["diagnostics"]["test_accuracy"]),
+        ("train_accuracy", &v["diagnostics"]["train_accuracy"]),
+        ("test_loss", &v["diagnostics"]["test_loss"]),
+    ]
+    .into_iter()
+    .map(|(k, x)| (k.to_string(), x.clone()))
+    .collect();
+    assert!(numbers.iter().all(|(_, x)| x.is_number()), "{v}");
+    numbers
 }
 
 #[test]
@@ -195,4 +203,54 @@ fn gzipped_csv_with_a_delimiter_reads_as_the_plain_file() {
     let b = train(&ds(&gz), &["--bounds", "0,10", "--delimiter", ";"]);
     assert_eq!(a, b);
     dpml(&["train", "--dataset", &ds(&gz), "--delimiter", "ab", "--epsilon", "1"]).assert_usage_error("delimiter");
+}
+
+#[test]
+fn categorical_columns_and_fill_values_follow_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("s.toml");
+    std::fs::write(
+        &schema,
+        "label_range = [0, 9]\nbounds = [0, 10]\n\
+         [[features]]\nname = \"a\"\nfill = 5\n\
+         [[features]]\nname = \"colour\"\ncategories = [\"red\", \"green\"]\n",
+    )
+    .unwrap();
+    let csv = dir.path().join("t.csv");
+    let mut text = String::from("a,colour,y\n");
+    for i in 0..200 {
+        let a = if i % 10 == 0 { String::new() } else { (i % 7).to_string() };
+        text.push_str(&format!("{a},{},{}\n", ["red", "green"][i % 2], i % 2));
+    }
+    std::fs::write(&csv, &text).unwrap();
+    let ds = format!("csv:{}", csv.display());
+    let schema = schema.display().to_string();
+    let v = dpml(&[
+        "train", "--dataset", &ds, "--schema", &schema, "--epsilon", "3", "--seed", "1",
+        "--epochs", "1", "--json",
+    ])
+    .json();
+    assert!(v["epsilon"].as_f64().unwrap() <= 3.0, "{v}");
+    // One-hot columns: the record has 1 + 2 features, the one-hot ones in [0, 1].
+    assert_eq!(
+        v["normalize"]["ranges"],
+        serde_json::json!([[0.0, 10.0], [0.0, 1.0], [0.0, 1.0]]),
+        "{v}"
+    );
+    let bad = text.replacen("green", "blue", 1);
+    std::fs::write(&csv, bad).unwrap();
+    dpml(&["train", "--dataset", &ds, "--schema", &schema, "--epsilon", "3"])
+        .assert_usage_error("line 3, column \"colour\": \"blue\" is not one of the declared categories");
+    let no_fill = dir.path().join("nofill.toml");
+    std::fs::write(
+        &no_fill,
+        "label_range = [0, 9]\nbounds = [0, 10]\n\
+         [[features]]\nname = \"a\"\n\
+         [[features]]\nname = \"colour\"\ncategories = [\"red\", \"green\"]\n",
+    )
+    .unwrap();
+    std::fs::write(&csv, &text).unwrap();
+    let no_fill = no_fill.display().to_string();
+    dpml(&["train", "--dataset", &ds, "--schema", &no_fill, "--epsilon", "3"])
+        .assert_usage_error("line 2, column \"a\": missing value");
 }
