@@ -171,8 +171,20 @@ fn read_array<R: Read>(
         "u4" => numbers(widen(npy.into_vec::<u32>().map_err(io)?)),
         "i4" => numbers(widen(npy.into_vec::<i32>().map_err(io)?)),
         // 64-bit integers beyond 2^53 lose precision as f64; features become f32 anyway.
-        "u8" => numbers(npy.into_vec::<u64>().map_err(io)?.into_iter().map(|v| v as f64).collect()),
-        "i8" => numbers(npy.into_vec::<i64>().map_err(io)?.into_iter().map(|v| v as f64).collect()),
+        "u8" => numbers(
+            npy.into_vec::<u64>()
+                .map_err(io)?
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
+        ),
+        "i8" => numbers(
+            npy.into_vec::<i64>()
+                .map_err(io)?
+                .into_iter()
+                .map(|v| v as f64)
+                .collect(),
+        ),
         "f4" => numbers(widen(npy.into_vec::<f32>().map_err(io)?)),
         "f8" => numbers(npy.into_vec::<f64>().map_err(io)?),
         _ => {
@@ -241,8 +253,20 @@ mod tests {
     fn npy_pair_reads_images_and_labels() {
         let dir = tempfile::tempdir().unwrap();
         let (xp, yp) = (dir.path().join("x.npy"), dir.path().join("y.npy"));
-        std::fs::write(&xp, npy_bytes("|u1", &[2, 2, 3], &[0, 255, 51, 0, 0, 0, 1, 2, 3, 4, 5, 6])).unwrap();
-        std::fs::write(&yp, npy_bytes("<i8", &[2], &[7, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0])).unwrap();
+        std::fs::write(
+            &xp,
+            npy_bytes("|u1", &[2, 2, 3], &[0, 255, 51, 0, 0, 0, 1, 2, 3, 4, 5, 6]),
+        )
+        .unwrap();
+        std::fs::write(
+            &yp,
+            npy_bytes(
+                "<i8",
+                &[2],
+                &[7, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0],
+            ),
+        )
+        .unwrap();
         let r = read_npy_pair(&xp, &yp).unwrap();
         assert_eq!(r.record_shape, vec![1, 2, 3]);
         assert!(r.pixels);
@@ -277,7 +301,10 @@ mod tests {
             (npy_bytes("|u1", &[2, 1000], &[0; 10]), "more data than"),
             (npy_bytes("<c8", &[2, 1], &[0; 16]), "not supported"),
             (npy_bytes("|u1", &[3, 1], &[0; 3]), "shape [3]"),
-            (npy_bytes("<f4", &[2, 1], &f32_bytes(&[f32::NAN, 0.0])), "element 0"),
+            (
+                npy_bytes("<f4", &[2, 1], &f32_bytes(&[f32::NAN, 0.0])),
+                "element 0",
+            ),
         ];
         for (bytes, want) in cases {
             std::fs::write(&xp, bytes).unwrap();

@@ -15,9 +15,9 @@ use flate2::read::MultiGzDecoder;
 
 use csv::{ErrorKind, ReaderBuilder, StringRecord, Trim};
 
-use crate::schema::declared_class;
+use crate::rows::Rows;
+use crate::tabular::Columns;
 use crate::{DataError, Schema};
-use crate::tabular::{Columns, Labels, encode_labels, parse_cell};
 
 /// The largest CSV file read (1 GiB: far above any tabular data set DP-SGD can train on here).
 pub(crate) const MAX_CSV_BYTES: u64 = 1 << 30;
@@ -40,8 +40,6 @@ pub(crate) const MAX_CSV_LINE_BYTES: usize = 1 << 20;
 /// [`DataError::TooLarge`] for a file over [`MAX_CSV_BYTES`] or a line over
 /// [`MAX_CSV_LINE_BYTES`].
 pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataError> {
-    let label_column = schema.label_column.as_deref();
-    let classes = schema.classes.as_deref();
     let file = File::open(path).map_err(|e| DataError::io(path, e))?;
     // The opened file's own size (no race with a later swap of the path): the columns read
     // from it take several times its size in memory.
@@ -79,23 +77,7 @@ pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataErro
             path: path.to_path_buf(),
         });
     }
-    check_unique(path, &names)?;
-    let label = match label_column {
-        Some(want) => {
-            names
-                .iter()
-                .position(|c| c == want)
-                .ok_or_else(|| DataError::UnknownColumn {
-                    name: want.to_string(),
-                    available: names.clone(),
-                })?
-        }
-        None => names.len() - 1,
-    };
-
-    let mut values: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
-    let mut label_cells = Vec::new();
-    let mut declared_y = Vec::new();
+    let mut rows = Rows::new(path, schema, names)?;
     let mut record = StringRecord::new();
     loop {
         match reader.read_record(&mut record) {
@@ -113,99 +95,9 @@ pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataErro
                 ),
             });
         }
-        for (j, cell) in record.iter().enumerate() {
-            if j == label {
-                if cell.is_empty() {
-                    return Err(DataError::MissingValue {
-                        path: path.to_path_buf(),
-                        line,
-                        column: names[j].clone(),
-                    });
-                }
-                match classes {
-                    Some(classes) => {
-                        let class = declared_class(classes, cell).ok_or_else(|| {
-                            DataError::UndeclaredLabel {
-                                path: path.to_path_buf(),
-                                line,
-                                value: cell.to_string(),
-                                classes: classes.join(", "),
-                            }
-                        })?;
-                        declared_y.push(class);
-                    }
-                    None => label_cells.push(cell.to_string()),
-                }
-            } else {
-                values[j].push(feature_cell(schema, cell, path, line, &names[j])?);
-            }
-        }
+        rows.push(line, record.iter())?;
     }
-    if label_cells.is_empty() && declared_y.is_empty() {
-        return Err(DataError::NoRows {
-            path: path.to_path_buf(),
-        });
-    }
-    let labels = match classes {
-        Some(classes) => Labels::declared(declared_y, classes),
-        None => encode_labels(&label_cells),
-    };
-    values[label] = labels.values;
-    Ok(Columns {
-        name: format!("csv:{}", path.display()),
-        names,
-        values,
-        label,
-        y: labels.y,
-        class_names: labels.class_names,
-        record_shape: None,
-        feature_range: None,
-    })
-}
-
-/// One feature cell: a categorical column's category index (one-hot encoded later, see
-/// [`Columns::one_hot`]), or a number, an empty cell taking the declared fill value.
-fn feature_cell(
-    schema: &Schema,
-    cell: &str,
-    path: &Path,
-    line: u64,
-    column: &str,
-) -> Result<f64, DataError> {
-    if let Some(categories) = schema.categories_of(column) {
-        return match categories.iter().position(|c| c == cell) {
-            Some(i) => Ok(i as f64),
-            None if cell.is_empty() => Err(DataError::MissingValue {
-                path: path.to_path_buf(),
-                line,
-                column: column.to_string(),
-            }),
-            None => Err(DataError::UndeclaredCategory {
-                path: path.to_path_buf(),
-                line,
-                column: column.to_string(),
-                value: cell.to_string(),
-                categories: categories.join(", "),
-            }),
-        };
-    }
-    match schema.fill_of(column) {
-        Some(fill) if cell.is_empty() => Ok(fill),
-        _ => parse_cell(cell, path, line, column),
-    }
-}
-
-/// Rejects a header that names a column twice (lookups by name would be ambiguous).
-fn check_unique(path: &Path, names: &[String]) -> Result<(), DataError> {
-    let mut sorted: Vec<&String> = names.iter().collect();
-    sorted.sort();
-    match sorted.windows(2).find(|w| w[0] == w[1]) {
-        Some(w) => Err(DataError::DuplicateColumn {
-            path: path.to_path_buf(),
-            column: w[0].clone(),
-        }),
-        None => Ok(()),
-    }
+    rows.finish(format!("csv:{}", path.display()))
 }
 
 /// Converts a csv crate error into a [`DataError`] that names the file and line.
@@ -283,7 +175,9 @@ mod tests {
         let p = write(dir.path(), b"a,c,y\n1,green,x\n2,blue,x\n");
         let msg = read_csv(&p, &schema).unwrap_err().to_string();
         assert!(
-            msg.contains("line 3, column \"c\": \"blue\" is not one of the declared categories (red, green)"),
+            msg.contains(
+                "line 3, column \"c\": \"blue\" is not one of the declared categories (red, green)"
+            ),
             "{msg}"
         );
         let p = write(dir.path(), b"a,c,y\n1,,x\n");
@@ -301,7 +195,12 @@ mod tests {
         assert_eq!(c.names, vec!["a", "b", "y"]);
         assert_eq!(c.values[1], vec![2.0, 4.0]);
         let p = write(dir.path(), b"a\tb\n1\tx\n");
-        assert_eq!(read_csv(&p, &Schema::default().with_delimiter("\\t").unwrap()).unwrap().values[0], vec![1.0]);
+        assert_eq!(
+            read_csv(&p, &Schema::default().with_delimiter("\\t").unwrap())
+                .unwrap()
+                .values[0],
+            vec![1.0]
+        );
     }
 
     #[test]

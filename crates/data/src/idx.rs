@@ -161,7 +161,10 @@ pub fn read_array(path: &Path) -> Result<(Vec<usize>, Vec<u8>), DataError> {
 /// # Errors
 /// As [`read_array`], plus [`DataError::CountMismatch`] and [`DataError::InvalidIdx`] for a
 /// label file that is not one-dimensional.
-pub(crate) fn read_pair(images: &Path, labels: &Path) -> Result<crate::records::Records, DataError> {
+pub(crate) fn read_pair(
+    images: &Path,
+    labels: &Path,
+) -> Result<crate::records::Records, DataError> {
     let (dims, pixels) = read_array(images)?;
     let (label_dims, y) = read_array(labels)?;
     if label_dims.len() != 1 {

@@ -226,7 +226,10 @@ mod tests {
         let msg = read_image_folder(dir.path(), &ImageOptions::default())
             .unwrap_err()
             .to_string();
-        assert!(msg.contains("notes.txt") && msg.contains("not a PNG"), "{msg}");
+        assert!(
+            msg.contains("notes.txt") && msg.contains("not a PNG"),
+            "{msg}"
+        );
         let dir = folder(true);
         std::fs::write(dir.path().join("README"), "x").unwrap();
         let msg = read_image_folder(dir.path(), &ImageOptions::default())

@@ -48,8 +48,11 @@ mod idxset;
 mod images;
 mod known;
 mod load;
+#[cfg(feature = "parquet")]
+mod parquetfile;
 mod ranges;
 mod records;
+mod rows;
 mod scale;
 mod schema;
 mod source;

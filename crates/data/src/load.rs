@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use crate::arrays;
 use crate::csvfile::read_csv;
-use crate::images::{self, ImageOptions};
-use crate::records::Records;
 use crate::embedded::Embedded;
 use crate::idxset::IdxSet;
+use crate::images::{self, ImageOptions};
+use crate::records::Records;
 use crate::source::resolve_data_dir;
 use crate::tabular::{Columns, Labels};
 use crate::{
@@ -73,6 +73,9 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
             Provenance::Public
         });
     }
+    if let (Some(shape), true) = (&schema.shape, source.is_user_data()) {
+        reshape(&mut splits.train, shape)?;
+    }
     if clamp_here {
         // Tables were clamped column by column when parsed; arrays and images are clamped here.
         schema.clamp(&mut splits.train)?;
@@ -97,9 +100,9 @@ fn effective_schema(source: &Source, opts: &LoadOptions) -> Result<Schema, DataE
              feature columns for your own data only"
         )));
     }
-    if !matches!(source, Source::Csv(_)) && declared.features.is_some() {
+    if !matches!(source, Source::Csv(_) | Source::Parquet(_)) && declared.features.is_some() {
         return Err(DataError::Schema(format!(
-            "feature columns are declared for csv: tables only; {source} has no column names \
+            "feature columns are declared for csv: and parquet: tables only; {source} has no column names \
              (declare bounds for its features instead)"
         )));
     }
@@ -177,13 +180,12 @@ fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataE
     let (mut columns, path) = match source {
         Source::Csv(path) => {
             let columns = read_csv(path, schema)?;
-            let columns = match &schema.features {
-                Some(features) => columns.select_features(features)?,
-                None => columns,
-            };
-            let columns = columns.one_hot(&schema.categories);
-            (columns, path.clone())
+            (table_columns(columns, schema)?, path.clone())
         }
+        Source::Parquet(path) => (
+            table_columns(read_parquet(path, schema)?, schema)?,
+            path.clone(),
+        ),
         _ => {
             if let Some(col) = &schema.label_column {
                 return Err(label_column_err(source, col));
@@ -196,6 +198,45 @@ fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataE
         columns.clamp_features(bounds)?;
     }
     Ok((columns, path))
+}
+
+/// Gives the records the declared shape (e.g. `[1, 28, 28]` for 784 pixel columns, so a CNN
+/// can take a table's rows).
+///
+/// # Errors
+/// [`DataError::Schema`] when the shape does not hold exactly the records' features.
+fn reshape(data: &mut Dataset, shape: &[usize]) -> Result<(), DataError> {
+    let size: usize = shape.iter().product();
+    if shape.is_empty() || size != data.n_features() {
+        return Err(DataError::Schema(format!(
+            "shape {shape:?} holds {size} values, but the records of {} have {} features",
+            data.name,
+            data.n_features()
+        )));
+    }
+    data.record_shape = shape.to_vec();
+    Ok(())
+}
+
+/// A user's table with the schema's features kept (in its order) and categories one-hot
+/// encoded.
+fn table_columns(columns: Columns, schema: &Schema) -> Result<Columns, DataError> {
+    let columns = match &schema.features {
+        Some(features) => columns.select_features(features)?,
+        None => columns,
+    };
+    Ok(columns.one_hot(&schema.categories))
+}
+
+/// Parquet support is a cargo feature (default on): without it, a clear refusal.
+#[cfg(feature = "parquet")]
+use crate::parquetfile::read_parquet;
+#[cfg(not(feature = "parquet"))]
+fn read_parquet(path: &std::path::Path, _: &Schema) -> Result<Columns, DataError> {
+    Err(DataError::bad_input(
+        path,
+        "this dpml was built without Parquet support (cargo feature `parquet`)",
+    ))
 }
 
 /// Named sets have a fixed label; a label column given for one is a user mistake.

@@ -152,6 +152,11 @@ mod tests {
     fn feature_count_must_match() {
         let mut r = records(&["1"]);
         r.x.push(1.0);
-        assert!(r.into_dataset(None).unwrap_err().to_string().contains("t.npy"));
+        assert!(
+            r.into_dataset(None)
+                .unwrap_err()
+                .to_string()
+                .contains("t.npy")
+        );
     }
 }

@@ -128,7 +128,8 @@ pub struct Schema {
     pub classes_provenance: Option<Provenance>,
     /// The range of an integer label (regression of the label's value: its sensitivity).
     pub label_range: Option<(f64, f64)>,
-    /// The record shape of an image folder, `[C, H, W]` (C = 1 grayscale, 3 RGB).
+    /// The record shape: an image folder's `[C, H, W]` (C = 1 grayscale, 3 RGB); for a table
+    /// or array, the shape its features are laid out in (`[1, 28, 28]` for 784 pixel columns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<usize>>,
     /// Resize images of another size to `shape` instead of refusing them.
@@ -268,7 +269,9 @@ impl Schema {
     pub fn with_delimiter(mut self, text: &str) -> Result<Schema, DataError> {
         let byte = match text {
             "\\t" | "tab" | "\t" => b'\t',
-            _ if text.len() == 1 && text.is_ascii() && text != "\"" && text != "\n" => text.as_bytes()[0],
+            _ if text.len() == 1 && text.is_ascii() && text != "\"" && text != "\n" => {
+                text.as_bytes()[0]
+            }
             _ => {
                 return Err(DataError::Schema(format!(
                     "delimiter must be one ASCII character other than a quote or newline (or \\t), got {text:?}"
@@ -536,7 +539,9 @@ impl SchemaFile {
             s.features = Some(features.iter().map(|e| e.name.clone()).collect());
             for e in features {
                 match (&e.categories, e.fill, e.bounds) {
-                    (Some(c), None, None) => s.categories.push((e.name.clone(), check_categories(&e.name, c)?)),
+                    (Some(c), None, None) => s
+                        .categories
+                        .push((e.name.clone(), check_categories(&e.name, c)?)),
                     (Some(_), _, _) => {
                         return Err(DataError::Schema(format!(
                             "feature {:?} is categorical: its columns are 0/1, so it takes no \

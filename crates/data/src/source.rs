@@ -49,11 +49,13 @@ pub enum Source {
     },
     /// A folder with one subfolder of PNG or JPEG images per class: `images:DIR`.
     Images(PathBuf),
+    /// A Parquet table, read as a csv table is: `parquet:PATH`.
+    Parquet(PathBuf),
 }
 
 /// The names [`Source::from_str`] accepts, for error messages and help text.
 pub const KNOWN_NAMES: &str = "mnist, fashion-mnist, iris, breast-cancer, wine, digits, csv:PATH, \
-     npy:FEATURES,LABELS, npz:PATH, idx:IMAGES,LABELS, images:DIR";
+     npy:FEATURES,LABELS, npz:PATH, idx:IMAGES,LABELS, images:DIR, parquet:PATH";
 
 impl Source {
     /// The name a user types for this source (`csv:PATH` for a CSV file).
@@ -74,13 +76,14 @@ impl Source {
                 format!("idx:{},{}", images.display(), labels.display())
             }
             Source::Images(dir) => format!("images:{}", dir.display()),
+            Source::Parquet(path) => format!("parquet:{}", path.display()),
         }
     }
 
     /// The user's files this source reads (empty for the named sets).
     pub fn paths(&self) -> Vec<&Path> {
         match self {
-            Source::Csv(p) | Source::Npz(p) | Source::Images(p) => vec![p],
+            Source::Csv(p) | Source::Npz(p) | Source::Images(p) | Source::Parquet(p) => vec![p],
             Source::Npy { features, labels } => vec![features, labels],
             Source::Idx { images, labels } => vec![images, labels],
             _ => Vec::new(),
@@ -124,7 +127,7 @@ impl FromStr for Source {
     type Err = DataError;
 
     /// Parses `mnist`, `fashion-mnist`, `iris`, `breast-cancer`, `wine`, `digits`, `csv:PATH`,
-    /// `npy:FEATURES,LABELS`, `npz:PATH`, `idx:IMAGES,LABELS` or `images:DIR`.
+    /// `npy:FEATURES,LABELS`, `npz:PATH`, `idx:IMAGES,LABELS`, `images:DIR` or `parquet:PATH`.
     ///
     /// # Errors
     /// [`DataError::UnknownSource`] naming the input and listing the known names, also for
@@ -144,6 +147,7 @@ impl FromStr for Source {
                 "csv" => path(rest).map(Source::Csv),
                 "npz" => path(rest).map(Source::Npz),
                 "images" => path(rest).map(Source::Images),
+                "parquet" => path(rest).map(Source::Parquet),
                 "npy" => pair().map(|(features, labels)| Source::Npy { features, labels }),
                 "idx" => pair().map(|(images, labels)| Source::Idx { images, labels }),
                 _ => None,
@@ -204,6 +208,7 @@ mod tests {
             "npz:d.npz",
             "idx:i,l",
             "images:dir",
+            "parquet:t.parquet",
         ] {
             let s: Source = name.parse().unwrap();
             assert_eq!(s.name(), name);

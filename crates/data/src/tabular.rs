@@ -115,11 +115,19 @@ impl Columns {
         let mut names = Vec::new();
         let mut values = Vec::new();
         for (name, column) in self.names.into_iter().zip(self.values) {
-            match categories.iter().find(|(n, _)| *n == name && name != label_name) {
+            match categories
+                .iter()
+                .find(|(n, _)| *n == name && name != label_name)
+            {
                 Some((_, cats)) => {
                     for (k, cat) in cats.iter().enumerate() {
                         names.push(format!("{name}={cat}"));
-                        values.push(column.iter().map(|&v| f64::from(u8::from(v == k as f64))).collect());
+                        values.push(
+                            column
+                                .iter()
+                                .map(|&v| f64::from(u8::from(v == k as f64)))
+                                .collect(),
+                        );
                     }
                 }
                 None => {

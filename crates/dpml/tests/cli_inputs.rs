@@ -81,6 +81,48 @@ fn png_folder(dir: &Path, side: u32, images: &[Vec<u8>], labels: &[u8]) {
     }
 }
 
+/// A Parquet table (snappy) of FLOAT columns `p0…` holding the pixels of `images` scaled to
+/// [0, 1] as the IDX reader scales them, and an INT32 label column `y`.
+fn parquet_table(path: &Path, images: &[Vec<u8>], labels: &[u8]) {
+    use parquet::data_type::{FloatType, Int32Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    let d = images[0].len();
+    let mut message = String::from("message mnist {\n");
+    for j in 0..d {
+        message.push_str(&format!("REQUIRED FLOAT p{j};\n"));
+    }
+    message.push_str("REQUIRED INT32 y;\n}");
+    let schema =
+        std::sync::Arc::new(parquet::schema::parser::parse_message_type(&message).unwrap());
+    let props = WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .build();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = SerializedFileWriter::new(file, schema, props.into()).unwrap();
+    let mut group = writer.next_row_group().unwrap();
+    let mut j = 0;
+    while let Some(mut column) = group.next_column().unwrap() {
+        if j < d {
+            let values: Vec<f32> = images.iter().map(|px| f32::from(px[j]) / 255.0).collect();
+            column
+                .typed::<FloatType>()
+                .write_batch(&values, None, None)
+                .unwrap();
+        } else {
+            let values: Vec<i32> = labels.iter().map(|&l| i32::from(l)).collect();
+            column
+                .typed::<Int32Type>()
+                .write_batch(&values, None, None)
+                .unwrap();
+        }
+        column.close().unwrap();
+        j += 1;
+    }
+    group.close().unwrap();
+    writer.close().unwrap();
+}
+
 /// The numbers of one seeded one-epoch training run on `dataset` with labels 0..9.
 fn train(dataset: &str, extra: &[&str]) -> Vec<(String, serde_json::Value)> {
     let mut args = vec![
@@ -95,6 +137,9 @@ fn train(dataset: &str, extra: &[&str]) -> Vec<(String, serde_json::Value)> {
         "1",
         "--epsilon",
         "3",
+        // One split key for every run (records then fall on the same side in each format).
+        "--split-key",
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
         "--json",
     ];
     args.extend_from_slice(extra);
@@ -143,6 +188,17 @@ fn mnist_as_npy_npz_and_png_trains_as_the_idx_files_do() {
     ] {
         assert_eq!(train(&dataset, &cnn), reference, "{dataset}");
     }
+    // A table's columns hold the scaled pixels (the split hashes each record's features, so
+    // they must be the same values): bounds declare their range, a shape lays them out as the
+    // CNN's image.
+    parquet_table(&p("mnist.parquet"), &images, &labels);
+    std::fs::write(p("pixels.toml"), "bounds = [0, 1]\nshape = [1, 28, 28]\n").unwrap();
+    let schema = show(p("pixels.toml"));
+    let parquet = train(
+        &format!("parquet:{}", show(p("mnist.parquet"))),
+        &["--model", "cnn", "--schema", &schema],
+    );
+    assert_eq!(parquet, reference);
 }
 
 #[test]
@@ -152,12 +208,28 @@ fn a_stray_file_in_an_image_folder_is_named() {
     png_folder(dir.path(), 4, &img, &[0, 1]);
     std::fs::write(dir.path().join("1").join("notes.txt"), "not an image").unwrap();
     let ds = format!("images:{}", dir.path().display());
-    dpml(&["train", "--dataset", &ds, "--classes", "0,1", "--epsilon", "1"])
-        .assert_usage_error("notes.txt");
+    dpml(&[
+        "train",
+        "--dataset",
+        &ds,
+        "--classes",
+        "0,1",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("notes.txt");
     std::fs::remove_file(dir.path().join("1").join("notes.txt")).unwrap();
     // A subfolder that is not a declared class is refused, naming it.
-    dpml(&["train", "--dataset", &ds, "--classes", "0,2", "--epsilon", "1"])
-        .assert_usage_error("subfolder \"1\"");
+    dpml(&[
+        "train",
+        "--dataset",
+        &ds,
+        "--classes",
+        "0,2",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("subfolder \"1\"");
 }
 
 #[test]
@@ -169,19 +241,50 @@ fn malformed_and_undeclared_arrays_are_named() {
     std::fs::write(&y, npy(&[2], [0i64, 1])).unwrap();
     let ds = format!("npy:{},{}", x.display(), y.display());
     let args = |ds: &str| {
-        let run = dpml(&["train", "--dataset", ds, "--classes", "0,1", "--bounds", "0,1", "--epsilon", "1"]);
+        let run = dpml(&[
+            "train",
+            "--dataset",
+            ds,
+            "--classes",
+            "0,1",
+            "--bounds",
+            "0,1",
+            "--epsilon",
+            "1",
+        ]);
         (run.code, run.stderr)
     };
     let (code, err) = args(&ds);
-    assert!(code == 2 && err.contains("x.npy") && err.contains("not a valid .npy"), "{err}");
+    assert!(
+        code == 2 && err.contains("x.npy") && err.contains("not a valid .npy"),
+        "{err}"
+    );
     std::fs::write(&x, npy(&[2, 3], [0.5f32, 0.1, 0.2, 0.3, 0.4, 0.5])).unwrap();
     std::fs::write(&y, npy(&[2], [0i64, 7])).unwrap();
-    dpml(&["train", "--dataset", &ds, "--classes", "0,1", "--bounds", "0,1", "--epsilon", "1"])
-        .assert_usage_error("record 2: label \"7\"");
+    dpml(&[
+        "train",
+        "--dataset",
+        &ds,
+        "--classes",
+        "0,1",
+        "--bounds",
+        "0,1",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("record 2: label \"7\"");
     let npz_path = dir.path().join("nothing.npz");
     std::fs::write(&npz_path, b"PK not really").unwrap();
-    dpml(&["train", "--dataset", &format!("npz:{}", npz_path.display()), "--classes", "0,1", "--epsilon", "1"])
-        .assert_usage_error("nothing.npz");
+    dpml(&[
+        "train",
+        "--dataset",
+        &format!("npz:{}", npz_path.display()),
+        "--classes",
+        "0,1",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("nothing.npz");
 }
 
 #[test]
@@ -202,7 +305,16 @@ fn gzipped_csv_with_a_delimiter_reads_as_the_plain_file() {
     let a = train(&ds(&plain), &tabular);
     let b = train(&ds(&gz), &["--bounds", "0,10", "--delimiter", ";"]);
     assert_eq!(a, b);
-    dpml(&["train", "--dataset", &ds(&gz), "--delimiter", "ab", "--epsilon", "1"]).assert_usage_error("delimiter");
+    dpml(&[
+        "train",
+        "--dataset",
+        &ds(&gz),
+        "--delimiter",
+        "ab",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("delimiter");
 }
 
 #[test]
@@ -219,15 +331,29 @@ fn categorical_columns_and_fill_values_follow_the_schema() {
     let csv = dir.path().join("t.csv");
     let mut text = String::from("a,colour,y\n");
     for i in 0..200 {
-        let a = if i % 10 == 0 { String::new() } else { (i % 7).to_string() };
+        let a = if i % 10 == 0 {
+            String::new()
+        } else {
+            (i % 7).to_string()
+        };
         text.push_str(&format!("{a},{},{}\n", ["red", "green"][i % 2], i % 2));
     }
     std::fs::write(&csv, &text).unwrap();
     let ds = format!("csv:{}", csv.display());
     let schema = schema.display().to_string();
     let v = dpml(&[
-        "train", "--dataset", &ds, "--schema", &schema, "--epsilon", "3", "--seed", "1",
-        "--epochs", "1", "--json",
+        "train",
+        "--dataset",
+        &ds,
+        "--schema",
+        &schema,
+        "--epsilon",
+        "3",
+        "--seed",
+        "1",
+        "--epochs",
+        "1",
+        "--json",
     ])
     .json();
     assert!(v["epsilon"].as_f64().unwrap() <= 3.0, "{v}");
@@ -239,8 +365,18 @@ fn categorical_columns_and_fill_values_follow_the_schema() {
     );
     let bad = text.replacen("green", "blue", 1);
     std::fs::write(&csv, bad).unwrap();
-    dpml(&["train", "--dataset", &ds, "--schema", &schema, "--epsilon", "3"])
-        .assert_usage_error("line 3, column \"colour\": \"blue\" is not one of the declared categories");
+    dpml(&[
+        "train",
+        "--dataset",
+        &ds,
+        "--schema",
+        &schema,
+        "--epsilon",
+        "3",
+    ])
+    .assert_usage_error(
+        "line 3, column \"colour\": \"blue\" is not one of the declared categories",
+    );
     let no_fill = dir.path().join("nofill.toml");
     std::fs::write(
         &no_fill,
@@ -251,6 +387,14 @@ fn categorical_columns_and_fill_values_follow_the_schema() {
     .unwrap();
     std::fs::write(&csv, &text).unwrap();
     let no_fill = no_fill.display().to_string();
-    dpml(&["train", "--dataset", &ds, "--schema", &no_fill, "--epsilon", "3"])
-        .assert_usage_error("line 2, column \"a\": missing value");
+    dpml(&[
+        "train",
+        "--dataset",
+        &ds,
+        "--schema",
+        &no_fill,
+        "--epsilon",
+        "3",
+    ])
+    .assert_usage_error("line 2, column \"a\": missing value");
 }

@@ -277,7 +277,7 @@ fn label_name(
     sensitive: &str,
 ) -> CliResult<Option<String>> {
     Ok(match source {
-        Source::Csv(_) => match label_column {
+        Source::Csv(_) | Source::Parquet(_) => match label_column {
             Some(l) => Some(l.to_string()),
             None if !data.feature_names.iter().any(|f| f == sensitive) => {
                 load_table(source, opts)?.columns.last().cloned()
