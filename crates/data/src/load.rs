@@ -97,7 +97,7 @@ fn effective_schema(source: &Source, opts: &LoadOptions) -> Result<Schema, DataE
     if !source.is_user_data() && (declared.classes.is_some() || declared.features.is_some()) {
         return Err(DataError::Schema(format!(
             "{source} has fixed features and classes; declare classes, label ranges and \
-             feature columns for your own data only"
+             feature columns for csv: tables only (and your other files: npy, npz, idx, images, parquet)"
         )));
     }
     if !matches!(source, Source::Csv(_) | Source::Parquet(_)) && declared.features.is_some() {
