@@ -3,16 +3,21 @@
 //! The first row is a header naming the columns. One column is the class label (chosen by
 //! name, default the last column); it may hold numbers or strings. Every other column must be
 //! numeric: an empty, non-numeric, NaN or infinite cell is an error naming its line (1-based,
-//! counting the header as line 1, as an editor does) and column. Cells are trimmed.
+//! counting the header as line 1, as an editor does) and column. Cells are trimmed. Fields are
+//! separated by a comma or the declared delimiter (`--delimiter`, schema key `delimiter`), and a
+//! gzip-compressed file (`data.csv.gz`, told by its magic bytes) is read as it inflates.
 
 use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+
+use flate2::read::MultiGzDecoder;
 
 use csv::{ErrorKind, ReaderBuilder, StringRecord, Trim};
 
-use crate::DataError;
-use crate::schema::declared_class;
-use crate::tabular::{Columns, Labels, encode_labels, parse_cell};
+use crate::rows::Rows;
+use crate::tabular::Columns;
+use crate::{DataError, Schema};
 
 /// The largest CSV file read (1 GiB: far above any tabular data set DP-SGD can train on here).
 pub(crate) const MAX_CSV_BYTES: u64 = 1 << 30;
@@ -34,11 +39,7 @@ pub(crate) const MAX_CSV_LINE_BYTES: usize = 1 << 20;
 /// [`DataError::UndeclaredLabel`] for a label outside the declared classes;
 /// [`DataError::TooLarge`] for a file over [`MAX_CSV_BYTES`] or a line over
 /// [`MAX_CSV_LINE_BYTES`].
-pub(crate) fn read_csv(
-    path: &Path,
-    label_column: Option<&str>,
-    classes: Option<&[String]>,
-) -> Result<Columns, DataError> {
+pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataError> {
     let file = File::open(path).map_err(|e| DataError::io(path, e))?;
     // The opened file's own size (no race with a later swap of the path): the columns read
     // from it take several times its size in memory.
@@ -49,9 +50,18 @@ pub(crate) fn read_csv(
             reason: format!("the file is {size} bytes, over the limit of {MAX_CSV_BYTES}"),
         });
     }
-    // `take` also bounds a file that grows while it is read.
-    let file = std::io::Read::take(file, MAX_CSV_BYTES);
+    let mut file = BufReader::new(file);
+    let head = file.fill_buf().map_err(|e| DataError::io(path, e))?;
+    // Compression is told by the gzip magic bytes, whatever the file's name.
+    let file: Box<dyn Read> = if head.starts_with(&[0x1f, 0x8b]) {
+        Box::new(MultiGzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    // `take` bounds a file that grows while it is read, and what a gzip file inflates to.
+    let file = file.take(MAX_CSV_BYTES);
     let mut reader = ReaderBuilder::new()
+        .delimiter(schema.delimiter.unwrap_or(b','))
         .has_headers(true)
         .flexible(false)
         .trim(Trim::All)
@@ -67,23 +77,7 @@ pub(crate) fn read_csv(
             path: path.to_path_buf(),
         });
     }
-    check_unique(path, &names)?;
-    let label = match label_column {
-        Some(want) => {
-            names
-                .iter()
-                .position(|c| c == want)
-                .ok_or_else(|| DataError::UnknownColumn {
-                    name: want.to_string(),
-                    available: names.clone(),
-                })?
-        }
-        None => names.len() - 1,
-    };
-
-    let mut values: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
-    let mut label_cells = Vec::new();
-    let mut declared_y = Vec::new();
+    let mut rows = Rows::new(path, schema, names)?;
     let mut record = StringRecord::new();
     loop {
         match reader.read_record(&mut record) {
@@ -101,67 +95,9 @@ pub(crate) fn read_csv(
                 ),
             });
         }
-        for (j, cell) in record.iter().enumerate() {
-            if j == label {
-                if cell.is_empty() {
-                    return Err(DataError::MissingValue {
-                        path: path.to_path_buf(),
-                        line,
-                        column: names[j].clone(),
-                    });
-                }
-                match classes {
-                    Some(classes) => {
-                        let class = declared_class(classes, cell).ok_or_else(|| {
-                            DataError::UndeclaredLabel {
-                                path: path.to_path_buf(),
-                                line,
-                                value: cell.to_string(),
-                                classes: classes.join(", "),
-                            }
-                        })?;
-                        declared_y.push(class);
-                    }
-                    None => label_cells.push(cell.to_string()),
-                }
-            } else {
-                values[j].push(parse_cell(cell, path, line, &names[j])?);
-            }
-        }
+        rows.push(line, record.iter())?;
     }
-    if label_cells.is_empty() && declared_y.is_empty() {
-        return Err(DataError::NoRows {
-            path: path.to_path_buf(),
-        });
-    }
-    let labels = match classes {
-        Some(classes) => Labels::declared(declared_y, classes),
-        None => encode_labels(&label_cells),
-    };
-    values[label] = labels.values;
-    Ok(Columns {
-        name: format!("csv:{}", path.display()),
-        names,
-        values,
-        label,
-        y: labels.y,
-        class_names: labels.class_names,
-        record_shape: None,
-        feature_range: None,
-    })
-}
-
-/// Rejects a header that names a column twice (lookups by name would be ambiguous).
-fn check_unique(path: &Path, names: &[String]) -> Result<(), DataError> {
-    let mut sorted: Vec<&String> = names.iter().collect();
-    sorted.sort();
-    match sorted.windows(2).find(|w| w[0] == w[1]) {
-        Some(w) => Err(DataError::DuplicateColumn {
-            path: path.to_path_buf(),
-            column: w[0].clone(),
-        }),
-        None => Ok(()),
-    }
+    rows.finish(format!("csv:{}", path.display()))
 }
 
 /// Converts a csv crate error into a [`DataError`] that names the file and line.
@@ -204,7 +140,7 @@ mod tests {
             dir.path(),
             b"a, b ,species\n1,2,cat\n3.5, -4 ,dog\n5,6,cat\n",
         );
-        let c = read_csv(&p, None, None).unwrap();
+        let c = read_csv(&p, &Schema::default()).unwrap();
         assert_eq!(c.names, vec!["a", "b", "species"]);
         assert_eq!(c.class_names, vec!["cat", "dog"]);
         assert_eq!(c.y, vec![0, 1, 0]);
@@ -217,18 +153,68 @@ mod tests {
         assert_eq!(t.column("species").unwrap(), &[0.0, 1.0, 0.0]);
     }
 
+    fn labelled(column: &str) -> Schema {
+        Schema {
+            label_column: Some(column.into()),
+            ..Schema::default()
+        }
+    }
+
+    #[test]
+    fn categories_and_fill_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = Schema {
+            categories: vec![("c".into(), vec!["red".into(), "green".into()])],
+            fills: vec![("a".into(), -1.0)],
+            ..Schema::default()
+        };
+        let p = write(dir.path(), b"a,c,y\n1,green,x\n,red,x\n");
+        let c = read_csv(&p, &schema).unwrap();
+        assert_eq!(c.values[0], vec![1.0, -1.0]);
+        assert_eq!(c.values[1], vec![1.0, 0.0]);
+        let p = write(dir.path(), b"a,c,y\n1,green,x\n2,blue,x\n");
+        let msg = read_csv(&p, &schema).unwrap_err().to_string();
+        assert!(
+            msg.contains(
+                "line 3, column \"c\": \"blue\" is not one of the declared categories (red, green)"
+            ),
+            "{msg}"
+        );
+        let p = write(dir.path(), b"a,c,y\n1,,x\n");
+        let msg = read_csv(&p, &schema).unwrap_err().to_string();
+        assert!(msg.contains("column \"c\": missing value"), "{msg}");
+    }
+
+    #[test]
+    fn gzip_and_other_delimiters() {
+        let dir = tempfile::tempdir().unwrap();
+        let gz = crate::idx::testutil::gzip(b"a;b;y\n1;2;x\n3;4;z\n");
+        let p = dir.path().join("t.csv.gz");
+        std::fs::write(&p, gz).unwrap();
+        let c = read_csv(&p, &Schema::default().with_delimiter(";").unwrap()).unwrap();
+        assert_eq!(c.names, vec!["a", "b", "y"]);
+        assert_eq!(c.values[1], vec![2.0, 4.0]);
+        let p = write(dir.path(), b"a\tb\n1\tx\n");
+        assert_eq!(
+            read_csv(&p, &Schema::default().with_delimiter("\\t").unwrap())
+                .unwrap()
+                .values[0],
+            vec![1.0]
+        );
+    }
+
     #[test]
     fn label_column_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), b"y,a,b\n2,1,2\n7,3,4\n");
-        let d = read_csv(&p, Some("y"), None)
+        let d = read_csv(&p, &labelled("y"))
             .unwrap()
             .into_dataset(&p)
             .unwrap();
         assert_eq!(d.feature_names, vec!["a", "b"]);
         assert_eq!(d.class_names, vec!["2", "7"]);
         assert_eq!(d.x, vec![1.0, 2.0, 3.0, 4.0]);
-        let msg = read_csv(&p, Some("z"), None).unwrap_err().to_string();
+        let msg = read_csv(&p, &labelled("z")).unwrap_err().to_string();
         assert!(msg.contains("\"z\"") && msg.contains("y, a, b"), "{msg}");
     }
 
@@ -257,20 +243,20 @@ mod tests {
         ];
         for (text, want) in cases {
             let p = write(dir.path(), text);
-            let msg = read_csv(&p, None, None).unwrap_err().to_string();
+            let msg = read_csv(&p, &Schema::default()).unwrap_err().to_string();
             assert!(
                 msg.contains(want) && msg.contains("t.csv"),
                 "want {want:?}, got {msg}"
             );
         }
         let p = write(dir.path(), b"y\n1\n");
-        let msg = read_csv(&p, None, None)
+        let msg = read_csv(&p, &Schema::default())
             .unwrap()
             .into_dataset(&p)
             .unwrap_err()
             .to_string();
         assert!(msg.contains("no feature columns"), "{msg}");
-        let missing = read_csv(Path::new("/nonexistent/x.csv"), None, None).unwrap_err();
+        let missing = read_csv(Path::new("/nonexistent/x.csv"), &Schema::default()).unwrap_err();
         assert!(missing.to_string().contains("/nonexistent/x.csv"));
     }
 }

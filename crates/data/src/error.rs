@@ -276,6 +276,51 @@ pub enum DataError {
         classes: String,
     },
 
+    /// A label of an array or image input that is not one of the declared classes.
+    #[error(
+        "{}: {at}: label {} is not one of the declared classes ({classes})",
+        path.display(),
+        quoted(value)
+    )]
+    UndeclaredRecordLabel {
+        /// The file or folder.
+        path: PathBuf,
+        /// Where: "record 7" or "subfolder \"cat\"".
+        at: String,
+        /// The label.
+        value: String,
+        /// The declared classes, comma-separated.
+        classes: String,
+    },
+
+    /// An input file (npy, npz, image, parquet) that cannot be used, with the reason.
+    #[error("{}: {reason}", path.display())]
+    BadInput {
+        /// The file or folder.
+        path: PathBuf,
+        /// What is wrong, with the values found.
+        reason: String,
+    },
+
+    /// A categorical cell whose value is not one of the column's declared categories.
+    #[error(
+        "{}: line {line}, column \"{column}\": {} is not one of the declared categories ({categories})",
+        path.display(),
+        quoted(value)
+    )]
+    UndeclaredCategory {
+        /// The file.
+        path: PathBuf,
+        /// The line number, 1-based.
+        line: u64,
+        /// The column name.
+        column: String,
+        /// The cell's text.
+        value: String,
+        /// The declared categories, comma-separated.
+        categories: String,
+    },
+
     /// A name `fetch` does not know how to download.
     #[error("cannot fetch \"{name}\": fetch knows mnist and fashion-mnist{hint}")]
     UnknownFetchName {
@@ -317,6 +362,14 @@ impl DataError {
         Self::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// An unusable input file, with the reason.
+    pub(crate) fn bad_input(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Self::BadInput {
+            path: path.into(),
+            reason: reason.into(),
         }
     }
 

@@ -135,6 +135,63 @@ pub fn read_labels(path: &Path) -> Result<Vec<u8>, DataError> {
     reader.diagnose(result)
 }
 
+/// The most dimensions [`read_array`] accepts.
+const MAX_DIMS: u8 = 8;
+
+/// Reads an IDX file of unsigned bytes with any number of dimensions (1 to 8), as the IDX
+/// format allows: its dimensions and data.
+///
+/// # Errors
+/// As [`read_images`], for any number of dimensions.
+pub fn read_array(path: &Path) -> Result<(Vec<usize>, Vec<u8>), DataError> {
+    let mut reader = IdxReader::open(path)?;
+    let result = (|| {
+        let dims = reader.any_dims()?;
+        let len = reader.data_len(&dims)?;
+        let mut data = Vec::with_capacity(len.min(MAX_RESERVE));
+        reader.body(len, |chunk| data.extend_from_slice(chunk))?;
+        Ok((dims, data))
+    })();
+    reader.diagnose(result)
+}
+
+/// Reads `idx:IMAGES,LABELS`: an image file `[N, …]` of any shape (pixels scaled to [0, 1])
+/// and a label file `[N]`.
+///
+/// # Errors
+/// As [`read_array`], plus [`DataError::CountMismatch`] and [`DataError::InvalidIdx`] for a
+/// label file that is not one-dimensional.
+pub(crate) fn read_pair(
+    images: &Path,
+    labels: &Path,
+) -> Result<crate::records::Records, DataError> {
+    let (dims, pixels) = read_array(images)?;
+    let (label_dims, y) = read_array(labels)?;
+    if label_dims.len() != 1 {
+        return Err(DataError::InvalidIdx {
+            path: labels.to_path_buf(),
+            reason: format!("labels must have one dimension, got {label_dims:?}"),
+        });
+    }
+    if label_dims[0] != dims[0] {
+        return Err(DataError::CountMismatch {
+            images_path: images.to_path_buf(),
+            images: dims[0],
+            labels_path: labels.to_path_buf(),
+            labels: label_dims[0],
+        });
+    }
+    Ok(crate::records::Records {
+        name: format!("idx:{}", images.display()),
+        path: images.to_path_buf(),
+        x: pixels.into_iter().map(crate::records::pixel).collect(),
+        record_shape: crate::records::record_shape(&dims),
+        labels: y.iter().map(u8::to_string).collect(),
+        label_origin: None,
+        pixels: true,
+    })
+}
+
 /// A byte stream from an IDX file, decompressed if needed, that knows its path for errors.
 struct IdxReader {
     path: PathBuf,
@@ -209,6 +266,41 @@ impl IdxReader {
         Ok(filled)
     }
 
+    /// Reads a header of unsigned bytes with 1 to [`MAX_DIMS`] dimensions; returns them.
+    fn any_dims(&mut self) -> Result<Vec<usize>, DataError> {
+        let mut magic = [0u8; 4];
+        if self.read_full(&mut magic)? < 4 || magic[..2] != [0, 0] || magic[2] != TYPE_U8 {
+            return Err(self.invalid(format!(
+                "expected the magic 0x0000 08 0D of unsigned bytes in D dimensions, got 0x{:08x}",
+                u32::from_be_bytes(magic)
+            )));
+        }
+        if !(1..=MAX_DIMS).contains(&magic[3]) {
+            return Err(self.invalid(format!(
+                "{} dimensions: 1 to {MAX_DIMS} are supported",
+                magic[3]
+            )));
+        }
+        self.dims(magic[3])
+    }
+
+    /// Reads `n` big-endian dimension sizes (every one after the first non-zero).
+    fn dims(&mut self, n: u8) -> Result<Vec<usize>, DataError> {
+        let mut dims = Vec::with_capacity(usize::from(n));
+        for axis in 0..n {
+            let mut size = [0u8; 4];
+            if self.read_full(&mut size)? < 4 {
+                return Err(self.invalid(format!("header ends inside dimension {axis}")));
+            }
+            let size = u32::from_be_bytes(size) as usize;
+            if axis > 0 && size == 0 {
+                return Err(self.invalid(format!("dimension {axis} is 0")));
+            }
+            dims.push(size);
+        }
+        Ok(dims)
+    }
+
     /// Reads and checks the header; `want` is the kind the caller needs, if any.
     fn header(&mut self, want: Option<IdxKind>) -> Result<IdxHeader, DataError> {
         let mut magic = [0u8; 4];
@@ -248,18 +340,7 @@ impl IdxReader {
                 want.magic()
             )));
         }
-        let mut dims = Vec::with_capacity(usize::from(magic[3]));
-        for axis in 0..magic[3] {
-            let mut size = [0u8; 4];
-            if self.read_full(&mut size)? < 4 {
-                return Err(self.invalid(format!("header ends inside dimension {axis}")));
-            }
-            let size = u32::from_be_bytes(size) as usize;
-            if axis > 0 && size == 0 {
-                return Err(self.invalid(format!("dimension {axis} is 0")));
-            }
-            dims.push(size);
-        }
+        let dims = self.dims(magic[3])?;
         Ok(IdxHeader { kind, dims })
     }
 

@@ -36,6 +36,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod arrays;
 mod catalog;
 mod csvfile;
 mod dataset;
@@ -44,9 +45,14 @@ mod error;
 mod fetch;
 pub mod idx;
 mod idxset;
+mod images;
 mod known;
 mod load;
+#[cfg(feature = "parquet")]
+mod parquetfile;
 mod ranges;
+mod records;
+mod rows;
 mod scale;
 mod schema;
 mod source;
@@ -54,6 +60,7 @@ mod split;
 mod tabular;
 mod verify;
 
+pub use arrays::{NPZ_FEATURES, NPZ_LABELS};
 pub use catalog::{DatasetInfo, catalog};
 pub use dataset::{Dataset, Splits, Table};
 pub use embedded::LABEL_COLUMN as EMBEDDED_LABEL_COLUMN;

@@ -2,12 +2,17 @@
 
 use std::path::PathBuf;
 
+use crate::arrays;
 use crate::csvfile::read_csv;
 use crate::embedded::Embedded;
 use crate::idxset::IdxSet;
+use crate::images::{self, ImageOptions};
+use crate::records::Records;
 use crate::source::resolve_data_dir;
-use crate::tabular::Columns;
-use crate::{DataError, LoadOptions, Provenance, Schema, Source, Splits, Table};
+use crate::tabular::{Columns, Labels};
+use crate::{
+    DataError, Dataset, FeatureBounds, LoadOptions, Provenance, Schema, Source, Splits, Table,
+};
 
 /// Loads a data set for learning: features and class labels, with the source's own test split
 /// when it has one (MNIST, Fashion-MNIST), under its schema: the built-in one of a named set,
@@ -28,13 +33,28 @@ use crate::{DataError, LoadOptions, Provenance, Schema, Source, Splits, Table};
 /// count, classes of a named set); [`DataError::InvalidParameter`] when a label column is given
 /// for a source other than CSV.
 pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
-    let schema = effective_schema(source, opts)?;
-    let mut splits = match IdxSet::from_source(source) {
-        Some(set) => {
+    let mut schema = effective_schema(source, opts)?;
+    let records = read_records(source, &schema)?;
+    let clamp_here = IdxSet::from_source(source).is_some() || records.is_some();
+    let mut splits = match (IdxSet::from_source(source), records) {
+        (Some(set), _) => {
             check_no_label_column(source, opts)?;
             set.load(resolve_data_dir(opts.data_dir.as_deref()).as_deref())?
         }
-        None => {
+        (None, Some(records)) => {
+            check_no_label_column(source, opts)?;
+            if records.pixels && schema.bounds.is_none() {
+                // 8-bit pixels were scaled into [0, 1], as MNIST's: a public range.
+                schema.bounds = Some(FeatureBounds::Uniform((0.0, 1.0)));
+                schema.bounds_provenance = Some(Provenance::Public);
+            }
+            Splits {
+                train: records.into_dataset(schema.classes.as_deref())?,
+                test: None,
+                schema: Schema::default(),
+            }
+        }
+        (None, None) => {
             let (columns, path) = columns(source, &schema)?;
             Splits {
                 train: columns.into_dataset(&path)?,
@@ -43,17 +63,21 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
             }
         }
     };
-    let mut schema = schema;
     if schema.classes.is_none() {
-        // Named sets' classes are compiled-in constants; a csv table's were read off its records.
+        // Named sets' classes are compiled-in constants; the user's data's were read off its
+        // records.
         schema.classes = Some(splits.train.class_names.clone());
-        schema.classes_provenance = Some(match source {
-            Source::Csv(_) => Provenance::Inferred,
-            _ => Provenance::Public,
+        schema.classes_provenance = Some(if source.is_user_data() {
+            Provenance::Inferred
+        } else {
+            Provenance::Public
         });
     }
-    if IdxSet::from_source(source).is_some() {
-        // Tables were clamped column by column when parsed; images are clamped here.
+    if let (Some(shape), true) = (&schema.shape, source.is_user_data()) {
+        reshape(&mut splits.train, shape)?;
+    }
+    if clamp_here {
+        // Tables were clamped column by column when parsed; arrays and images are clamped here.
         schema.clamp(&mut splits.train)?;
         if let Some(test) = &mut splits.test {
             schema.clamp(test)?;
@@ -70,12 +94,16 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
 /// are fixed), or a label column given twice with different names.
 fn effective_schema(source: &Source, opts: &LoadOptions) -> Result<Schema, DataError> {
     let declared = opts.schema.clone().unwrap_or_default();
-    if !matches!(source, Source::Csv(_))
-        && (declared.classes.is_some() || declared.features.is_some())
-    {
+    if !source.is_user_data() && (declared.classes.is_some() || declared.features.is_some()) {
         return Err(DataError::Schema(format!(
             "{source} has fixed features and classes; declare classes, label ranges and \
-             feature columns for csv: tables only"
+             feature columns for csv: tables only (and your other files: npy, npz, idx, images, parquet)"
+        )));
+    }
+    if !matches!(source, Source::Csv(_) | Source::Parquet(_)) && declared.features.is_some() {
+        return Err(DataError::Schema(format!(
+            "feature columns are declared for csv: and parquet: tables only; {source} has no column names \
+             (declare bounds for its features instead)"
         )));
     }
     let mut schema = Schema::builtin(source).overridden_by(declared);
@@ -88,7 +116,7 @@ fn effective_schema(source: &Source, opts: &LoadOptions) -> Result<Schema, DataE
         (Some(flag), _) => schema.label_column = Some(flag.clone()),
         _ => {}
     }
-    Ok(schema)
+    schema.with_categories_expanded()
 }
 
 /// Loads a data set as a table of named f64 columns, for DP statistics.
@@ -103,9 +131,47 @@ pub fn load_table(source: &Source, opts: &LoadOptions) -> Result<Table, DataErro
         check_no_label_column(source, opts)?;
         return set.load_table(resolve_data_dir(opts.data_dir.as_deref()).as_deref());
     }
+    if read_records(source, &Schema::default())?.is_some() {
+        return Ok(records_table(load(source, opts)?.train));
+    }
     Ok(columns(source, &effective_schema(source, opts)?)?
         .0
         .into_table())
+}
+
+/// Reads an array or image source (`None` for the others).
+fn read_records(source: &Source, schema: &Schema) -> Result<Option<Records>, DataError> {
+    Ok(Some(match source {
+        Source::Npy { features, labels } => arrays::read_npy_pair(features, labels)?,
+        Source::Npz(path) => arrays::read_npz(path)?,
+        Source::Idx { images, labels } => crate::idx::read_pair(images, labels)?,
+        Source::Images(dir) => images::read_image_folder(
+            dir,
+            &ImageOptions {
+                shape: schema.shape.clone(),
+                resize: schema.resize,
+            },
+        )?,
+        _ => return Ok(None),
+    }))
+}
+
+/// The table view of an array or image source: one column per feature, then `label` (the
+/// class's number when every class is a number, else its index).
+fn records_table(data: Dataset) -> Table {
+    let d = data.n_features();
+    let label = Labels::declared(data.y, &data.class_names);
+    let mut values: Vec<Vec<f64>> = (0..d)
+        .map(|j| (0..data.n).map(|i| f64::from(data.x[i * d + j])).collect())
+        .collect();
+    values.push(label.values);
+    let mut columns = data.feature_names;
+    columns.push(crate::IDX_LABEL_COLUMN.to_string());
+    Table {
+        name: data.name,
+        columns,
+        values,
+    }
 }
 
 /// Parses an embedded or CSV source under `schema` (features selected and clamped, labels
@@ -113,17 +179,13 @@ pub fn load_table(source: &Source, opts: &LoadOptions) -> Result<Table, DataErro
 fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataError> {
     let (mut columns, path) = match source {
         Source::Csv(path) => {
-            let columns = read_csv(
-                path,
-                schema.label_column.as_deref(),
-                schema.classes.as_deref(),
-            )?;
-            let columns = match &schema.features {
-                Some(features) => columns.select_features(features)?,
-                None => columns,
-            };
-            (columns, path.clone())
+            let columns = read_csv(path, schema)?;
+            (table_columns(columns, schema)?, path.clone())
         }
+        Source::Parquet(path) => (
+            table_columns(read_parquet(path, schema)?, schema)?,
+            path.clone(),
+        ),
         _ => {
             if let Some(col) = &schema.label_column {
                 return Err(label_column_err(source, col));
@@ -138,6 +200,45 @@ fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataE
     Ok((columns, path))
 }
 
+/// Gives the records the declared shape (e.g. `[1, 28, 28]` for 784 pixel columns, so a CNN
+/// can take a table's rows).
+///
+/// # Errors
+/// [`DataError::Schema`] when the shape does not hold exactly the records' features.
+fn reshape(data: &mut Dataset, shape: &[usize]) -> Result<(), DataError> {
+    let size: usize = shape.iter().product();
+    if shape.is_empty() || size != data.n_features() {
+        return Err(DataError::Schema(format!(
+            "shape {shape:?} holds {size} values, but the records of {} have {} features",
+            data.name,
+            data.n_features()
+        )));
+    }
+    data.record_shape = shape.to_vec();
+    Ok(())
+}
+
+/// A user's table with the schema's features kept (in its order) and categories one-hot
+/// encoded.
+fn table_columns(columns: Columns, schema: &Schema) -> Result<Columns, DataError> {
+    let columns = match &schema.features {
+        Some(features) => columns.select_features(features)?,
+        None => columns,
+    };
+    Ok(columns.one_hot(&schema.categories))
+}
+
+/// Parquet support is a cargo feature (default on): without it, a clear refusal.
+#[cfg(feature = "parquet")]
+use crate::parquetfile::read_parquet;
+#[cfg(not(feature = "parquet"))]
+fn read_parquet(path: &std::path::Path, _: &Schema) -> Result<Columns, DataError> {
+    Err(DataError::bad_input(
+        path,
+        "this dpml was built without Parquet support (cargo feature `parquet`)",
+    ))
+}
+
 /// Named sets have a fixed label; a label column given for one is a user mistake.
 fn check_no_label_column(source: &Source, opts: &LoadOptions) -> Result<(), DataError> {
     match &opts.label_column {
@@ -149,7 +250,7 @@ fn check_no_label_column(source: &Source, opts: &LoadOptions) -> Result<(), Data
 fn label_column_err(source: &Source, col: &str) -> DataError {
     DataError::param(
         "label_column",
-        format!("unset for {source} (it applies to csv:PATH only)"),
+        format!("unset for {source} (it applies to csv: tables only)"),
         format!("{col:?}"),
     )
 }

@@ -18,10 +18,19 @@
 //! label_column = "diagnosis"
 //! classes = ["benign", "malignant"]   # or: label_range = [0, 9] for integer labels
 //! bounds = [0, 100]                   # one range for every feature, or per feature:
+//! delimiter = ";"                    # csv field delimiter (default ","; "\\t" for tabs)
+//! fill = 0                            # an empty numeric cell becomes 0 (default: refused)
 //! [[features]]
 //! name = "age"
 //! bounds = [18, 90]
+//! fill = 40                           # this feature's own fill value
+//! [[features]]
+//! name = "colour"
+//! categories = ["red", "green"]       # one-hot: columns colour=red, colour=green in [0, 1]
 //! ```
+//!
+//! Image folders take `shape = [C, H, W]` (C = 1 grayscale, 3 RGB) and `resize = true` (else
+//! an image of another size is refused).
 //!
 //! When the schema lists `features`, the file must hold exactly those columns (and the label),
 //! and they reach the model in the schema's order. Loading clamps every feature into its bounds
@@ -119,6 +128,27 @@ pub struct Schema {
     pub classes_provenance: Option<Provenance>,
     /// The range of an integer label (regression of the label's value: its sensitivity).
     pub label_range: Option<(f64, f64)>,
+    /// The record shape: an image folder's `[C, H, W]` (C = 1 grayscale, 3 RGB); for a table
+    /// or array, the shape its features are laid out in (`[1, 28, 28]` for 784 pixel columns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<usize>>,
+    /// Resize images of another size to `shape` instead of refusing them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resize: bool,
+    /// The field delimiter of a csv table (default `,`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<u8>,
+    /// Categorical features of a csv table and their declared categories: each such column
+    /// becomes one 0/1 column per category (`colour=red`, …), in the declared order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<(String, Vec<String>)>,
+    /// The value an empty numeric cell takes, per feature; a feature without one takes
+    /// `fill`, and with neither an empty cell is refused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fills: Vec<(String, f64)>,
+    /// The value an empty numeric cell of any feature takes (see `fills`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fill: Option<f64>,
 }
 
 /// The largest number of classes a label range may expand to.
@@ -144,7 +174,7 @@ impl Schema {
                     .map(|p| FeatureBounds::PerFeature(p.ranges.to_vec())),
                 Provenance::DataDerived,
             ),
-            Source::Csv(_) => return Schema::default(),
+            _ => return Schema::default(),
         };
         Schema {
             label_column: None,
@@ -156,6 +186,7 @@ impl Schema {
             classes_provenance: None,
             // The digit's value: the label range of the "regress the digit" task.
             label_range: matches!(source, Source::Mnist | Source::Digits).then_some((0.0, 9.0)),
+            ..Schema::default()
         }
     }
 
@@ -185,12 +216,26 @@ impl Schema {
         if over.label_column.is_some() {
             self.label_column = over.label_column;
         }
-        if over.features.is_some() {
+        if over.features.is_some() || !over.categories.is_empty() {
+            // Categories and fills describe the declared feature columns; new columns replace
+            // them.
             self.features = over.features;
+            self.categories = over.categories;
+            self.fills = over.fills;
         }
         if over.bounds.is_some() {
             self.bounds = over.bounds;
             self.bounds_provenance = over.bounds_provenance;
+        }
+        if over.fill.is_some() {
+            self.fill = over.fill;
+        }
+        if over.shape.is_some() {
+            self.shape = over.shape;
+        }
+        self.resize |= over.resize;
+        if over.delimiter.is_some() {
+            self.delimiter = over.delimiter;
         }
         if over.classes.is_some() || over.label_range.is_some() {
             // Classes and a label range describe one label domain: a new declaration of either
@@ -214,6 +259,26 @@ impl Schema {
         ranges.iter().try_for_each(|&r| check_range("bounds", r))?;
         self.bounds = Some(bounds);
         self.bounds_provenance = Some(Provenance::Declared);
+        Ok(self)
+    }
+
+    /// The csv field delimiter: one ASCII character (`;`, a tab given as `\t` or `tab`).
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] for anything else.
+    pub fn with_delimiter(mut self, text: &str) -> Result<Schema, DataError> {
+        let byte = match text {
+            "\\t" | "tab" | "\t" => b'\t',
+            _ if text.len() == 1 && text.is_ascii() && text != "\"" && text != "\n" => {
+                text.as_bytes()[0]
+            }
+            _ => {
+                return Err(DataError::Schema(format!(
+                    "delimiter must be one ASCII character other than a quote or newline (or \\t), got {text:?}"
+                )));
+            }
+        };
+        self.delimiter = Some(byte);
         Ok(self)
     }
 
@@ -259,6 +324,48 @@ impl Schema {
             .collect();
         self = self.with_classes(classes)?;
         self.label_range = Some((lo, hi));
+        Ok(self)
+    }
+
+    /// The declared categories of column `name`, if it is categorical.
+    pub fn categories_of(&self, name: &str) -> Option<&[String]> {
+        self.categories
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.as_slice())
+    }
+
+    /// The value an empty cell of numeric column `name` takes, if one is declared.
+    pub fn fill_of(&self, name: &str) -> Option<f64> {
+        self.fills
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, v)| v)
+            .or(self.fill)
+    }
+
+    /// The schema of the one-hot encoded table: each categorical feature's bounds become one
+    /// `[0, 1]` per category, so the bounds number the model's inputs.
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] when per-feature bounds do not number the declared features.
+    pub(crate) fn with_categories_expanded(mut self) -> Result<Schema, DataError> {
+        let (Some(features), Some(bounds)) = (&self.features, &self.bounds) else {
+            return Ok(self);
+        };
+        if self.categories.is_empty() {
+            return Ok(self);
+        }
+        let per = bounds.per_feature(features.len())?;
+        let expanded = features
+            .iter()
+            .zip(per)
+            .flat_map(|(f, range)| match self.categories_of(f) {
+                Some(c) => vec![(0.0, 1.0); c.len()],
+                None => vec![range],
+            })
+            .collect();
+        self.bounds = Some(FeatureBounds::PerFeature(expanded));
         Ok(self)
     }
 
@@ -342,6 +449,26 @@ pub(crate) fn declared_class(classes: &[String], cell: &str) -> Option<u32> {
         .map(|i| i as u32)
 }
 
+fn finite(what: &str, v: f64) -> Result<f64, DataError> {
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(DataError::Schema(format!("{what} must be finite, got {v}")))
+    }
+}
+
+/// A categorical feature's categories: at least one, none twice.
+fn check_categories(name: &str, c: &[String]) -> Result<Vec<String>, DataError> {
+    let mut sorted: Vec<&String> = c.iter().collect();
+    sorted.sort();
+    if c.is_empty() || sorted.windows(2).any(|w| w[0] == w[1]) {
+        return Err(DataError::Schema(format!(
+            "feature {name:?}: categories must be distinct and at least one"
+        )));
+    }
+    Ok(c.to_vec())
+}
+
 fn check_range(what: &str, (lo, hi): (f64, f64)) -> Result<(), DataError> {
     if lo.is_finite() && hi.is_finite() && lo < hi {
         Ok(())
@@ -377,6 +504,8 @@ enum LabelName {
 struct FeatureEntry {
     name: String,
     bounds: Option<(f64, f64)>,
+    categories: Option<Vec<String>>,
+    fill: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -387,22 +516,51 @@ struct SchemaFile {
     features: Option<Vec<FeatureEntry>>,
     classes: Option<Vec<LabelName>>,
     label_range: Option<(f64, f64)>,
+    shape: Option<Vec<usize>>,
+    #[serde(default)]
+    resize: bool,
+    delimiter: Option<String>,
+    fill: Option<f64>,
 }
 
 impl SchemaFile {
     fn into_schema(self) -> Result<Schema, DataError> {
         let mut s = Schema {
             label_column: self.label_column,
+            shape: self.shape,
+            resize: self.resize,
             ..Schema::default()
         };
+        if let Some(d) = &self.delimiter {
+            s = s.with_delimiter(d)?;
+        }
+        s.fill = self.fill.map(|v| finite("fill", v)).transpose()?;
         if let Some(features) = &self.features {
             s.features = Some(features.iter().map(|e| e.name.clone()).collect());
+            for e in features {
+                match (&e.categories, e.fill, e.bounds) {
+                    (Some(c), None, None) => s
+                        .categories
+                        .push((e.name.clone(), check_categories(&e.name, c)?)),
+                    (Some(_), _, _) => {
+                        return Err(DataError::Schema(format!(
+                            "feature {:?} is categorical: its columns are 0/1, so it takes no \
+                             bounds or fill",
+                            e.name
+                        )));
+                    }
+                    (None, Some(v), _) => s.fills.push((e.name.clone(), finite("fill", v)?)),
+                    (None, None, _) => {}
+                }
+            }
             // Per-feature bounds win over the common one; every feature needs one or the other.
             if features.iter().any(|e| e.bounds.is_some()) {
                 let ranges = features
                     .iter()
                     .map(|e| {
-                        e.bounds.or(self.bounds).ok_or_else(|| {
+                        // A categorical feature's one-hot columns lie in [0, 1].
+                        let own = e.bounds.or(e.categories.as_ref().map(|_| (0.0, 1.0)));
+                        own.or(self.bounds).ok_or_else(|| {
                             DataError::Schema(format!(
                                 "feature {:?} has no bounds (and no common bounds are declared)",
                                 e.name

@@ -29,12 +29,33 @@ pub enum Source {
     Wine,
     /// UCI optical digits (8×8), embedded: 1,797 rows, 64 features, 10 classes.
     Digits,
-    /// A CSV file with a header row.
+    /// A CSV file with a header row (gzip-compressed or not), `csv:PATH`.
     Csv(PathBuf),
+    /// Two NumPy arrays, features and labels: `npy:FEATURES.npy,LABELS.npy`.
+    Npy {
+        /// The features, `[N, …]`.
+        features: PathBuf,
+        /// The labels, `[N]`.
+        labels: PathBuf,
+    },
+    /// A NumPy archive holding arrays `x` (features) and `y` (labels): `npz:FILE.npz`.
+    Npz(PathBuf),
+    /// IDX files of any shape: `idx:IMAGES,LABELS`.
+    Idx {
+        /// The images (or any unsigned-byte array `[N, …]`).
+        images: PathBuf,
+        /// The labels, `[N]`.
+        labels: PathBuf,
+    },
+    /// A folder with one subfolder of PNG or JPEG images per class: `images:DIR`.
+    Images(PathBuf),
+    /// A Parquet table, read as a csv table is: `parquet:PATH`.
+    Parquet(PathBuf),
 }
 
 /// The names [`Source::from_str`] accepts, for error messages and help text.
-pub const KNOWN_NAMES: &str = "mnist, fashion-mnist, iris, breast-cancer, wine, digits, csv:PATH";
+pub const KNOWN_NAMES: &str = "mnist, fashion-mnist, iris, breast-cancer, wine, digits, csv:PATH, \
+     npy:FEATURES,LABELS, npz:PATH, idx:IMAGES,LABELS, images:DIR, parquet:PATH";
 
 impl Source {
     /// The name a user types for this source (`csv:PATH` for a CSV file).
@@ -47,7 +68,32 @@ impl Source {
             Source::Wine => "wine".into(),
             Source::Digits => "digits".into(),
             Source::Csv(path) => format!("csv:{}", path.display()),
+            Source::Npy { features, labels } => {
+                format!("npy:{},{}", features.display(), labels.display())
+            }
+            Source::Npz(path) => format!("npz:{}", path.display()),
+            Source::Idx { images, labels } => {
+                format!("idx:{},{}", images.display(), labels.display())
+            }
+            Source::Images(dir) => format!("images:{}", dir.display()),
+            Source::Parquet(path) => format!("parquet:{}", path.display()),
         }
+    }
+
+    /// The user's files this source reads (empty for the named sets).
+    pub fn paths(&self) -> Vec<&Path> {
+        match self {
+            Source::Csv(p) | Source::Npz(p) | Source::Images(p) | Source::Parquet(p) => vec![p],
+            Source::Npy { features, labels } => vec![features, labels],
+            Source::Idx { images, labels } => vec![images, labels],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether this is the user's own data (a file or folder), whose classes and bounds the
+    /// user declares, rather than a named set with built-in ones.
+    pub fn is_user_data(&self) -> bool {
+        !self.paths().is_empty()
     }
 
     /// Every named source (all but `Csv`), in catalogue order.
@@ -80,8 +126,8 @@ impl fmt::Display for Source {
 impl FromStr for Source {
     type Err = DataError;
 
-    /// Parses `mnist`, `fashion-mnist`, `iris`, `breast-cancer`, `wine`, `digits` or
-    /// `csv:PATH`.
+    /// Parses `mnist`, `fashion-mnist`, `iris`, `breast-cancer`, `wine`, `digits`, `csv:PATH`,
+    /// `npy:FEATURES,LABELS`, `npz:PATH`, `idx:IMAGES,LABELS`, `images:DIR` or `parquet:PATH`.
     ///
     /// # Errors
     /// [`DataError::UnknownSource`] naming the input and listing the known names, also for
@@ -91,12 +137,22 @@ impl FromStr for Source {
             name: s.to_string(),
             known: KNOWN_NAMES.into(),
         };
-        if let Some(path) = s.strip_prefix("csv:") {
-            return if path.is_empty() {
-                Err(unknown())
-            } else {
-                Ok(Source::Csv(path.into()))
+        if let Some((kind, rest)) = s.split_once(':') {
+            let path = |p: &str| (!p.is_empty()).then(|| PathBuf::from(p));
+            let pair = || {
+                let (a, b) = rest.split_once(',')?;
+                Some((path(a)?, path(b)?))
             };
+            let source = match kind {
+                "csv" => path(rest).map(Source::Csv),
+                "npz" => path(rest).map(Source::Npz),
+                "images" => path(rest).map(Source::Images),
+                "parquet" => path(rest).map(Source::Parquet),
+                "npy" => pair().map(|(features, labels)| Source::Npy { features, labels }),
+                "idx" => pair().map(|(images, labels)| Source::Idx { images, labels }),
+                _ => None,
+            };
+            return source.ok_or_else(unknown);
         }
         Ok(match s {
             "mnist" => Source::Mnist,
@@ -147,11 +203,22 @@ mod tests {
         assert_eq!(csv, Source::Csv("some/file.csv".into()));
         assert_eq!(csv.name(), "csv:some/file.csv");
         assert_eq!(csv.to_string(), "csv:some/file.csv");
+        for name in [
+            "npy:a.npy,b.npy",
+            "npz:d.npz",
+            "idx:i,l",
+            "images:dir",
+            "parquet:t.parquet",
+        ] {
+            let s: Source = name.parse().unwrap();
+            assert_eq!(s.name(), name);
+            assert!(s.is_user_data());
+        }
     }
 
     #[test]
     fn unknown_names_are_named_and_known_ones_listed() {
-        for bad in ["mnits", "", "csv:", "MNIST"] {
+        for bad in ["mnits", "", "csv:", "MNIST", "npy:x.npy", "idx:,y", "tsv:x"] {
             let msg = bad.parse::<Source>().unwrap_err().to_string();
             assert!(msg.contains(&format!("\"{bad}\"")), "{msg}");
             assert!(

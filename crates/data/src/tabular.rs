@@ -105,6 +105,43 @@ impl Columns {
         Ok(self)
     }
 
+    /// Replaces each categorical column (holding category indices) by one 0/1 column per
+    /// declared category, named `column=category`, in place.
+    pub fn one_hot(mut self, categories: &[(String, Vec<String>)]) -> Columns {
+        if categories.is_empty() {
+            return self;
+        }
+        let label_name = self.names[self.label].clone();
+        let mut names = Vec::new();
+        let mut values = Vec::new();
+        for (name, column) in self.names.into_iter().zip(self.values) {
+            match categories
+                .iter()
+                .find(|(n, _)| *n == name && name != label_name)
+            {
+                Some((_, cats)) => {
+                    for (k, cat) in cats.iter().enumerate() {
+                        names.push(format!("{name}={cat}"));
+                        values.push(
+                            column
+                                .iter()
+                                .map(|&v| f64::from(u8::from(v == k as f64)))
+                                .collect(),
+                        );
+                    }
+                }
+                None => {
+                    names.push(name);
+                    values.push(column);
+                }
+            }
+        }
+        self.label = names.iter().position(|n| *n == label_name).unwrap_or(0);
+        self.names = names;
+        self.values = values;
+        self
+    }
+
     /// Clamps every feature column into its range (`bounds` in feature order, the label
     /// skipped).
     ///

@@ -152,11 +152,15 @@ impl clap::builder::TypedValueParser for ModelName {
     }
 }
 
-/// `--dataset`: a data set name, or `csv:PATH` with PATH checked as [`input_path`].
+/// `--dataset`: a data set name, or the user's files (`csv:PATH`, `npy:X,Y`, `npz:PATH`,
+/// `idx:IMAGES,LABELS`, `images:DIR`), each path checked as [`input_path`].
 pub fn dataset(s: &str) -> Result<dpml_data::Source, String> {
     let source: dpml_data::Source = s.parse().map_err(|e: dpml_data::DataError| e.to_string())?;
-    if let dpml_data::Source::Csv(path) = &source {
-        input_path(&path.to_string_lossy())?;
+    // An image folder is a folder; the files in it are checked as they are read.
+    if !matches!(source, dpml_data::Source::Images(_)) {
+        for path in source.paths() {
+            input_path(&path.to_string_lossy())?;
+        }
     }
     Ok(source)
 }
@@ -180,7 +184,8 @@ impl SeedArg {
 /// `--dataset` and how to find it.
 #[derive(Args, Debug, Clone)]
 pub struct DataArgs {
-    /// Data set: mnist, fashion-mnist, iris, breast-cancer, wine, digits, or csv:PATH.
+    /// Data set: mnist, fashion-mnist, iris, breast-cancer, wine, digits, csv:PATH (gzip too),
+    /// npy:FEATURES.npy,LABELS.npy, npz:PATH (arrays x and y), idx:IMAGES,LABELS, images:DIR.
     #[arg(long, value_parser = dataset)]
     pub dataset: dpml_data::Source,
     /// Label column of a csv: data set (default: the last column).

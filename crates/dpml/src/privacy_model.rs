@@ -187,16 +187,22 @@ impl Release {
 /// `csv:` file only the file's name (a model file travels; the folders of the machine that
 /// trained it are none of its readers' business).
 pub fn dataset_label(source: &dpml_data::Source) -> String {
-    match source {
-        dpml_data::Source::Csv(path) => format!(
-            "csv:{}",
+    let paths = source.paths();
+    if paths.is_empty() {
+        return source.name();
+    }
+    let kind = source.name();
+    let kind = kind.split_once(':').map_or("", |(k, _)| k);
+    let names: Vec<String> = paths
+        .iter()
+        .map(|path| {
             path.file_name().map_or_else(
                 || path.display().to_string(),
-                |n| n.to_string_lossy().into()
+                |n| n.to_string_lossy().into(),
             )
-        ),
-        other => other.name(),
-    }
+        })
+        .collect();
+    format!("{kind}:{}", names.join(","))
 }
 
 /// The [`DIAGNOSTICS_NOTE_KEY`] text of an evaluation experiment that releases nothing.

@@ -30,6 +30,14 @@ pub struct SchemaArgs {
     /// is the sensitivity of a regression on the label's value.
     #[arg(long, allow_hyphen_values = true, value_parser = args::bounds, conflicts_with = "classes")]
     pub label_range: Option<(f64, f64)>,
+    /// Field delimiter of a csv: table: one character such as ';', or '\t' for tabs
+    /// (default ',').
+    #[arg(long)]
+    pub delimiter: Option<String>,
+    /// Resize the images of an images: folder to the declared shape (schema key `shape`)
+    /// instead of refusing an image of another size.
+    #[arg(long)]
+    pub resize: bool,
 }
 
 impl SchemaArgs {
@@ -43,7 +51,9 @@ impl SchemaArgs {
             Some(path) => Schema::from_file(path)?,
             None if self.bounds.is_none()
                 && self.classes.is_none()
-                && self.label_range.is_none() =>
+                && self.label_range.is_none()
+                && self.delimiter.is_none()
+                && !self.resize =>
             {
                 return Ok(None);
             }
@@ -58,6 +68,10 @@ impl SchemaArgs {
         if let Some(r) = self.label_range {
             schema = schema.with_label_range(r)?;
         }
+        if let Some(d) = &self.delimiter {
+            schema = schema.with_delimiter(d)?;
+        }
+        schema.resize |= self.resize;
         Ok(Some(schema))
     }
 

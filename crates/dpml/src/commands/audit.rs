@@ -277,14 +277,19 @@ fn label_name(
     sensitive: &str,
 ) -> CliResult<Option<String>> {
     Ok(match source {
-        Source::Csv(_) => match label_column {
+        Source::Csv(_) | Source::Parquet(_) => match label_column {
             Some(l) => Some(l.to_string()),
             None if !data.feature_names.iter().any(|f| f == sensitive) => {
                 load_table(source, opts)?.columns.last().cloned()
             }
             None => None,
         },
-        Source::Mnist | Source::FashionMnist => Some(IDX_LABEL_COLUMN.to_string()),
+        Source::Mnist
+        | Source::FashionMnist
+        | Source::Npy { .. }
+        | Source::Npz(_)
+        | Source::Idx { .. }
+        | Source::Images(_) => Some(IDX_LABEL_COLUMN.to_string()),
         _ => Some(EMBEDDED_LABEL_COLUMN.to_string()),
     })
 }

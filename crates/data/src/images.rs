@@ -1,0 +1,240 @@
+//! Image folders: `images:DIR` holds one subfolder per class (the subfolder's name is the
+//! class), each holding PNG or JPEG files (recognised by their content, not their names).
+//!
+//! Every image becomes a record of the declared shape `[C, H, W]` (schema key `shape`; C = 1
+//! for grayscale, 3 for RGB; without a declaration, the first image's size, and 3 channels
+//! unless it is grayscale). An image of another size is refused, naming it and both sizes,
+//! unless resizing is asked for (`--resize` or schema key `resize = true`: bilinear). Pixels
+//! are scaled to [0, 1] like MNIST's, a public range. Anything else in the folder (a file
+//! beside the class folders, a file that is not a PNG or JPEG) is an error naming it: nothing
+//! is skipped silently. Files are read in name order, folder by folder, so a run is
+//! reproducible.
+
+use std::path::{Path, PathBuf};
+
+use image::imageops::FilterType;
+use image::io::Reader as ImageReader;
+use image::{ColorType, DynamicImage};
+
+use crate::DataError;
+use crate::records::{Records, pixel};
+
+/// How images become records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ImageOptions {
+    /// The declared record shape `[C, H, W]`, if any.
+    pub shape: Option<Vec<usize>>,
+    /// Resize images of another size instead of refusing them.
+    pub resize: bool,
+}
+
+/// Reads an image folder.
+///
+/// # Errors
+/// [`DataError::Io`] for unreadable folders; [`DataError::BadInput`] naming the file for a
+/// stray file, an image that does not decode, a size that differs from the declared one
+/// (without resizing), a declared shape that is not `[1 or 3, H, W]`, or a folder without
+/// images.
+pub(crate) fn read_image_folder(dir: &Path, opts: &ImageOptions) -> Result<Records, DataError> {
+    if let Some(shape) = &opts.shape {
+        if !matches!(shape.as_slice(), [1 | 3, h, w] if *h > 0 && *w > 0) {
+            return Err(DataError::Schema(format!(
+                "shape {shape:?} for an image folder must be [C, H, W] with C = 1 (grayscale) \
+                 or 3 (RGB)"
+            )));
+        }
+    }
+    let mut shape = opts.shape.clone();
+    let mut x = Vec::new();
+    let mut labels = Vec::new();
+    for class_dir in sorted_entries(dir)? {
+        if !class_dir.is_dir() {
+            return Err(DataError::bad_input(
+                &class_dir,
+                "not a class folder: an image folder holds one subfolder per class and nothing else",
+            ));
+        }
+        let class = class_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for file in sorted_entries(&class_dir)? {
+            let img = decode(&file)?;
+            let s = shape.get_or_insert_with(|| natural_shape(&img));
+            append_pixels(&mut x, &file, img, s, opts.resize)?;
+            labels.push(class.clone());
+        }
+    }
+    let Some(record_shape) = shape.filter(|_| !labels.is_empty()) else {
+        return Err(DataError::bad_input(dir, "holds no images"));
+    };
+    Ok(Records {
+        name: format!("images:{}", dir.display()),
+        path: dir.to_path_buf(),
+        x,
+        record_shape,
+        labels,
+        label_origin: Some(|class| format!("subfolder {class:?}")),
+        pixels: true,
+    })
+}
+
+/// The entries of `dir` in name order.
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, DataError> {
+    let mut entries = std::fs::read_dir(dir)
+        .map_err(|e| DataError::io(dir, e))?
+        .map(|e| e.map(|e| e.path()).map_err(|e| DataError::io(dir, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    entries.sort();
+    Ok(entries)
+}
+
+fn decode(file: &Path) -> Result<DynamicImage, DataError> {
+    let not_image = |e: &dyn std::fmt::Display| {
+        DataError::bad_input(file, format!("not a PNG or JPEG image ({e})"))
+    };
+    // `is_file` only stats the path: a FIFO or device is refused before anything opens it.
+    if !file.is_file() {
+        return Err(DataError::bad_input(
+            file,
+            "not a regular file (class folders hold PNG and JPEG images only)",
+        ));
+    }
+    let reader = ImageReader::open(file)
+        .map_err(|e| DataError::io(file, e))?
+        .with_guessed_format()
+        .map_err(|e| DataError::io(file, e))?;
+    match reader.format() {
+        Some(image::ImageFormat::Png | image::ImageFormat::Jpeg) => {}
+        _ => return Err(not_image(&"unrecognised content")),
+    }
+    reader.decode().map_err(|e| not_image(&e))
+}
+
+/// The shape of an undeclared folder: the first image's size, one channel if it is grey.
+fn natural_shape(img: &DynamicImage) -> Vec<usize> {
+    let grey = matches!(
+        img.color(),
+        ColorType::L8 | ColorType::La8 | ColorType::L16 | ColorType::La16
+    );
+    vec![
+        if grey { 1 } else { 3 },
+        img.height() as usize,
+        img.width() as usize,
+    ]
+}
+
+/// Appends `img` as `[C, H, W]` (channel-major) pixels in [0, 1].
+fn append_pixels(
+    x: &mut Vec<f32>,
+    file: &Path,
+    img: DynamicImage,
+    shape: &[usize],
+    resize: bool,
+) -> Result<(), DataError> {
+    let (c, h, w) = (shape[0], shape[1], shape[2]);
+    let img = if (img.height() as usize, img.width() as usize) == (h, w) {
+        img
+    } else if resize {
+        img.resize_exact(w as u32, h as u32, FilterType::Triangle)
+    } else {
+        return Err(DataError::bad_input(
+            file,
+            format!(
+                "image is {}x{} (width x height) but the records are {w}x{h}; declare \
+                 `resize = true` in the schema or pass --resize to resize",
+                img.width(),
+                img.height()
+            ),
+        ));
+    };
+    if c == 1 {
+        x.extend(img.to_luma8().into_raw().into_iter().map(pixel));
+    } else {
+        let rgb = img.to_rgb8().into_raw();
+        for channel in 0..3 {
+            x.extend(rgb.iter().skip(channel).step_by(3).map(|&p| pixel(p)));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(path: &Path, w: u32, h: u32, grey: bool) {
+        let img = if grey {
+            DynamicImage::ImageLuma8(image::GrayImage::from_fn(w, h, |x, y| {
+                image::Luma([(x * 10 + y) as u8])
+            }))
+        } else {
+            DynamicImage::ImageRgb8(image::RgbImage::from_fn(w, h, |x, _| {
+                image::Rgb([x as u8, 100, 255])
+            }))
+        };
+        img.save_with_format(path, image::ImageFormat::Png).unwrap();
+    }
+
+    fn folder(grey: bool) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for class in ["cat", "dog"] {
+            std::fs::create_dir(dir.path().join(class)).unwrap();
+            png(&dir.path().join(class).join("a.png"), 3, 2, grey);
+        }
+        dir
+    }
+
+    #[test]
+    fn grey_and_rgb_folders_become_channel_major_records() {
+        let dir = folder(true);
+        let r = read_image_folder(dir.path(), &ImageOptions::default()).unwrap();
+        assert_eq!(r.record_shape, vec![1, 2, 3]);
+        assert_eq!(r.labels, ["cat", "dog"]);
+        assert_eq!(r.x[1], pixel(10));
+        let dir = folder(false);
+        let r = read_image_folder(dir.path(), &ImageOptions::default()).unwrap();
+        assert_eq!(r.record_shape, vec![3, 2, 3]);
+        // Channel 0 (red) is x; channel 2 (blue) is 255 everywhere.
+        assert_eq!(&r.x[..3], &[0.0, pixel(1), pixel(2)]);
+        assert_eq!(r.x[12], 1.0);
+    }
+
+    #[test]
+    fn sizes_are_refused_or_resized_as_declared() {
+        let dir = folder(true);
+        let declared = ImageOptions {
+            shape: Some(vec![1, 4, 4]),
+            resize: false,
+        };
+        let msg = read_image_folder(dir.path(), &declared)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("a.png") && msg.contains("3x2"), "{msg}");
+        let resized = ImageOptions {
+            resize: true,
+            ..declared
+        };
+        let r = read_image_folder(dir.path(), &resized).unwrap();
+        assert_eq!(r.x.len(), 2 * 16);
+    }
+
+    #[test]
+    fn stray_files_are_named() {
+        let dir = folder(true);
+        std::fs::write(dir.path().join("dog").join("notes.txt"), "hello").unwrap();
+        let msg = read_image_folder(dir.path(), &ImageOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("notes.txt") && msg.contains("not a PNG"),
+            "{msg}"
+        );
+        let dir = folder(true);
+        std::fs::write(dir.path().join("README"), "x").unwrap();
+        let msg = read_image_folder(dir.path(), &ImageOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("README"), "{msg}");
+    }
+}
