@@ -11,7 +11,7 @@ use std::path::Path;
 use csv::{ErrorKind, ReaderBuilder, StringRecord, Trim};
 
 use crate::DataError;
-use crate::schema::declared_class;
+use crate::schema::declared_label;
 use crate::tabular::{Columns, Labels, encode_labels, parse_cell};
 
 /// The largest CSV file read (1 GiB: far above any tabular data set DP-SGD can train on here).
@@ -31,13 +31,15 @@ pub(crate) const MAX_CSV_LINE_BYTES: usize = 1 << 20;
 /// [`DataError::UnknownColumn`] for a label column that is not in the header;
 /// [`DataError::Csv`] for rows with the wrong number of fields or invalid UTF-8;
 /// [`DataError::MissingValue`] / [`DataError::NonNumeric`] for bad feature cells;
-/// [`DataError::UndeclaredLabel`] for a label outside the declared classes;
+/// [`DataError::UndeclaredLabel`] for a label outside the declared classes (a number outside a
+/// declared `label_range` is clamped into it instead);
 /// [`DataError::TooLarge`] for a file over [`MAX_CSV_BYTES`] or a line over
 /// [`MAX_CSV_LINE_BYTES`].
 pub(crate) fn read_csv(
     path: &Path,
     label_column: Option<&str>,
     classes: Option<&[String]>,
+    label_range: Option<(f64, f64)>,
 ) -> Result<Columns, DataError> {
     let file = File::open(path).map_err(|e| DataError::io(path, e))?;
     // The opened file's own size (no race with a later swap of the path): the columns read
@@ -112,14 +114,15 @@ pub(crate) fn read_csv(
                 }
                 match classes {
                     Some(classes) => {
-                        let class = declared_class(classes, cell).ok_or_else(|| {
-                            DataError::UndeclaredLabel {
-                                path: path.to_path_buf(),
-                                line,
-                                value: cell.to_string(),
-                                classes: classes.join(", "),
-                            }
-                        })?;
+                        let class =
+                            declared_label(classes, label_range, cell).ok_or_else(|| {
+                                DataError::UndeclaredLabel {
+                                    path: path.to_path_buf(),
+                                    line,
+                                    value: cell.to_string(),
+                                    classes: classes.join(", "),
+                                }
+                            })?;
                         declared_y.push(class);
                     }
                     None => label_cells.push(cell.to_string()),
@@ -204,7 +207,7 @@ mod tests {
             dir.path(),
             b"a, b ,species\n1,2,cat\n3.5, -4 ,dog\n5,6,cat\n",
         );
-        let c = read_csv(&p, None, None).unwrap();
+        let c = read_csv(&p, None, None, None).unwrap();
         assert_eq!(c.names, vec!["a", "b", "species"]);
         assert_eq!(c.class_names, vec!["cat", "dog"]);
         assert_eq!(c.y, vec![0, 1, 0]);
@@ -221,14 +224,14 @@ mod tests {
     fn label_column_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), b"y,a,b\n2,1,2\n7,3,4\n");
-        let d = read_csv(&p, Some("y"), None)
+        let d = read_csv(&p, Some("y"), None, None)
             .unwrap()
             .into_dataset(&p)
             .unwrap();
         assert_eq!(d.feature_names, vec!["a", "b"]);
         assert_eq!(d.class_names, vec!["2", "7"]);
         assert_eq!(d.x, vec![1.0, 2.0, 3.0, 4.0]);
-        let msg = read_csv(&p, Some("z"), None).unwrap_err().to_string();
+        let msg = read_csv(&p, Some("z"), None, None).unwrap_err().to_string();
         assert!(msg.contains("\"z\"") && msg.contains("y, a, b"), "{msg}");
     }
 
@@ -257,20 +260,20 @@ mod tests {
         ];
         for (text, want) in cases {
             let p = write(dir.path(), text);
-            let msg = read_csv(&p, None, None).unwrap_err().to_string();
+            let msg = read_csv(&p, None, None, None).unwrap_err().to_string();
             assert!(
                 msg.contains(want) && msg.contains("t.csv"),
                 "want {want:?}, got {msg}"
             );
         }
         let p = write(dir.path(), b"y\n1\n");
-        let msg = read_csv(&p, None, None)
+        let msg = read_csv(&p, None, None, None)
             .unwrap()
             .into_dataset(&p)
             .unwrap_err()
             .to_string();
         assert!(msg.contains("no feature columns"), "{msg}");
-        let missing = read_csv(Path::new("/nonexistent/x.csv"), None, None).unwrap_err();
+        let missing = read_csv(Path::new("/nonexistent/x.csv"), None, None, None).unwrap_err();
         assert!(missing.to_string().contains("/nonexistent/x.csv"));
     }
 }

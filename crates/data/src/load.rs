@@ -117,6 +117,7 @@ fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataE
                 path,
                 schema.label_column.as_deref(),
                 schema.classes.as_deref(),
+                schema.label_range,
             )?;
             let columns = match &schema.features {
                 Some(features) => columns.select_features(features)?,

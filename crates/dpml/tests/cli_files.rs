@@ -126,8 +126,9 @@ fn inspect_lists_pytorch_sequential_tensor_names_and_shapes() {
         .lines()
         .find(|l| l.contains("linear in_features=64 out_features=16"));
     assert!(
-        layer_row.is_some_and(|l| l.trim_start().starts_with('1')
-            && l.contains("1.weight [16, 64], 1.bias [16]")),
+        layer_row.is_some_and(
+            |l| l.trim_start().starts_with('1') && l.contains("1.weight [16, 64], 1.bias [16]")
+        ),
         "{}",
         human.stdout
     );

@@ -141,7 +141,11 @@ mod tests {
         let right = o.loss(&out, &labels, Some(&mut g), &mut l, &mut t).unwrap();
         assert_eq!(right, 1);
         // Per-sample loss against y/9: (1/3 − 3/9)² = 0, (1.5 − 7/9)², (−1 − 2/9)².
-        let want = [0.0, (1.5f32 - 7.0 / 9.0).powi(2), (1.0f32 + 2.0 / 9.0).powi(2)];
+        let want = [
+            0.0,
+            (1.5f32 - 7.0 / 9.0).powi(2),
+            (1.0f32 + 2.0 / 9.0).powi(2),
+        ];
         for (a, b) in l.iter().zip(want) {
             assert!((a - b).abs() < 1e-5, "{l:?}");
         }

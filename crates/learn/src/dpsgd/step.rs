@@ -14,15 +14,13 @@
 
 use dpml_data::Dataset;
 use dpml_mechanisms::DpRng;
-use dpml_nn::{
-    BackwardMode, ClipConfig, Optimizer, Sequential, Tensor,
-};
+use dpml_nn::{BackwardMode, ClipConfig, Optimizer, Sequential, Tensor};
 
 use super::batch::gather;
 use super::error::Result;
 use super::noise::Noise;
-use super::objective::Objective;
 use super::normalize::InputTransform;
+use super::objective::Objective;
 use super::sampler::PoissonSampler;
 
 /// What one step saw (on private data: diagnostics for the operator, not a private release).

@@ -18,9 +18,9 @@ use super::config::TrainConfig;
 use super::ema::Ema;
 use super::error::{DpSgdError, Result};
 use super::eval::{Eval, evaluate_for};
-use super::objective::{Objective, Task};
 use super::noise::Noise;
 use super::normalize::InputTransform;
+use super::objective::{Objective, Task};
 use super::sampler::PoissonSampler;
 use super::step::Stepper;
 
@@ -345,7 +345,8 @@ pub fn train_task(
         });
         if done % plan.steps_per_epoch == 0 || done == plan.steps {
             let test_eval = with_averaged(&mut stepper.model, ema.as_mut(), |m| {
-                test.map(|d| evaluate_for(objective, m, start, &feed, d)).transpose()
+                test.map(|d| evaluate_for(objective, m, start, &feed, d))
+                    .transpose()
             })?;
             let log = EpochLog {
                 epoch: epoch_log.len() + 1,
