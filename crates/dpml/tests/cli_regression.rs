@@ -169,3 +169,39 @@ fn dp_sgd_regression_sweep_compares_both_mechanisms() {
         "no baseline line"
     );
 }
+
+#[test]
+fn regression_takes_input_perturbation_and_folds() {
+    let base = [
+        "train",
+        "--dataset",
+        "digits",
+        "--task",
+        "regression",
+        "--epsilon",
+        "3",
+        "--epochs",
+        "5",
+        "--seed",
+        "5",
+        "--json",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--input-perturbation", "laplace", "--input-epsilon", "0.5"]);
+    let v = dpml(&args).json();
+    // 64 features at ε 0.5 each compose to 32 per record; DP-SGD's ε is reported beside it.
+    assert!(
+        (v["epsilon_per_record"].as_f64().unwrap() - 32.0).abs() < 1e-9,
+        "{v}"
+    );
+    assert!(v["epsilon"].as_f64().unwrap() <= 3.0, "{v}");
+    assert!(v["diagnostics"]["test_mse"].as_f64().unwrap() > 0.0, "{v}");
+    let mut args = base.to_vec();
+    args.extend(["--folds", "2"]);
+    let v = dpml(&args).json();
+    let folds = v["diagnostics"]["fold_mses"].as_array().unwrap();
+    assert_eq!(folds.len(), 2, "{v}");
+    let mean = v["diagnostics"]["test_mse_mean"].as_f64().unwrap();
+    let want = folds.iter().map(|f| f.as_f64().unwrap()).sum::<f64>() / 2.0;
+    assert!((mean - want).abs() < 1e-12, "{v}");
+}

@@ -849,8 +849,10 @@ pub fn train_task_with_progress(
             let mut tail = Vec::new();
             if out.diagnostics {
                 tail.push(format!("loss {}", short(log.train_loss)));
-                if let Some(a) = log.test_accuracy {
-                    tail.push(format!("test accuracy {:.2}%", 100.0 * a));
+                match (log.test_mse, log.test_accuracy) {
+                    (Some(mse), _) => tail.push(format!("test MSE {}", short(mse))),
+                    (None, Some(a)) => tail.push(format!("test accuracy {:.2}%", 100.0 * a)),
+                    (None, None) => {}
                 }
             }
             if let Some(e) = log.epsilon {

@@ -42,6 +42,9 @@ pub struct EpochLog {
     pub test_accuracy: Option<f64>,
     /// Test loss after the epoch, if a test set was given.
     pub test_loss: Option<f64>,
+    /// Regression: test MSE in the label's units after the epoch (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_mse: Option<f64>,
     /// ε spent so far (`None` when non-private).
     pub epsilon: Option<f64>,
 }
@@ -355,6 +358,7 @@ pub fn train_task(
                 train_accuracy: ratio(acc.correct as f64, acc.n),
                 test_accuracy: test_eval.as_ref().map(|e| e.accuracy),
                 test_loss: test_eval.as_ref().map(|e| e.loss),
+                test_mse: test_eval.as_ref().and_then(|e| e.mse),
                 epsilon: plan.epsilon(cfg.accountant, done, cfg.delta)?,
             };
             observer(&Progress::Epoch(log.clone()));
