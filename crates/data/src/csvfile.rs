@@ -36,7 +36,8 @@ pub(crate) const MAX_CSV_LINE_BYTES: usize = 1 << 20;
 /// [`DataError::UnknownColumn`] for a label column that is not in the header;
 /// [`DataError::Csv`] for rows with the wrong number of fields or invalid UTF-8;
 /// [`DataError::MissingValue`] / [`DataError::NonNumeric`] for bad feature cells;
-/// [`DataError::UndeclaredLabel`] for a label outside the declared classes;
+/// [`DataError::UndeclaredLabel`] for a label outside the declared classes (a number outside a
+/// declared `label_range` is clamped into it instead);
 /// [`DataError::TooLarge`] for a file over [`MAX_CSV_BYTES`] or a line over
 /// [`MAX_CSV_LINE_BYTES`].
 pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataError> {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::schema::declared_class;
+use crate::schema::declared_label;
 use crate::tabular::{Columns, Labels, encode_labels, parse_cell};
 use crate::{DataError, Schema};
 
@@ -73,14 +73,14 @@ impl<'a> Rows<'a> {
             }
             match self.schema.classes.as_deref() {
                 Some(classes) => {
-                    let class = declared_class(classes, cell).ok_or_else(|| {
-                        DataError::UndeclaredLabel {
+                    let class = declared_label(classes, self.schema.label_range, cell).ok_or_else(
+                        || DataError::UndeclaredLabel {
                             path: path.to_path_buf(),
                             line,
                             value: cell.to_string(),
                             classes: classes.join(", "),
-                        }
-                    })?;
+                        },
+                    )?;
                     self.declared_y.push(class);
                 }
                 None => self.label_cells.push(cell.to_string()),

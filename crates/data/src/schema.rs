@@ -438,6 +438,30 @@ pub(crate) fn format_number(v: f64) -> String {
 
 /// The index of `cell` among `classes`: equal as text, or as numbers when both parse (so `2`,
 /// `2.0` and `+2` name one class).
+/// The class of a label cell under the declared label domain: [`declared_class`], or, when a
+/// label range `[lo, hi]` is declared (its classes are lo..=hi), a number outside it clamped
+/// to the nearest end, as features are clamped into their bounds: the range is what a
+/// private computation relies on, so no record may step outside it, and clamping is a
+/// per-record map fixed before seeing the data. A non-number, or a fraction inside the range,
+/// has no class.
+pub(crate) fn declared_label(
+    classes: &[String],
+    label_range: Option<(f64, f64)>,
+    cell: &str,
+) -> Option<u32> {
+    declared_class(classes, cell).or_else(|| {
+        let (lo, hi) = label_range?;
+        let v: f64 = cell.parse().ok()?;
+        let last = u32::try_from(classes.len().checked_sub(1)?).ok()?;
+        // An infinite label is clamped too (NaN is not a number here).
+        match v {
+            v if v < lo => Some(0),
+            v if v > hi => Some(last),
+            _ => None,
+        }
+    })
+}
+
 pub(crate) fn declared_class(classes: &[String], cell: &str) -> Option<u32> {
     if let Some(i) = classes.iter().position(|c| c == cell) {
         return Some(i as u32);
@@ -664,6 +688,14 @@ mod tests {
         assert_eq!(s.label_range, Some((-1.0, 2.0)));
         assert_eq!(declared_class(&["-1".into(), "2".into()], "2.0"), Some(1));
         assert_eq!(declared_class(&["a".into()], "b"), None);
+        let digits: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+        let range = Some((0.0, 9.0));
+        assert_eq!(declared_label(&digits, range, "1e6"), Some(9));
+        assert_eq!(declared_label(&digits, range, "-3"), Some(0));
+        assert_eq!(declared_label(&digits, range, "4"), Some(4));
+        assert_eq!(declared_label(&digits, range, "4.5"), None);
+        assert_eq!(declared_label(&digits, range, "NaN"), None);
+        assert_eq!(declared_label(&digits, None, "1e6"), None);
     }
 
     #[test]

@@ -496,7 +496,12 @@ pub fn render(command: &str, result: &Value, diagnostics: Option<&Value>) -> Str
 }
 
 fn train(v: &Value, d: Option<&Value>) -> String {
-    let accuracy = diagnostic_accuracy(d, "test_accuracy", "test accuracy");
+    // A regression's headline figure is its test MSE (its "accuracy" is only the share of
+    // predictions within 0.5 of the label).
+    let accuracy = match d.and_then(|d| d.get("test_mse")).and_then(Value::as_f64) {
+        Some(mse) => format!("test MSE {}", short(mse)),
+        None => diagnostic_accuracy(d, "test_accuracy", "test accuracy"),
+    };
     let accuracy = accuracy.trim_start_matches(", ");
     let sep = if accuracy.is_empty() { "" } else { ", " };
     format!(
@@ -802,6 +807,12 @@ mod tests {
         assert!(text.contains("diagnostics ("), "{text}");
         // Without diagnostics the headline cannot quote them.
         assert!(!render("train", &v, None).contains("accuracy"));
+        let d = json!({"test_accuracy": 0.5, "test_mse": 1.25, "test_mae": 0.8});
+        let text = render("train", &v, Some(&d));
+        assert!(
+            text.starts_with("trained mlp on breast-cancer: test MSE 1.25, ε = 3.00"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -195,6 +195,9 @@ mod tests {
 
     fn report(epsilon: Option<f64>) -> TrainReport {
         TrainReport {
+            task: "classification".into(),
+            test_mse: None,
+            test_mae: None,
             test_accuracy: Some(0.9),
             train_accuracy: 0.95,
             test_loss: Some(0.3),

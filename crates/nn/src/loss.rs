@@ -201,6 +201,19 @@ mod tests {
         );
     }
 
+    /// Each sample's own loss (1/k)·Σⱼ(ŷᵢⱼ − tᵢⱼ)², and the mean of them returned.
+    #[test]
+    fn mse_per_sample_losses_are_each_records_own() {
+        let p = Tensor::from_vec(&[3, 2], vec![1.0, 2.0, 0.0, 0.0, -1.0, 3.0]).unwrap();
+        let t = Tensor::from_vec(&[3, 2], vec![1.0, 0.0, 0.5, -0.5, 1.0, 3.0]).unwrap();
+        let mut l = Vec::new();
+        let m = mse(&p, &t, None, &mut l).unwrap();
+        assert_eq!(l, vec![2.0, 0.25, 2.0]);
+        assert!((m - 4.25 / 3.0).abs() < 1e-6);
+        let wrong = Tensor::zeros(&[3, 1]);
+        assert!(mse(&p, &wrong, None, &mut l).is_err());
+    }
+
     #[test]
     fn accuracy_helpers() {
         let z = Tensor::from_vec(&[2, 3], vec![0.0, 2.0, 1.0, 5.0, 0.0, 0.0]).unwrap();

@@ -23,7 +23,8 @@ use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::progress::Progress;
 use crate::schema_args::{Needs, SchemaArgs, provenance_report};
 
-fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
+/// Parses a name with its `FromStr` (clap value parser).
+pub(crate) fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
 where
     T::Err: std::fmt::Display,
 {

@@ -28,7 +28,7 @@ use serde_json::json;
 use super::kmeans::declared_bounds;
 use super::train::{
     SplitArgs, TrainingArgs, epsilon_all_folds, k_fold, load_all, load_split, mean_std,
-    public_normalization,
+    public_normalization, task_recipe,
 };
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
@@ -43,6 +43,9 @@ use crate::schema_args::{Needs, SchemaArgs, require_declared};
 pub enum Experiment {
     /// DP-SGD test accuracy against the target ε.
     DpSgd,
+    /// Regression of the label's value (the digit): DP-SGD test MSE and label-DP Laplace
+    /// regression test MSE at the same ε, with the non-private DP-SGD regression as baseline.
+    DpSgdRegression,
     /// DPLloyd clustering accuracy against ε.
     Kmeans,
     /// The classic label-DP figure: Laplace on the digit value (MSE, log-log) and on the
@@ -64,7 +67,9 @@ impl Experiment {
     /// What the ε of the grid is, as the x axis names it.
     fn epsilon_axis(self) -> &'static str {
         match self {
-            Experiment::DpSgd | Experiment::Kmeans => "privacy budget ε",
+            Experiment::DpSgd | Experiment::Kmeans | Experiment::DpSgdRegression => {
+                "privacy budget ε"
+            }
             Experiment::OutputPerturbation => "ε per query",
             Experiment::InputPerturbation => "ε per record (local DP)",
             Experiment::LabelDp
@@ -175,6 +180,13 @@ enum Setup {
         train: Dataset,
         test: Dataset,
     },
+    /// DP-SGD regression and label-DP Laplace regression of the label value, side by side.
+    Regression {
+        base: TrainConfig,
+        label_training: TrainConfig,
+        train: Dataset,
+        test: Dataset,
+    },
     LabelDp {
         tasks: Vec<Task>,
         training: TrainConfig,
@@ -227,6 +239,33 @@ impl Setup {
                 let (train, test, schema, used) = split(private_training)?;
                 let base = recipe_for(a, &schema, &train)?;
                 Ok((Setup::DpSgd { base, train, test }, used))
+            }
+            Experiment::DpSgdRegression => {
+                // The label range fixes the label's values, both mechanisms' scale and (for
+                // label DP) the Laplace sensitivity; DP-SGD also scales features by bounds.
+                let needs = Needs {
+                    label_range: true,
+                    bounds: true,
+                    classes: false,
+                };
+                let (train, test, schema, used) = split(needs)?;
+                let base = task_recipe(
+                    Task::Regression,
+                    &a.training,
+                    recipe_for(a, &schema, &train)?,
+                );
+                let normalize = public_normalization(&a.dataset, &schema, &train)?;
+                let mut label_training = a
+                    .training
+                    .apply(label_dp::default_training(normalize, train.n))?;
+                label_training.privacy = Privacy::NonPrivate;
+                let setup = Setup::Regression {
+                    base,
+                    label_training,
+                    train,
+                    test,
+                };
+                Ok((setup, used))
             }
             Experiment::OutputPerturbation => {
                 let needs = Needs {
@@ -405,6 +444,41 @@ impl Setup {
                     out.report.test_accuracy.unwrap_or(f64::NAN),
                 )])
             }
+            Setup::Regression {
+                base,
+                label_training,
+                train,
+                test,
+            } => {
+                let mut cfg = base.clone();
+                cfg.privacy = job
+                    .epsilon
+                    .map_or(Privacy::NonPrivate, Privacy::TargetEpsilon);
+                let out = dpsgd::train_task(
+                    Task::Regression,
+                    &cfg,
+                    train,
+                    Some(test),
+                    rng,
+                    &mut |_| {},
+                    &mut |_| {},
+                )?;
+                let mut metrics = vec![(DP_SGD_MSE, None, out.report.test_mse.unwrap_or(f64::NAN))];
+                // The baseline is the non-private DP-SGD regression alone.
+                if let Some(epsilon) = job.epsilon {
+                    let r = label_dp::run(
+                        &laplace_label_dp(Task::Regression, epsilon, label_training),
+                        train,
+                        test,
+                        rng,
+                        &mut |_| {},
+                    )
+                    .map_err(CliError::usage)?
+                    .report;
+                    metrics.push((LABEL_DP_MSE, None, r.test_mse.unwrap_or(f64::NAN)));
+                }
+                Ok(metrics)
+            }
             Setup::LabelDp {
                 tasks,
                 training,
@@ -413,16 +487,11 @@ impl Setup {
             } => {
                 let mut metrics = Vec::new();
                 for &task in tasks {
-                    let cfg = LabelDpConfig {
+                    let cfg = laplace_label_dp(
                         task,
-                        mechanism: LabelMechanism::Laplace,
-                        postprocess: None,
-                        epsilon: job.epsilon.unwrap_or(NOISE_FREE_LABEL_EPSILON),
-                        stages: None,
-                        prior_temperature: None,
-                        top_k_rule: None,
-                        training: training.clone(),
-                    };
+                        job.epsilon.unwrap_or(NOISE_FREE_LABEL_EPSILON),
+                        training,
+                    );
                     let r = label_dp::run(&cfg, train, test, rng, &mut |_| {})
                         .map_err(CliError::usage)?
                         .report;
@@ -440,6 +509,24 @@ impl Setup {
                 Ok(metrics)
             }
         }
+    }
+}
+
+/// Metric names of the dp-sgd-regression experiment: one per mechanism.
+const DP_SGD_MSE: &str = "dp_sgd_test_mse";
+const LABEL_DP_MSE: &str = "label_dp_test_mse";
+
+/// Laplace label DP for `task` at `epsilon`, trained with `training`.
+fn laplace_label_dp(task: Task, epsilon: f64, training: &TrainConfig) -> LabelDpConfig {
+    LabelDpConfig {
+        task,
+        mechanism: LabelMechanism::Laplace,
+        postprocess: None,
+        epsilon,
+        stages: None,
+        prior_temperature: None,
+        top_k_rule: None,
+        training: training.clone(),
     }
 }
 
@@ -464,6 +551,17 @@ impl Setup {
             Setup::LabelDp { training, .. } => {
                 format!("Laplace label noise, {} on {data}", training.model)
             }
+            Setup::Regression {
+                base,
+                label_training,
+                ..
+            } => format!(
+                "regression of the label value on {data}: DP-SGD {} (δ = {}) and Laplace label \
+                 noise, {}",
+                base.model,
+                report::short(base.delta),
+                label_training.model
+            ),
         }
     }
 
@@ -672,6 +770,9 @@ fn write_lines(path: &Path, header: &str, lines: impl Iterator<Item = String>) -
 /// One panel per metric: ε on a log axis, mean ± 1 std as error bars, the baseline as a
 /// dashed line. `trained` says what was trained or released (for the titles).
 fn charts(a: &SweepArgs, trained: &str, summary: &[Summary]) -> Vec<Chart> {
+    if a.experiment == Experiment::DpSgdRegression {
+        return vec![regression_chart(a, trained, summary)];
+    }
     let mut metrics: Vec<&'static str> = Vec::new();
     for s in summary {
         if !metrics.contains(&s.metric) {
@@ -684,10 +785,7 @@ fn charts(a: &SweepArgs, trained: &str, summary: &[Summary]) -> Vec<Chart> {
         }
         _ => "non-private baseline",
     };
-    let (lo, hi) = a
-        .epsilons
-        .iter()
-        .fold((f64::INFINITY, 0f64), |(l, h), &e| (l.min(e), h.max(e)));
+    let (lo, hi) = epsilon_span(&a.epsilons);
     let runs = match a.folds {
         Some(k) => format!("{} runs × {k} folds", a.repeats),
         None => format!("{} runs", a.repeats),
@@ -734,6 +832,57 @@ fn charts(a: &SweepArgs, trained: &str, summary: &[Summary]) -> Vec<Chart> {
             }
         })
         .collect()
+}
+
+/// The ε range of the grid, for baseline lines.
+fn epsilon_span(epsilons: &[f64]) -> (f64, f64) {
+    epsilons
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(l, h), &e| (l.min(e), h.max(e)))
+}
+
+/// dp-sgd-regression: one panel, test MSE of both mechanisms against ε (log-log, mean ± 1
+/// std), the non-private DP-SGD regression as a dashed line.
+fn regression_chart(a: &SweepArgs, trained: &str, summary: &[Summary]) -> Chart {
+    let (lo, hi) = epsilon_span(&a.epsilons);
+    let runs = format!("{} runs", a.repeats);
+    let mechanism = |metric: &str, name: &str| {
+        let private: Vec<&Summary> = summary
+            .iter()
+            .filter(|s| s.metric == metric && s.epsilon.is_some())
+            .collect();
+        Series {
+            name: format!("{name} (mean ± 1 std over {runs})"),
+            points: private
+                .iter()
+                .map(|s| (s.epsilon.unwrap_or(f64::NAN), s.mean))
+                .collect(),
+            style: Style::LineWithPoints,
+            error_bars: Some(private.iter().map(|s| s.std).collect()),
+        }
+    };
+    let mut series = vec![
+        mechanism(DP_SGD_MSE, "DP-SGD"),
+        mechanism(LABEL_DP_MSE, "label DP (Laplace on the value)"),
+    ];
+    if let Some(b) = summary
+        .iter()
+        .find(|s| s.metric == DP_SGD_MSE && s.epsilon.is_none())
+    {
+        series.push(Series::new(
+            format!("non-private DP-SGD regression (mean of {runs})"),
+            vec![(lo, b.mean), (hi, b.mean)],
+            Style::Dashed,
+        ));
+    }
+    Chart {
+        title: format!("Test MSE against ε ({trained})"),
+        x_label: format!("{} (log scale)", a.experiment.epsilon_axis()),
+        y_label: "test MSE (log scale)".into(),
+        log_x: true,
+        log_y: true,
+        series,
+    }
 }
 
 /// A metric's name as an axis label.

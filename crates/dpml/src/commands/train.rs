@@ -11,7 +11,7 @@ use dpml_data::{
 };
 use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
-    OptimizerKind, Privacy, Progress, ScheduleKind, TrainConfig,
+    OptimizerKind, Privacy, Progress, ScheduleKind, Task, TrainConfig,
 };
 use dpml_learn::model_facts::ModelFacts;
 use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
@@ -342,6 +342,11 @@ pub struct TrainArgs {
     /// (each record trains K − 1 of them); "epsilon_per_model" that of one.
     #[arg(long, value_parser = args::at_least_one, conflicts_with_all = ["save_model", "log"])]
     pub folds: Option<u64>,
+    /// classification (default) or regression: MSE on the label's value, clamped to the
+    /// declared label range (--label-range LO,HI or the schema's; MNIST and digits: 0-9);
+    /// test MSE and MAE reported.
+    #[arg(long, default_value = "classification", value_parser = super::label_dp::parse::<Task>)]
+    pub task: Task,
     /// What is declared about the data (bounds, classes, label range).
     #[command(flatten)]
     pub schema: SchemaArgs,
@@ -381,7 +386,23 @@ pub fn recipe(a: &TrainArgs) -> CliResult<(Source, TrainConfig, Option<String>)>
         Some(_) => base,
         None => default_recipe(&dataset)?,
     };
-    Ok((dataset, a.training.apply(base)?, a.preset.clone()))
+    let cfg = task_recipe(a.task, &a.training, a.training.apply(base)?);
+    Ok((dataset, cfg, a.preset.clone()))
+}
+
+/// The largest learning rate a regression takes from a recipe made for classification.
+const REGRESSION_MAX_RECIPE_LR: f32 = 0.5;
+
+/// `cfg` (a recipe with the flags applied) for `task`: a regression keeps the recipe's
+/// learning rate only up to [`REGRESSION_MAX_RECIPE_LR`] unless `--learning-rate` was given.
+/// The recipes are tuned for cross-entropy, whose gradient is bounded; the MSE's grows with
+/// the error, and digits' logistic recipe (lr 2) diverges on it (test MSE above that of a
+/// constant, where 0.5 and 0.2 land near 4 at ε = 3).
+pub fn task_recipe(task: Task, flags: &TrainingArgs, mut cfg: TrainConfig) -> TrainConfig {
+    if task == Task::Regression && flags.lr.is_none() {
+        cfg.lr = cfg.lr.min(REGRESSION_MAX_RECIPE_LR);
+    }
+    cfg
 }
 
 /// The recipe flags start from when no preset is named: a small MLP for tables (the embedded
@@ -414,13 +435,16 @@ fn normalized(
     Ok(cfg)
 }
 
-/// What a run of `cfg` needs declared: classes to learn, bounds to scale or perturb features.
-fn private_needs(cfg: &TrainConfig, perturbs_inputs: bool) -> Needs {
+/// What a run of `cfg` for `task` needs declared: classes to learn, bounds to scale or perturb
+/// features, and for regression the label range (always: it says what a label's value is,
+/// and bounds the targets and their scale).
+fn private_needs(cfg: &TrainConfig, task: Task, perturbs_inputs: bool) -> Needs {
     let private = !matches!(cfg.privacy, Privacy::NonPrivate);
+    let regression = task == Task::Regression;
     Needs {
-        classes: private,
+        classes: private && !regression,
         bounds: private || perturbs_inputs,
-        label_range: false,
+        label_range: regression,
     }
 }
 
@@ -442,7 +466,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     } = load_split(
         &source,
         &opts,
-        private_needs(&cfg, a.input_perturbation.is_some()),
+        private_needs(&cfg, a.task, a.input_perturbation.is_some()),
         a.split.test_fraction,
         Some(key),
     )?;
@@ -472,7 +496,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         }
         _ => None,
     };
-    let outcome = train_with_progress(&cfg, &train, Some(&test), &mut rng, out)?;
+    let outcome = train_task_with_progress(a.task, &cfg, &train, Some(&test), &mut rng, out)?;
     // Local DP on the features alone protects neither labels nor membership; with DP-SGD on
     // top, ε is DP-SGD's over whole records.
     let model = match (&perturbation, &outcome.event) {
@@ -526,7 +550,13 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
 
 /// The fields of a [`dpsgd::TrainReport`] computed from the training or test records without
 /// noise: diagnostics, not part of the release (the test records are private data too).
-const TRAINING_DIAGNOSTICS: &[&str] = &["train_accuracy", "test_accuracy", "test_loss"];
+const TRAINING_DIAGNOSTICS: &[&str] = &[
+    "train_accuracy",
+    "test_accuracy",
+    "test_loss",
+    "test_mse",
+    "test_mae",
+];
 
 /// The privacy model of a trained model: `neighbouring`, with the training-set size, the
 /// schema, the recipe and the split rule public.
@@ -593,13 +623,15 @@ fn cross_validate(
     let key = a.split.key(rng);
     let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
     let (all, schema) = load_all(source, &opts)?;
-    require_declared(&schema, &all, private_needs(cfg, false))?;
+    require_declared(&schema, &all, private_needs(cfg, a.task, false))?;
     let cfg = normalized(a, source, &schema, &all, cfg)?;
     let mut events = Vec::with_capacity(k);
+    let mut mses = Vec::with_capacity(k);
     let cv = k_fold(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
         diag!("fold {}/{k}", i + 1);
-        let outcome = train_with_progress(cfg, train, Some(test), rng, out)?;
+        let outcome = train_task_with_progress(a.task, cfg, train, Some(test), rng, out)?;
         events.push(outcome.event.clone());
+        mses.extend(outcome.report.test_mse);
         Ok(outcome)
     })?;
     let accountant = dpsgd::accountant(cfg.accountant);
@@ -637,9 +669,21 @@ fn cross_validate(
             ),
         )
         .insert("seeded", json!(rng.is_seeded()))
-        .diagnostic("test_accuracy_mean", json!(mean))
-        .diagnostic("test_accuracy_std", json!(std))
-        .diagnostic("fold_accuracies", json!(cv.accuracies));
+        .insert("task", json!(a.task.name()));
+    if a.task == Task::Regression {
+        // A regression's score is its test MSE; its "accuracy" (predictions within 0.5 of the
+        // label) is not worth a headline.
+        let (mse_mean, mse_std) = mean_std(&mses);
+        release
+            .diagnostic("test_mse_mean", json!(mse_mean))
+            .diagnostic("test_mse_std", json!(mse_std))
+            .diagnostic("fold_mses", json!(mses));
+    } else {
+        release
+            .diagnostic("test_accuracy_mean", json!(mean))
+            .diagnostic("test_accuracy_std", json!(std))
+            .diagnostic("fold_accuracies", json!(cv.accuracies));
+    }
     out.emit(&release.into_value());
     Ok(())
 }
@@ -772,8 +816,9 @@ pub fn mean_std(values: &[f64]) -> (f64, f64) {
 
 /// Train with progress on stderr: a bar over the steps on a terminal, otherwise one line per
 /// epoch (elapsed time, samples/s, ε so far and, unless `--no-diagnostics`, loss and test
-/// accuracy).
-pub fn train_with_progress(
+/// accuracy), for `task`: classification or regression of the label value.
+pub fn train_task_with_progress(
+    task: Task,
     cfg: &TrainConfig,
     train: &Dataset,
     test: Option<&Dataset>,
@@ -813,8 +858,10 @@ pub fn train_with_progress(
             let mut tail = Vec::new();
             if out.diagnostics {
                 tail.push(format!("loss {}", short(log.train_loss)));
-                if let Some(a) = log.test_accuracy {
-                    tail.push(format!("test accuracy {:.2}%", 100.0 * a));
+                match (log.test_mse, log.test_accuracy) {
+                    (Some(mse), _) => tail.push(format!("test MSE {}", short(mse))),
+                    (None, Some(a)) => tail.push(format!("test accuracy {:.2}%", 100.0 * a)),
+                    (None, None) => {}
                 }
             }
             if let Some(e) = log.epsilon {
@@ -841,7 +888,8 @@ pub fn train_with_progress(
             );
         }
     };
-    let outcome = dpsgd::train::train_with_prefix_progress(
+    let outcome = dpsgd::train::train_task(
+        task,
         cfg,
         train,
         test,

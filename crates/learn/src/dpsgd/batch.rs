@@ -29,7 +29,8 @@ pub(crate) fn gather(
     }
 }
 
-/// Checks that `model` takes `data`'s records and has an output for every class.
+/// Checks that `model` takes `data`'s records and has an output for every class (or one
+/// regression output).
 pub(crate) fn check_fits(model: &Sequential, data: &Dataset) -> Result<()> {
     check_fits_at(model, 0, data)
 }
@@ -52,7 +53,9 @@ pub(crate) fn check_fits_at(model: &Sequential, start: usize, data: &Dataset) ->
         )));
     }
     let outputs: usize = model.output_shape().iter().product();
-    if outputs < data.n_classes {
+    // One output is a regression head (see `super::objective`): it answers with the label's
+    // value, not one score per class.
+    if outputs < data.n_classes && outputs != 1 {
         return Err(data_err(format!(
             "model {:?} has {outputs} outputs, data set {:?} has {} classes",
             model.spec().name,

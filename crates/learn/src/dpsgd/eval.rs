@@ -3,12 +3,13 @@
 //! stays flat whatever the data set size.
 
 use dpml_data::Dataset;
-use dpml_nn::{Sequential, Tensor, count_correct, cross_entropy};
+use dpml_nn::{Sequential, Tensor};
 use serde::Serialize;
 
 use super::batch::{check_fits_at, gather};
 use super::error::Result;
 use super::normalize::InputTransform;
+use super::objective::Objective;
 
 /// Records per forward pass during evaluation.
 const EVAL_CHUNK: usize = 256;
@@ -16,13 +17,18 @@ const EVAL_CHUNK: usize = 256;
 /// The result of evaluating a model on a data set.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Eval {
-    /// Fraction of records whose largest logit is their label.
+    /// Fraction of records whose largest logit is their label (regression: whose prediction
+    /// is within 0.5 of the label value).
     pub accuracy: f64,
-    /// Mean softmax cross-entropy.
+    /// Mean softmax cross-entropy (regression: the training loss, MSE on the scaled targets).
     pub loss: f64,
+    /// Regression: mean squared error in the label's units (`None` for classification).
+    pub mse: Option<f64>,
+    /// Regression: mean absolute error in the label's units.
+    pub mae: Option<f64>,
     /// Number of records.
     pub n: usize,
-    /// Each record's cross-entropy, in data order.
+    /// Each record's training loss, in data order.
     #[serde(skip)]
     pub per_example_loss: Vec<f32>,
 }
@@ -85,19 +91,38 @@ pub(crate) fn evaluate_from(
     input: &InputTransform,
     data: &Dataset,
 ) -> Result<Eval> {
+    evaluate_for(Objective::Classification, model, start_layer, input, data)
+}
+
+/// As [`evaluate_from`] for a model trained for `objective`.
+pub(crate) fn evaluate_for(
+    objective: Objective,
+    model: &mut Sequential,
+    start_layer: usize,
+    input: &InputTransform,
+    data: &Dataset,
+) -> Result<Eval> {
     let mut correct = 0usize;
     let mut per_example_loss = Vec::with_capacity(data.n);
-    let mut losses = Vec::new();
-    for_each_chunk(model, start_layer, input, data, |logits, labels| {
-        correct += count_correct(logits, labels);
-        cross_entropy(logits, labels, None, &mut losses)?;
+    let (mut losses, mut targets) = (Vec::new(), Tensor::default());
+    let (mut se, mut ae) = (0.0, 0.0);
+    for_each_chunk(model, start_layer, input, data, |out, labels| {
+        correct += objective.loss(out, labels, None, &mut losses, &mut targets)?;
         per_example_loss.extend_from_slice(&losses);
+        for e in objective.errors(out, labels) {
+            se += e * e;
+            ae += e.abs();
+        }
         Ok(())
     })?;
-    let loss = per_example_loss.iter().map(|&l| f64::from(l)).sum::<f64>() / data.n as f64;
+    let n = data.n as f64;
+    let loss = per_example_loss.iter().map(|&l| f64::from(l)).sum::<f64>() / n;
+    let regression = matches!(objective, Objective::Regression { .. });
     Ok(Eval {
-        accuracy: correct as f64 / data.n as f64,
+        accuracy: correct as f64 / n,
         loss,
+        mse: regression.then_some(se / n),
+        mae: regression.then_some(ae / n),
         n: data.n,
         per_example_loss,
     })

@@ -233,6 +233,9 @@ mod tests {
         let spec = ModelSpec::named("mlp", &[4], 3, &[5]).unwrap();
         let m = Sequential::new(spec, &mut DpRng::seeded(2)).unwrap();
         let report = crate::dpsgd::TrainReport {
+            task: "classification".into(),
+            test_mse: None,
+            test_mae: None,
             test_accuracy: None,
             train_accuracy: 0.5,
             test_loss: None,

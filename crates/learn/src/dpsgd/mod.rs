@@ -37,6 +37,7 @@ pub mod eval;
 pub mod io;
 pub mod noise;
 pub mod normalize;
+pub mod objective;
 pub mod presets;
 pub mod sampler;
 mod step;
@@ -51,9 +52,10 @@ pub use error::DpSgdError;
 pub use eval::{Eval, check_saved_model_fits, evaluate, predict_logits};
 pub use io::{SavedModel, load, load_saved, save, save_with_facts};
 pub use normalize::{FASHION_MNIST_MEAN_STD, InputTransform, MNIST_MEAN_STD, Normalization};
+pub use objective::{Objective, Task};
 pub use presets::{Preset, preset, presets, tabular_recipe};
 pub use sampler::PoissonSampler;
-pub use train::{EpochLog, Progress, TrainOutcome, TrainReport, train};
+pub use train::{EpochLog, Progress, TrainOutcome, TrainReport, train, train_task};
 
 #[cfg(test)]
 mod tests;

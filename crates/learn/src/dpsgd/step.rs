@@ -14,14 +14,13 @@
 
 use dpml_data::Dataset;
 use dpml_mechanisms::DpRng;
-use dpml_nn::{
-    BackwardMode, ClipConfig, Optimizer, Sequential, Tensor, count_correct, cross_entropy,
-};
+use dpml_nn::{BackwardMode, ClipConfig, Optimizer, Sequential, Tensor};
 
 use super::batch::gather;
 use super::error::Result;
 use super::noise::Noise;
 use super::normalize::InputTransform;
+use super::objective::Objective;
 use super::sampler::PoissonSampler;
 
 /// What one step saw (on private data: diagnostics for the operator, not a private release).
@@ -31,7 +30,8 @@ pub(crate) struct StepStats {
     pub batch: usize,
     /// Sum of the per-sample losses before the update.
     pub loss_sum: f64,
-    /// Records classified correctly before the update.
+    /// Records classified correctly (regression: predicted within 0.5 of the label value)
+    /// before the update.
     pub correct: usize,
 }
 
@@ -52,6 +52,10 @@ pub(crate) struct Stepper {
     labels: Vec<usize>,
     grad: Tensor,
     losses: Vec<f32>,
+    /// Cross-entropy on classes, or MSE on label values.
+    objective: Objective,
+    /// Scratch: the regression targets of a chunk.
+    targets: Tensor,
 }
 
 impl Stepper {
@@ -80,7 +84,15 @@ impl Stepper {
             labels: Vec::new(),
             grad: Tensor::default(),
             losses: Vec::new(),
+            objective: Objective::Classification,
+            targets: Tensor::default(),
         }
+    }
+
+    /// The same stepper training for `objective` (default: classification).
+    pub(crate) fn with_objective(mut self, objective: Objective) -> Self {
+        self.objective = objective;
+        self
     }
 
     /// The same stepper fed records that were already mapped through the model's first
@@ -117,8 +129,13 @@ impl Stepper {
                 &mut self.labels,
             );
             let logits = self.model.forward_from(self.start_layer, &self.x)?;
-            stats.correct += count_correct(logits, &self.labels);
-            cross_entropy(logits, &self.labels, Some(&mut self.grad), &mut self.losses)?;
+            stats.correct += self.objective.loss(
+                logits,
+                &self.labels,
+                Some(&mut self.grad),
+                &mut self.losses,
+                &mut self.targets,
+            )?;
             stats.loss_sum += self.losses.iter().map(|&l| f64::from(l)).sum::<f64>();
             self.model.backward(&self.grad, self.mode)?;
         }

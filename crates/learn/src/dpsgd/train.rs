@@ -17,9 +17,10 @@ use super::batch::{map_through_prefix, prefix_to_precompute};
 use super::config::TrainConfig;
 use super::ema::Ema;
 use super::error::{DpSgdError, Result};
-use super::eval::{Eval, evaluate_from};
+use super::eval::{Eval, evaluate_for};
 use super::noise::Noise;
 use super::normalize::InputTransform;
+use super::objective::{Objective, Task};
 use super::sampler::PoissonSampler;
 use super::step::Stepper;
 
@@ -41,6 +42,9 @@ pub struct EpochLog {
     pub test_accuracy: Option<f64>,
     /// Test loss after the epoch, if a test set was given.
     pub test_loss: Option<f64>,
+    /// Regression: test MSE in the label's units after the epoch (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_mse: Option<f64>,
     /// ε spent so far (`None` when non-private).
     pub epsilon: Option<f64>,
 }
@@ -89,7 +93,17 @@ pub struct PrefixProgress {
 /// The report of a run. Field names are the `dpml train --json` contract.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrainReport {
-    /// Test accuracy of the returned model (`None` without a test set).
+    /// "classification" or "regression".
+    pub task: String,
+    /// Regression: test mean squared error of the returned model in the label's units
+    /// (absent for classification or without a test set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_mse: Option<f64>,
+    /// Regression: test mean absolute error in the label's units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_mae: Option<f64>,
+    /// Test accuracy of the returned model (`None` without a test set; regression: the share
+    /// of test predictions within 0.5 of the label value).
     pub test_accuracy: Option<f64>,
     /// Accuracy of the returned model on the whole training set (not a private release).
     pub train_accuracy: f64,
@@ -210,9 +224,41 @@ pub fn train_with_prefix_progress(
     observer: &mut dyn FnMut(&Progress),
     prefix_observer: &mut dyn FnMut(&PrefixProgress),
 ) -> Result<TrainOutcome> {
+    train_task(
+        Task::Classification,
+        cfg,
+        train,
+        test,
+        rng,
+        observer,
+        prefix_observer,
+    )
+}
+
+/// As [`train_with_prefix_progress`] for `task`: classification, or regression of the
+/// label's value (its class index in the declared label range, see [`super::objective`]):
+/// MSE on one output, test MSE and MAE in the label's units in the report.
+///
+/// # Privacy
+/// As [`train`]: per-sample clipping bounds each record's influence on every step whatever
+/// the loss, so the event `dp_sgd(σ, q, T)` and its ε are the same for both tasks.
+///
+/// # Errors
+/// As [`train`]; [`DpSgdError::InvalidConfig`] for regression on a model without a final
+/// Linear layer.
+pub fn train_task(
+    task: Task,
+    cfg: &TrainConfig,
+    train: &Dataset,
+    test: Option<&Dataset>,
+    rng: &mut DpRng,
+    observer: &mut dyn FnMut(&Progress),
+    prefix_observer: &mut dyn FnMut(&PrefixProgress),
+) -> Result<TrainOutcome> {
     let started = Instant::now();
     cfg.validate()?;
-    let spec = cfg.validate_data(train, test)?;
+    let objective = Objective::new(task, train.n_classes);
+    let spec = objective.shape_model(cfg.validate_data(train, test)?)?;
     let input = cfg.normalize.resolve(train)?;
     let plan = PrivacyPlan::new(cfg, train.n)?;
     let mut model = Sequential::new(spec, rng)?;
@@ -263,7 +309,8 @@ pub fn train_with_prefix_progress(
         cfg.physical_batch,
         feed.clone(),
     )
-    .starting_at(start);
+    .starting_at(start)
+    .with_objective(objective);
     let schedule = cfg.lr_schedule.to_nn(plan.steps, plan.steps_per_epoch);
 
     observer(&Progress::Started {
@@ -301,7 +348,8 @@ pub fn train_with_prefix_progress(
         });
         if done % plan.steps_per_epoch == 0 || done == plan.steps {
             let test_eval = with_averaged(&mut stepper.model, ema.as_mut(), |m| {
-                test.map(|d| evaluate_from(m, start, &feed, d)).transpose()
+                test.map(|d| evaluate_for(objective, m, start, &feed, d))
+                    .transpose()
             })?;
             let log = EpochLog {
                 epoch: epoch_log.len() + 1,
@@ -310,6 +358,7 @@ pub fn train_with_prefix_progress(
                 train_accuracy: ratio(acc.correct as f64, acc.n),
                 test_accuracy: test_eval.as_ref().map(|e| e.accuracy),
                 test_loss: test_eval.as_ref().map(|e| e.loss),
+                test_mse: test_eval.as_ref().and_then(|e| e.mse),
                 epsilon: plan.epsilon(cfg.accountant, done, cfg.delta)?,
             };
             observer(&Progress::Epoch(log.clone()));
@@ -323,9 +372,9 @@ pub fn train_with_prefix_progress(
         e.swap(&mut model);
     }
     let test_eval: Option<Eval> = test
-        .map(|d| evaluate_from(&mut model, start, &feed, d))
+        .map(|d| evaluate_for(objective, &mut model, start, &feed, d))
         .transpose()?;
-    let train_eval = evaluate_from(&mut model, start, &feed, train)?;
+    let train_eval = evaluate_for(objective, &mut model, start, &feed, train)?;
     let accounted = plan.epsilon_with_note(cfg.accountant, plan.steps, cfg.delta)?;
     let (epsilon, accountant_note) = match accounted {
         Some((e, note)) => (Some(e), note),
@@ -341,6 +390,9 @@ pub fn train_with_prefix_progress(
     }
     let event = plan.event(plan.steps);
     let report = TrainReport {
+        task: objective.task().name().into(),
+        test_mse: test_eval.as_ref().and_then(|e| e.mse),
+        test_mae: test_eval.as_ref().and_then(|e| e.mae),
         test_accuracy: test_eval.as_ref().map(|e| e.accuracy),
         train_accuracy: train_eval.accuracy,
         test_loss: test_eval.as_ref().map(|e| e.loss),
