@@ -183,7 +183,7 @@ enum Setup {
     /// DP-SGD regression and label-DP Laplace regression of the label value, side by side.
     Regression {
         base: TrainConfig,
-        label_training: TrainConfig,
+        label_training: Box<TrainConfig>,
         train: Dataset,
         test: Dataset,
     },
@@ -261,7 +261,8 @@ impl Setup {
                 label_training.privacy = Privacy::NonPrivate;
                 let setup = Setup::Regression {
                     base,
-                    label_training,
+                    // Boxed: a second TrainConfig inline would make every Setup this large.
+                    label_training: Box::new(label_training),
                     train,
                     test,
                 };
