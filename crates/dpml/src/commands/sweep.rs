@@ -343,10 +343,7 @@ impl Setup {
     fn run(&self, job: Job, rng: &mut DpRng) -> CliResult<Metrics> {
         match self {
             Setup::DpSgd { base, train, test } => {
-                let mut cfg = base.clone();
-                cfg.privacy = job
-                    .epsilon
-                    .map_or(Privacy::NonPrivate, Privacy::TargetEpsilon);
+                let cfg = recipe_at(base, job.epsilon);
                 let out = dpsgd::train(&cfg, train, Some(test), rng, &mut |_| {})?;
                 Ok(vec![(
                     "test_accuracy",
@@ -361,10 +358,7 @@ impl Setup {
                 key,
                 fold_events,
             } => {
-                let mut cfg = base.clone();
-                cfg.privacy = job
-                    .epsilon
-                    .map_or(Privacy::NonPrivate, Privacy::TargetEpsilon);
+                let cfg = recipe_at(base, job.epsilon);
                 let mut events = Vec::with_capacity(*folds);
                 let cv = k_fold(
                     &cfg,
@@ -451,10 +445,7 @@ impl Setup {
                 train,
                 test,
             } => {
-                let mut cfg = base.clone();
-                cfg.privacy = job
-                    .epsilon
-                    .map_or(Privacy::NonPrivate, Privacy::TargetEpsilon);
+                let cfg = recipe_at(base, job.epsilon);
                 let out = dpsgd::train_task(
                     Task::Regression,
                     &cfg,
@@ -900,4 +891,11 @@ fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+}
+
+/// The sweep's recipe at one grid point: DP-SGD calibrated to ε, or non-private (the baseline).
+fn recipe_at(base: &TrainConfig, epsilon: Option<f64>) -> TrainConfig {
+    let mut cfg = base.clone();
+    cfg.privacy = epsilon.map_or(Privacy::NonPrivate, Privacy::TargetEpsilon);
+    cfg
 }

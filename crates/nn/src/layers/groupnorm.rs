@@ -195,17 +195,13 @@ impl Layer for GroupNorm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::testutil::{check_layer, check_per_sample, check_poisoned_sample};
-    use dpml_mechanisms::DpRng;
+    use crate::layers::testutil::{
+        check_layer, check_per_sample, check_poisoned_sample, perturb_params,
+    };
 
     fn perturbed(g: &mut GroupNorm) {
         // Non-trivial γ, β so the test exercises the affine part.
-        let mut rng = DpRng::seeded(9);
-        for p in g.params_mut() {
-            p.value
-                .iter_mut()
-                .for_each(|v| *v += (rng.uniform_f64() - 0.5) as f32);
-        }
+        perturb_params(g, 9);
     }
 
     #[test]

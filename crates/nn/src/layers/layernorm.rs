@@ -163,18 +163,14 @@ impl LayerNorm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::testutil::{check_layer, check_per_sample, check_poisoned_sample};
-    use dpml_mechanisms::DpRng;
+    use crate::layers::testutil::{
+        check_layer, check_per_sample, check_poisoned_sample, perturb_params,
+    };
 
     fn perturbed(shape: &[usize]) -> LayerNorm {
         // Non-trivial γ, β so the tests exercise the affine part.
         let mut l = LayerNorm::new(shape).unwrap();
-        let mut rng = DpRng::seeded(9);
-        for p in l.params_mut() {
-            p.value
-                .iter_mut()
-                .for_each(|v| *v += (rng.uniform_f64() - 0.5) as f32);
-        }
+        perturb_params(&mut l, 9);
         l
     }
 

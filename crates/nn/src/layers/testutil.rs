@@ -56,6 +56,17 @@ fn zero_grads(layer: &mut dyn Layer) {
 /// parameter gradients. The tolerance: f32 round-off in L (|L| ≲ 10, ulp ≈ 1e-6) divided by
 /// 2·1e-3 gives ≈ 1e-3 absolute noise; the O(h²) truncation term is far smaller. So we allow
 /// 5e-3 + 1e-2·|g|.
+/// Moves every parameter of `layer` by a uniform draw in [-0.5, 0.5), so that tests of
+/// normalisation layers exercise their affine part (γ = 1, β = 0 at initialisation would hide it).
+pub fn perturb_params(layer: &mut dyn Layer, seed: u64) {
+    let mut rng = DpRng::seeded(seed);
+    for p in layer.params_mut() {
+        p.value
+            .iter_mut()
+            .for_each(|v| *v += (rng.uniform_f64() - 0.5) as f32);
+    }
+}
+
 pub fn check_layer(layer: &mut dyn Layer, x_shape: &[usize], seed: u64) {
     let mut rng = DpRng::seeded(seed);
     let mut x = spaced(x_shape, &mut rng);
