@@ -217,24 +217,10 @@ fn inspect_refuses_what_is_not_a_model_file_by_name() {
 /// `dpml query` of iris' mean petal length at ε = `epsilon`, charged to `ledger`, with `extra`
 /// flags.
 fn query(ledger: &Path, epsilon: &str, extra: &[&str]) -> common::Run {
-    let mut a = vec![
-        "query",
-        "--dataset",
-        "iris",
-        "--column",
-        "petal_length",
-        "--aggregate",
-        "mean",
-        "--bounds",
-        "0,10",
-        "--epsilon",
-        epsilon,
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--json",
-    ];
+    let ledger = ledger.to_str().unwrap();
+    let mut a = vec!["--epsilon", epsilon, "--ledger", ledger, "--json"];
     a.extend_from_slice(extra);
-    dpml(&a)
+    common::query_iris_mean(&a)
 }
 
 /// `dpml ledger create --ledger PATH --budget-epsilon E --budget-delta D`.

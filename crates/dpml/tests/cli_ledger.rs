@@ -8,19 +8,7 @@ use std::path::Path;
 
 /// `dpml query` of the mean petal length of iris, with `extra` flags.
 fn query(extra: &[&str]) -> common::Run {
-    let mut a = vec![
-        "query",
-        "--dataset",
-        "iris",
-        "--column",
-        "petal_length",
-        "--aggregate",
-        "mean",
-        "--bounds",
-        "0,10",
-    ];
-    a.extend_from_slice(extra);
-    dpml(&a)
+    common::query_iris_mean(extra)
 }
 
 #[test]

@@ -1,24 +1,10 @@
 //! `dpml query`, `dpml rr`, `dpml data` and the budget ledger, run as a user would.
 
 mod common;
-use common::{command, dpml, from_output, shared_data};
-
-const IRIS_MEAN: &[&str] = &[
-    "query",
-    "--dataset",
-    "iris",
-    "--column",
-    "petal_length",
-    "--aggregate",
-    "mean",
-    "--bounds",
-    "0,10",
-];
+use common::{IRIS_MEAN, command, dpml, from_output, shared_data};
 
 fn query(extra: &[&str]) -> common::Run {
-    let mut a = IRIS_MEAN.to_vec();
-    a.extend_from_slice(extra);
-    dpml(&a)
+    common::query_iris_mean(extra)
 }
 
 #[test]

@@ -64,6 +64,27 @@ impl Run {
     }
 }
 
+/// `dpml query` of iris' mean petal length (bounds 0–10): the query that the query, ledger and
+/// file tests all spend with.
+pub const IRIS_MEAN: &[&str] = &[
+    "query",
+    "--dataset",
+    "iris",
+    "--column",
+    "petal_length",
+    "--aggregate",
+    "mean",
+    "--bounds",
+    "0,10",
+];
+
+/// [`IRIS_MEAN`] followed by `extra` flags.
+pub fn query_iris_mean(extra: &[&str]) -> Run {
+    let mut a = IRIS_MEAN.to_vec();
+    a.extend_from_slice(extra);
+    dpml(&a)
+}
+
 /// Run dpml with the given arguments.
 pub fn dpml(args: &[&str]) -> Run {
     from_output(command(args).output().expect("run dpml"))
