@@ -200,6 +200,31 @@ mod tests {
         assert_eq!(r.x[12], 1.0);
     }
 
+    /// JPEG is read like PNG (both extensions), with its lossy pixels close to what was saved.
+    #[test]
+    fn jpeg_files_read_as_png_files_do() {
+        let dir = tempfile::tempdir().unwrap();
+        for (class, grey) in [("dark", 40u8), ("light", 200)] {
+            std::fs::create_dir(dir.path().join(class)).unwrap();
+            let img =
+                DynamicImage::ImageLuma8(image::GrayImage::from_pixel(8, 6, image::Luma([grey])));
+            for name in ["a.jpg", "b.jpeg"] {
+                img.save_with_format(dir.path().join(class).join(name), image::ImageFormat::Jpeg)
+                    .unwrap();
+            }
+        }
+        let r = read_image_folder(dir.path(), &ImageOptions::default()).unwrap();
+        assert_eq!(r.record_shape, vec![1, 6, 8]);
+        assert_eq!(r.labels, ["dark", "dark", "light", "light"]);
+        let means: Vec<f32> =
+            r.x.chunks(48)
+                .map(|c| c.iter().sum::<f32>() / 48.0)
+                .collect();
+        for (m, want) in means.iter().zip([40, 40, 200, 200]) {
+            assert!((m - pixel(want)).abs() < 0.02, "{means:?}");
+        }
+    }
+
     #[test]
     fn sizes_are_refused_or_resized_as_declared() {
         let dir = folder(true);

@@ -49,7 +49,7 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
                 schema.bounds_provenance = Some(Provenance::Public);
             }
             Splits {
-                train: records.into_dataset(schema.classes.as_deref())?,
+                train: records.into_dataset(schema.classes.as_deref(), schema.label_range)?,
                 test: None,
                 schema: Schema::default(),
             }

@@ -86,3 +86,109 @@ fn cell_text(field: &Field) -> Option<String> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+
+    use super::*;
+
+    /// A one-row-group file of `message`'s columns: doubles (with `None` as null in an
+    /// OPTIONAL column), raw bytes, and int32 labels, each column given as its own values.
+    enum Col {
+        Double(Vec<Option<f64>>),
+        Bytes(Vec<&'static str>),
+        Int(Vec<i32>),
+    }
+
+    fn write(path: &Path, message: &str, cols: Vec<Col>) {
+        let schema = Arc::new(parquet::schema::parser::parse_message_type(message).unwrap());
+        let file = File::create(path).unwrap();
+        let props = Arc::new(WriterProperties::builder().build());
+        let mut writer = SerializedFileWriter::new(file, schema, props).unwrap();
+        let mut group = writer.next_row_group().unwrap();
+        for col in cols {
+            let mut w = group.next_column().unwrap().unwrap();
+            match col {
+                Col::Double(v) => {
+                    let levels: Vec<i16> = v.iter().map(|x| i16::from(x.is_some())).collect();
+                    let present: Vec<f64> = v.iter().flatten().copied().collect();
+                    w.typed::<DoubleType>()
+                        .write_batch(&present, Some(&levels), None)
+                        .unwrap();
+                }
+                Col::Bytes(v) => {
+                    let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(*s)).collect();
+                    w.typed::<ByteArrayType>()
+                        .write_batch(&v, None, None)
+                        .unwrap();
+                }
+                Col::Int(v) => {
+                    w.typed::<Int32Type>().write_batch(&v, None, None).unwrap();
+                }
+            }
+            w.close().unwrap();
+        }
+        group.close().unwrap();
+        writer.close().unwrap();
+    }
+
+    fn error(path: &Path, schema: &Schema) -> String {
+        read_parquet(path, schema).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_file_that_is_not_parquet_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.parquet");
+        std::fs::write(&p, "a,b,y\n1,2,0\n").unwrap();
+        let msg = error(&p, &Schema::default());
+        assert!(
+            msg.contains("t.parquet") && msg.contains("not a valid Parquet"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn binary_columns_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.parquet");
+        write(
+            &p,
+            "message t { REQUIRED BINARY blob; REQUIRED INT32 y; }",
+            vec![Col::Bytes(vec!["\u{1}", "\u{2}"]), Col::Int(vec![0, 1])],
+        );
+        let msg = error(&p, &Schema::default());
+        assert!(
+            msg.contains("\"blob\"") && msg.contains("not a number"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn nulls_are_refused_by_row_or_filled_as_declared() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.parquet");
+        write(
+            &p,
+            "message t { OPTIONAL DOUBLE a; REQUIRED INT32 y; }",
+            vec![
+                Col::Double(vec![Some(1.5), None, Some(3.0)]),
+                Col::Int(vec![0, 1, 0]),
+            ],
+        );
+        let msg = error(&p, &Schema::default());
+        assert!(msg.contains("line 2") && msg.contains("\"a\""), "{msg}");
+        let filled = Schema {
+            fills: vec![("a".to_string(), 0.0)],
+            ..Schema::default()
+        };
+        let c = read_parquet(&p, &filled).unwrap();
+        let d = c.into_dataset(&p).unwrap();
+        assert_eq!(d.x, vec![1.5, 0.0, 3.0]);
+    }
+}

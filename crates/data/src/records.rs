@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::schema::declared_class;
+use crate::schema::declared_label;
 use crate::tabular::encode_labels;
 use crate::{DataError, Dataset};
 
@@ -39,13 +39,18 @@ pub(crate) fn record_shape(shape: &[usize]) -> Vec<usize> {
 
 impl Records {
     /// The dataset, with each label mapped to its declared class (refusing one outside
-    /// `classes`), or, without declared classes, to the sorted distinct labels (a domain read
+    /// `classes`; a number outside a declared `label_range` is clamped to its nearest end, as
+    /// for csv tables), or, without declared classes, to the sorted distinct labels (a domain read
     /// off the records, which only non-private computations accept).
     ///
     /// # Errors
     /// [`DataError::UndeclaredRecordLabel`] naming the record (or subfolder) and the value;
     /// [`DataError::BadInput`] for features that do not number labels × record size.
-    pub fn into_dataset(self, classes: Option<&[String]>) -> Result<Dataset, DataError> {
+    pub fn into_dataset(
+        self,
+        classes: Option<&[String]>,
+        label_range: Option<(f64, f64)>,
+    ) -> Result<Dataset, DataError> {
         let n = self.labels.len();
         let d: usize = self.record_shape.iter().product();
         if self.x.len() != n * d {
@@ -69,7 +74,7 @@ impl Records {
                     .iter()
                     .enumerate()
                     .map(|(i, label)| {
-                        declared_class(classes, label).ok_or_else(|| {
+                        declared_label(classes, label_range, label).ok_or_else(|| {
                             DataError::UndeclaredRecordLabel {
                                 path: self.path.clone(),
                                 at: match self.label_origin {
@@ -136,16 +141,34 @@ mod tests {
     #[test]
     fn labels_map_to_declared_classes_or_are_refused_by_record() {
         let classes = ["0".to_string(), "1".into(), "2".into()];
-        let d = records(&["2", "0"]).into_dataset(Some(&classes)).unwrap();
+        let d = records(&["2", "0"])
+            .into_dataset(Some(&classes), None)
+            .unwrap();
         assert_eq!((d.y.clone(), d.n_classes, d.n), (vec![2, 0], 3, 2));
         let msg = records(&["1", "7"])
-            .into_dataset(Some(&classes))
+            .into_dataset(Some(&classes), None)
             .unwrap_err()
             .to_string();
         assert!(msg.contains("record 2") && msg.contains("\"7\""), "{msg}");
-        let inferred = records(&["b", "a", "b"]).into_dataset(None).unwrap();
+        let inferred = records(&["b", "a", "b"]).into_dataset(None, None).unwrap();
         assert_eq!(inferred.class_names, ["a", "b"]);
         assert_eq!(inferred.y, vec![1, 0, 1]);
+    }
+
+    /// A declared label range clamps array labels as it clamps csv labels: the range, not the
+    /// records, bounds what a private computation sees.
+    #[test]
+    fn labels_outside_a_declared_range_are_clamped() {
+        let classes = ["0".to_string(), "1".into(), "2".into()];
+        let d = records(&["7", "-1", "1", "2.0"])
+            .into_dataset(Some(&classes), Some((0.0, 2.0)))
+            .unwrap();
+        assert_eq!(d.y, vec![2, 0, 1, 2]);
+        let msg = records(&["1.5"])
+            .into_dataset(Some(&classes), Some((0.0, 2.0)))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("\"1.5\""), "{msg}");
     }
 
     #[test]
@@ -153,7 +176,7 @@ mod tests {
         let mut r = records(&["1"]);
         r.x.push(1.0);
         assert!(
-            r.into_dataset(None)
+            r.into_dataset(None, None)
                 .unwrap_err()
                 .to_string()
                 .contains("t.npy")

@@ -25,6 +25,8 @@ fn mid_range_mse() -> f64 {
 
 #[test]
 fn digits_regression_with_dp_sgd_beats_the_mid_range_constant() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("r.safetensors").display().to_string();
     let v = dpml(&[
         "train",
         "--dataset",
@@ -35,6 +37,8 @@ fn digits_regression_with_dp_sgd_beats_the_mid_range_constant() {
         "3",
         "--seed",
         "1",
+        "--save-model",
+        &model,
         "--json",
     ])
     .json();
@@ -52,6 +56,70 @@ fn digits_regression_with_dp_sgd_beats_the_mid_range_constant() {
         "test MSE {mse} vs {baseline} of the mid-range constant: {v}"
     );
     assert!(mae > 0.0 && mae * mae <= mse + 1e-9, "{v}");
+    assert_saved_regression_model_reevaluates(&model, &v);
+}
+
+/// The saved model records its task, `dpml eval` reads it as a regression model and gives the
+/// training run's own test MSE and MAE on the same split, and `dpml predict` (classification
+/// queries) refuses it by name.
+fn assert_saved_regression_model_reevaluates(model: &str, trained: &serde_json::Value) {
+    let split_key = trained["split_key"].as_str().unwrap();
+    let e = dpml(&[
+        "eval",
+        "--model-file",
+        model,
+        "--dataset",
+        "digits",
+        "--split-key",
+        split_key,
+        "--json",
+    ])
+    .json();
+    assert_eq!(e["model_privacy"]["task"], "regression", "{e}");
+    for k in ["test_mse", "test_mae"] {
+        let (a, b) = (
+            e["diagnostics"][k].as_f64().unwrap(),
+            trained["diagnostics"][k].as_f64().unwrap(),
+        );
+        assert!(
+            (a - b).abs() <= 1e-9 * b.max(1.0),
+            "{k}: eval {a}, training {b}"
+        );
+    }
+    dpml(&[
+        "predict",
+        "--model-file",
+        model,
+        "--dataset",
+        "digits",
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("regression model");
+}
+
+#[test]
+fn a_saved_label_dp_regression_model_reevaluates_to_its_reported_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("l.safetensors").display().to_string();
+    let v = dpml(&[
+        "label-dp",
+        "--dataset",
+        "digits",
+        "--task",
+        "regression",
+        "--mechanism",
+        "laplace",
+        "--epsilon",
+        "4",
+        "--seed",
+        "2",
+        "--save-model",
+        &model,
+        "--json",
+    ])
+    .json();
+    assert_saved_regression_model_reevaluates(&model, &v);
 }
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> String {

@@ -13,8 +13,9 @@ use std::time::SystemTime;
 use dpml_accounting::BoundKind;
 use serde::{Deserialize, Serialize};
 
-use crate::dpsgd::TrainReport;
+use crate::dpsgd::{Objective, TrainReport};
 use crate::label_dp::LabelDpReport;
+use crate::label_dp::Task;
 use crate::perturbation::input::PerturbationReport;
 
 /// The kind of guarantee a model was trained under.
@@ -40,6 +41,17 @@ pub struct InputPerturbationFacts {
     pub epsilon_per_record: f64,
     /// δ at which `epsilon_per_record` holds (0 for Laplace).
     pub delta_per_record: f64,
+}
+
+/// How a regression model's one output reads as a label value: prediction = output ×
+/// `output_scale`, clamped to [0, `label_values` − 1] (the label's index in its declared
+/// range). Public: both come from the declared label range and the training recipe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressionFacts {
+    /// Number of label values K of the declared label range the model was trained on.
+    pub label_values: usize,
+    /// The label value one output unit stands for.
+    pub output_scale: f64,
 }
 
 /// The privacy facts of a saved model. Field names follow `dpml train --json`; a field the
@@ -84,6 +96,13 @@ pub struct ModelFacts {
     /// Input perturbation of the features before training, if any.
     #[serde(default)]
     pub input_perturbation: Option<InputPerturbationFacts>,
+    /// What the model predicts: "classification" or "regression" (files written before this
+    /// field are classifiers).
+    #[serde(default)]
+    pub task: Task,
+    /// How a regression model's output reads as a label value (regression only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regression: Option<RegressionFacts>,
     /// The data set trained on (its name, or `csv:PATH`).
     pub dataset: String,
     /// Training-set size N (public: the guarantee is stated for a known N).
@@ -115,6 +134,8 @@ impl ModelFacts {
             max_grad_norm: None,
             label_mechanism: None,
             input_perturbation: None,
+            task: Task::Classification,
+            regression: None,
             dataset: dataset.into(),
             train_size,
             seeded,
@@ -164,6 +185,19 @@ impl ModelFacts {
                 report.seeded,
             )
         }
+    }
+
+    /// These facts for a regression model trained with `objective` on labels with
+    /// `label_values` declared values (unchanged for a classifier).
+    pub fn with_objective(mut self, objective: Objective, label_values: usize) -> Self {
+        if let Some(output_scale) = objective.output_scale() {
+            self.task = Task::Regression;
+            self.regression = Some(RegressionFacts {
+                label_values,
+                output_scale,
+            });
+        }
+        self
     }
 
     /// These facts with the input perturbation `p` that preceded training. Without DP-SGD the

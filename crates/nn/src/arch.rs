@@ -426,6 +426,38 @@ mod tests {
         );
     }
 
+    /// The parametric names are generated for the data's shape; their MNIST instances are
+    /// shipped as files to start an `--arch` from, and must stay what the names build.
+    #[test]
+    fn shipped_mnist_instances_equal_the_named_architectures() {
+        let cases = [
+            (
+                "logreg",
+                &[][..],
+                include_str!("../archs/mnist/logreg.json"),
+            ),
+            (
+                "mlp",
+                &[512][..],
+                include_str!("../archs/mnist/mlp-512.json"),
+            ),
+            (
+                "scatter-cnn",
+                &[][..],
+                include_str!("../archs/mnist/scatter-cnn.json"),
+            ),
+            (
+                "scatter-linear",
+                &[][..],
+                include_str!("../archs/mnist/scatter-linear.json"),
+            ),
+        ];
+        for (name, hidden, text) in cases {
+            let named = ModelSpec::named(name, &[1, 28, 28], 10, hidden).unwrap();
+            assert_eq!(named, ModelSpec::from_json(text).unwrap(), "{name}");
+        }
+    }
+
     #[test]
     fn shipped_example_resnet_builds_with_its_parameters_named_by_position() {
         let spec =

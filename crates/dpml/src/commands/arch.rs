@@ -122,6 +122,8 @@ fn show(a: &ShowArgs, out: Output) -> CliResult<()> {
         "layers": layers,
         "parameters": model.num_params(),
         "flops_per_sample": model.flops_per_sample(),
+        // The description itself, ready to save and edit as an `--arch` file.
+        "architecture": spec,
         "flops_counted_as": "2 x the multiply-adds of linear and conv2d layers (weights x output positions) in one record's forward pass; biases, activations, normalisation, pooling and residual additions not counted",
     }));
     Ok(())

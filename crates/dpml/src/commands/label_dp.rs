@@ -227,6 +227,10 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
             &outcome.report,
             &privacy_model::dataset_label(&a.data.dataset),
             neighbouring::LABEL,
+        )
+        .with_objective(
+            dpml_learn::label_dp::objective(a.task, train.n_classes),
+            train.n_classes,
         );
         save_with_facts(path, &outcome.model, &outcome.input, Some(&facts))
             .map_err(CliError::usage)?;

@@ -47,7 +47,18 @@ pub struct PredictArgs {
 pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     // Open the ledger first: a bad or corrupt ledger stops us before anything is computed.
     let ledger = a.ledger.open()?;
-    let (mut model, input) = dpsgd::load(&a.model_file).map_err(CliError::usage)?;
+    let dpsgd::SavedModel {
+        mut model,
+        input,
+        facts,
+    } = dpsgd::load_saved(&a.model_file).map_err(CliError::usage)?;
+    if let Some(f) = facts.as_ref().filter(|f| f.regression.is_some()) {
+        return Err(CliError::usage(format!(
+            "{}: predict answers classification queries, this is a {} model",
+            a.model_file.display(),
+            f.task.name()
+        )));
+    }
     let opts = a
         .schema
         .load_options(data_dir, a.data.label_column.as_deref())?;
@@ -60,7 +71,7 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         Some(q) if (q as usize) < data.n => data.subset(&(0..q as usize).collect::<Vec<_>>()),
         _ => data,
     };
-    dpsgd::check_saved_model_fits(&model, &data)?;
+    dpsgd::check_saved_model_fits(&model, facts.as_ref(), &data)?;
     let probs = softmax_rows(&predict_logits(&mut model, &input, &data).map_err(CliError::usage)?);
     let mut rng = a.seed.rng()?;
     let fields = match answer(&probs, &data, a.epsilon, ledger.as_ref(), &mut rng)? {

@@ -11,7 +11,7 @@ use dpml_data::{
 };
 use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
-    OptimizerKind, Privacy, Progress, ScheduleKind, Task, TrainConfig,
+    Objective, OptimizerKind, Privacy, Progress, ScheduleKind, Task, TrainConfig,
 };
 use dpml_learn::model_facts::ModelFacts;
 use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
@@ -510,6 +510,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
             train.n,
             neighbouring::ADD_REMOVE,
         );
+        facts = facts.with_objective(Objective::new(a.task, train.n_classes), train.n_classes);
         if let Some(p) = &perturbation {
             facts = facts.with_input_perturbation(p, neighbouring::FEATURES);
         }
@@ -963,21 +964,22 @@ pub fn eval(a: &EvalArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         given,
     )?
     .test;
-    let dpsgd::SavedModel {
-        mut model,
-        input,
-        facts,
-    } = dpsgd::load_saved(&a.model_file)?;
-    dpsgd::check_saved_model_fits(&model, &test)?;
-    let e = dpsgd::evaluate(&mut model, &input, &test)?;
+    let mut saved = dpsgd::load_saved(&a.model_file)?;
+    let e = dpsgd::evaluate_saved(&mut saved, &test)?;
+    let mut diagnostics =
+        json!({"test_accuracy": e.accuracy, "test_loss": e.loss, "test_size": e.n});
+    if let (Some(mse), Some(mae)) = (e.mse, e.mae) {
+        diagnostics["test_mse"] = json!(mse);
+        diagnostics["test_mae"] = json!(mae);
+    }
     // Evaluation releases nothing: every figure is a diagnostic. The model's own guarantee is
     // what its file records.
     out.emit(&json!({
         "model_file": a.model_file,
-        "model_privacy": facts_json(facts.as_ref())?,
+        "model_privacy": facts_json(saved.facts.as_ref())?,
         "dataset": a.dataset.name(),
-        privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note("test_accuracy, test_loss and n"),
-        privacy_model::DIAGNOSTICS_KEY: {"test_accuracy": e.accuracy, "test_loss": e.loss, "test_size": e.n},
+        privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note("every figure under diagnostics"),
+        privacy_model::DIAGNOSTICS_KEY: diagnostics,
     }));
     Ok(())
 }

@@ -8,8 +8,10 @@ use serde::Serialize;
 
 use super::batch::{check_fits_at, gather};
 use super::error::Result;
+use super::io::SavedModel;
 use super::normalize::InputTransform;
 use super::objective::Objective;
+use crate::model_facts::ModelFacts;
 
 /// Records per forward pass during evaluation.
 const EVAL_CHUNK: usize = 256;
@@ -55,23 +57,46 @@ fn for_each_chunk(
 }
 
 /// Checks that a saved model answers for `data`: the record shape, and exactly the data's
-/// classes. Training may give a model more outputs than classes, but a saved model with a
-/// different class count was trained on other data: its accuracy here would be meaningless.
+/// classes (a classifier) or the label range it was trained on (a regression model, read from
+/// its `facts`). Training may give a model more outputs than classes, but a saved model with
+/// a different class count was trained on other data: its accuracy here would be meaningless.
 ///
 /// # Errors
 /// [`super::DpSgdError::Data`] naming the model's and the data's shapes or class counts.
-pub fn check_saved_model_fits(model: &Sequential, data: &Dataset) -> Result<()> {
+pub fn check_saved_model_fits(
+    model: &Sequential,
+    facts: Option<&ModelFacts>,
+    data: &Dataset,
+) -> Result<()> {
     check_fits_at(model, 0, data)?;
     let outputs: usize = model.output_shape().iter().product();
-    if outputs != data.n_classes {
-        return Err(super::error::data_err(format!(
-            "model {:?} has {outputs} classes, data set {:?} has {} classes",
-            model.spec().name,
-            data.name,
-            data.n_classes
-        )));
+    let name = &model.spec().name;
+    match facts.and_then(|f| f.regression.as_ref()) {
+        Some(_) if outputs != 1 => Err(super::error::data_err(format!(
+            "model {name:?} is recorded as a regression model but has {outputs} outputs"
+        ))),
+        Some(r) if r.label_values != data.n_classes => Err(super::error::data_err(format!(
+            "regression model {name:?} was trained on {} label values, data set {:?} declares {}",
+            r.label_values, data.name, data.n_classes
+        ))),
+        Some(_) => Ok(()),
+        None if outputs != data.n_classes => Err(super::error::data_err(format!(
+            "model {name:?} has {outputs} classes, data set {:?} has {} classes",
+            data.name, data.n_classes
+        ))),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Evaluates a saved model on `data` for the task it was trained for (its facts): accuracy and
+/// loss; for regression also MSE and MAE in the label's units.
+///
+/// # Errors
+/// As [`check_saved_model_fits`] and [`evaluate`].
+pub fn evaluate_saved(saved: &mut SavedModel, data: &Dataset) -> Result<Eval> {
+    check_saved_model_fits(&saved.model, saved.facts.as_ref(), data)?;
+    let objective = Objective::of_saved(saved.facts.as_ref());
+    evaluate_for(objective, &mut saved.model, 0, &saved.input, data)
 }
 
 /// Accuracy, mean loss and per-example losses of `model` on `data`.

@@ -49,7 +49,7 @@ pub use config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConf
 /// The architecture names training accepts (`TrainConfig::model`), for help texts and checks.
 pub use dpml_nn::{MODEL_NAMES, ModelSpec, check_model_name};
 pub use error::DpSgdError;
-pub use eval::{Eval, check_saved_model_fits, evaluate, predict_logits};
+pub use eval::{Eval, check_saved_model_fits, evaluate, evaluate_saved, predict_logits};
 pub use io::{SavedModel, load, load_saved, save, save_with_facts};
 pub use normalize::{FASHION_MNIST_MEAN_STD, InputTransform, MNIST_MEAN_STD, Normalization};
 pub use objective::{Objective, Task};

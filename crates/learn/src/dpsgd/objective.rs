@@ -24,10 +24,13 @@ pub use crate::label_dp::Task;
 pub enum Objective {
     /// Softmax cross-entropy over one output per class.
     Classification,
-    /// MSE of one output against the label value scaled to [0, 1].
+    /// MSE of one output against the label value divided by `scale`.
     Regression {
-        /// The largest label value (K − 1): the scale of the targets.
+        /// The largest label value (K − 1): predictions are clamped to [0, top].
         top: f32,
+        /// The label value one output unit stands for: `top` for DP-SGD (targets in [0, 1]),
+        /// 1 for a label-DP regression model (trained on values in label units).
+        scale: f32,
     },
 }
 
@@ -35,11 +38,30 @@ impl Objective {
     /// The objective of `task` on data with `n_classes` label values (K ≥ 2, checked with the
     /// data).
     pub fn new(task: Task, n_classes: usize) -> Self {
+        let top = n_classes.saturating_sub(1).max(1) as f32;
         match task {
             Task::Classification => Objective::Classification,
-            Task::Regression => Objective::Regression {
-                top: n_classes.saturating_sub(1).max(1) as f32,
+            Task::Regression => Objective::Regression { top, scale: top },
+        }
+    }
+
+    /// The objective a saved model was trained for, read from its privacy facts (a file
+    /// without facts, or without a regression readout, is a classifier).
+    pub fn of_saved(facts: Option<&crate::model_facts::ModelFacts>) -> Self {
+        match facts.and_then(|f| f.regression.as_ref()) {
+            Some(r) => Objective::Regression {
+                top: r.label_values.saturating_sub(1).max(1) as f32,
+                scale: r.output_scale as f32,
             },
+            None => Objective::Classification,
+        }
+    }
+
+    /// The label value one output unit stands for (`None` for classification).
+    pub fn output_scale(self) -> Option<f64> {
+        match self {
+            Objective::Regression { scale, .. } => Some(f64::from(scale)),
+            Objective::Classification => None,
         }
     }
 
@@ -91,10 +113,10 @@ impl Objective {
                 cross_entropy(out, labels, grad, losses)?;
                 Ok(count_correct(out, labels))
             }
-            Objective::Regression { top } => {
+            Objective::Regression { scale, .. } => {
                 targets.reset(labels.len(), &[1]);
                 for (t, &y) in targets.data_mut().iter_mut().zip(labels) {
-                    *t = y as f32 / top;
+                    *t = y as f32 / scale;
                 }
                 mse(out, targets, grad, losses)?;
                 Ok(self.errors(out, labels).filter(|e| e.abs() < 0.5).count())
@@ -109,15 +131,15 @@ impl Objective {
         out: &'a Tensor,
         labels: &'a [usize],
     ) -> impl Iterator<Item = f64> + 'a {
-        let top = match self {
-            Objective::Regression { top } => Some(top),
+        let readout = match self {
+            Objective::Regression { top, scale } => Some((top, scale)),
             Objective::Classification => None,
         };
-        top.into_iter().flat_map(move |top| {
+        readout.into_iter().flat_map(move |(top, scale)| {
             out.data()
                 .iter()
                 .zip(labels)
-                .map(move |(&p, &y)| f64::from((p * top).clamp(0.0, top)) - y as f64)
+                .map(move |(&p, &y)| f64::from((p * scale).clamp(0.0, top)) - y as f64)
         })
     }
 }
@@ -129,7 +151,13 @@ mod tests {
     #[test]
     fn regression_scales_targets_and_reads_errors_in_label_units() {
         let o = Objective::new(Task::Regression, 10);
-        assert_eq!(o, Objective::Regression { top: 9.0 });
+        assert_eq!(
+            o,
+            Objective::Regression {
+                top: 9.0,
+                scale: 9.0
+            }
+        );
         // Predictions 1/3 (3 in label units), 1.5 (clamped to 9), −1 (clamped to 0).
         let out = Tensor::from_vec(&[3, 1], vec![1.0 / 3.0, 1.5, -1.0]).unwrap();
         let labels = [3, 7, 2];
@@ -160,7 +188,11 @@ mod tests {
     #[test]
     fn regression_gives_the_last_linear_layer_one_output() {
         let spec = ModelSpec::named("mlp", &[4], 10, &[8]).unwrap();
-        let r = Objective::Regression { top: 9.0 }.shape_model(spec.clone());
+        let r = Objective::Regression {
+            top: 9.0,
+            scale: 9.0,
+        }
+        .shape_model(spec.clone());
         let last = r.unwrap().layers.into_iter().rev().find_map(|l| match l {
             LayerSpec::Linear { out_features, .. } => Some(out_features),
             _ => None,

@@ -8,10 +8,11 @@ use super::rr_prior::TopKRule;
 use crate::dpsgd::{Normalization, OptimizerKind, Privacy, TrainConfig};
 
 /// What the labels are used for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Task {
     /// Predict the class; reports test accuracy.
+    #[default]
     Classification,
     /// Predict the class index as a number (the digit value 0…9 on MNIST) with MSE; reports
     /// test MSE and MAE.

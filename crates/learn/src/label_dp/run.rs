@@ -13,7 +13,7 @@ use super::error::{LabelDpError, config_err};
 use super::fit::{fit, predict_values, shuffle};
 use super::rr_prior::{Encoding, RrWithPrior};
 use super::targets::{self, Noised, Targets};
-use crate::dpsgd::{self, InputTransform, Progress, evaluate, predict_logits};
+use crate::dpsgd::{self, InputTransform, Objective, Progress, evaluate, predict_logits};
 use crate::perturbation::softmax_rows;
 
 /// What the observer of [`run`] is told.
@@ -377,6 +377,16 @@ fn rr_prior_stages(
         k_sum as f64 / k_count.max(1) as f64,
         unary as f64 / k_count.max(1) as f64,
     ))
+}
+
+/// How a label-DP model trained for `task` on `label_values` classes reads its outputs: a
+/// regression model is fitted to noisy values in the label's own units (one output unit is
+/// one label value), unlike DP-SGD regression which scales its targets to [0, 1].
+pub fn objective(task: Task, label_values: usize) -> Objective {
+    match Objective::new(task, label_values) {
+        Objective::Regression { top, .. } => Objective::Regression { top, scale: 1.0 },
+        classification => classification,
+    }
 }
 
 #[cfg(test)]
