@@ -398,3 +398,47 @@ fn categorical_columns_and_fill_values_follow_the_schema() {
     ])
     .assert_usage_error("line 2, column \"a\": missing value");
 }
+
+/// Local-DP input perturbation on colour images of an odd size: every pixel of every
+/// channel is one feature, so a record's ε composes over 3 × 17 × 23 of them, and that
+/// composed ε is what the run states beside DP-SGD's.
+#[test]
+fn input_perturbation_on_colour_images_states_the_composed_epsilon() {
+    let dir = tempfile::tempdir().unwrap();
+    for (class, shade) in [("dark", 30u8), ("light", 220)] {
+        std::fs::create_dir(dir.path().join(class)).unwrap();
+        for i in 0..10u8 {
+            let img = image::RgbImage::from_fn(23, 17, |x, y| {
+                image::Rgb([shade, shade.wrapping_add(i), (x + y) as u8])
+            });
+            img.save(dir.path().join(class).join(format!("{i}.png")))
+                .unwrap();
+        }
+    }
+    let ds = format!("images:{}", dir.path().display());
+    let v = dpml(&[
+        "train",
+        "--dataset",
+        &ds,
+        "--classes",
+        "dark,light",
+        "--model",
+        "logreg",
+        "--epsilon",
+        "2",
+        "--input-perturbation",
+        "laplace",
+        "--input-epsilon",
+        "0.01",
+        "--batch-size",
+        "8",
+        "--seed",
+        "3",
+        "--json",
+    ])
+    .json();
+    let per_record = v["epsilon_per_record"].as_f64().unwrap();
+    let features = 3.0 * 17.0 * 23.0;
+    assert!((per_record - 0.01 * features).abs() < 1e-9, "{v}");
+    assert!(v["epsilon"].as_f64().unwrap() <= 2.0, "{v}");
+}
