@@ -8,6 +8,7 @@
 //! - [`model_facts`]: the privacy facts a saved model carries in its metadata.
 #![deny(missing_docs)]
 
+pub mod crossval;
 pub mod dpsgd;
 pub mod error;
 pub mod f32_json;

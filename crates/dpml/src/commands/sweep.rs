@@ -25,10 +25,11 @@ use dpml_mechanisms::{DpRng, PrivacyEvent};
 use rayon::prelude::*;
 use serde_json::json;
 
+use dpml_learn::crossval::{epsilon_all_folds, k_fold, mean_std};
+
 use super::kmeans::declared_bounds;
 use super::train::{
-    SplitArgs, TrainingArgs, epsilon_all_folds, k_fold, load_all, load_split, mean_std,
-    public_normalization, task_recipe,
+    SplitArgs, TrainingArgs, load_all, load_split, public_normalization, task_recipe,
 };
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
@@ -360,7 +361,7 @@ impl Setup {
             } => {
                 let cfg = recipe_at(base, job.epsilon);
                 let mut events = Vec::with_capacity(*folds);
-                let cv = k_fold(
+                let cv = k_fold::<CliError>(
                     &cfg,
                     all,
                     *folds,

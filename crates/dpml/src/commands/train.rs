@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 use dpml_data::{
     Dataset, LoadOptions, Provenance, Schema, Source, SplitKey, load, train_test_split,
 };
+use dpml_learn::crossval::{epsilon_all_folds, k_fold, mean_std};
 use dpml_learn::dpsgd::{
     self, AccountantKind, EpochLog, FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization,
     Objective, OptimizerKind, Privacy, Progress, ScheduleKind, Task, TrainConfig,
@@ -628,7 +629,7 @@ fn cross_validate(
     let cfg = normalized(a, source, &schema, &all, cfg)?;
     let mut events = Vec::with_capacity(k);
     let mut mses = Vec::with_capacity(k);
-    let cv = k_fold(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
+    let cv = k_fold::<CliError>(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
         diag!("fold {}/{k}", i + 1);
         let outcome = train_task_with_progress(a.task, cfg, train, Some(test), rng, out)?;
         events.push(outcome.event.clone());
@@ -687,132 +688,6 @@ fn cross_validate(
     }
     out.emit(&release.into_value());
     Ok(())
-}
-
-/// ε of releasing all K models of a K-fold cross-validation, by `accountant` at `delta`
-/// (`None` when a model is non-private, which has no guarantee).
-///
-/// Every record is in exactly one test fold f, so it is in the training sets of the other
-/// K − 1 models: its privacy loss is the composition of their events. The guarantee is the
-/// largest over f. That composition depends only on fold f's own event (the multiset of all
-/// events minus f's), so it is computed once per distinct event, not once per fold.
-///
-/// # Errors
-/// An internal error for an empty list; the accountant's errors.
-pub fn epsilon_all_folds(
-    events: &[Option<dpml_mechanisms::PrivacyEvent>],
-    accountant: &dyn dpml_accounting::Accountant,
-    delta: f64,
-) -> CliResult<Option<f64>> {
-    let Some(events) = events.iter().cloned().collect::<Option<Vec<_>>>() else {
-        return Ok(None);
-    };
-    // Distinct events with their multiplicities.
-    let mut distinct: Vec<(dpml_mechanisms::PrivacyEvent, u64)> = Vec::new();
-    for e in events {
-        match distinct.iter_mut().find(|(d, _)| *d == e) {
-            Some((_, n)) => *n += 1,
-            None => distinct.push((e, 1)),
-        }
-    }
-    if distinct.is_empty() {
-        return Err(CliError::internal("no folds to account"));
-    }
-    let mut worst: Option<f64> = None;
-    for held_out in 0..distinct.len() {
-        let others: Vec<_> = distinct
-            .iter()
-            .enumerate()
-            .map(|(i, (e, n))| (e, if i == held_out { n - 1 } else { *n }))
-            .filter(|&(_, n)| n > 0)
-            .map(|(e, n)| e.clone().repeated(n))
-            .collect();
-        let composed = match <[_; 1]>::try_from(others) {
-            Ok([one]) => one,
-            Err(others) if others.is_empty() => continue,
-            Err(others) => dpml_mechanisms::PrivacyEvent::Composed { events: others },
-        };
-        let eps = accountant.epsilon(&composed, delta)?;
-        worst = Some(worst.map_or(eps, |w| w.max(eps)));
-    }
-    Ok(worst)
-}
-
-/// The test accuracy and ε of each fold's model in a K-fold cross-validation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FoldResults {
-    /// Test accuracy of fold i's model on fold i (NaN if it reported none).
-    pub accuracies: Vec<f64>,
-    /// ε of fold i's model (`None` when non-private).
-    pub epsilons: Vec<Option<f64>>,
-    /// Records in fold i (its test set): random, about N/K, as each record's fold is drawn
-    /// on its own.
-    pub test_sizes: Vec<usize>,
-}
-
-impl FoldResults {
-    /// The largest ε over the folds: the guarantee of each single model.
-    pub fn epsilon(&self) -> Option<f64> {
-        self.epsilons
-            .iter()
-            .flatten()
-            .copied()
-            .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))))
-    }
-}
-
-/// How one fold's model is trained: fold index, recipe, train and test sets, generator.
-pub type FoldTrainer<'a> = dyn FnMut(
-        usize,
-        &TrainConfig,
-        &Dataset,
-        &Dataset,
-        &mut dpml_mechanisms::DpRng,
-    ) -> CliResult<dpsgd::TrainOutcome>
-    + 'a;
-
-/// K-fold cross-validation of `cfg` over `all`: each record's fold is a keyed hash of the
-/// record ([`dpml_data::kfold`]), so it is in the test set of one fold and the training set of
-/// the other K − 1, and removing a record moves no other; one `key` for every run of a sweep
-/// gives them all the same folds. `fit` trains one model per fold on the other K − 1 folds and
-/// tests it on the held-out one. Used by `dpml train --folds` and `dpml sweep --folds`.
-///
-/// # Errors
-/// A usage error unless 2 ≤ K ≤ N or when a fold comes out empty; whatever `fit` returns.
-pub fn k_fold(
-    cfg: &TrainConfig,
-    all: &Dataset,
-    k: usize,
-    key: &SplitKey,
-    rng: &mut dpml_mechanisms::DpRng,
-    fit: &mut FoldTrainer<'_>,
-) -> CliResult<FoldResults> {
-    let folds = dpml_data::kfold(all, k, key)?;
-    let mut accuracies = Vec::with_capacity(k);
-    let mut epsilons = Vec::with_capacity(k);
-    for (i, (train_idx, test_idx)) in folds.iter().enumerate() {
-        let (train, test) = (all.subset(train_idx), all.subset(test_idx));
-        let outcome = fit(i, cfg, &train, &test, rng)?;
-        accuracies.push(outcome.report.test_accuracy.unwrap_or(f64::NAN));
-        epsilons.push(outcome.report.epsilon);
-    }
-    Ok(FoldResults {
-        accuracies,
-        epsilons,
-        test_sizes: folds.iter().map(|f| f.1.len()).collect(),
-    })
-}
-
-/// Mean and sample standard deviation (0 for fewer than two values) of repeated measurements.
-pub fn mean_std(values: &[f64]) -> (f64, f64) {
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    let var = if values.len() > 1 {
-        values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    (mean, var.sqrt())
 }
 
 /// Train with progress on stderr: a bar over the steps on a terminal, otherwise one line per
