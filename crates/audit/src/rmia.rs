@@ -134,7 +134,13 @@ mod tests {
         assert!(s[1] > s[0]);
         // Only OUT models count: record 1's IN model (confidence 0.9) is ignored.
         let trained = vec![vec![false, false, false], vec![false, true, false]];
-        let s2 = rmia_scores(&target, &[refs[0].clone(), vec![0.9, 0.9, 0.3]], &trained, 1.0, 1.0);
+        let s2 = rmia_scores(
+            &target,
+            &[refs[0].clone(), vec![0.9, 0.9, 0.3]],
+            &trained,
+            1.0,
+            1.0,
+        );
         assert_eq!(s2.unwrap()[1], 1.0);
     }
 

@@ -308,7 +308,10 @@ mod tests {
     fn bad_settings_are_named() {
         let data = blobs(60);
         let e = validate(&config(4), &data).unwrap_err().to_string();
-        assert!(e.contains("runs must be at least 8") && e.contains("got 4"), "{e}");
+        assert!(
+            e.contains("runs must be at least 8") && e.contains("got 4"),
+            "{e}"
+        );
         let mut open = config(10);
         open.recipe.privacy = Privacy::NonPrivate;
         assert!(

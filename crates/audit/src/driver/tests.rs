@@ -291,7 +291,9 @@ fn mixed_difficulty_population(n: usize, seed: u64) -> Dataset {
     for i in 0..n {
         if rng.below(3) != 0 {
             let row = &data.x[i * 24..i * 24 + 4];
-            let best = (0..4).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap_or(0);
+            let best = (0..4)
+                .max_by(|&a, &b| row[a].total_cmp(&row[b]))
+                .unwrap_or(0);
             data.y[i] = best as u32;
         }
     }

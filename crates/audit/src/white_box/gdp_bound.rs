@@ -42,10 +42,19 @@ pub struct GdpThresholdBound {
     pub confidence: f64,
 }
 
-/// Φ⁻¹(1 − fpr) − Φ⁻¹(fnr) with the rates kept inside (0, 1).
-fn mu_of(fpr: f64, fnr: f64, n_out: usize, n_in: usize) -> f64 {
-    let clamp = |p: f64, n: usize| p.clamp(0.5 / n as f64, 1.0 - 0.5 / n as f64);
-    normal_quantile(1.0 - clamp(fpr, n_out)) - normal_quantile(clamp(fnr, n_in))
+/// (μ̲, FPR upper, FNR upper) at threshold `t` on `scores`, each rate bounded at `each`:
+/// μ̲ = Φ⁻¹(1 − FPR⁺) − Φ⁻¹(FNR⁺), at least 0 (0 also when a rate bound is 1, which leaves μ
+/// unconstrained).
+fn bounded_mu(scores: &[(f64, bool)], t: f64, each: f64) -> Result<(f64, f64, f64)> {
+    let (fp, fn_, n_out, n_in) = errors(scores, t);
+    let fpr = clopper_pearson_upper(fp as u64, n_out as u64, each)?;
+    let fnr = clopper_pearson_upper(fn_ as u64, n_in as u64, each)?;
+    let mu = if fpr >= 1.0 || fnr >= 1.0 {
+        0.0
+    } else {
+        (normal_quantile(1.0 - fpr) - normal_quantile(fnr)).max(0.0)
+    };
+    Ok((mu, fpr, fnr))
 }
 
 /// Counts (false positives among `out`, false negatives among `inn`) at "in iff score ≥ t".
@@ -100,30 +109,18 @@ pub fn gdp_threshold_bound(
             scores.len()
         )));
     }
+    let each = 1.0 - (1.0 - confidence) / 2.0;
+    // The threshold maximises the same bounded μ on the first half: a point estimate would
+    // favour extreme thresholds whose zero counts say little.
     let mut best = (f64::NEG_INFINITY, f64::INFINITY);
     for &(t, _) in &choose {
-        let (fp, fn_, n_out, n_in) = errors(&choose, t);
-        let mu = mu_of(
-            fp as f64 / n_out as f64,
-            fn_ as f64 / n_in as f64,
-            n_out,
-            n_in,
-        );
+        let mu = bounded_mu(&choose, t, each)?.0;
         if mu > best.0 {
             best = (mu, t);
         }
     }
     let threshold = best.1;
-    let (fp, fn_, n_out, n_in) = errors(&measure, threshold);
-    let each = 1.0 - (1.0 - confidence) / 2.0;
-    let fpr_upper = clopper_pearson_upper(fp as u64, n_out as u64, each)?;
-    let fnr_upper = clopper_pearson_upper(fn_ as u64, n_in as u64, each)?;
-    // A rate bound of 1 leaves μ unconstrained below: nothing is shown.
-    let mu = if fpr_upper >= 1.0 || fnr_upper >= 1.0 {
-        0.0
-    } else {
-        (normal_quantile(1.0 - fpr_upper) - normal_quantile(fnr_upper)).max(0.0)
-    };
+    let (mu, fpr_upper, fnr_upper) = bounded_mu(&measure, threshold, each)?;
     let epsilon_if_gaussian = if mu > 0.0 {
         epsilon_for_delta(mu, delta).map_err(|e| AuditError::Invalid(e.to_string()))?
     } else {

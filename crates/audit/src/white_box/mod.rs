@@ -156,7 +156,7 @@ pub fn validate(cfg: &GradientCanaryConfig, data: &Dataset) -> Result<usize> {
     let bad = |m: String| Err(DriverError::Invalid(m));
     if cfg.canaries < 4 {
         return bad(format!(
-            "canaries must be at least 4 (2 in and 2 out are needed for the GDP estimate), got {}",
+            "canaries must be at least 4, got {} (the GDP estimate needs 2 in and 2 out)",
             cfg.canaries
         ));
     }
