@@ -83,7 +83,7 @@ pub fn estimate(
     let (m_out, ss_out) = mean_var(non_members);
     let dof = (n_in + n_out - 2) as f64;
     let sd = ((ss_in + ss_out) / dof).sqrt();
-    if !(sd > 0.0) {
+    if sd.is_nan() || sd <= 0.0 {
         return Err(AuditError::Invalid(
             "scores have zero spread: the GDP estimate needs a noisy score".into(),
         ));

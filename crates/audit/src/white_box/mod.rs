@@ -72,20 +72,22 @@ pub fn audit_scores(
     confidence: f64,
 ) -> Result<ScoreAudit> {
     let choices = symmetric_choices(scores.len(), &GUESS_FRACTIONS);
-    let (members, non_members): (Vec<(f64, bool)>, Vec<(f64, bool)>) = scores
-        .iter()
-        .copied()
-        .zip(included.iter().copied())
-        .partition(|&(_, inc)| inc);
-    let firsts = |v: Vec<(f64, bool)>| v.into_iter().map(|p| p.0).collect::<Vec<_>>();
+    let group = |want: bool| -> Vec<f64> {
+        scores
+            .iter()
+            .zip(included)
+            .filter(|&(_, &inc)| inc == want)
+            .map(|(&s, _)| s)
+            .collect()
+    };
     Ok(ScoreAudit {
         one_run: audit_sweep(scores, included, &choices, delta, confidence)?,
         one_run_ceiling: ceiling(scores.len(), &choices, delta, confidence)?,
         one_run_gdp: audit_sweep_gdp(scores, included, &choices, delta, confidence)?,
         gdp_threshold_bound: gdp_threshold_bound(scores, included, delta, confidence)?,
         gdp_estimate: estimate(
-            &firsts(members),
-            &firsts(non_members),
+            &group(true),
+            &group(false),
             delta,
             ESTIMATE_INTERVAL_CONFIDENCE,
         )?,
