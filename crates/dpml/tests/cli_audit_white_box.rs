@@ -1,5 +1,5 @@
-//! `dpml audit --attack gradient-canary` as a user runs it: bad canary counts exit 2 with a
-//! named error; a small private run on digits reports the one-run bound with its ceiling, the
+//! `dpml audit --attack gradient-canary` as a user runs it: bad canary counts (and a bad
+//! worst-case-init run count) exit 2 with a named error; a small private run on digits reports the one-run bound with its ceiling, the
 //! GDP bounds and the GDP estimate (named as an estimate) beside the accountant, consistently.
 
 mod common;
@@ -36,6 +36,10 @@ fn bad_canary_counts_exit_2_with_a_named_error() {
     dpml(&args(&["--canaries", "0"])).assert_usage_error("canaries must be at least 4, got 0");
     dpml(&args(&["--canaries", "401"]))
         .assert_usage_error("canaries must be at most the training records (400), got 401");
+    // The worst-case-init audit shares the flags and names its own bad values.
+    let mut wci = args(&["--runs", "4"]);
+    wci[6] = "worst-case-init";
+    dpml(&wci).assert_usage_error("runs must be at least 8");
 }
 
 #[test]
