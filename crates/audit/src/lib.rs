@@ -7,12 +7,18 @@
 //! - [`loss_attack`]: single-model scores (loss, confidence, entropy, modified entropy).
 //! - [`logits`]: stable log-softmax, cross-entropy and LiRA's logit-scaled confidence.
 //! - [`lira`]: the likelihood-ratio attack, online and offline.
+//! - [`rmia`]: the robust membership-inference attack (Zarifzadeh et al. 2024), strong with
+//!   few reference models.
 //! - [`roc`]: exact ROC curves with ties, AUC, TPR at low FPR, attacker advantage.
 //! - [`bounds`]: Clopper–Pearson intervals and the empirical ε lower bound of a threshold
 //!   chosen on one split and measured on another.
 //! - [`one_run`]: the one-run canary audit of Steinke, Nasr and Jagielski (2023).
 //! - [`attribute`]: attribute inference from the model's loss (Yeom et al. 2018) on a named
 //!   sensitive column of a tabular data set, with its ε lower bound.
+//! - [`white_box`]: the white-box gradient-canary audit of DP-SGD (Dirac canaries, one-run
+//!   bounds, GDP bound and estimate).
+//! - [`worst_case_init`]: the black-box audit of the final model from worst-case initial
+//!   parameters (Annamalai & De Cristofaro 2024), runs spread over threads.
 //! - [`driver`]: trains the target, reference and canary models with dpml's DP-SGD trainer
 //!   (cached on disk) and runs the attacks end to end ([`driver::run_audit`]).
 //!
@@ -47,8 +53,11 @@ pub mod lira;
 pub mod logits;
 pub mod loss_attack;
 pub mod one_run;
+pub mod rmia;
 pub mod roc;
 mod sampling;
 mod validate;
+pub mod white_box;
+pub mod worst_case_init;
 
 pub use error::{AuditError, Result};

@@ -21,6 +21,9 @@ pub enum AttackKind {
     Lira,
     /// LiRA offline: OUT reference scores only.
     LiraOffline,
+    /// RMIA (Zarifzadeh et al. 2024): the target's confidence over the references' mean,
+    /// compared with the population; works with 1 or 2 reference models.
+    Rmia,
     /// The one-run canary audit (Steinke, Nasr, Jagielski 2023).
     OneRun,
     /// Attribute inference on a sensitive column (Yeom et al. 2018); needs
@@ -29,14 +32,15 @@ pub enum AttackKind {
 }
 
 /// The names accepted by [`AttackKind::parse_list`].
-pub const ATTACK_NAMES: &str = "loss, lira, lira-offline, one-run, attribute, all";
+pub const ATTACK_NAMES: &str = "loss, lira, lira-offline, rmia, one-run, attribute, all";
 
 impl AttackKind {
     /// Every attack, in report order.
-    pub const ALL: [AttackKind; 5] = [
+    pub const ALL: [AttackKind; 6] = [
         AttackKind::Loss,
         AttackKind::Lira,
         AttackKind::LiraOffline,
+        AttackKind::Rmia,
         AttackKind::OneRun,
         AttackKind::Attribute,
     ];
@@ -47,6 +51,7 @@ impl AttackKind {
             AttackKind::Loss => "loss",
             AttackKind::Lira => "lira",
             AttackKind::LiraOffline => "lira-offline",
+            AttackKind::Rmia => "rmia",
             AttackKind::OneRun => "one-run",
             AttackKind::Attribute => "attribute",
         }
@@ -54,6 +59,14 @@ impl AttackKind {
 
     /// Whether the attack needs reference models.
     pub fn needs_reference_models(self) -> bool {
+        matches!(
+            self,
+            AttackKind::Lira | AttackKind::LiraOffline | AttackKind::Rmia
+        )
+    }
+
+    /// Whether the attack fits LiRA's Gaussians (at least 2 IN and 2 OUT scores per record).
+    pub fn is_lira(self) -> bool {
         matches!(self, AttackKind::Lira | AttackKind::LiraOffline)
     }
 
@@ -193,7 +206,14 @@ impl AuditConfig {
         if self.reference_models == 0 {
             return bad("reference-models must be at least 1, got 0".into());
         }
-        if self.needs_reference_models() && self.reference_models < 4 {
+        if self.attacks.contains(&AttackKind::Rmia) && self.reference_models < 2 {
+            return bad(format!(
+                "reference-models must be at least 2 for RMIA (every example needs a reference \
+                 model not trained on it), got {}",
+                self.reference_models
+            ));
+        }
+        if self.attacks.iter().any(|a| a.is_lira()) && self.reference_models < 4 {
             return bad(format!(
                 "reference-models must be at least 4 for LiRA (every example needs 2 IN and 2 \
                  OUT reference scores for the pooled variance), got {}",
@@ -301,7 +321,7 @@ mod tests {
         );
         assert_eq!(
             AttackKind::parse_list("all", false).unwrap(),
-            AttackKind::ALL[..4].to_vec()
+            AttackKind::ALL[..5].to_vec()
         );
         assert_eq!(
             AttackKind::parse_list("attribute,loss", false).unwrap(),

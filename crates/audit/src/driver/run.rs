@@ -24,6 +24,7 @@ use crate::attribute::AttributeReport;
 use crate::bounds::EpsilonBoundParams;
 use crate::lira::{self, OfflineStatistic, ReferenceScores};
 use crate::one_run;
+use crate::rmia;
 
 /// The one-run audit's outcome, in the JSON shape of the other attacks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -96,7 +97,7 @@ pub struct AuditReport {
     /// The target's accuracy on the held-out non-members.
     pub target_holdout_accuracy: f64,
     /// Each attack's metrics, by name ("loss", "confidence", "entropy", "lira",
-    /// "lira_offline", "one_run", "attribute").
+    /// "lira_offline", "rmia", "one_run", "attribute").
     pub attacks: BTreeMap<String, AttackOutcome>,
     /// The best lower bound across attacks.
     pub epsilon_lower_bound: f64,
@@ -261,6 +262,23 @@ pub fn run_audit(
                 lira::lira_offline(phi, r, variance, OfflineStatistic::NegLogSurvival)
             })?;
             threshold("lira_offline", &s, &mut split_rng)?;
+        }
+        if cfg.attacks.contains(&AttackKind::Rmia) {
+            let reference_confidences = scored
+                .iter()
+                .map(|s| {
+                    let c = RecordScores::from_logits(&s.logits, s.classes, &lira_eval.y)?;
+                    Ok(c.confidence[..n2].to_vec())
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let s = rmia::rmia_scores(
+                &target_all.confidence[..n2],
+                &reference_confidences,
+                membership,
+                rmia::DEFAULT_OFFLINE_A,
+                rmia::DEFAULT_GAMMA,
+            )?;
+            threshold("rmia", &s, &mut split_rng)?;
         }
     }
     if let (Some(run), Some(s)) = (&canary_run, &canary_scored) {

@@ -19,6 +19,7 @@
 //! than canaries, `δ ∉ [0, 1)` and `confidence ∉ (0, 1)` are rejected with named values.
 
 mod canaries;
+pub mod gdp_profile;
 mod p_value;
 
 pub use canaries::CanaryPlan;
@@ -61,7 +62,7 @@ pub fn epsilon_lower_bound(m: u64, r: u64, v: u64, delta: f64, confidence: f64) 
     epsilon_at_level(m, r, v, delta, 1.0 - confidence)
 }
 
-fn epsilon_at_level(m: u64, r: u64, v: u64, delta: f64, level: f64) -> Result<f64> {
+pub(crate) fn epsilon_at_level(m: u64, r: u64, v: u64, delta: f64, level: f64) -> Result<f64> {
     let rejected = |eps: f64| p_value(m, r, v, eps, delta).map(|p| p < level);
     if !rejected(0.0)? {
         return Ok(0.0);
@@ -113,6 +114,48 @@ pub fn audit_sweep(
     delta: f64,
     confidence: f64,
 ) -> Result<OneRunResult> {
+    let level = (1.0 - confidence) / choices.len().max(1) as f64;
+    let mut best: Option<OneRunResult> = None;
+    for c in guess_counts(scores, included, choices, delta, confidence)? {
+        let epsilon = epsilon_at_level(c.m, c.r, c.v, delta, level)?;
+        let result = OneRunResult {
+            canaries: c.m,
+            guesses: c.r,
+            correct: c.v,
+            k_plus: c.k_plus,
+            k_minus: c.k_minus,
+            epsilon,
+            delta,
+            confidence,
+        };
+        if best.is_none_or(|b| result.epsilon > b.epsilon) {
+            best = Some(result);
+        }
+    }
+    best.ok_or_else(|| AuditError::Numeric("one-run sweep produced no result".into()))
+}
+
+/// The guesses of one `(k₊, k₋)` choice: `r` guesses of which `v` are correct, on `m`
+/// canaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GuessCounts {
+    pub m: u64,
+    pub r: u64,
+    pub v: u64,
+    pub k_plus: u64,
+    pub k_minus: u64,
+}
+
+/// Checks the inputs of a sweep and counts the correct guesses of every choice: "in" for the
+/// `k₊` highest scores, "out" for the `k₋` lowest (ties broken by position, which does not
+/// depend on inclusion).
+pub(crate) fn guess_counts(
+    scores: &[f64],
+    included: &[bool],
+    choices: &[(usize, usize)],
+    delta: f64,
+    confidence: f64,
+) -> Result<Vec<GuessCounts>> {
     validate::finite_nonempty("canary scores", scores)?;
     validate::delta(delta)?;
     validate::confidence(confidence)?;
@@ -131,40 +174,64 @@ pub fn audit_sweep(
     // Canaries by decreasing score; the stable sort keeps ties in position order.
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
-    let level = (1.0 - confidence) / choices.len() as f64;
-    let mut best: Option<OneRunResult> = None;
-    for &(k_plus, k_minus) in choices {
-        let r = k_plus
-            .checked_add(k_minus)
-            .filter(|&r| r >= 1 && r <= m)
-            .ok_or_else(|| {
-                AuditError::Invalid(format!(
-                    "guesses k+ + k- must be between 1 and the number of canaries ({m}), \
-                 got {k_plus} + {k_minus}"
-                ))
-            })?;
-        let hits_in = order[..k_plus].iter().filter(|&&i| included[i]).count();
-        let hits_out = order[m - k_minus..]
-            .iter()
-            .filter(|&&i| !included[i])
-            .count();
-        let v = (hits_in + hits_out) as u64;
-        let epsilon = epsilon_at_level(m as u64, r as u64, v, delta, level)?;
-        let result = OneRunResult {
-            canaries: m as u64,
-            guesses: r as u64,
-            correct: v,
-            k_plus: k_plus as u64,
-            k_minus: k_minus as u64,
-            epsilon,
-            delta,
-            confidence,
-        };
-        if best.is_none_or(|b| result.epsilon > b.epsilon) {
-            best = Some(result);
-        }
-    }
-    best.ok_or_else(|| AuditError::Numeric("one-run sweep produced no result".into()))
+    choices
+        .iter()
+        .map(|&(k_plus, k_minus)| {
+            let r = k_plus
+                .checked_add(k_minus)
+                .filter(|&r| r >= 1 && r <= m)
+                .ok_or_else(|| {
+                    AuditError::Invalid(format!(
+                        "guesses k+ + k- must be between 1 and the number of canaries ({m}), \
+                         got {k_plus} + {k_minus}"
+                    ))
+                })?;
+            let hits_in = order[..k_plus].iter().filter(|&&i| included[i]).count();
+            let hits_out = order[m - k_minus..]
+                .iter()
+                .filter(|&&i| !included[i])
+                .count();
+            Ok(GuessCounts {
+                m: m as u64,
+                r: r as u64,
+                v: (hits_in + hits_out) as u64,
+                k_plus: k_plus as u64,
+                k_minus: k_minus as u64,
+            })
+        })
+        .collect()
+}
+
+/// The largest bound any outcome of `choices` could give on `m` canaries (every guess
+/// correct), at the per-choice level of [`audit_sweep`]: no audit with this many canaries can
+/// show more, whatever the mechanism.
+///
+/// # Errors
+/// As [`audit_sweep`].
+pub fn ceiling(m: usize, choices: &[(usize, usize)], delta: f64, confidence: f64) -> Result<f64> {
+    validate::delta(delta)?;
+    validate::confidence(confidence)?;
+    let level = (1.0 - confidence) / choices.len().max(1) as f64;
+    choices.iter().try_fold(0.0_f64, |best, &(kp, km)| {
+        let r = (kp + km) as u64;
+        Ok(best.max(epsilon_at_level(m as u64, r, r, delta, level)?))
+    })
+}
+
+/// Symmetric guess choices for a sweep: `k₊ = k₋ = ⌈f·m/2⌉` for each fraction `f` of the
+/// canaries guessed, duplicates dropped.
+pub fn symmetric_choices(m: usize, fractions: &[f64]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = fractions
+        .iter()
+        .map(|&f| {
+            let k = ((f * m as f64 / 2.0).ceil() as usize).clamp(1, (m / 2).max(1));
+            (k, k.min(m - k))
+        })
+        .filter(|&(a, b)| a + b >= 1)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]

@@ -49,7 +49,9 @@ pub struct AuditArgs {
     #[arg(long, alias = "target-size")]
     pub train_size: Option<usize>,
     /// Attacks, comma-separated: loss, lira, lira-offline, one-run, attribute, all (attribute
-    /// is part of all when --sensitive-column is given).
+    /// is part of all when --sensitive-column is given); or alone: gradient-canary
+    /// (white-box DP-SGD audit with Dirac gradient canaries) or worst-case-init (black-box
+    /// audit of the final model from worst-case initial parameters, over --runs trainings).
     #[arg(long)]
     pub attack: String,
     /// The sensitive feature of the attribute attack, by name as in the data set's feature
@@ -73,9 +75,17 @@ pub struct AuditArgs {
     #[arg(long, default_value = "single")]
     pub lira_queries: String,
     /// Canaries m of the one-run audit [default: min(500, N/2), so that its model trains on
-    /// at least N/2 records even when every canary is left out].
+    /// at least N/2 records even when every canary is left out]; of the gradient-canary audit
+    /// [default: min(1000, the training records)].
     #[arg(long)]
     pub canaries: Option<usize>,
+    /// Trainings of the worst-case-init audit (half with the target record, half without).
+    #[arg(long, default_value = "200")]
+    pub runs: usize,
+    /// Epochs of the non-private pretraining that gives the worst-case-init audit its initial
+    /// parameters.
+    #[arg(long, default_value = "10")]
+    pub pretrain_epochs: f64,
     /// Confidence of the lower bounds.
     #[arg(long, value_parser = args::open_unit, default_value = "0.95")]
     pub confidence: f64,
@@ -117,9 +127,9 @@ const DEFAULT_TARGET_SIZE: usize = 2000;
 /// Default m when `--canaries` is not given (at most N/2 of them).
 const DEFAULT_CANARIES: usize = 500;
 /// Default batch size when `--batch-size` is not given (at most the smallest training set).
-const DEFAULT_BATCH_SIZE: usize = 64;
+pub(super) const DEFAULT_BATCH_SIZE: usize = 64;
 
-fn driver_err(e: DriverError) -> CliError {
+pub(super) fn driver_err(e: DriverError) -> CliError {
     if e.is_user_error() {
         CliError::usage(e)
     } else {
@@ -127,7 +137,7 @@ fn driver_err(e: DriverError) -> CliError {
     }
 }
 
-fn recipe(a: &AuditArgs) -> CliResult<TrainConfig> {
+pub(super) fn recipe(a: &AuditArgs) -> CliResult<TrainConfig> {
     if a.training.model.is_none() {
         return Err(CliError::usage(
             "--model is required (logreg, mlp, cnn, cnn-tanh)",
@@ -151,6 +161,12 @@ fn recipe(a: &AuditArgs) -> CliResult<TrainConfig> {
 
 /// Run `dpml audit`.
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    if a.attack.trim() == super::audit_white_box::ATTACK {
+        return super::audit_white_box::run(a, data_dir, out);
+    }
+    if a.attack.trim() == super::audit_worst_case::ATTACK {
+        return super::audit_worst_case::run(a, data_dir, out);
+    }
     let attacks =
         AttackKind::parse_list(&a.attack, a.sensitive_column.is_some()).map_err(driver_err)?;
     let source = &a.data.dataset;
@@ -308,7 +324,7 @@ pub fn inconsistency_banner(r: &AuditReport) -> String {
     )
 }
 
-fn write_json(path: &Path, v: &Value) -> CliResult<()> {
+pub(super) fn write_json(path: &Path, v: &Value) -> CliResult<()> {
     let text = serde_json::to_string_pretty(v).map_err(CliError::internal)?;
     std::fs::write(path, text)
         .map_err(|e| CliError::usage(format!("writing {}: {e}", path.display())))

@@ -41,6 +41,7 @@ pub mod objective;
 pub mod presets;
 pub mod sampler;
 mod step;
+pub mod step_hook;
 pub mod train;
 
 pub use accounting::{PrivacyPlan, accountant};
@@ -55,7 +56,8 @@ pub use normalize::{FASHION_MNIST_MEAN_STD, InputTransform, MNIST_MEAN_STD, Norm
 pub use objective::{Objective, Task};
 pub use presets::{Preset, preset, presets, tabular_recipe};
 pub use sampler::PoissonSampler;
-pub use train::{EpochLog, Progress, TrainOutcome, TrainReport, train, train_task};
+pub use step_hook::{StepContext, StepHook};
+pub use train::{EpochLog, Progress, TrainOutcome, TrainReport, train, train_hooked, train_task};
 
 #[cfg(test)]
 mod tests;

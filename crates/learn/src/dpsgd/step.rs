@@ -22,6 +22,7 @@ use super::noise::Noise;
 use super::normalize::InputTransform;
 use super::objective::Objective;
 use super::sampler::PoissonSampler;
+use super::step_hook::{StepContext, StepHook};
 
 /// What one step saw (on private data: diagnostics for the operator, not a private release).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -108,11 +109,35 @@ impl Stepper {
     /// [`super::DpSgdError::Nn`] from the engine (shapes were checked before training).
     pub(crate) fn step(&mut self, data: &Dataset, lr: f32, rng: &mut DpRng) -> Result<StepStats> {
         self.sampler.sample_into(rng, &mut self.idx);
-        self.apply(data, lr, rng)
+        self.apply(data, lr, rng, None)
+    }
+
+    /// As [`Stepper::step`], calling `hook` around the noise (private steps only), with
+    /// `ctx.sampling_rate` filled in from the sampler.
+    pub(crate) fn step_hooked(
+        &mut self,
+        data: &Dataset,
+        lr: f32,
+        rng: &mut DpRng,
+        ctx: StepContext,
+        hook: &mut dyn StepHook,
+    ) -> Result<StepStats> {
+        self.sampler.sample_into(rng, &mut self.idx);
+        let ctx = StepContext {
+            sampling_rate: self.sampler.sampling_rate(),
+            ..ctx
+        };
+        self.apply(data, lr, rng, Some((ctx, hook)))
     }
 
     /// Steps 2–4 of the module docs on the batch already in `self.idx`.
-    fn apply(&mut self, data: &Dataset, lr: f32, rng: &mut DpRng) -> Result<StepStats> {
+    fn apply(
+        &mut self,
+        data: &Dataset,
+        lr: f32,
+        rng: &mut DpRng,
+        mut hook: Option<(StepContext, &mut dyn StepHook)>,
+    ) -> Result<StepStats> {
         let mut stats = StepStats {
             batch: self.idx.len(),
             ..StepStats::default()
@@ -145,7 +170,14 @@ impl Stepper {
             Noise::None => stats.batch as f64,
             _ => self.sampler.expected_batch(),
         };
+        let private = !matches!(self.noise, Noise::None);
+        if let (true, Some((ctx, h))) = (private, hook.as_mut()) {
+            h.before_noise(ctx, &mut self.model, rng);
+        }
         self.noise.add(&mut self.model, rng);
+        if let (true, Some((ctx, h))) = (private, hook.as_mut()) {
+            h.after_noise(ctx, &mut self.model);
+        }
         let scale = (1.0 / divisor) as f32;
         self.model
             .for_each_param_mut(|_, p| p.grad.iter_mut().for_each(|g| *g *= scale));
@@ -164,7 +196,7 @@ impl Stepper {
     ) -> Result<StepStats> {
         self.idx.clear();
         self.idx.extend_from_slice(batch);
-        self.apply(data, lr, rng)
+        self.apply(data, lr, rng, None)
     }
 }
 

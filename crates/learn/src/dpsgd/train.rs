@@ -23,6 +23,7 @@ use super::normalize::InputTransform;
 use super::objective::{Objective, Task};
 use super::sampler::PoissonSampler;
 use super::step::Stepper;
+use super::step_hook::{StepContext, StepHook};
 
 /// One epoch's summary. Training loss and accuracy are measured on the Poisson batches before
 /// each update: they are computed from private data WITHOUT noise, so they are diagnostics for
@@ -255,6 +256,49 @@ pub fn train_task(
     observer: &mut dyn FnMut(&Progress),
     prefix_observer: &mut dyn FnMut(&PrefixProgress),
 ) -> Result<TrainOutcome> {
+    run_training(task, cfg, train, test, rng, observer, prefix_observer, None)
+}
+
+/// As [`train`] (classification), calling `hook` around the noise of every private step: the
+/// white-box view of an auditor ([`super::step_hook`]).
+///
+/// # Privacy
+/// As [`train`] for the real records; see [`super::step_hook`] for what a hook may add.
+///
+/// # Errors
+/// As [`train`].
+pub fn train_hooked(
+    cfg: &TrainConfig,
+    train: &Dataset,
+    test: Option<&Dataset>,
+    rng: &mut DpRng,
+    observer: &mut dyn FnMut(&Progress),
+    hook: &mut dyn StepHook,
+) -> Result<TrainOutcome> {
+    run_training(
+        Task::Classification,
+        cfg,
+        train,
+        test,
+        rng,
+        observer,
+        &mut |_| {},
+        Some(hook),
+    )
+}
+
+/// The body of [`train_task`] and [`train_hooked`].
+#[allow(clippy::too_many_arguments)]
+fn run_training(
+    task: Task,
+    cfg: &TrainConfig,
+    train: &Dataset,
+    test: Option<&Dataset>,
+    rng: &mut DpRng,
+    observer: &mut dyn FnMut(&Progress),
+    prefix_observer: &mut dyn FnMut(&PrefixProgress),
+    mut hook: Option<&mut dyn StepHook>,
+) -> Result<TrainOutcome> {
     let started = Instant::now();
     cfg.validate()?;
     let objective = Objective::new(task, train.n_classes);
@@ -262,6 +306,9 @@ pub fn train_task(
     let input = cfg.normalize.resolve(train)?;
     let plan = PrivacyPlan::new(cfg, train.n)?;
     let mut model = Sequential::new(spec, rng)?;
+    if let Some(h) = hook.as_deref_mut() {
+        h.initialise(&mut model);
+    }
     let start = prefix_to_precompute(&model);
     let mut map = |set: &'static str, data: &Dataset| {
         map_through_prefix(&mut model, start, &input, data, &mut |done, total| {
@@ -326,7 +373,17 @@ pub fn train_task(
     for t in 0..plan.steps {
         let lr = schedule.lr(cfg.lr, usize::try_from(t).unwrap_or(usize::MAX));
         let tick = Instant::now();
-        let stats = stepper.step(train, lr, rng)?;
+        let stats = match hook.as_deref_mut() {
+            Some(h) => {
+                let ctx = StepContext {
+                    step: t,
+                    sampling_rate: plan.sampling_rate,
+                    max_grad_norm: c,
+                };
+                stepper.step_hooked(train, lr, rng, ctx, h)?
+            }
+            None => stepper.step(train, lr, rng)?,
+        };
         if let Some(e) = ema.as_mut() {
             e.update(&mut stepper.model);
         }
