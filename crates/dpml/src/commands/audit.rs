@@ -31,7 +31,16 @@ use crate::schema_args::SchemaArgs;
 /// Flags of `dpml audit`.
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("privacy").required(true).args(["epsilon", "noise_multiplier", "non_private"])))]
+// `--scores` audits a model dpml did not train: no data set, recipe or attack to name.
+#[command(mut_group("privacy", |g| g.arg("scores")))]
+#[command(mut_arg("dataset", |a| a.required_unless_present("scores").default_value("iris")))]
+#[command(mut_arg("attack", |a| a.required_unless_present("scores").default_value("")))]
 pub struct AuditArgs {
+    /// Audit a model dpml did not train from its attack scores: a CSV with a header and the
+    /// columns score (higher = member) and member (1 or 0). Uses --delta, --confidence,
+    /// --seed and --out; no data set, model or attack is needed.
+    #[arg(long, value_name = "FILE")]
+    pub scores: Option<PathBuf>,
     #[command(flatten)]
     pub data: DataArgs,
     /// What is declared about the data (bounds, classes), as for `dpml train`.
@@ -119,7 +128,7 @@ const DEFAULT_CANARIES: usize = 500;
 /// Default batch size when `--batch-size` is not given (at most the smallest training set).
 const DEFAULT_BATCH_SIZE: usize = 64;
 
-fn driver_err(e: DriverError) -> CliError {
+pub(super) fn driver_err(e: DriverError) -> CliError {
     if e.is_user_error() {
         CliError::usage(e)
     } else {
@@ -151,6 +160,9 @@ fn recipe(a: &AuditArgs) -> CliResult<TrainConfig> {
 
 /// Run `dpml audit`.
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    if let Some(scores) = &a.scores {
+        return super::audit_scores::run(a, scores, out);
+    }
     let attacks =
         AttackKind::parse_list(&a.attack, a.sensitive_column.is_some()).map_err(driver_err)?;
     let source = &a.data.dataset;
@@ -308,7 +320,7 @@ pub fn inconsistency_banner(r: &AuditReport) -> String {
     )
 }
 
-fn write_json(path: &Path, v: &Value) -> CliResult<()> {
+pub(super) fn write_json(path: &Path, v: &Value) -> CliResult<()> {
     let text = serde_json::to_string_pretty(v).map_err(CliError::internal)?;
     std::fs::write(path, text)
         .map_err(|e| CliError::usage(format!("writing {}: {e}", path.display())))
@@ -376,7 +388,12 @@ fn roc_chart(r: &AuditReport, model: &str) -> Chart {
     }
 }
 
-fn write_outputs(dir: &Path, r: &AuditReport, result: &Value, model: &str) -> CliResult<Value> {
+pub(super) fn write_outputs(
+    dir: &Path,
+    r: &AuditReport,
+    result: &Value,
+    model: &str,
+) -> CliResult<Value> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
     let (png, svg) = plot::write(&[roc_chart(r, model)], dir, "roc")?;

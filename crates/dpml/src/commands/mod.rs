@@ -3,6 +3,7 @@
 pub mod account;
 pub mod arch;
 pub mod audit;
+pub mod audit_scores;
 pub mod bench;
 pub mod calibrate;
 pub mod data;
