@@ -93,7 +93,7 @@ def test_bad_input_raises_value_error():
 def test_python_and_cli_agree_on_a_scores_file(dpml_cli, tmp_path):
     members, non = _scores(6, n=500, shift=1.5)
     csv = tmp_path / "scores.csv"
-    rows = [f"{s!r},1" for s in members] + [f"{s!r},0" for s in non]
+    rows = [f"{float(s)!r},1" for s in members] + [f"{float(s)!r},0" for s in non]
     csv.write_text("score,member\n" + "\n".join(rows) + "\n")
     out_dir = tmp_path / "audit"
     cli = dpml_cli("audit", "--scores", csv, "--seed", 7, "--delta", 1e-5, "--out", out_dir)

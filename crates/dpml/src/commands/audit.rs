@@ -33,8 +33,8 @@ use crate::schema_args::SchemaArgs;
 #[command(group(ArgGroup::new("privacy").required(true).args(["epsilon", "noise_multiplier", "non_private"])))]
 // `--scores` audits a model dpml did not train: no data set, recipe or attack to name.
 #[command(mut_group("privacy", |g| g.arg("scores")))]
-#[command(mut_arg("dataset", |a| a.required_unless_present("scores").default_value("iris")))]
-#[command(mut_arg("attack", |a| a.required_unless_present("scores").default_value("")))]
+#[command(mut_arg("dataset", |a| a.required(false).required_unless_present("scores").default_value("iris").hide_default_value(true)))]
+#[command(mut_arg("attack", |a| a.required(false).required_unless_present("scores").default_value("").hide_default_value(true)))]
 pub struct AuditArgs {
     /// Audit a model dpml did not train from its attack scores: a CSV with a header and the
     /// columns score (higher = member) and member (1 or 0). Uses --delta, --confidence,
