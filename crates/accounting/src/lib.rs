@@ -9,6 +9,7 @@ pub mod calibrate;
 pub mod fdp;
 pub mod gdp;
 pub mod ledger;
+pub mod named;
 pub mod pld;
 pub mod rdp;
 

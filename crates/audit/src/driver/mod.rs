@@ -11,6 +11,7 @@
 //! - [`attribute`]: attribute inference on the target, scored on substituted audit records.
 //! - [`augment`]: LiRA's augmented queries (1-pixel shifts of images).
 //! - [`theory`]: the accountant's ε and the f-DP bound on any ROC curve.
+//! - [`external`]: the same report from the scores of a model dpml did not train.
 //! - [`run`]: [`run_audit`], which does all of it and returns an [`AuditReport`].
 //!
 //! # Privacy
@@ -33,6 +34,7 @@ pub mod cache;
 pub mod canary;
 pub mod config;
 pub mod error;
+pub mod external;
 pub mod metrics;
 pub mod models;
 pub mod population;

@@ -31,7 +31,16 @@ use crate::schema_args::SchemaArgs;
 /// Flags of `dpml audit`.
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("privacy").required(true).args(["epsilon", "noise_multiplier", "non_private"])))]
+// `--scores` audits a model dpml did not train: no data set, recipe or attack to name.
+#[command(mut_group("privacy", |g| g.arg("scores")))]
+#[command(mut_arg("dataset", |a| a.required(false).required_unless_present("scores").default_value("iris").hide_default_value(true)))]
+#[command(mut_arg("attack", |a| a.required(false).required_unless_present("scores").default_value("").hide_default_value(true)))]
 pub struct AuditArgs {
+    /// Audit a model dpml did not train from its attack scores: a CSV with a header and the
+    /// columns score (higher = member) and member (1 or 0). Uses --delta, --confidence,
+    /// --seed and --out; no data set, model or attack is needed.
+    #[arg(long, value_name = "FILE")]
+    pub scores: Option<PathBuf>,
     #[command(flatten)]
     pub data: DataArgs,
     /// What is declared about the data (bounds, classes), as for `dpml train`.
@@ -161,6 +170,9 @@ pub(super) fn recipe(a: &AuditArgs) -> CliResult<TrainConfig> {
 
 /// Run `dpml audit`.
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    if let Some(scores) = &a.scores {
+        return super::audit_scores::run(a, scores, out);
+    }
     if a.attack.trim() == super::audit_white_box::ATTACK {
         return super::audit_white_box::run(a, data_dir, out);
     }
@@ -392,7 +404,12 @@ fn roc_chart(r: &AuditReport, model: &str) -> Chart {
     }
 }
 
-fn write_outputs(dir: &Path, r: &AuditReport, result: &Value, model: &str) -> CliResult<Value> {
+pub(super) fn write_outputs(
+    dir: &Path,
+    r: &AuditReport,
+    result: &Value,
+    model: &str,
+) -> CliResult<Value> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
     let (png, svg) = plot::write(&[roc_chart(r, model)], dir, "roc")?;

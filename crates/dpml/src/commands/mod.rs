@@ -3,6 +3,7 @@
 pub mod account;
 pub mod arch;
 pub mod audit;
+pub mod audit_scores;
 pub mod audit_white_box;
 pub mod audit_worst_case;
 pub mod bench;

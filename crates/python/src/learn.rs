@@ -1,0 +1,173 @@
+//! DP-SGD training and prediction, and DP k-means, over numpy arrays. The Python estimators
+//! (python/dpml/learn.py) hold the scikit-learn conventions; the training is dpml-learn's.
+
+use dpml_data::Dataset;
+use dpml_learn::dpsgd::{self, InputTransform, Normalization, TrainConfig};
+use dpml_learn::kmeans::{self, Algorithm, Bounds, KMeansParams};
+use dpml_nn::Sequential;
+use numpy::ndarray::Array2;
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use serde_json::Value;
+
+use crate::guard;
+
+/// A trained network and the input transform it was trained with.
+#[pyclass(name = "TrainedModel")]
+pub struct TrainedModel {
+    model: Sequential,
+    input: InputTransform,
+    classes: usize,
+}
+
+fn dataset(x: &PyReadonlyArray2<'_, f64>, y: Vec<u32>, classes: usize) -> Dataset {
+    let x = x.as_array();
+    let (n, d) = (x.nrows(), x.ncols());
+    Dataset {
+        name: "python".into(),
+        x: x.iter().map(|&v| v as f32).collect(),
+        n,
+        record_shape: vec![d],
+        y,
+        n_classes: classes,
+        feature_names: (0..d).map(|j| format!("x{j}")).collect(),
+        class_names: (0..classes).map(|c| c.to_string()).collect(),
+        feature_range: None,
+    }
+}
+
+/// The recipe: `dpml train`'s tabular recipe with the given fields (the recipe's JSON names)
+/// replaced, and features min-max scaled from the declared per-feature `ranges`.
+fn recipe(overrides_json: &str, ranges: &[(f64, f64)]) -> Result<TrainConfig, String> {
+    let mut base = serde_json::to_value(dpsgd::tabular_recipe()).map_err(|e| e.to_string())?;
+    let overrides: Value =
+        serde_json::from_str(overrides_json).map_err(|e| format!("invalid recipe: {e}"))?;
+    if let (Value::Object(b), Value::Object(o)) = (&mut base, overrides) {
+        b.extend(o);
+    }
+    let mut cfg: TrainConfig =
+        serde_json::from_value(base).map_err(|e| format!("invalid recipe: {e}"))?;
+    cfg.normalize = Normalization::feature_ranges(ranges);
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+/// Trains with DP-SGD; returns the model and the training report (JSON, the CLI's names).
+#[pyfunction]
+#[pyo3(signature = (x, y, classes, ranges, overrides_json, seed=None))]
+fn dpsgd_fit(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    y: PyReadonlyArray1<'_, i64>,
+    classes: usize,
+    ranges: Vec<(f64, f64)>,
+    overrides_json: &str,
+    seed: Option<u64>,
+) -> PyResult<(TrainedModel, String)> {
+    let mut rng = guard::rng(seed)?;
+    if ranges.len() != x.as_array().ncols() {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "bounds must give one (low, high) pair per feature ({}), got {}",
+            x.as_array().ncols(),
+            ranges.len()
+        )));
+    }
+    let labels = labels(&y, classes)?;
+    let data = dataset(&x, labels, classes);
+    let cfg = recipe(overrides_json, &ranges).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let outcome = guard::run(py, || {
+        dpsgd::train(&cfg, &data, None, &mut rng, &mut |_: &dpsgd::Progress| {})
+    })?;
+    let mut report = serde_json::to_value(&outcome.report).map_err(value_error)?;
+    report["recipe"] = serde_json::to_value(&cfg).map_err(value_error)?;
+    report["event"] = serde_json::to_value(&outcome.event).map_err(value_error)?;
+    Ok((
+        TrainedModel {
+            model: outcome.model,
+            input: outcome.input,
+            classes,
+        },
+        report.to_string(),
+    ))
+}
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(e.to_string())
+}
+
+fn labels(y: &PyReadonlyArray1<'_, i64>, classes: usize) -> PyResult<Vec<u32>> {
+    y.as_array()
+        .iter()
+        .map(|&v| {
+            u32::try_from(v)
+                .ok()
+                .filter(|&c| (c as usize) < classes)
+                .ok_or_else(|| value_error(format!("labels must be in 0..{classes}, got {v}")))
+        })
+        .collect()
+}
+
+#[pymethods]
+impl TrainedModel {
+    /// Logits `[n, classes]` of the records `x` (post-processing: no privacy cost).
+    fn predict_logits<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let n = x.as_array().nrows();
+        let data = dataset(&x, vec![0; n], self.classes);
+        let logits =
+            dpsgd::predict_logits(&mut self.model, &self.input, &data).map_err(value_error)?;
+        let k = logits.data().len() / n.max(1);
+        let arr = Array2::from_shape_vec((n, k), logits.data().to_vec()).map_err(value_error)?;
+        Ok(arr.into_pyarray(py))
+    }
+}
+
+/// DP k-means (DP-Lloyd) of the rows of `x` inside declared per-feature `ranges`: the
+/// centroids `[k, d]` and the fit's report (JSON).
+#[pyfunction]
+#[pyo3(signature = (x, k, epsilon, ranges, iterations=None, seed=None))]
+fn kmeans_fit<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, f64>,
+    k: usize,
+    epsilon: Option<f64>,
+    ranges: Vec<(f64, f64)>,
+    iterations: Option<usize>,
+    seed: Option<u64>,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, String)> {
+    let mut rng = guard::rng(seed)?;
+    let view = x.as_array();
+    let (n, d) = (view.nrows(), view.ncols());
+    let points: Vec<f64> = view.iter().copied().collect();
+    let (centroids, json) = guard::run(py, || {
+        let bounds = Bounds::from_pairs(&ranges).map_err(|e| e.to_string())?;
+        let algorithm = if epsilon.is_some() {
+            Algorithm::DpLloyd
+        } else {
+            Algorithm::Lloyd
+        };
+        let mut params = KMeansParams::new(k, algorithm, bounds);
+        params.epsilon = epsilon;
+        params.iterations = iterations;
+        let fit = kmeans::fit(&params, &points, n, d, &mut rng).map_err(|e| e.to_string())?;
+        let mut report = serde_json::to_value(&fit).map_err(|e| e.to_string())?;
+        if let Value::Object(m) = &mut report {
+            m.remove("assignments");
+            m.remove("centroids");
+        }
+        Ok::<_, String>((fit.centroids, report.to_string()))
+    })?;
+    let arr = Array2::from_shape_vec((k, d), centroids).map_err(value_error)?;
+    Ok((arr.into_pyarray(py), json))
+}
+
+/// Registers the learning functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(dpsgd_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(kmeans_fit, m)?)?;
+    m.add_class::<TrainedModel>()?;
+    Ok(())
+}

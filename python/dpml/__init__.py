@@ -1,0 +1,21 @@
+"""dpml: differentially private machine learning with a Rust core.
+
+Submodules:
+
+- :mod:`dpml.accounting` -- Opacus-style accountants (RDP, PLD, GDP), dp_accounting-style
+  privacy events, calibration and f-DP trade-off curves.
+- :mod:`dpml.audit` -- audit any model from its membership-inference scores.
+- :mod:`dpml.mechanisms` and :mod:`dpml.stats` -- exact noise samplers and DP statistics.
+- :mod:`dpml.learn` -- scikit-learn style private estimators.
+
+Every failure on bad input raises :class:`ValueError` with the message the ``dpml`` command
+line prints after ``error:``.
+"""
+
+from . import _native
+from . import accounting, audit, learn, mechanisms, stats
+from .ledger import Ledger
+
+__version__: str = _native.__version__
+
+__all__ = ["accounting", "audit", "learn", "mechanisms", "stats", "Ledger", "__version__"]

@@ -1,0 +1,132 @@
+"""Differentially private statistics over one numeric array, as ``dpml query`` computes them.
+
+Sensitivity comes from the declared ``bounds`` (values are clamped to them), never from the
+data. Laplace noise by default; analytic Gaussian noise when ``delta`` is given. With a
+``ledger`` the spend is recorded before the value is returned, and refused over budget.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _native
+from .events import DpEvent, event_from_dict
+from .ledger import Ledger
+
+__all__ = ["Release", "count", "sum", "mean", "histogram"]
+
+Bounds = Tuple[float, float]
+
+
+@dataclass
+class Release:
+    """A released statistic and what it cost (the names of ``dpml query``'s JSON)."""
+
+    #: The noisy statistic (a float, or an array of bin counts for a histogram).
+    value: Union[float, np.ndarray]
+    #: Total epsilon of the release.
+    epsilon: float
+    #: Total delta (0 for Laplace noise).
+    delta: float
+    #: The sensitivity the noise was calibrated to.
+    sensitivity: float
+    #: The privacy event, for an accountant.
+    event: DpEvent
+    #: The ledger's balance after the spend, when a ledger was given.
+    ledger: Optional[dict] = None
+    #: Whether the release was seeded (reproducible: not for real releases).
+    seeded: bool = False
+
+
+def _release(
+    kind: str,
+    values: Any,
+    epsilon: float,
+    bounds: Optional[Bounds],
+    bins: int,
+    delta: Optional[float],
+    seed: Optional[int],
+    ledger: Optional[Ledger],
+    label: Optional[str],
+) -> Release:
+    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1))
+    b = None if bounds is None else (float(bounds[0]), float(bounds[1]))
+    text = _native.statistic(
+        kind,
+        arr,
+        float(epsilon),
+        b,
+        int(bins),
+        None if delta is None else float(delta),
+        seed,
+        None if ledger is None else ledger._inner,
+        label,
+    )
+    d = json.loads(text)
+    v = d["value"]
+    return Release(
+        value=np.asarray(v, dtype=np.float64) if isinstance(v, list) else float(v),
+        epsilon=d["epsilon"],
+        delta=d["delta"],
+        sensitivity=d["sensitivity"],
+        event=event_from_dict(d["event"]),
+        ledger=d.get("ledger"),
+        seeded=d["seeded"],
+    )
+
+
+def count(
+    values: Any,
+    epsilon: float,
+    delta: Optional[float] = None,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
+    label: Optional[str] = None,
+) -> Release:
+    """The number of records, with noise (sensitivity 1)."""
+    return _release("count", values, epsilon, None, 1, delta, seed, ledger, label)
+
+
+def sum(  # noqa: A001 - the statistic's name
+    values: Any,
+    epsilon: float,
+    bounds: Bounds,
+    delta: Optional[float] = None,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
+    label: Optional[str] = None,
+) -> Release:
+    """The sum of the values clamped to ``bounds``, computed exactly, with noise."""
+    return _release("sum", values, epsilon, bounds, 1, delta, seed, ledger, label)
+
+
+def mean(
+    values: Any,
+    epsilon: float,
+    bounds: Bounds,
+    delta: Optional[float] = None,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
+    label: Optional[str] = None,
+) -> Release:
+    """The mean of the values clamped to ``bounds`` (a noisy sum over a noisy count, each with
+    half the budget)."""
+    return _release("mean", values, epsilon, bounds, 1, delta, seed, ledger, label)
+
+
+def histogram(
+    values: Any,
+    epsilon: float,
+    bounds: Bounds,
+    bins: int = 10,
+    delta: Optional[float] = None,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
+    label: Optional[str] = None,
+) -> Release:
+    """Noisy counts of ``bins`` equal-width bins over ``bounds`` (values clamped)."""
+    return _release("histogram", values, epsilon, bounds, bins, delta, seed, ledger, label)

@@ -1,0 +1,123 @@
+"""dpml.accounting against published reference values, the CLI, and Opacus's interface."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpml import accounting as acc
+
+Q = 256 / 60000
+STEPS = 14063  # 60 epochs of 256 out of 60000
+
+
+def test_reference_values_of_dp_accounting():
+    # Google dp_accounting at delta = 1e-5 (the table in crates/accounting's RDP tests and
+    # crates/dpml/tests/cli_accounting.rs): RDP 2.597, PLD 2.382, GDP (CLT) 2.324.
+    event = acc.dp_sgd_event(1.1, Q, STEPS)
+    assert acc.epsilon(event, 1e-5, "rdp") == pytest.approx(2.597, abs=2e-3)
+    assert acc.epsilon(event, 1e-5, "pld") == pytest.approx(2.382, rel=0.01)
+    assert acc.epsilon(event, 1e-5, "gdp") == pytest.approx(2.324, abs=2e-3)
+    lower, upper = acc.pld_epsilon_bounds(event, 1e-5)
+    assert lower <= upper <= acc.epsilon(event, 1e-5, "rdp")
+    assert upper == acc.epsilon(event, 1e-5, "pld")
+
+
+def test_accountants_merge_steps_like_opacus_and_agree_with_events():
+    a = acc.RDPAccountant()
+    assert len(a) == 0 and a.get_epsilon(1e-5) == 0.0
+    for _ in range(100):
+        a.step(noise_multiplier=1.1, sample_rate=Q)
+    a.step(noise_multiplier=2.0, sample_rate=Q)
+    a.step(noise_multiplier=1.1, sample_rate=Q)
+    assert a.history == [(1.1, Q, 100), (2.0, Q, 1), (1.1, Q, 1)]
+    assert len(a) == 3
+    assert acc.RDPAccountant.mechanism() == "rdp"
+    assert acc.PLDAccountant.mechanism() == "pld"
+    assert acc.GDPAccountant.mechanism() == "gdp"
+    event = acc.ComposedDpEvent(
+        [acc.dp_sgd_event(1.1, Q, 100), acc.dp_sgd_event(2.0, Q, 1), acc.dp_sgd_event(1.1, Q, 1)]
+    )
+    assert a.get_epsilon(1e-5) == acc.epsilon(event, 1e-5, "rdp")
+    # More steps never lower epsilon; PLD is tighter than RDP.
+    p = acc.PLDAccountant()
+    p.load_state_dict(a.state_dict())
+    assert p.history == a.history
+    assert p.get_epsilon(1e-5) < a.get_epsilon(1e-5)
+    eps_before = a.get_epsilon(1e-5)
+    a.step(noise_multiplier=1.1, sample_rate=Q)
+    assert a.get_epsilon(1e-5) > eps_before
+
+
+def test_optimizer_hook_steps_the_accountant():
+    a = acc.PLDAccountant()
+
+    class Optim:
+        noise_multiplier = 1.0
+        accumulated_iterations = 1
+
+    hook = a.get_optimizer_hook_fn(sample_rate=0.01)
+    hook(Optim())
+    hook(Optim())
+    assert a.history == [(1.0, 0.01, 2)]
+
+
+def test_events_compose_and_pure_mechanisms_are_exact():
+    lap = acc.LaplaceDpEvent(2.0)  # epsilon = 1/2 per use
+    assert acc.epsilon(lap, 1e-6, "rdp") <= 0.5 + 1e-9
+    assert acc.epsilon(acc.SelfComposedDpEvent(lap, 4), 1e-6, "pld") <= 2.0 + 1e-6
+    rr = acc.RandomizedResponse(math.log(3), 2)
+    assert acc.epsilon(rr, 1e-6, "pld") == pytest.approx(math.log(3), abs=1e-3)
+    composed = acc.ComposedDpEvent([acc.GaussianDpEvent(2.0), acc.GaussianDpEvent(2.0)])
+    same = acc.SelfComposedDpEvent(acc.GaussianDpEvent(2.0), 2)
+    assert acc.epsilon(composed, 1e-5, "rdp") == pytest.approx(acc.epsilon(same, 1e-5, "rdp"))
+    sampled = acc.PoissonSampledDpEvent(0.01, acc.GaussianDpEvent(1.0))
+    assert acc.epsilon(sampled, 1e-5) < acc.epsilon(acc.GaussianDpEvent(1.0), 1e-5)
+    # delta and epsilon are inverse along the curve.
+    eps = acc.epsilon(same, 1e-5, "pld")
+    assert acc.delta(same, eps, "pld") == pytest.approx(1e-5, rel=0.05)
+    # Events round-trip through dicts.
+    assert acc.event_from_dict(sampled.to_dict()) == sampled
+
+
+def test_calibrate_reaches_the_target_from_below():
+    sigma = acc.calibrate(3.0, 1e-5, Q, steps=STEPS, accountant="rdp")
+    eps = acc.epsilon(acc.dp_sgd_event(sigma, Q, STEPS), 1e-5, "rdp")
+    assert 3.0 * (1 - 2e-3) < eps <= 3.0
+    by_epochs = acc.calibrate(3.0, 1e-5, Q, epochs=60, accountant="rdp")
+    assert by_epochs == pytest.approx(sigma, rel=1e-2)
+    assert acc.steps_for_epochs(60, 256, 60000) == (Q, STEPS)
+
+
+def test_tradeoff_curves_are_arrays_between_the_lines():
+    event = acc.dp_sgd_event(1.1, Q, 1000)
+    alphas, beta = acc.tradeoff(event)
+    assert isinstance(beta, np.ndarray) and beta.shape == alphas.shape
+    eps = acc.epsilon(event, 1e-5, "pld")
+    assert np.all(beta <= 1 - alphas + 1e-12)
+    assert np.all(beta >= 1 - 1e-5 - np.exp(eps) * alphas - 1e-3)
+    _, gdp = acc.tradeoff(event, alphas, "gdp")
+    assert np.all(np.abs(gdp - beta) < 0.05)
+
+
+def test_bad_input_raises_value_error_with_the_cli_message():
+    with pytest.raises(ValueError, match="accountant must be one of"):
+        acc.epsilon(acc.GaussianDpEvent(1.0), 1e-5, "moments")
+    with pytest.raises(ValueError, match="delta"):
+        acc.epsilon(acc.GaussianDpEvent(1.0), 1.5, "rdp")
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        acc.epsilon(acc.GaussianDpEvent(-1.0), 1e-5, "rdp")
+    with pytest.raises(ValueError, match="sampling_rate"):
+        acc.epsilon(acc.dp_sgd_event(1.0, 2.0, 1), 1e-5, "rdp")
+    with pytest.raises(ValueError, match="invalid privacy event"):
+        acc.epsilon({"type": "cauchy"}, 1e-5)
+
+
+def test_python_and_cli_agree(dpml_cli):
+    out = dpml_cli("account", "--noise-multiplier", 1.1, "--sampling-rate", Q, "--steps", STEPS,
+                   "--delta", 1e-5)
+    event = acc.dp_sgd_event(1.1, Q, STEPS)
+    assert acc.epsilon(event, 1e-5, "rdp") == pytest.approx(out["epsilon"]["rdp"], rel=1e-12)
+    assert acc.epsilon(event, 1e-5, "pld") == pytest.approx(out["epsilon"]["pld"], rel=1e-12)
+    assert acc.epsilon(event, 1e-5, "gdp") == pytest.approx(out["epsilon"]["gdp"], rel=1e-12)
+    assert acc.pld_epsilon_bounds(event, 1e-5)[0] == pytest.approx(out["pld_lower"], rel=1e-12)
