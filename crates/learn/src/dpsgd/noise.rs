@@ -30,6 +30,16 @@
 //! the continuous Gaussian — a close approximation rather than a proof. Rounding the noisy
 //! integers back to `f32` is post-processing.
 //!
+//! # Parallel draws
+//! A step's noise is cut into chunks of [`CHUNK`] coordinates, each drawn by one rayon task
+//! from its own ChaCha20 stream: one fresh 256-bit key per step from the run's generator, and
+//! stream number j (ChaCha20's 64-bit nonce) for chunk j. Streams under one key are
+//! independent pseudorandom sequences, so the coordinates stay independent across chunks, and
+//! because the chunk → stream map does not depend on the thread count, a seeded run gives the
+//! same noise on any number of threads (and the same model wherever the layers' sums do not
+//! depend on the thread split either, as for linear layers; convolutions add per-thread
+//! partial sums, whose rounding does).
+//!
 //! # Citations
 //! - M. Abadi et al. *Deep Learning with Differential Privacy.* CCS 2016.
 //! - C. Canonne, G. Kamath, T. Steinke. *The Discrete Gaussian for Differential Privacy.*
