@@ -243,6 +243,64 @@ fn presets_and_bench() {
     }
 }
 
+/// The FLOP figures: counted from the architecture (mlp 784-32-10: 2·(784·32 + 32·10)
+/// forward FLOPs, three times per training step), the achieved rate of each mode consistent
+/// with its throughput, and a given peak used as is; a bad peak is a usage error.
+#[test]
+fn bench_reports_flops_and_the_fraction_of_peak() {
+    let b = dpml(&[
+        "bench",
+        "dpsgd",
+        "--model",
+        "mlp",
+        "--hidden",
+        "32",
+        "--batch-size",
+        "16",
+        "--steps",
+        "2",
+        "--peak-gflops",
+        "100",
+        "--json",
+    ])
+    .json();
+    let flops = 3 * 2 * (784 * 32 + 32 * 10);
+    assert_eq!(b["flops_per_sample"].as_u64(), Some(flops), "{b}");
+    assert_eq!(b["peak_gflops"].as_f64(), Some(100.0), "{b}");
+    assert_eq!(b["peak_source"].as_str(), Some("--peak-gflops"), "{b}");
+    for (mode, rate) in [
+        ("private", "private_samples_per_sec"),
+        ("nonprivate", "nonprivate_samples_per_sec"),
+        ("exact_noise", "exact_noise_samples_per_sec"),
+    ] {
+        let want = b[rate].as_f64().unwrap() * flops as f64 / 1e9;
+        let got = b["achieved_gflops"][mode].as_f64().unwrap();
+        assert!((got - want).abs() <= 1e-9 * want, "{mode}: {got} vs {want}");
+        let frac = b["peak_fraction"][mode].as_f64().unwrap();
+        assert!((frac - got / 100.0).abs() <= 1e-12, "{mode}: {frac}");
+    }
+    // Detected (no flag): a positive peak with the formula spelled out, or a stated absence.
+    let d = dpml(&[
+        "bench",
+        "dpsgd",
+        "--model",
+        "logreg",
+        "--batch-size",
+        "8",
+        "--steps",
+        "1",
+        "--json",
+    ])
+    .json();
+    let source = d["peak_source"].as_str().unwrap();
+    assert!(
+        d["peak_gflops"].as_f64().is_some_and(|p| p > 0.0) && source.starts_with("detected")
+            || d["peak_gflops"].is_null() && source.starts_with("not detected"),
+        "{d}"
+    );
+    dpml(&["bench", "dpsgd", "--peak-gflops=-3"]).assert_usage_error("-3");
+}
+
 #[test]
 fn cross_validation_reports_mean_and_std_over_folds() {
     let v = dpml(&[

@@ -63,6 +63,117 @@ pub(crate) fn gemm(
     }
 }
 
+/// Multiply-adds below which [`par_gemm`] stays on the calling thread (a task costs a few
+/// microseconds; this is about 30 µs of work).
+const PAR_GEMM_MIN_MACS: usize = 1 << 17;
+/// Rows of C per parallel task at least (a multiple of the SGEMM kernels' row tile).
+const PAR_GEMM_MIN_ROWS: usize = 32;
+
+/// [`gemm`] with the rows of C split across the rayon threads (for layers, such as `Linear`,
+/// whose one product is the whole step's work). Every element of C is still computed by the
+/// same single-threaded kernel over the same `k` order, so the result does not depend on the
+/// number of threads (a seeded run gives the same model on any machine width).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn par_gemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: &[f32],
+    a_t: bool,
+    b: &[f32],
+    b_t: bool,
+    beta: f32,
+    c: &mut [f32],
+) {
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads();
+    if threads < 2 || m < 2 * PAR_GEMM_MIN_ROWS || m * k * n < PAR_GEMM_MIN_MACS {
+        return gemm(m, k, n, alpha, a, a_t, b, b_t, beta, c);
+    }
+    assert!(
+        a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+        "gemm buffer too small"
+    );
+    let rows = m
+        .div_ceil(threads)
+        .next_multiple_of(PAR_GEMM_MIN_ROWS)
+        .max(PAR_GEMM_MIN_ROWS);
+    c[..m * n]
+        .par_chunks_mut(rows * n)
+        .enumerate()
+        .for_each(|(j, cj)| {
+            let (i0, mj) = (j * rows, cj.len() / n);
+            if a_t {
+                // Rows i0.. of op(A) are columns i0.. of the stored k × m matrix.
+                gemm_cols_of_at(mj, k, n, alpha, &a[i0..], m, b, b_t, beta, cj);
+            } else {
+                gemm(
+                    mj,
+                    k,
+                    n,
+                    alpha,
+                    &a[i0 * k..(i0 + mj) * k],
+                    false,
+                    b,
+                    b_t,
+                    beta,
+                    cj,
+                );
+            }
+        });
+}
+
+/// `C = alpha · Aᵀ · op(B) + beta · C` where `A` is the leading `mj` columns of a stored
+/// `k × lda` matrix starting at `a[0]` (so `Aᵀ` is `mj × k`).
+#[allow(clippy::too_many_arguments)]
+fn gemm_cols_of_at(
+    mj: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: &[f32],
+    lda: usize,
+    b: &[f32],
+    b_t: bool,
+    beta: f32,
+    c: &mut [f32],
+) {
+    assert!(
+        mj <= lda && (k == 0 || a.len() > (k - 1) * lda + mj - 1) && b.len() >= k * n,
+        "gemm buffer too small"
+    );
+    assert!(c.len() >= mj * n, "gemm buffer too small");
+    if mj == 0 || n == 0 {
+        return;
+    }
+    let (rsb, csb) = if b_t {
+        (1, k as isize)
+    } else {
+        (n as isize, 1)
+    };
+    // SAFETY: element (i, l) of Aᵀ is a[l·lda + i] with i < mj ≤ lda and l < k, at most
+    // (k−1)·lda + mj − 1 < a.len() (asserted); B and C as in `gemm`; `c` is a unique borrow.
+    unsafe {
+        matrixmultiply::sgemm(
+            mj,
+            k,
+            n,
+            alpha,
+            a.as_ptr(),
+            1,
+            lda as isize,
+            b.as_ptr(),
+            rsb,
+            csb,
+            beta,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
 /// Geometry of a 2-D convolution or pooling window over one `c × h × w` record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Window {
@@ -312,6 +423,35 @@ mod tests {
                 gemm(m, k, n, 2.0, aa, ta, bb, tb, 0.5, &mut c);
                 for (g, w) in c.iter().zip(&want) {
                     assert!((g - (2.0 * w + 0.5)).abs() < 1e-5);
+                }
+            }
+        }
+    }
+
+    /// The row-split product equals the single-threaded one bit for bit, for every transpose
+    /// and for row counts that leave a ragged last block, on 1, 2 and 3 threads.
+    #[test]
+    fn par_gemm_is_gemm_bit_for_bit_on_any_thread_count() {
+        for (m, k, n) in [(200, 70, 60), (97, 130, 33), (64, 40, 1)] {
+            let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
+            let c0: Vec<f32> = (0..m * n).map(|i| (i as f32 * 0.05).sin()).collect();
+            let at = transpose(m, k, &a);
+            let bt = transpose(k, n, &b);
+            for (aa, ta) in [(&a, false), (&at, true)] {
+                for (bb, tb) in [(&b, false), (&bt, true)] {
+                    let mut want = c0.clone();
+                    gemm(m, k, n, 1.5, aa, ta, bb, tb, 0.5, &mut want);
+                    for threads in [1, 2, 3] {
+                        let pool = rayon::ThreadPoolBuilder::new()
+                            .num_threads(threads)
+                            .build()
+                            .unwrap();
+                        let mut c = c0.clone();
+                        pool.install(|| par_gemm(m, k, n, 1.5, aa, ta, bb, tb, 0.5, &mut c));
+                        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&c), bits(&want), "{m}x{k}x{n} a_t={ta} b_t={tb}");
+                    }
                 }
             }
         }

@@ -44,6 +44,10 @@ pub struct DpsgdBenchArgs {
     /// Steps per mode and round.
     #[arg(long, value_parser = args::at_least_one, default_value = "30")]
     pub steps: u64,
+    /// The machine's peak GFLOP/s for `peak_gflops` and the `peak_fraction` of each mode
+    /// (default: detected as cores × FMA lanes × 2 FMA units × 2 × nominal clock).
+    #[arg(long, value_name = "GFLOPS", value_parser = args::positive)]
+    pub peak_gflops: Option<f64>,
     #[command(flatten)]
     pub seed: crate::args::SeedArg,
 }
@@ -147,7 +151,19 @@ fn dpsgd(a: &DpsgdBenchArgs, out: Output) -> CliResult<()> {
         None => dpml_learn::dpsgd::bench(&a.model, &hidden, b, steps, &mut rng)?,
     };
     let mut v = serde_json::to_value(&r).map_err(crate::error::CliError::internal)?;
-    v["threads"] = json!(rayon_threads());
+    let threads = rayon_threads();
+    v["threads"] = json!(threads);
+    let (peak, source) = crate::commands::peak::peak(a.peak_gflops, threads);
+    v["peak_gflops"] = json!(peak);
+    v["peak_source"] = source;
+    if let Some(p) = peak {
+        let g = &r.achieved_gflops;
+        v["peak_fraction"] = json!({
+            "private": g.private / p,
+            "nonprivate": g.nonprivate / p,
+            "exact_noise": g.exact_noise / p,
+        });
+    }
     out.emit(&v);
     Ok(())
 }

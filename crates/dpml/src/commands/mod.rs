@@ -13,6 +13,7 @@ pub mod inspect;
 pub mod kmeans;
 pub mod label_dp;
 pub mod ledger;
+pub mod peak;
 pub mod predict;
 pub mod query;
 pub mod release;

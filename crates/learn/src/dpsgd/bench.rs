@@ -47,7 +47,29 @@ pub struct BenchResult {
     pub exact_noise_samples_per_sec: f64,
     /// Model parameters.
     pub parameters: usize,
+    /// Floating-point operations of one record's training step, counted from the
+    /// architecture: 3 × the forward pass's 2·(multiply-adds) of its linear and convolution
+    /// layers (forward, gradient with respect to the input, gradient with respect to the
+    /// weights; the usual convention). Per-sample norms, clipping and noise are not counted,
+    /// so a private mode's achieved rate is the useful work it gets done.
+    pub flops_per_sample: u64,
+    /// `flops_per_sample` × samples per second of each mode, in GFLOP/s.
+    pub achieved_gflops: ModeGflops,
 }
+
+/// GFLOP/s of each mode of [`BenchResult`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ModeGflops {
+    /// DP-SGD with floating-point Gaussian noise.
+    pub private: f64,
+    /// Without clipping or noise.
+    pub nonprivate: f64,
+    /// DP-SGD with exact discrete Gaussian noise.
+    pub exact_noise: f64,
+}
+
+/// Training FLOPs per forward FLOP (forward, input gradient, weight gradient).
+const TRAIN_FLOPS_PER_FORWARD_FLOP: u64 = 3;
 
 #[derive(Clone, Copy)]
 enum Mode {
@@ -95,6 +117,7 @@ pub fn bench_spec(
     let seed = rng.next_u64();
     let mut rates: [Vec<f64>; 3] = Default::default();
     let mut parameters = 0;
+    let mut flops_per_sample = 0;
     for _ in 0..REPEATS {
         for (k, mode) in [Mode::NonPrivate, Mode::Private, Mode::Exact]
             .into_iter()
@@ -103,6 +126,7 @@ pub fn bench_spec(
             let mut r = DpRng::seeded(seed);
             let net = Sequential::new(spec.clone(), &mut r)?;
             parameters = net.num_params();
+            flops_per_sample = TRAIN_FLOPS_PER_FORWARD_FLOP * net.flops_per_sample();
             let (noise, clip) = match mode {
                 Mode::NonPrivate => (Noise::None, None),
                 Mode::Private => (
@@ -137,6 +161,7 @@ pub fn bench_spec(
         }
     }
     let [nonprivate, private, exact] = rates.map(median);
+    let gflops = |rate: f64| rate * flops_per_sample as f64 / 1e9;
     Ok(BenchResult {
         model: spec.name,
         batch_size,
@@ -146,6 +171,12 @@ pub fn bench_spec(
         ratio: private / nonprivate,
         exact_noise_samples_per_sec: exact,
         parameters,
+        flops_per_sample,
+        achieved_gflops: ModeGflops {
+            private: gflops(private),
+            nonprivate: gflops(nonprivate),
+            exact_noise: gflops(exact),
+        },
     })
 }
 
@@ -181,6 +212,11 @@ mod tests {
         assert!(r.exact_noise_samples_per_sec > 0.0);
         assert!((r.ratio - r.private_samples_per_sec / r.nonprivate_samples_per_sec).abs() < 1e-12);
         assert_eq!(r.parameters, 7850);
+        // logreg: one 784 → 10 linear layer, 2·7840 forward FLOPs, three times per step.
+        assert_eq!(r.flops_per_sample, 3 * 2 * 7840);
+        let want = r.private_samples_per_sec * 47_040.0 / 1e9;
+        assert!((r.achieved_gflops.private - want).abs() <= 1e-12 * want);
+        assert!(r.achieved_gflops.nonprivate > 0.0 && r.achieved_gflops.exact_noise > 0.0);
         assert!(
             bench("logreg", &[], 0, 2, &mut DpRng::seeded(0))
                 .unwrap_err()

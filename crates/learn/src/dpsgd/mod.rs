@@ -45,7 +45,7 @@ pub mod step_hook;
 pub mod train;
 
 pub use accounting::{PrivacyPlan, accountant};
-pub use bench::{BenchResult, bench, bench_spec};
+pub use bench::{BenchResult, ModeGflops, bench, bench_spec};
 pub use config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConfig};
 /// The architecture names training accepts (`TrainConfig::model`), for help texts and checks.
 pub use dpml_nn::{MODEL_NAMES, ModelSpec, check_model_name};

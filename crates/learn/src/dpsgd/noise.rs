@@ -30,6 +30,16 @@
 //! the continuous Gaussian — a close approximation rather than a proof. Rounding the noisy
 //! integers back to `f32` is post-processing.
 //!
+//! # Parallel draws
+//! A step's noise is cut into chunks of [`CHUNK`] coordinates, each drawn by one rayon task
+//! from its own ChaCha20 stream: one fresh 256-bit key per step from the run's generator, and
+//! stream number j (ChaCha20's 64-bit nonce) for chunk j. Streams under one key are
+//! independent pseudorandom sequences, so the coordinates stay independent across chunks, and
+//! because the chunk → stream map does not depend on the thread count, a seeded run gives the
+//! same noise on any number of threads (and the same model wherever the layers' sums do not
+//! depend on the thread split either, as for linear layers; convolutions add per-thread
+//! partial sums, whose rounding does).
+//!
 //! # Citations
 //! - M. Abadi et al. *Deep Learning with Differential Privacy.* CCS 2016.
 //! - C. Canonne, G. Kamath, T. Steinke. *The Discrete Gaussian for Differential Privacy.*
@@ -41,17 +51,20 @@
 //! [`GridNoise::new`] refuses parameters for which no grid keeps the discrete Gaussian within
 //! the exact sampler's integer range (σ·√d above about 2¹⁵).
 
-use dpml_mechanisms::DpRng;
 use dpml_mechanisms::exact::DiscreteGaussian;
 use dpml_mechanisms::rational::{Rational, ulps_up};
+use dpml_mechanisms::{DpRng, StreamKey};
 use dpml_nn::Sequential;
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
 
 use super::error::{Result, config_err};
 
-/// Coordinates per parallel task (and per forked generator) when sampling exact noise.
-const EXACT_CHUNK: usize = 4096;
+/// Coordinates per noise chunk, each drawn from its own ChaCha20 stream by one parallel task.
+/// Fixed (not derived from the thread count) so that a seeded run's noise, and hence its
+/// model, is the same on any number of threads; large enough that creating a stream and a
+/// task costs little against drawing the chunk.
+pub const CHUNK: usize = 8192;
 
 /// Exact discrete Gaussian noise on the grid g·ℤ^d, with the sensitivity adjustment of the
 /// module docs.
@@ -131,23 +144,49 @@ impl GridNoise {
         self.std
     }
 
-    /// Rounds `values` to the grid and adds exact discrete Gaussian noise, in place, drawing
-    /// from generators forked off `rng` (one per chunk, so the result is reproducible).
-    fn add_to(&self, values: &mut [f32], rng: &mut DpRng) {
-        let chunks = values.len().div_ceil(EXACT_CHUNK);
-        let mut forks: Vec<DpRng> = (0..chunks).map(|_| rng.fork()).collect();
+    /// Rounds `values` to the grid and adds exact discrete Gaussian noise, in place: chunk
+    /// `first_chunk + i` of [`CHUNK`] coordinates draws from stream `first_chunk + i` of `key`.
+    fn add_to(&self, values: &mut [f32], key: &StreamKey, first_chunk: u64) {
         let (g, sampler) = (self.granularity, self.sampler);
-        values
-            .par_chunks_mut(EXACT_CHUNK)
-            .zip(forks.par_iter_mut())
-            .for_each(|(chunk, r)| {
-                for v in chunk {
-                    // A non-finite sum (a diverged model) rounds to 0; any f64 → i64 cast saturates.
-                    let k = (f64::from(*v) / g).round() as i64;
-                    *v = (k.saturating_add(sampler.sample(r)) as f64 * g) as f32;
-                }
-            });
+        for_each_chunk(values, key, first_chunk, |chunk, r| {
+            for v in chunk {
+                // A non-finite sum (a diverged model) rounds to 0; any f64 → i64 cast saturates.
+                let k = (f64::from(*v) / g).round() as i64;
+                *v = (k.saturating_add(sampler.sample(r)) as f64 * g) as f32;
+            }
+        });
     }
+}
+
+/// Runs `draw(chunk, rng)` on every [`CHUNK`]-coordinate piece of `values` in parallel, piece
+/// `i` with stream `first_chunk + i` of `key`. The piece → stream map is fixed, so the result
+/// is the same whatever the number of threads.
+fn for_each_chunk(
+    values: &mut [f32],
+    key: &StreamKey,
+    first_chunk: u64,
+    draw: impl Fn(&mut [f32], &mut DpRng) + Sync,
+) {
+    values
+        .par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(i, chunk)| draw(chunk, &mut key.stream(first_chunk + i as u64)));
+}
+
+/// Adds N(0, std²) to every coordinate of `values` (chunked as [`for_each_chunk`]).
+///
+/// The normal draws come from rand_distr's ziggurat sampler in f64 (one `u64` of the ChaCha20
+/// stream per draw, except in the rare slow path), which is exact up to floating-point
+/// rounding: like every floating-point Gaussian it is not an exact release (Mironov 2012: the
+/// low-order bits of the result can carry information); use exact noise where that matters.
+fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
+    for_each_chunk(values, key, first_chunk, |chunk, r| {
+        let r = r.as_rng();
+        for v in chunk {
+            let z: f64 = StandardNormal.sample(r);
+            *v += (std * z) as f32;
+        }
+    });
 }
 
 /// The noise of one run.
@@ -183,20 +222,30 @@ impl Noise {
     }
 
     /// Adds the noise to every parameter gradient of `model` (which holds the clipped sum).
+    ///
+    /// One [`StreamKey`] is drawn from `rng` per step; the model's parameters, in order, are
+    /// cut into chunks of [`CHUNK`] coordinates (a new chunk at each parameter tensor), and
+    /// chunk j draws its noise from stream j of that key, in parallel.
     pub(crate) fn add(&self, model: &mut Sequential, rng: &mut DpRng) {
-        match *self {
-            Noise::None => {}
-            Noise::Gaussian { std } => model.for_each_param_mut(|_, p| {
-                let r = rng.as_rng();
-                for v in &mut p.grad {
-                    let z: f64 = StandardNormal.sample(r);
-                    *v += (std * z) as f32;
-                }
-            }),
-            Noise::Exact(grid) => model.for_each_param_mut(|_, p| grid.add_to(&mut p.grad, rng)),
+        if let Noise::None = self {
+            return;
         }
+        let key = rng.stream_key();
+        let mut first_chunk = 0u64;
+        model.for_each_param_mut(|_, p| {
+            match *self {
+                Noise::None => {}
+                Noise::Gaussian { std } => add_gaussian(&mut p.grad, std, &key, first_chunk),
+                Noise::Exact(grid) => grid.add_to(&mut p.grad, &key, first_chunk),
+            }
+            first_chunk += p.grad.len().div_ceil(CHUNK) as u64;
+        });
     }
 }
+
+#[cfg(test)]
+#[path = "noise_tests.rs"]
+mod chunk_tests;
 
 #[cfg(test)]
 mod tests {
@@ -219,9 +268,9 @@ mod tests {
     #[test]
     fn rounding_keeps_grid_values_and_noise_is_centred() {
         let g = GridNoise::new(1.0, 1.0, 4).unwrap();
-        let mut rng = DpRng::seeded(9);
+        let key = DpRng::seeded(9).stream_key();
         let mut v = vec![0.0f32; 20_000];
-        g.add_to(&mut v, &mut rng);
+        g.add_to(&mut v, &key, 0);
         // Every output is on the grid.
         assert!(
             v.iter()

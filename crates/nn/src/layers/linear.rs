@@ -4,7 +4,7 @@ use dpml_mechanisms::DpRng;
 
 use super::{GradMode, Layer, LayerSpec};
 use crate::error::{Result, invalid};
-use crate::kernels::{gemm, sq_norm};
+use crate::kernels::{par_gemm, sq_norm};
 use crate::param::{Param, kaiming_bound};
 use crate::tensor::Tensor;
 
@@ -57,7 +57,7 @@ impl Linear {
 
     /// Adds Gᵀ A (`out × in`) and the column sums of G into the gradients.
     fn add_grads(&mut self, g: &[f32], x: &[f32], n: usize) {
-        gemm(
+        par_gemm(
             self.out,
             n,
             self.inp,
@@ -98,7 +98,7 @@ impl Layer for Linear {
         for row in yd.chunks_exact_mut(self.out) {
             row.copy_from_slice(&self.bias.value);
         }
-        gemm(
+        par_gemm(
             n,
             self.inp,
             self.out,
@@ -123,7 +123,7 @@ impl Layer for Linear {
         let n = x.batch();
         if let Some(gx) = gx {
             gx.reset(n, &[self.inp]);
-            gemm(
+            par_gemm(
                 n,
                 self.out,
                 self.inp,
