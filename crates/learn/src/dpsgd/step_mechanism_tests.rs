@@ -11,7 +11,7 @@ use super::Stepper;
 use super::tests::values;
 use crate::dpsgd::noise::Noise;
 use crate::dpsgd::normalize::InputTransform;
-use crate::dpsgd::sampler::PoissonSampler;
+use crate::dpsgd::sampler::{PoissonSampler, SamplingKey};
 
 /// A 4-feature, 2-class data set of the given records and labels.
 fn data(records: &[([f32; 4], u32)]) -> Dataset {
@@ -35,7 +35,7 @@ fn stepper(spec: ModelSpec, n: usize, q: f64, sigma: f64, c: f32) -> Stepper {
     Stepper::new(
         model,
         Box::new(Sgd::new(0.0, false, 0.0).unwrap()),
-        PoissonSampler::new(n, q).unwrap(),
+        PoissonSampler::new(n, q, SamplingKey::from_rng(&mut DpRng::seeded(1))).unwrap(),
         Noise::Gaussian {
             std: sigma * f64::from(c),
         },
