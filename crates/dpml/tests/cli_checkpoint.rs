@@ -86,7 +86,7 @@ fn resumed_run_ends_as_the_uninterrupted_run() {
     assert_eq!(log_rows(&resumed_log), log_rows(&full_log));
 }
 
-/// A checkpoint of another recipe (4 epochs instead of 3) or another data set is refused with
+/// A checkpoint of another recipe (another learning rate) or another data set is refused with
 /// a named error; a missing checkpoint too; --stop-after-steps needs a place to save.
 #[test]
 fn checkpoint_of_another_run_is_refused() {
@@ -94,7 +94,7 @@ fn checkpoint_of_another_run_is_refused() {
     let ck = dir.path().join("ck");
     let ck_s = ck.to_str().unwrap();
     run(&["--checkpoint", ck_s, "--stop-after-steps", "2"]).json();
-    let other = with(&["--resume", ck_s, "--epochs", "4"]);
+    let other = with(&["--resume", ck_s, "--learning-rate", "1.5"]);
     dpml(&other.iter().map(String::as_str).collect::<Vec<_>>())
         .assert_usage_error("checkpoint_mismatch");
     dpml(&[
