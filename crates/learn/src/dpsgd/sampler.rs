@@ -3,8 +3,8 @@
 //! and no record appears twice in one step. This is the sampling the accountants analyse.
 //!
 //! Whether record i joins at step t is decided by a keyed pseudo-random function of
-//! (run key, t, i): the 128-bit word at position i of the ChaCha20 stream number t under the
-//! run's 256-bit key, compared with the integer threshold ⌊q·2¹²⁸⌋. The threshold is computed
+//! (run key, t, i): the 128-bit output number t·N + i of ChaCha20 under the run's 256-bit key
+//! (ChaCha20 is a PRF of its block position), compared with the integer threshold ⌊q·2¹²⁸⌋. The threshold is computed
 //! exactly from q's binary expansion, so P(join) = ⌊q·2¹²⁸⌋/2¹²⁸, which equals q for every
 //! q ≥ 2⁻⁷⁵ (any f64 q ≥ 2⁻⁷⁵ times 2¹²⁸ is an integer) and is below q by less than 2⁻¹²⁸
 //! otherwise (a smaller rate only strengthens the guarantee). No floating-point uniform is
@@ -138,9 +138,10 @@ impl PoissonSampler {
             out.extend((0..self.n).filter(|&i| shard.holds(i)));
             return;
         };
-        // Stream `step`, read from its start: record i's word is the i-th 128-bit output.
+        // Record i's word at step t is the 128-bit output number t·N + i of the key's
+        // stream (4 words of 32 bits each): one seek per step, then a sequential read.
         let mut prf = ChaCha20Rng::from_seed(self.key.0);
-        prf.set_stream(step);
+        prf.set_word_pos(u128::from(step) * self.n as u128 * 4);
         for i in 0..self.n {
             let word = (u128::from(prf.next_u64()) << 64) | u128::from(prf.next_u64());
             if word < t && shard.holds(i) {
