@@ -152,9 +152,20 @@ usage_from!(
     dpml_mechanisms::MechanismError,
     dpml_accounting::AccountingError,
     dpml_learn::LearnError,
-    dpml_learn::dpsgd::DpSgdError,
     dpml_learn::perturbation::PerturbationError
 );
+
+/// Training errors are the user's (exit 2) except the environment's: a checkpoint that cannot
+/// be written, processes of a data-parallel run that disagree (exit 1).
+impl From<dpml_learn::dpsgd::DpSgdError> for CliError {
+    fn from(e: dpml_learn::dpsgd::DpSgdError) -> Self {
+        if e.is_runtime() {
+            CliError::runtime(e)
+        } else {
+            CliError::usage(e)
+        }
+    }
+}
 
 /// A ledger's refusals (over budget, a different budget, a damaged or missing file, bad
 /// parameters) are the user's to fix: exit 2. A ledger the environment keeps us from using

@@ -4,6 +4,7 @@
 //! command takes `--json`; exit codes: 0 success, 2 bad input or usage, 1 internal failure.
 
 mod args;
+mod cluster;
 mod commands;
 mod error;
 mod ledger_args;
@@ -87,6 +88,8 @@ enum Command {
 }
 
 fn main() {
+    // Under mpirun every rank runs this; the guard finalises MPI when main returns.
+    let _mpi = cluster::init();
     let json = error::json_requested(std::env::args_os());
     let (cli, command_name) = match allow_negative_numbers(Cli::command())
         .try_get_matches()

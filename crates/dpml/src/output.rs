@@ -38,6 +38,10 @@ impl Output {
     /// `"diagnostics"` object is left out (the one place that flag is applied). The JSON gains
     /// `"dpml_version"` and `"command"` here, so every command carries them.
     pub fn emit(&self, result: &Value) {
+        // In a job of several processes only the root speaks.
+        if !crate::cluster::is_root() {
+            return;
+        }
         let mut result = result.clone();
         let diagnostics = match &mut result {
             Value::Object(map) => map.remove(DIAGNOSTICS_KEY),

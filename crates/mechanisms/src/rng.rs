@@ -8,6 +8,7 @@
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
 
 use crate::MechanismError;
 
@@ -49,6 +50,17 @@ impl DpRng {
         match seed {
             Some(s) => Ok(Self::seeded(s)),
             None => Self::from_os(),
+        }
+    }
+
+    /// A generator on a 256-bit key that several processes of one job share (the key drawn
+    /// from the operating system by one of them and sent to the others, inside the job's
+    /// trust boundary), so that they draw the same split, initialisation and sampling key.
+    /// Not flagged as seeded: the key is as secret as an operating-system seed.
+    pub fn from_shared_key(key: [u8; 32]) -> Self {
+        Self {
+            inner: ChaCha20Rng::from_seed(key),
+            seeded: false,
         }
     }
 
@@ -110,6 +122,30 @@ impl DpRng {
         (self.inner.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
+    /// The position of a user-seeded generator in its stream, to continue it exactly after a
+    /// restart ([`DpRng::restore`]); `None` for a generator seeded from the operating system,
+    /// whose key never leaves the process (whoever held it could subtract the noise from every
+    /// release it made).
+    pub fn snapshot(&self) -> Option<RngSnapshot> {
+        self.seeded.then(|| RngSnapshot {
+            key: self.inner.get_seed(),
+            stream: self.inner.get_stream(),
+            word_pos: self.inner.get_word_pos(),
+        })
+    }
+
+    /// The user-seeded generator at the position `snap` recorded: its next output is the one
+    /// the snapshotted generator would have drawn next, so no draw is ever repeated.
+    pub fn restore(snap: &RngSnapshot) -> Self {
+        let mut inner = ChaCha20Rng::from_seed(snap.key);
+        inner.set_stream(snap.stream);
+        inner.set_word_pos(snap.word_pos);
+        Self {
+            inner,
+            seeded: true,
+        }
+    }
+
     /// Access as a `rand` generator, for shuffles and other non-release uses.
     pub fn as_rng(&mut self) -> &mut ChaCha20Rng {
         &mut self.inner
@@ -150,9 +186,32 @@ impl StreamKey {
     }
 }
 
+/// Where a user-seeded [`DpRng`] stands in its ChaCha20 stream (see [`DpRng::snapshot`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RngSnapshot {
+    /// The 256-bit ChaCha20 key (derived from the user's seed).
+    key: [u8; 32],
+    /// The stream number.
+    stream: u64,
+    /// The position in the stream, in 32-bit words.
+    word_pos: u128,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_restored_generator_continues_where_the_snapshot_stood() {
+        let mut a = DpRng::seeded(5);
+        a.next_u64();
+        let snap = a.snapshot().unwrap();
+        let mut b = DpRng::restore(&snap);
+        assert!(b.is_seeded());
+        assert_eq!((a.next_u64(), a.next_u64()), (b.next_u64(), b.next_u64()));
+        // An operating-system key is never exported.
+        assert!(DpRng::from_os().unwrap().snapshot().is_none());
+    }
 
     #[test]
     fn seeded_is_reproducible_and_flagged() {

@@ -53,6 +53,6 @@ pub use io::{load, save};
 pub use layers::{ConvNormMode, GradMode, Layer, LayerSpec};
 pub use loss::{argmax_rows, count_correct, cross_entropy, mse};
 pub use model::{BackwardMode, ClipConfig, Sequential};
-pub use optim::{Adam, LrSchedule, Optimizer, Sgd};
+pub use optim::{Adam, LrSchedule, Optimizer, OptimizerState, Sgd};
 pub use param::Param;
 pub use tensor::Tensor;

@@ -9,6 +9,36 @@ use crate::model::Sequential;
 pub trait Optimizer {
     /// One update with learning rate `lr`.
     fn step(&mut self, model: &mut Sequential, lr: f32);
+
+    /// The state carried between updates (moments, step count), to save in a checkpoint.
+    fn state(&self) -> OptimizerState;
+
+    /// Continues from a saved [`Optimizer::state`] of the same kind of optimizer.
+    ///
+    /// # Errors
+    /// [`crate::NnError::InvalidParameter`] when `state` has the wrong number of buffers.
+    fn set_state(&mut self, state: OptimizerState) -> Result<()>;
+}
+
+/// What an optimizer carries from one update to the next: its update count and its
+/// per-parameter buffers (SGD: the velocity; Adam: first then second moments).
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct OptimizerState {
+    /// Updates taken (Adam's bias correction uses it; SGD keeps 0).
+    pub updates: i32,
+    /// One list of per-parameter buffers per kind of moment.
+    pub buffers: Vec<Vec<Vec<f32>>>,
+}
+
+/// The `buffers` of `state`, checked to be `want` lists.
+fn take_buffers(state: OptimizerState, want: usize) -> Result<Vec<Vec<Vec<f32>>>> {
+    if state.buffers.len() != want {
+        return Err(invalid(format!(
+            "optimizer state has {} buffer lists, this optimizer keeps {want}",
+            state.buffers.len()
+        )));
+    }
+    Ok(state.buffers)
 }
 
 fn check(name: &str, v: f32, lo: f32, hi: f32, hi_open: bool) -> Result<()> {
@@ -75,6 +105,19 @@ impl Optimizer for Sgd {
                 *w -= lr * upd;
             }
         });
+    }
+
+    fn state(&self) -> OptimizerState {
+        OptimizerState {
+            updates: 0,
+            buffers: vec![self.velocity.clone()],
+        }
+    }
+
+    fn set_state(&mut self, state: OptimizerState) -> Result<()> {
+        let [velocity] = <[_; 1]>::try_from(take_buffers(state, 1)?).unwrap_or_default();
+        self.velocity = velocity;
+        Ok(())
     }
 }
 
@@ -160,6 +203,20 @@ impl Optimizer for Adam {
                 *w -= lr * (*m / c1) / ((*v / c2).sqrt() + eps);
             }
         });
+    }
+
+    fn state(&self) -> OptimizerState {
+        OptimizerState {
+            updates: self.t,
+            buffers: vec![self.m.clone(), self.v.clone()],
+        }
+    }
+
+    fn set_state(&mut self, state: OptimizerState) -> Result<()> {
+        self.t = state.updates;
+        let [m, v] = <[_; 2]>::try_from(take_buffers(state, 2)?).unwrap_or_default();
+        (self.m, self.v) = (m, v);
+        Ok(())
     }
 }
 

@@ -48,8 +48,8 @@ pub use cache::ModelCache;
 pub use config::{ATTACK_NAMES, AttackKind, AuditConfig};
 pub use error::DriverError;
 pub use metrics::AttackMetrics;
-pub use models::ModelReady;
-pub use run::{AttackOutcome, AuditReport, OneRunOutcome, run_audit};
+pub use models::{Alone, ModelReady, Scored, Spread};
+pub use run::{AttackOutcome, AuditReport, OneRunOutcome, run_audit, run_audit_spread};
 pub use theory::Theory;
 
 #[cfg(test)]

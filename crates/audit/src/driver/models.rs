@@ -89,6 +89,32 @@ pub struct ModelReady {
     pub from_cache: bool,
 }
 
+/// How the jobs are divided among the processes of a job launched by MPI (or any launcher):
+/// which jobs this process trains, and how the results come together.
+pub trait Spread {
+    /// Whether this process trains job `i` (of `n`).
+    fn takes(&self, i: usize, n: usize) -> bool;
+    /// Every process's scored models (`mine`: this one's, by job index) in job order, on the
+    /// process that reports (`None` on the others).
+    ///
+    /// # Errors
+    /// [`DriverError::Invalid`] when a job is missing from what was gathered.
+    fn gather(&self, n: usize, mine: Vec<(usize, Scored)>) -> Result<Option<Vec<Scored>>>;
+}
+
+/// One process does every job.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Alone;
+
+impl Spread for Alone {
+    fn takes(&self, _: usize, _: usize) -> bool {
+        true
+    }
+    fn gather(&self, _: usize, mine: Vec<(usize, Scored)>) -> Result<Option<Vec<Scored>>> {
+        Ok(Some(mine.into_iter().map(|(_, s)| s).collect()))
+    }
+}
+
 /// Trains (or loads) every job's model with `recipe` on `threads` threads and returns each
 /// one's logits on its evaluation records, in job order.
 ///
@@ -109,7 +135,7 @@ pub fn train_and_score(
             threads,
             message: e.to_string(),
         })?;
-    pool.install(|| {
+    let mine = pool.install(|| {
         jobs.into_par_iter()
             .map(|job| {
                 let scored = run_job(job, recipe, cache)?;
@@ -119,8 +145,33 @@ pub fn train_and_score(
                 });
                 Ok(scored)
             })
-            .collect()
-    })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    Ok(mine)
+}
+
+/// As [`train_and_score`] for the jobs `spread` gives this process; every job's result, in
+/// job order, on the reporting process (`None` elsewhere). Each job keeps the generator it
+/// was built with, so the results do not depend on which process trained it.
+///
+/// # Errors
+/// As [`train_and_score`] and [`Spread::gather`].
+pub fn train_and_score_spread(
+    jobs: Vec<Job>,
+    recipe: &TrainConfig,
+    cache: Option<&ModelCache>,
+    threads: usize,
+    ready: &(dyn Fn(&ModelReady) + Sync),
+    spread: &dyn Spread,
+) -> Result<Option<Vec<Scored>>> {
+    let n = jobs.len();
+    let (idx, mine): (Vec<usize>, Vec<Job>) = jobs
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| spread.takes(*i, n))
+        .unzip();
+    let scored = train_and_score(mine, recipe, cache, threads, ready)?;
+    spread.gather(n, idx.into_iter().zip(scored).collect())
 }
 
 fn run_job(mut job: Job, recipe: &TrainConfig, cache: Option<&ModelCache>) -> Result<Scored> {

@@ -16,7 +16,7 @@ use super::canary::CanaryRun;
 use super::config::{AttackKind, AuditConfig};
 use super::error::{DriverError, Result};
 use super::metrics::AttackMetrics;
-use super::models::{Job, ModelReady, Scored, train_and_score};
+use super::models::{Alone, Job, ModelReady, Scored, Spread, train_and_score_spread};
 use super::population::{Population, split_scores};
 use super::scores::{RecordScores, accuracy};
 use super::theory::{Theory, resolve_recipe};
@@ -152,6 +152,23 @@ pub fn run_audit(
     rng: &mut DpRng,
     ready: &(dyn Fn(&ModelReady) + Sync),
 ) -> Result<AuditReport> {
+    run_audit_spread(cfg, data, rng, ready, &Alone)?
+        .ok_or_else(|| DriverError::Invalid("a lone process reported nothing".into()))
+}
+
+/// As [`run_audit`] with the models divided among processes by `spread`: every process draws
+/// the same population and jobs (the same generator, seeded or broadcast by the caller),
+/// trains its share, and the reporting process gets the report (`None` on the others).
+///
+/// # Errors
+/// As [`run_audit`] and [`Spread::gather`].
+pub fn run_audit_spread(
+    cfg: &AuditConfig,
+    data: &Dataset,
+    rng: &mut DpRng,
+    ready: &(dyn Fn(&ModelReady) + Sync),
+    spread: &dyn Spread,
+) -> Result<Option<AuditReport>> {
     let started = Instant::now();
     cfg.validate(data.n)?;
     let attribute = match &cfg.attribute {
@@ -210,7 +227,11 @@ pub fn run_audit(
 
     let cache = cfg.cache_dir.as_ref().map(ModelCache::new);
     let train_start = Instant::now();
-    let mut scored = train_and_score(jobs, &recipe, cache.as_ref(), cfg.threads, ready)?;
+    let Some(mut scored) =
+        train_and_score_spread(jobs, &recipe, cache.as_ref(), cfg.threads, ready, spread)?
+    else {
+        return Ok(None);
+    };
     let training_seconds = train_start.elapsed().as_secs_f64();
     let from_cache = scored.iter().filter(|s| s.from_cache).count();
     let models_total = scored.len();
@@ -310,7 +331,7 @@ pub fn run_audit(
     let members_n = pop.target_size;
     let (train_logits, holdout_logits) =
         target.logits[..n2 * target.classes].split_at(members_n * target.classes);
-    Ok(AuditReport {
+    Ok(Some(AuditReport {
         dataset: data.name.clone(),
         target_size: cfg.target_size,
         reference_models: membership.as_ref().map(Vec::len),
@@ -337,7 +358,7 @@ pub fn run_audit(
         cache_dir: cache.map(|c| c.dir().display().to_string()),
         training_seconds,
         wall_seconds: started.elapsed().as_secs_f64(),
-    })
+    }))
 }
 
 /// φ of every reference model (in job order) with their membership, one set per LiRA query:

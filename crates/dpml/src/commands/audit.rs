@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::{ArgGroup, Args};
 use dpml_audit::driver::{
     AttackKind, AttackOutcome, AttributeSettings, AuditConfig, AuditReport, DriverError,
-    LiraQueries, ModelReady, run_audit,
+    LiraQueries, ModelReady, run_audit_spread,
 };
 use dpml_audit::lira::Variance;
 use dpml_data::{
@@ -230,14 +230,19 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         rec.batch_size = cfg.recipe.batch_size;
     }
     cfg.validate_for(&data).map_err(driver_err)?;
-    let mut rng = a.seed.rng()?;
+    let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
     let bar = out.progress(cfg.models_needed() as u64, "audit", "model");
     let ready = |m: &ModelReady| {
         bar.set_message(if m.from_cache { "cached" } else { "trained" });
         bar.inc(1);
     };
-    let report = run_audit(&cfg, &data, &mut rng, &ready).map_err(driver_err)?;
+    // Under mpirun the models are divided among the ranks; only the root reports.
+    let report = run_audit_spread(&cfg, &data, &mut rng, &ready, &crate::cluster::Ranks)
+        .map_err(driver_err)?;
     bar.finish_and_clear();
+    let Some(report) = report else {
+        return Ok(());
+    };
 
     let mut result = serde_json::to_value(&report).map_err(CliError::internal)?;
     result["recipe"] = serde_json::to_value(&rec).map_err(CliError::internal)?;

@@ -133,7 +133,7 @@ pub struct SweepArgs {
 }
 
 /// One measured value of a run: metric name, cross-validation fold (if any) and value.
-type Metrics = Vec<(&'static str, Option<usize>, f64)>;
+use super::sweep_gather::Metrics;
 
 /// One row of results.csv: the run, the metric, the fold and the value.
 struct Row {
@@ -611,28 +611,41 @@ fn recipe_for(a: &SweepArgs, schema: &Schema, data: &Dataset) -> CliResult<Train
 
 /// Run `dpml sweep`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let mut rng = a.seed.rng()?;
+    // Under mpirun every rank must draw the same split and the same per-job generators.
+    let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
     let (setup, split_key) = Setup::new(a, data_dir, a.split.key(&mut rng))?;
     let grid = std::iter::once(None).chain(a.epsilons.iter().copied().map(Some));
     let jobs: Vec<(Job, DpRng)> = grid
         .flat_map(|epsilon| (0..a.repeats).map(move |repeat| Job { epsilon, repeat }))
         .map(|job| (job, rng.fork()))
         .collect();
-    let bar = out.progress(jobs.len() as u64, "sweep", "run");
+    let grid: Vec<Job> = jobs.iter().map(|(job, _)| *job).collect();
+    // Under mpirun each rank takes every K-th job (with the generator forked for it above).
+    let (rank, ranks) = crate::cluster::rank_size();
+    let bar = out.progress(grid.len().div_ceil(ranks) as u64, "sweep", "run");
     // Each job carries its own rng, forked in grid order above, and rayon's indexed collect
     // keeps grid order: the results do not depend on which thread ran which job.
-    let runs: Vec<(Job, CliResult<Metrics>)> = jobs
+    let mine: Vec<(usize, CliResult<Metrics>)> = jobs
         .into_par_iter()
-        .map(|(job, mut job_rng)| {
+        .enumerate()
+        .filter(|(i, _)| i % ranks == rank)
+        .map(|(i, (job, mut job_rng))| {
             let r = setup.run(job, &mut job_rng);
             bar.inc(1);
-            (job, r)
+            (i, r)
         })
         .collect();
     bar.finish_and_clear();
+    let mine = mine
+        .into_iter()
+        .map(|(i, r)| r.map(|m| (i, m)))
+        .collect::<CliResult<Vec<_>>>()?;
+    let Some(runs) = super::sweep_gather::gather(grid.len(), mine)? else {
+        return Ok(());
+    };
     let mut rows = Vec::new();
-    for (job, r) in runs {
-        for (metric, fold, value) in r? {
+    for (job, r) in grid.into_iter().zip(runs) {
+        for (metric, fold, value) in r {
             rows.push(Row {
                 job,
                 metric,

@@ -18,6 +18,7 @@ use dpml_learn::model_facts::ModelFacts;
 use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
 use serde_json::{Value, json};
 
+use super::checkpoint_args::{self, CheckpointArgs};
 use super::inspect::facts_json;
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
@@ -361,6 +362,8 @@ pub struct TrainArgs {
     /// δ of each feature's Gaussian perturbation.
     #[arg(long, value_parser = args::open_unit, default_value = "1e-6")]
     pub input_delta: f64,
+    #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
 }
 
 /// The recipe: preset (if any) overridden by flags; the data set it names.
@@ -453,11 +456,29 @@ fn private_needs(cfg: &TrainConfig, task: Task, perturbs_inputs: bool) -> Needs 
 pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let (source, cfg, preset) = recipe(a)?;
     cfg.validate()?;
-    let mut rng = a.seed.rng()?;
+    // Under mpirun every rank must draw the same split and keys.
+    let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
     if let Some(k) = a.folds {
+        if a.checkpoint.checkpoint.is_some() || a.checkpoint.resume.is_some() {
+            return Err(CliError::usage(format!(
+                "--folds {k} cannot be checkpointed: drop --checkpoint/--resume"
+            )));
+        }
         return cross_validate(a, &source, &cfg, k as usize, data_dir, &mut rng, out);
     }
-    let key = a.split.key(&mut rng);
+    let resumed = a.checkpoint.resumed()?;
+    let checkpoint_plan = a.checkpoint.plan()?;
+    // The key is drawn either way, so a seeded resumed run consumes its generator as the
+    // original did; a resumed run holds out the records its checkpoint's run held out.
+    let drawn = a.split.key(&mut rng);
+    let key = match resumed
+        .as_ref()
+        .map(checkpoint_args::split_key)
+        .transpose()?
+    {
+        Some(Some(k)) => k,
+        _ => drawn,
+    };
     let opts = a.schema.load_options(data_dir, a.label_column.as_deref())?;
     let Loaded {
         mut train,
@@ -497,14 +518,32 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         }
         _ => None,
     };
-    let outcome = train_task_with_progress(a.task, &cfg, &train, Some(&test), &mut rng, out)?;
+    let end = crate::cluster::with_comm(|comm| {
+        let run = dpsgd::Run {
+            task: a.task,
+            comm,
+            checkpoint: checkpoint_plan.clone(),
+            resume: resumed,
+            stop_after: a.checkpoint.stop_after_steps,
+            context: checkpoint_args::context(split_key),
+        };
+        train_run_with_progress(&run, &cfg, &train, Some(&test), &mut rng, out)
+    })?;
+    let outcome = match end {
+        dpsgd::RunEnd::Finished(o) => *o,
+        dpsgd::RunEnd::Stopped { step, steps } => {
+            return stopped(step, steps, checkpoint_plan.as_ref(), out);
+        }
+    };
+    // Only the root of a job of several processes writes files.
+    let root = crate::cluster::is_root();
     // Local DP on the features alone protects neither labels nor membership; with DP-SGD on
     // top, ε is DP-SGD's over whole records.
     let model = match (&perturbation, &outcome.event) {
         (Some(_), None) => training_privacy_model(neighbouring::FEATURES),
         _ => training_privacy_model(neighbouring::ADD_REMOVE),
     };
-    if let Some(path) = &a.save_model {
+    if let (Some(path), true) = (&a.save_model, root) {
         let mut facts = ModelFacts::from_training(
             &outcome.report,
             &privacy_model::dataset_label(&source),
@@ -517,7 +556,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         }
         dpsgd::save_with_facts(path, &outcome.model, &outcome.input, Some(&facts))?;
     }
-    if let Some(path) = &a.log {
+    if let (Some(path), true) = (&a.log, root) {
         write_log(path, &outcome.report.epoch_log)?;
     }
     let mut report = match serde_json::to_value(&outcome.report).map_err(CliError::internal)? {
@@ -701,6 +740,53 @@ pub fn train_task_with_progress(
     rng: &mut dpml_mechanisms::DpRng,
     out: Output,
 ) -> CliResult<dpsgd::TrainOutcome> {
+    let run = dpsgd::Run {
+        task,
+        ..dpsgd::Run::default()
+    };
+    match train_run_with_progress(&run, cfg, train, test, rng, out)? {
+        dpsgd::RunEnd::Finished(o) => Ok(*o),
+        dpsgd::RunEnd::Stopped { .. } => Err(CliError::internal(
+            "a run without --stop-after-steps stopped early",
+        )),
+    }
+}
+
+/// A run stopped by `--stop-after-steps`: says where its checkpoint is and how to continue;
+/// no result is printed as if the run had finished (with `--json`, a `"status": "stopped"`
+/// object without any model figures).
+fn stopped(
+    step: u64,
+    steps: u64,
+    plan: Option<&dpsgd::CheckpointPlan>,
+    out: Output,
+) -> CliResult<()> {
+    let dir = plan
+        .map(|p| p.dir.display().to_string())
+        .unwrap_or_default();
+    if crate::cluster::is_root() {
+        diag!("dpml: stopped after step {step} of {steps}; continue with --resume {dir}");
+    }
+    if out.json {
+        out.emit(&json!({
+            "status": "stopped",
+            "steps_done": step,
+            "steps": steps,
+            "checkpoint": dir,
+        }));
+    }
+    Ok(())
+}
+
+/// As [`train_task_with_progress`] for a [`dpsgd::Run`] (processes, checkpoints).
+pub fn train_run_with_progress(
+    run: &dpsgd::Run<'_>,
+    cfg: &TrainConfig,
+    train: &Dataset,
+    test: Option<&Dataset>,
+    rng: &mut dpml_mechanisms::DpRng,
+    out: Output,
+) -> CliResult<dpsgd::RunEnd> {
     let bar = crate::progress::Progress::new(0, "train", "step", false);
     let (mut epochs, mut samples) = (0u64, 0u64);
     let mut observer = |p: &Progress| match p {
@@ -764,8 +850,8 @@ pub fn train_task_with_progress(
             );
         }
     };
-    let outcome = dpsgd::train::train_task(
-        task,
+    let end = dpsgd::train_run(
+        run,
         cfg,
         train,
         test,
@@ -774,7 +860,7 @@ pub fn train_task_with_progress(
         &mut prefix_observer,
     )?;
     bar.finish_and_clear();
-    Ok(outcome)
+    Ok(end)
 }
 
 /// `--log`: one CSV row per epoch, after a `#` line saying the losses and accuracies are

@@ -17,10 +17,11 @@ use dpml_mechanisms::DpRng;
 use dpml_nn::{ClipConfig, ModelSpec, Sequential, Sgd};
 use serde::Serialize;
 
+use super::collective::Solo;
 use super::error::{Result, config_err};
 use super::noise::Noise;
 use super::normalize::InputTransform;
-use super::sampler::PoissonSampler;
+use super::sampler::{PoissonSampler, SamplingKey};
 use super::step::Stepper;
 
 /// Timed rounds per mode; the median is reported.
@@ -138,7 +139,7 @@ pub fn bench_spec(
                     Some(ClipConfig::flat(1.0)?),
                 ),
             };
-            let sampler = PoissonSampler::new(data.n, 1.0 / 16.0)?;
+            let sampler = PoissonSampler::new(data.n, 1.0 / 16.0, SamplingKey::from_rng(&mut r))?;
             let opt = Box::new(Sgd::new(0.9, false, 0.0)?);
             let mut s = Stepper::new(
                 net,
@@ -149,13 +150,13 @@ pub fn bench_spec(
                 2 * batch_size,
                 InputTransform::IDENTITY,
             );
-            for _ in 0..WARMUP_STEPS {
-                s.step(&data, 0.05, &mut r)?;
+            for t in 0..WARMUP_STEPS {
+                s.step(&data, 0.05, &mut r, t as u64, &Solo)?;
             }
             let tick = Instant::now();
             let mut seen = 0usize;
-            for _ in 0..steps {
-                seen += s.step(&data, 0.05, &mut r)?.batch;
+            for t in WARMUP_STEPS..WARMUP_STEPS + steps {
+                seen += s.step(&data, 0.05, &mut r, t as u64, &Solo)?.batch;
             }
             rates[k].push(seen as f64 / tick.elapsed().as_secs_f64().max(1e-9));
         }

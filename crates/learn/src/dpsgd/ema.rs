@@ -39,6 +39,25 @@ impl Ema {
         });
     }
 
+    /// Updates folded in and the averaged values (for a checkpoint).
+    pub(crate) fn parts(&self) -> (u64, &[Vec<f32>]) {
+        (self.updates, &self.values)
+    }
+
+    /// Continues an average saved by [`Ema::parts`]: `values` must have the shapes of the
+    /// average this one started from (the model's parameters).
+    pub(crate) fn restore(&mut self, updates: u64, values: Vec<Vec<f32>>) -> bool {
+        let fits = values.len() == self.values.len()
+            && values
+                .iter()
+                .zip(&self.values)
+                .all(|(a, b)| a.len() == b.len());
+        if fits {
+            (self.updates, self.values) = (updates, values);
+        }
+        fits
+    }
+
     /// Exchanges the model's parameters with the average (call twice to restore).
     pub(crate) fn swap(&mut self, model: &mut Sequential) {
         let values = &mut self.values;

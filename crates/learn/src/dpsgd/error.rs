@@ -24,6 +24,21 @@ pub enum DpSgdError {
     /// A noise sampler refused its parameters or the OS gave no entropy.
     #[error(transparent)]
     Mechanism(#[from] MechanismError),
+    /// A checkpoint was made by a run with another configuration or data set, or is not a
+    /// checkpoint at all: resuming from it would not continue that run.
+    #[error("{0}")]
+    CheckpointMismatch(String),
+    /// The environment failed the run: a checkpoint could not be written or read, or the
+    /// processes of a data-parallel run ended up with different models.
+    #[error("{0}")]
+    Runtime(String),
+}
+
+impl DpSgdError {
+    /// Whether the failure is the environment's (retrying may help) rather than the input's.
+    pub fn is_runtime(&self) -> bool {
+        matches!(self, DpSgdError::Runtime(_))
+    }
 }
 
 /// Shorthand for results of this module.

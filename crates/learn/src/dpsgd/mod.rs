@@ -30,6 +30,8 @@
 pub mod accounting;
 mod batch;
 pub mod bench;
+pub mod checkpoint;
+pub mod collective;
 pub mod config;
 pub(crate) mod ema;
 pub mod error;
@@ -46,6 +48,8 @@ pub mod train;
 
 pub use accounting::{PrivacyPlan, accountant};
 pub use bench::{BenchResult, ModeGflops, bench, bench_spec};
+pub use checkpoint::{Checkpoint, CheckpointPlan};
+pub use collective::{Collective, Solo, model_checksum};
 pub use config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConfig};
 /// The architecture names training accepts (`TrainConfig::model`), for help texts and checks.
 pub use dpml_nn::{MODEL_NAMES, ModelSpec, check_model_name};
@@ -55,9 +59,12 @@ pub use io::{SavedModel, load, load_saved, save, save_with_facts};
 pub use normalize::{FASHION_MNIST_MEAN_STD, InputTransform, MNIST_MEAN_STD, Normalization};
 pub use objective::{Objective, Task};
 pub use presets::{Preset, preset, presets, tabular_recipe};
-pub use sampler::PoissonSampler;
+pub use sampler::{PoissonSampler, SamplingKey, Shard};
 pub use step_hook::{StepContext, StepHook};
-pub use train::{EpochLog, Progress, TrainOutcome, TrainReport, train, train_hooked, train_task};
+pub use train::{
+    EpochLog, Progress, Run, RunEnd, TrainOutcome, TrainReport, train, train_hooked, train_run,
+    train_task,
+};
 
 #[cfg(test)]
 mod tests;

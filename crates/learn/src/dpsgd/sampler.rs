@@ -2,30 +2,102 @@
 //! the batch independently with probability q, so batch sizes follow Binomial(N, q), may be 0,
 //! and no record appears twice in one step. This is the sampling the accountants analyse.
 //!
-//! Rather than flipping N coins per step, the sampler draws the gaps between chosen records,
-//! which are Geometric(q) (the number of failures before the next success of independent
-//! Bernoulli(q) trials): gap = ⌊ln U / ln(1 − q)⌋ for U uniform on (0, 1]. This costs O(qN)
-//! per step instead of O(N) and gives the same law, up to the 2⁻⁵³ resolution of U.
+//! Whether record i joins at step t is decided by a keyed pseudo-random function of
+//! (run key, t, i): the 128-bit output number t·N + i of ChaCha20 under the run's 256-bit key
+//! (ChaCha20 is a PRF of its block position), compared with the integer threshold ⌊q·2¹²⁸⌋. The threshold is computed
+//! exactly from q's binary expansion, so P(join) = ⌊q·2¹²⁸⌋/2¹²⁸, which equals q for every
+//! q ≥ 2⁻⁷⁵ (any f64 q ≥ 2⁻⁷⁵ times 2¹²⁸ is an integer) and is below q by less than 2⁻¹²⁸
+//! otherwise (a smaller rate only strengthens the guarantee). No floating-point uniform is
+//! involved.
+//!
+//! Because each record's decision depends only on (key, t, i), any subset of the records can
+//! be sampled on its own and the union of the subsets is exactly the batch of the whole data
+//! set: processes of a data-parallel run ([`super::collective`]) each sample their share of
+//! the records with the same key, and a resumed run sampling step t draws the batch the
+//! interrupted one would have. The key must stay secret (the amplification by subsampling
+//! assumes the batch is hidden); it comes from the run's generator.
 
 use dpml_mechanisms::DpRng;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
 
 use super::error::{Result, config_err};
 
+/// The 256-bit key of a run's batch sampling.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct SamplingKey([u8; 32]);
+
+impl SamplingKey {
+    /// A fresh key from `rng`.
+    pub fn from_rng(rng: &mut DpRng) -> Self {
+        let mut key = [0u8; 32];
+        for chunk in key.chunks_exact_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        Self(key)
+    }
+
+    /// The key as four little-endian words (to send to other processes).
+    pub fn to_words(self) -> [u64; 4] {
+        let mut w = [0u64; 4];
+        for (w, c) in w.iter_mut().zip(self.0.chunks_exact(8)) {
+            *w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+        }
+        w
+    }
+
+    /// The key from [`SamplingKey::to_words`].
+    pub fn from_words(words: [u64; 4]) -> Self {
+        let mut key = [0u8; 32];
+        for (c, w) in key.chunks_exact_mut(8).zip(words) {
+            c.copy_from_slice(&w.to_le_bytes());
+        }
+        Self(key)
+    }
+}
+
+impl std::fmt::Debug for SamplingKey {
+    // The key is secret: never print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SamplingKey(..)")
+    }
+}
+
+/// A share of the records: those with index ≡ `rank` (mod `ranks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This share's number, in `0..ranks`.
+    pub rank: usize,
+    /// Number of shares (≥ 1).
+    pub ranks: usize,
+}
+
+impl Shard {
+    /// All records.
+    pub const ALL: Shard = Shard { rank: 0, ranks: 1 };
+
+    /// Whether record `i` is in this share.
+    pub fn holds(&self, i: usize) -> bool {
+        i % self.ranks.max(1) == self.rank
+    }
+}
+
 /// Draws Poisson batches of indices into `0..n`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PoissonSampler {
     n: usize,
     q: f64,
-    /// ln(1 − q) (< 0), or −∞ for q = 1.
-    log_miss: f64,
+    /// ⌊q·2¹²⁸⌋, or `None` for q = 1 (every record, every step).
+    threshold: Option<u128>,
+    key: SamplingKey,
 }
 
 impl PoissonSampler {
-    /// A sampler over `n` records with inclusion probability `q`.
+    /// A sampler over `n` records with inclusion probability `q`, deciding by `key`.
     ///
     /// # Errors
     /// [`super::DpSgdError::InvalidConfig`] when `n` is 0 or `q` is not in (0, 1].
-    pub fn new(n: usize, q: f64) -> Result<Self> {
+    pub fn new(n: usize, q: f64, key: SamplingKey) -> Result<Self> {
         if n == 0 {
             return Err(config_err(
                 "Poisson sampling needs at least one record, got n = 0",
@@ -39,7 +111,8 @@ impl PoissonSampler {
         Ok(Self {
             n,
             q,
-            log_miss: (-q).ln_1p(),
+            threshold: (q < 1.0).then(|| threshold(q)),
+            key,
         })
     }
 
@@ -53,29 +126,47 @@ impl PoissonSampler {
         self.q * self.n as f64
     }
 
-    /// One step's batch: the chosen indices, increasing, written into `out` (cleared first).
-    pub fn sample_into(&self, rng: &mut DpRng, out: &mut Vec<usize>) {
+    /// Step `step`'s batch: the chosen indices, increasing, written into `out` (cleared first).
+    pub fn sample_into(&self, step: u64, out: &mut Vec<usize>) {
+        self.sample_shard_into(step, Shard::ALL, out);
+    }
+
+    /// The members of step `step`'s batch that `shard` holds, increasing, into `out`.
+    pub fn sample_shard_into(&self, step: u64, shard: Shard, out: &mut Vec<usize>) {
         out.clear();
-        if self.q >= 1.0 {
-            out.extend(0..self.n);
+        let Some(t) = self.threshold else {
+            out.extend((0..self.n).filter(|&i| shard.holds(i)));
             return;
-        }
-        let mut next = 0usize;
-        loop {
-            // U in (0, 1]: 1 − [0, 1).
-            let u = 1.0 - rng.uniform_f64();
-            let gap = (u.ln() / self.log_miss).floor();
-            // A gap beyond the data ends the batch (NaN cannot occur: ln u ≤ 0 is finite).
-            if gap.is_nan() || gap >= (self.n - next) as f64 {
-                return;
-            }
-            let i = next + gap as usize;
-            out.push(i);
-            next = i + 1;
-            if next >= self.n {
-                return;
+        };
+        // Record i's word at step t is the 128-bit output number t·N + i of the key's
+        // stream (4 words of 32 bits each): one seek per step, then a sequential read.
+        let mut prf = ChaCha20Rng::from_seed(self.key.0);
+        prf.set_word_pos(u128::from(step) * self.n as u128 * 4);
+        for i in 0..self.n {
+            let word = (u128::from(prf.next_u64()) << 64) | u128::from(prf.next_u64());
+            if word < t && shard.holds(i) {
+                out.push(i);
             }
         }
+    }
+}
+
+/// ⌊q·2¹²⁸⌋ for q in (0, 1), exactly: q = m·2^e with m the 53-bit significand.
+fn threshold(q: f64) -> u128 {
+    let bits = q.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, e) = if biased == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), biased - 1075)
+    };
+    let shift = e + 128;
+    if shift >= 0 {
+        // m·2^e < 1, so m·2^(e+128) < 2^128: no overflow.
+        u128::from(m) << shift
+    } else {
+        u128::from(m) >> (-shift).min(127)
     }
 }
 
@@ -83,18 +174,37 @@ impl PoissonSampler {
 mod tests {
     use super::*;
 
+    fn key(seed: u64) -> SamplingKey {
+        SamplingKey::from_rng(&mut DpRng::seeded(seed))
+    }
+
+    /// Step `step`'s batch as the union of the members each of `ranks` shares sampled alone.
+    fn union_of_shards(s: &PoissonSampler, step: u64, ranks: usize) -> Vec<usize> {
+        let mut all = Vec::new();
+        let mut part = Vec::new();
+        for rank in 0..ranks {
+            s.sample_shard_into(step, Shard { rank, ranks }, &mut part);
+            all.extend_from_slice(&part);
+        }
+        all.sort_unstable();
+        all
+    }
+
     /// Batch sizes against Binomial(N, q): a chi-square goodness-of-fit test on cells with
-    /// expected count ≥ 5 (tails pooled), plus the mean within 4.5 standard errors.
+    /// expected count ≥ 5 (tails pooled), plus the mean within 4.5 standard errors. The batch
+    /// is the union of what 3 shares of the records sampled separately, and it must be the
+    /// batch of the whole data set, step by step.
     #[test]
-    fn batch_sizes_follow_the_binomial_law() {
+    fn batch_sizes_of_the_union_of_shards_follow_the_binomial_law() {
         let (n, q, steps) = (200usize, 0.05, 20_000usize);
-        let s = PoissonSampler::new(n, q).unwrap();
-        let mut rng = DpRng::seeded(17);
+        let s = PoissonSampler::new(n, q, key(17)).unwrap();
         let mut counts = vec![0u64; n + 1];
-        let mut batch = Vec::new();
+        let mut whole = Vec::new();
         let mut total = 0usize;
-        for _ in 0..steps {
-            s.sample_into(&mut rng, &mut batch);
+        for step in 0..steps as u64 {
+            let batch = union_of_shards(&s, step, 3);
+            s.sample_into(step, &mut whole);
+            assert_eq!(batch, whole, "step {step}");
             counts[batch.len()] += 1;
             total += batch.len();
         }
@@ -150,12 +260,11 @@ mod tests {
     #[test]
     fn every_record_can_be_drawn_and_none_twice() {
         let (n, q, steps) = (50usize, 0.05, 2000usize);
-        let s = PoissonSampler::new(n, q).unwrap();
-        let mut rng = DpRng::seeded(3);
+        let s = PoissonSampler::new(n, q, key(3)).unwrap();
         let mut hits = vec![0u32; n];
         let mut batch = Vec::new();
-        for _ in 0..steps {
-            s.sample_into(&mut rng, &mut batch);
+        for step in 0..steps as u64 {
+            s.sample_into(step, &mut batch);
             assert!(batch.windows(2).all(|w| w[0] < w[1]), "{batch:?}");
             for &i in &batch {
                 hits[i] += 1;
@@ -167,28 +276,55 @@ mod tests {
             assert!((h as f64 - steps as f64 * q).abs() < 5.5 * sd, "{h}");
         }
         // q = 1 takes everything, once.
-        PoissonSampler::new(4, 1.0)
+        PoissonSampler::new(4, 1.0, key(0))
             .unwrap()
-            .sample_into(&mut rng, &mut batch);
+            .sample_into(0, &mut batch);
         assert_eq!(batch, vec![0, 1, 2, 3]);
+    }
+
+    /// The threshold is q·2¹²⁸ exactly where that is an integer, and the batch depends on the
+    /// key and the step (two keys, or two steps, agreeing on all 500 records has probability
+    /// far below 10⁻¹⁰⁰ at q = ½).
+    #[test]
+    fn threshold_is_exact_and_batches_depend_on_key_and_step() {
+        assert_eq!(threshold(0.5), 1u128 << 127);
+        assert_eq!(threshold(0.25), 1u128 << 126);
+        assert_eq!(threshold(0.75), 3u128 << 126);
+        assert_eq!(threshold(2f64.powi(-100)), 1u128 << 28);
+        let q = 0.1;
+        let t = threshold(q);
+        assert_eq!(t as f64, q * 2f64.powi(128));
+        let (a, b) = (
+            PoissonSampler::new(500, 0.5, key(1)).unwrap(),
+            PoissonSampler::new(500, 0.5, key(2)).unwrap(),
+        );
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        a.sample_into(4, &mut x);
+        b.sample_into(4, &mut y);
+        assert_ne!(x, y);
+        a.sample_into(5, &mut y);
+        assert_ne!(x, y);
+        // The same (key, step) gives the same batch: sampling is a function, not a stream.
+        a.sample_into(4, &mut y);
+        assert_eq!(x, y);
     }
 
     #[test]
     fn bad_parameters_are_refused() {
         assert!(
-            PoissonSampler::new(0, 0.5)
+            PoissonSampler::new(0, 0.5, key(0))
                 .unwrap_err()
                 .to_string()
                 .contains("n = 0")
         );
         assert!(
-            PoissonSampler::new(5, 0.0)
+            PoissonSampler::new(5, 0.0, key(0))
                 .unwrap_err()
                 .to_string()
                 .contains("got 0")
         );
         assert!(
-            PoissonSampler::new(5, f64::NAN)
+            PoissonSampler::new(5, f64::NAN, key(0))
                 .unwrap_err()
                 .to_string()
                 .contains("NaN")

@@ -11,17 +11,22 @@
 //!    size) and let the optimizer step.
 //!
 //! Non-private steps skip clipping and noise and divide by the realised batch size.
+//!
+//! In a data-parallel run ([`super::collective`]) each process does step 2 on its share of the
+//! batch; the partial sums meet on the root, which adds the noise once (step 3) and sends the
+//! noisy sum to every process, and every process does step 4 identically.
 
 use dpml_data::Dataset;
 use dpml_mechanisms::DpRng;
 use dpml_nn::{BackwardMode, ClipConfig, Optimizer, Sequential, Tensor};
 
 use super::batch::gather;
+use super::collective::{Collective, flatten_grads, unflatten_grads};
 use super::error::Result;
 use super::noise::Noise;
 use super::normalize::InputTransform;
 use super::objective::Objective;
-use super::sampler::PoissonSampler;
+use super::sampler::{PoissonSampler, Shard};
 use super::step_hook::{StepContext, StepHook};
 
 /// What one step saw (on private data: diagnostics for the operator, not a private release).
@@ -57,6 +62,8 @@ pub(crate) struct Stepper {
     objective: Objective,
     /// Scratch: the regression targets of a chunk.
     targets: Tensor,
+    /// Scratch: the flattened gradient sent between processes.
+    flat: Vec<f32>,
 }
 
 impl Stepper {
@@ -87,6 +94,7 @@ impl Stepper {
             losses: Vec::new(),
             objective: Objective::Classification,
             targets: Tensor::default(),
+            flat: Vec::new(),
         }
     }
 
@@ -103,31 +111,56 @@ impl Stepper {
         self
     }
 
-    /// One step at learning rate `lr` on a fresh Poisson batch of `data`.
+    /// The optimizer (to save or restore its state).
+    pub(crate) fn optimizer_mut(&mut self) -> &mut (dyn Optimizer + Send) {
+        self.optimizer.as_mut()
+    }
+
+    /// Step number `t` (from 0) at learning rate `lr` on its Poisson batch of `data`, this
+    /// process's share of it when `comm` has several processes. `rng` draws the noise (on the
+    /// root only).
     ///
     /// # Errors
     /// [`super::DpSgdError::Nn`] from the engine (shapes were checked before training).
-    pub(crate) fn step(&mut self, data: &Dataset, lr: f32, rng: &mut DpRng) -> Result<StepStats> {
-        self.sampler.sample_into(rng, &mut self.idx);
-        self.apply(data, lr, rng, None)
+    pub(crate) fn step(
+        &mut self,
+        data: &Dataset,
+        lr: f32,
+        rng: &mut DpRng,
+        t: u64,
+        comm: &dyn Collective,
+    ) -> Result<StepStats> {
+        self.sample(t, comm);
+        self.apply(data, lr, rng, comm, None)
     }
 
-    /// As [`Stepper::step`], calling `hook` around the noise (private steps only), with
-    /// `ctx.sampling_rate` filled in from the sampler.
+    /// As [`Stepper::step`] in one process, calling `hook` around the noise (private steps
+    /// only), with `ctx.sampling_rate` filled in from the sampler.
     pub(crate) fn step_hooked(
         &mut self,
         data: &Dataset,
         lr: f32,
         rng: &mut DpRng,
+        t: u64,
         ctx: StepContext,
         hook: &mut dyn StepHook,
     ) -> Result<StepStats> {
-        self.sampler.sample_into(rng, &mut self.idx);
+        let solo = super::collective::Solo;
+        self.sample(t, &solo);
         let ctx = StepContext {
             sampling_rate: self.sampler.sampling_rate(),
             ..ctx
         };
-        self.apply(data, lr, rng, Some((ctx, hook)))
+        self.apply(data, lr, rng, &solo, Some((ctx, hook)))
+    }
+
+    /// This process's share of step `t`'s Poisson batch into `self.idx`.
+    fn sample(&mut self, t: u64, comm: &dyn Collective) {
+        let shard = Shard {
+            rank: comm.rank(),
+            ranks: comm.size(),
+        };
+        self.sampler.sample_shard_into(t, shard, &mut self.idx);
     }
 
     /// Steps 2–4 of the module docs on the batch already in `self.idx`.
@@ -136,6 +169,7 @@ impl Stepper {
         data: &Dataset,
         lr: f32,
         rng: &mut DpRng,
+        comm: &dyn Collective,
         mut hook: Option<(StepContext, &mut dyn StepHook)>,
     ) -> Result<StepStats> {
         let mut stats = StepStats {
@@ -165,6 +199,9 @@ impl Stepper {
             self.model.backward(&self.grad, self.mode)?;
         }
         self.model.set_training(false);
+        if comm.size() > 1 {
+            self.combine(&mut stats, comm);
+        }
         let divisor = match self.noise {
             Noise::None if stats.batch == 0 => return Ok(stats),
             Noise::None => stats.batch as f64,
@@ -174,7 +211,15 @@ impl Stepper {
         if let (true, Some((ctx, h))) = (private, hook.as_mut()) {
             h.before_noise(ctx, &mut self.model, rng);
         }
-        self.noise.add(&mut self.model, rng);
+        if comm.is_root() {
+            self.noise.add(&mut self.model, rng);
+        }
+        if comm.size() > 1 {
+            // Every process continues from the root's noisy sum, bit for bit.
+            flatten_grads(&self.model, &mut self.flat);
+            comm.broadcast_f32(&mut self.flat);
+            unflatten_grads(&mut self.model, &self.flat);
+        }
         if let (true, Some((ctx, h))) = (private, hook.as_mut()) {
             h.after_noise(ctx, &mut self.model);
         }
@@ -183,6 +228,24 @@ impl Stepper {
             .for_each_param_mut(|_, p| p.grad.iter_mut().for_each(|g| *g *= scale));
         self.optimizer.step(&mut self.model, lr);
         Ok(stats)
+    }
+
+    /// The processes' partial clipped sums and step statistics added up on the root; the
+    /// statistics (which the non-private divisor needs) sent back to every process.
+    fn combine(&mut self, stats: &mut StepStats, comm: &dyn Collective) {
+        flatten_grads(&self.model, &mut self.flat);
+        comm.sum_to_root_f32(&mut self.flat);
+        unflatten_grads(&mut self.model, &self.flat);
+        let mut s = [stats.batch as f64, stats.loss_sum, stats.correct as f64];
+        comm.sum_to_root_f64(&mut s);
+        let mut bits = s.map(f64::to_bits);
+        comm.broadcast_u64(&mut bits);
+        let [batch, loss_sum, correct] = bits.map(f64::from_bits);
+        *stats = StepStats {
+            batch: batch as usize,
+            loss_sum,
+            correct: correct as usize,
+        };
     }
 
     /// Test hook: one step on the given batch instead of a Poisson draw.
@@ -196,7 +259,7 @@ impl Stepper {
     ) -> Result<StepStats> {
         self.idx.clear();
         self.idx.extend_from_slice(batch);
-        self.apply(data, lr, rng, None)
+        self.apply(data, lr, rng, &super::collective::Solo, None)
     }
 }
 
@@ -206,6 +269,7 @@ mod tests {
     use dpml_nn::{ModelSpec, Sgd};
 
     use crate::dpsgd::noise::GridNoise;
+    use crate::dpsgd::sampler::SamplingKey;
 
     fn tiny_data(n: usize) -> Dataset {
         Dataset {
@@ -231,7 +295,7 @@ mod tests {
         Stepper::new(
             model,
             Box::new(Sgd::new(0.0, false, 0.0).unwrap()),
-            PoissonSampler::new(n, q).unwrap(),
+            PoissonSampler::new(n, q, SamplingKey::from_rng(&mut DpRng::seeded(seed))).unwrap(),
             noise,
             clip,
             physical,

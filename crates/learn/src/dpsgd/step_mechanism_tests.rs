@@ -11,7 +11,7 @@ use super::Stepper;
 use super::tests::values;
 use crate::dpsgd::noise::Noise;
 use crate::dpsgd::normalize::InputTransform;
-use crate::dpsgd::sampler::PoissonSampler;
+use crate::dpsgd::sampler::{PoissonSampler, SamplingKey};
 
 /// A 4-feature, 2-class data set of the given records and labels.
 fn data(records: &[([f32; 4], u32)]) -> Dataset {
@@ -35,7 +35,7 @@ fn stepper(spec: ModelSpec, n: usize, q: f64, sigma: f64, c: f32) -> Stepper {
     Stepper::new(
         model,
         Box::new(Sgd::new(0.0, false, 0.0).unwrap()),
-        PoissonSampler::new(n, q).unwrap(),
+        PoissonSampler::new(n, q, SamplingKey::from_rng(&mut DpRng::seeded(1))).unwrap(),
         Noise::Gaussian {
             std: sigma * f64::from(c),
         },
@@ -86,9 +86,11 @@ fn one_unsampled_step_is_the_gaussian_mechanism_with_mu_one_over_sigma() {
         let mut s = stepper(spec.clone(), d.n, 1.0, sigma, c);
         let qn = s.sampler.expected_batch();
         let (mut sum, mut sum_sq) = (0.0, 0.0);
-        for _ in 0..reps {
+        for t in 0..reps as u64 {
             s.model.for_each_param_mut(|_, p| p.value.fill(0.0));
-            let stats = s.step(d, lr, &mut rng).unwrap();
+            let stats = s
+                .step(d, lr, &mut rng, t, &crate::dpsgd::collective::Solo)
+                .unwrap();
             assert_eq!(stats.batch, d.n);
             // Δθ = −lr·R/(qN), θ started at 0: the update projected on u, in update units.
             let dp: f64 = values(&s.model)

@@ -10,10 +10,12 @@ use dpml_accounting::BoundKind;
 use dpml_data::Dataset;
 use dpml_mechanisms::{DpRng, PrivacyEvent};
 use dpml_nn::{ClipConfig, Sequential};
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::accounting::{PrivacyPlan, accountant};
 use super::batch::{map_through_prefix, prefix_to_precompute};
+use super::checkpoint::{Checkpoint, CheckpointPlan, fingerprint, from_bits, to_bits};
+use super::collective::{Collective, Solo, broadcast_params, check_models_agree};
 use super::config::TrainConfig;
 use super::ema::Ema;
 use super::error::{DpSgdError, Result};
@@ -21,22 +23,24 @@ use super::eval::{Eval, evaluate_for};
 use super::noise::Noise;
 use super::normalize::InputTransform;
 use super::objective::{Objective, Task};
-use super::sampler::PoissonSampler;
+use super::sampler::{PoissonSampler, SamplingKey};
 use super::step::Stepper;
 use super::step_hook::{StepContext, StepHook};
 
 /// One epoch's summary. Training loss and accuracy are measured on the Poisson batches before
 /// each update: they are computed from private data WITHOUT noise, so they are diagnostics for
 /// the operator, not private releases.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochLog {
     /// Epoch number, from 1.
     pub epoch: usize,
     /// Steps done so far.
     pub steps: u64,
     /// Mean per-sample loss over the epoch's batches.
+    #[serde(deserialize_with = "nan_if_null")]
     pub train_loss: f64,
     /// Accuracy over the epoch's batches.
+    #[serde(deserialize_with = "nan_if_null")]
     pub train_accuracy: f64,
     /// Test accuracy after the epoch (with averaged parameters if EMA is on), if a test set
     /// was given.
@@ -48,6 +52,11 @@ pub struct EpochLog {
     pub test_mse: Option<f64>,
     /// ε spent so far (`None` when non-private).
     pub epsilon: Option<f64>,
+}
+
+/// JSON writes NaN (an epoch without records) as null; read it back as NaN.
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// What the observer of [`train`] is told.
@@ -256,11 +265,23 @@ pub fn train_task(
     observer: &mut dyn FnMut(&Progress),
     prefix_observer: &mut dyn FnMut(&PrefixProgress),
 ) -> Result<TrainOutcome> {
-    run_training(task, cfg, train, test, rng, observer, prefix_observer, None)
+    let run = Run {
+        task,
+        ..Run::default()
+    };
+    finished(train_run(
+        &run,
+        cfg,
+        train,
+        test,
+        rng,
+        observer,
+        prefix_observer,
+    )?)
 }
 
 /// As [`train`] (classification), calling `hook` around the noise of every private step: the
-/// white-box view of an auditor ([`super::step_hook`]).
+/// white-box view of an auditor ([`super::step_hook`]). One process, no checkpoints.
 ///
 /// # Privacy
 /// As [`train`] for the real records; see [`super::step_hook`] for what a hook may add.
@@ -275,8 +296,8 @@ pub fn train_hooked(
     observer: &mut dyn FnMut(&Progress),
     hook: &mut dyn StepHook,
 ) -> Result<TrainOutcome> {
-    run_training(
-        Task::Classification,
+    finished(run_training(
+        &Run::default(),
         cfg,
         train,
         test,
@@ -284,13 +305,92 @@ pub fn train_hooked(
         observer,
         &mut |_| {},
         Some(hook),
-    )
+    )?)
 }
 
-/// The body of [`train_task`] and [`train_hooked`].
+/// The outcome of a run that was not asked to stop early.
+fn finished(end: RunEnd) -> Result<TrainOutcome> {
+    match end {
+        RunEnd::Finished(out) => Ok(*out),
+        RunEnd::Stopped { .. } => Err(DpSgdError::InvalidConfig(
+            "internal check failed: a run without a stop step stopped".into(),
+        )),
+    }
+}
+
+/// How [`train_run`] runs: the task, the processes it runs on, checkpoints.
+pub struct Run<'a> {
+    /// Classification or regression.
+    pub task: Task,
+    /// The processes sharing the work ([`Solo`]: this one alone).
+    pub comm: &'a dyn Collective,
+    /// Save a checkpoint every so many steps (the root process writes it).
+    pub checkpoint: Option<CheckpointPlan>,
+    /// Continue the run this checkpoint saved.
+    pub resume: Option<Checkpoint>,
+    /// Save a checkpoint and stop once this many steps are done (if fewer than the run's).
+    pub stop_after: Option<u64>,
+    /// The caller's facts to keep in the checkpoints ([`Checkpoint::context`]).
+    pub context: serde_json::Value,
+}
+
+impl Default for Run<'_> {
+    fn default() -> Self {
+        Self {
+            task: Task::Classification,
+            comm: &Solo,
+            checkpoint: None,
+            resume: None,
+            stop_after: None,
+            context: serde_json::Value::Null,
+        }
+    }
+}
+
+/// How a [`train_run`] ended.
+#[derive(Debug)]
+pub enum RunEnd {
+    /// All steps done.
+    Finished(Box<TrainOutcome>),
+    /// Stopped at [`Run::stop_after`] with a checkpoint saved.
+    Stopped {
+        /// Steps done.
+        step: u64,
+        /// Steps of the whole run.
+        steps: u64,
+    },
+}
+
+/// As [`train_task`], on the processes of `run.comm` (data-parallel: each process computes
+/// the clipped sum over its share of every Poisson batch; see [`super::collective`]), saving
+/// checkpoints and resuming from one as `run` says.
+///
+/// # Privacy
+/// As [`train`], and the same event `dp_sgd(σ, q, T)` whatever the number of processes and
+/// however often the run was interrupted and resumed (see [`super::checkpoint`]). Every
+/// process draws the same batch membership from the root's sampling key; only the root adds
+/// noise.
+///
+/// # Errors
+/// As [`train`]; [`DpSgdError::CheckpointMismatch`] for a checkpoint of another run;
+/// [`DpSgdError::Runtime`] when a checkpoint cannot be written or the processes' models
+/// differ.
+pub fn train_run(
+    run: &Run<'_>,
+    cfg: &TrainConfig,
+    train: &Dataset,
+    test: Option<&Dataset>,
+    rng: &mut DpRng,
+    observer: &mut dyn FnMut(&Progress),
+    prefix_observer: &mut dyn FnMut(&PrefixProgress),
+) -> Result<RunEnd> {
+    run_training(run, cfg, train, test, rng, observer, prefix_observer, None)
+}
+
+/// The body of [`train_run`] and [`train_hooked`].
 #[allow(clippy::too_many_arguments)]
 fn run_training(
-    task: Task,
+    run: &Run<'_>,
     cfg: &TrainConfig,
     train: &Dataset,
     test: Option<&Dataset>,
@@ -298,17 +398,29 @@ fn run_training(
     observer: &mut dyn FnMut(&Progress),
     prefix_observer: &mut dyn FnMut(&PrefixProgress),
     mut hook: Option<&mut dyn StepHook>,
-) -> Result<TrainOutcome> {
+) -> Result<RunEnd> {
     let started = Instant::now();
+    let comm = run.comm;
     cfg.validate()?;
-    let objective = Objective::new(task, train.n_classes);
+    let objective = Objective::new(run.task, train.n_classes);
     let spec = objective.shape_model(cfg.validate_data(train, test)?)?;
     let input = cfg.normalize.resolve(train)?;
     let plan = PrivacyPlan::new(cfg, train.n)?;
+    let print = (run.checkpoint.is_some() || run.resume.is_some())
+        .then(|| fingerprint(cfg, run.task, train));
+    if let (Some(ck), Some(fp)) = (&run.resume, &print) {
+        ck.check(fp)?;
+    }
     let mut model = Sequential::new(spec, rng)?;
     if let Some(h) = hook.as_deref_mut() {
         h.initialise(&mut model);
     }
+    // Processes seeded from the operating system start from the root's initialisation and
+    // sample with the root's key.
+    broadcast_params(&mut model, comm);
+    let mut key = SamplingKey::from_rng(rng).to_words();
+    comm.broadcast_u64(&mut key);
+    let mut key = SamplingKey::from_words(key);
     let start = prefix_to_precompute(&model);
     let mut map = |set: &'static str, data: &Dataset| {
         map_through_prefix(&mut model, start, &input, data, &mut |done, total| {
@@ -345,8 +457,12 @@ fn run_training(
         Some(_) => Some(ClipConfig::flat(cfg.max_grad_norm)?),
     };
     let optimizer = cfg.optimizer.build(cfg.weight_decay)?;
-    let sampler = PoissonSampler::new(train.n, plan.sampling_rate)?;
     let mut ema = cfg.ema.map(|d| Ema::new(d, &model));
+    let mut state = LoopState::default();
+    if let Some(ck) = &run.resume {
+        state = restore(ck, &mut model, ema.as_mut(), rng, &mut key)?;
+    }
+    let sampler = PoissonSampler::new(train.n, plan.sampling_rate, key)?;
     let mut stepper = Stepper::new(
         model,
         optimizer,
@@ -358,7 +474,28 @@ fn run_training(
     )
     .starting_at(start)
     .with_objective(objective);
+    if let Some(ck) = &run.resume {
+        stepper.optimizer_mut().set_state(dpml_nn::OptimizerState {
+            updates: ck.optimizer_updates,
+            buffers: ck
+                .optimizer
+                .iter()
+                .map(|b| b.iter().map(|v| from_bits(v)).collect())
+                .collect(),
+        })?;
+    }
     let schedule = cfg.lr_schedule.to_nn(plan.steps, plan.steps_per_epoch);
+    let save = |stepper: &mut Stepper, ema: Option<&Ema>, state: &LoopState, rng: &DpRng| {
+        let (Some(dir), Some(fp)) = (run.checkpoint.as_ref().map(|p| &p.dir), &print) else {
+            return Ok(());
+        };
+        if !comm.is_root() {
+            return Ok(());
+        }
+        let mut ck = Checkpoint::new(fp.clone(), plan.steps, run.context.clone());
+        fill(&mut ck, stepper, ema, state, rng, key);
+        ck.save(dir)
+    };
 
     observer(&Progress::Started {
         steps: plan.steps,
@@ -366,11 +503,14 @@ fn run_training(
         noise_multiplier: plan.noise_multiplier,
         sampling_rate: plan.sampling_rate,
     });
-    let mut loop_seconds = 0.0;
-    let mut samples = 0usize;
-    let mut epoch_log = Vec::new();
-    let mut acc = EpochAcc::default();
-    for t in 0..plan.steps {
+    for t in state.step..plan.steps {
+        if run.stop_after == Some(t) {
+            save(&mut stepper, ema.as_ref(), &state, rng)?;
+            return Ok(RunEnd::Stopped {
+                step: t,
+                steps: plan.steps,
+            });
+        }
         let lr = schedule.lr(cfg.lr, usize::try_from(t).unwrap_or(usize::MAX));
         let tick = Instant::now();
         let stats = match hook.as_deref_mut() {
@@ -380,19 +520,20 @@ fn run_training(
                     sampling_rate: plan.sampling_rate,
                     max_grad_norm: c,
                 };
-                stepper.step_hooked(train, lr, rng, ctx, h)?
+                stepper.step_hooked(train, lr, rng, t, ctx, h)?
             }
-            None => stepper.step(train, lr, rng)?,
+            None => stepper.step(train, lr, rng, t, comm)?,
         };
         if let Some(e) = ema.as_mut() {
             e.update(&mut stepper.model);
         }
-        loop_seconds += tick.elapsed().as_secs_f64();
-        samples += stats.batch;
-        acc.n += stats.batch;
-        acc.loss += stats.loss_sum;
-        acc.correct += stats.correct;
+        state.loop_seconds += tick.elapsed().as_secs_f64();
+        state.samples += stats.batch;
+        state.acc.n += stats.batch;
+        state.acc.loss += stats.loss_sum;
+        state.acc.correct += stats.correct;
         let done = t + 1;
+        state.step = done;
         observer(&Progress::Step {
             step: done,
             steps: plan.steps,
@@ -404,23 +545,32 @@ fn run_training(
             },
         });
         if done % plan.steps_per_epoch == 0 || done == plan.steps {
+            check_models_agree(&stepper.model, comm)?;
             let test_eval = with_averaged(&mut stepper.model, ema.as_mut(), |m| {
                 test.map(|d| evaluate_for(objective, m, start, &feed, d))
                     .transpose()
             })?;
             let log = EpochLog {
-                epoch: epoch_log.len() + 1,
+                epoch: state.epoch_log.len() + 1,
                 steps: done,
-                train_loss: ratio(acc.loss, acc.n),
-                train_accuracy: ratio(acc.correct as f64, acc.n),
+                train_loss: ratio(state.acc.loss, state.acc.n),
+                train_accuracy: ratio(state.acc.correct as f64, state.acc.n),
                 test_accuracy: test_eval.as_ref().map(|e| e.accuracy),
                 test_loss: test_eval.as_ref().map(|e| e.loss),
                 test_mse: test_eval.as_ref().and_then(|e| e.mse),
                 epsilon: plan.epsilon(cfg.accountant, done, cfg.delta)?,
             };
             observer(&Progress::Epoch(log.clone()));
-            epoch_log.push(log);
-            acc = EpochAcc::default();
+            state.epoch_log.push(log);
+            state.acc = EpochAcc::default();
+        }
+        // 0: every epoch.
+        let every = run.checkpoint.as_ref().map_or(0, |p| match p.every {
+            0 => plan.steps_per_epoch,
+            n => n,
+        });
+        if every > 0 && done % every == 0 && done < plan.steps {
+            save(&mut stepper, ema.as_ref(), &state, rng)?;
         }
     }
 
@@ -468,21 +618,122 @@ fn run_training(
             _ => crate::f32_json::decimal(cfg.max_grad_norm),
         }),
         exact_noise: cfg.exact_noise,
-        samples_per_sec: if loop_seconds > 0.0 {
-            samples as f64 / loop_seconds
+        samples_per_sec: if state.loop_seconds > 0.0 {
+            state.samples as f64 / state.loop_seconds
         } else {
             0.0
         },
         wall_seconds: started.elapsed().as_secs_f64(),
         seeded: rng.is_seeded(),
-        epoch_log,
+        epoch_log: state.epoch_log,
     };
-    Ok(TrainOutcome {
+    Ok(RunEnd::Finished(Box::new(TrainOutcome {
         model,
         input,
         report,
         event,
+    })))
+}
+
+/// What the training loop carries from step to step besides the model and optimizer.
+#[derive(Default)]
+struct LoopState {
+    /// Steps done.
+    step: u64,
+    loop_seconds: f64,
+    samples: usize,
+    acc: EpochAcc,
+    epoch_log: Vec<EpochLog>,
+}
+
+/// The state `ck` saved, put back into `model`, `ema`, `rng` and `key`: a seeded run
+/// continues its generator and sampling key; a run seeded from the operating system keeps the
+/// fresh ones it drew (see [`super::checkpoint`]).
+fn restore(
+    ck: &Checkpoint,
+    model: &mut Sequential,
+    ema: Option<&mut Ema>,
+    rng: &mut DpRng,
+    key: &mut SamplingKey,
+) -> Result<LoopState> {
+    let mismatch = |what: &str| {
+        DpSgdError::CheckpointMismatch(format!(
+            "checkpoint_mismatch: the checkpoint's {what} do not fit this model"
+        ))
+    };
+    let fits = ck.params.len() == model.params().len()
+        && ck
+            .params
+            .iter()
+            .zip(model.params())
+            .all(|(a, p)| a.len() == p.value.len());
+    if !fits {
+        return Err(mismatch("parameters"));
+    }
+    model.for_each_param_mut(|k, p| p.value = from_bits(&ck.params[k]));
+    match (ema, &ck.ema) {
+        (Some(e), Some((updates, values))) => {
+            if !e.restore(*updates, values.iter().map(|v| from_bits(v)).collect()) {
+                return Err(mismatch("averaged parameters"));
+            }
+        }
+        (None, None) => {}
+        _ => return Err(mismatch("averaged parameters")),
+    }
+    if let Some(snap) = &ck.rng {
+        *rng = DpRng::restore(snap);
+    }
+    if let Some(words) = ck.sampling_key {
+        *key = SamplingKey::from_words(words);
+    }
+    let (n, loss, correct) = ck.acc;
+    Ok(LoopState {
+        step: ck.step,
+        loop_seconds: ck.loop_seconds,
+        samples: ck.samples,
+        acc: EpochAcc {
+            n,
+            loss: f64::from_bits(loss),
+            correct,
+        },
+        epoch_log: ck.epoch_log.clone(),
     })
+}
+
+/// Writes the loop's state into `ck`. The generator's position and the sampling key go in
+/// only for a seeded run ([`DpRng::snapshot`] gives nothing otherwise).
+fn fill(
+    ck: &mut Checkpoint,
+    stepper: &mut Stepper,
+    ema: Option<&Ema>,
+    state: &LoopState,
+    rng: &DpRng,
+    key: SamplingKey,
+) {
+    ck.step = state.step;
+    ck.params = stepper
+        .model
+        .params()
+        .iter()
+        .map(|p| to_bits(&p.value))
+        .collect();
+    let opt = stepper.optimizer_mut().state();
+    ck.optimizer_updates = opt.updates;
+    ck.optimizer = opt
+        .buffers
+        .iter()
+        .map(|b| b.iter().map(|v| to_bits(v)).collect())
+        .collect();
+    ck.ema = ema.map(|e| {
+        let (updates, values) = e.parts();
+        (updates, values.iter().map(|v| to_bits(v)).collect())
+    });
+    ck.epoch_log = state.epoch_log.clone();
+    ck.acc = (state.acc.n, state.acc.loss.to_bits(), state.acc.correct);
+    ck.samples = state.samples;
+    ck.loop_seconds = state.loop_seconds;
+    ck.rng = rng.snapshot();
+    ck.sampling_key = ck.rng.is_some().then(|| key.to_words());
 }
 
 /// `num / den`, NaN when `den` is 0.

@@ -1,0 +1,198 @@
+//! `dpml train --checkpoint DIR`, `--resume DIR`, `--stop-after-steps N`: a run interrupted
+//! after its first epoch and resumed ends where the uninterrupted run ends.
+
+mod common;
+
+use std::path::Path;
+
+use common::dpml;
+
+/// Three epochs of digits at ε = 1, seeded.
+const RECIPE: &[&str] = &[
+    "train",
+    "--dataset",
+    "digits",
+    "--epsilon",
+    "1",
+    "--epochs",
+    "3",
+    "--seed",
+    "7",
+    "--json",
+];
+
+fn with(extra: &[&str]) -> Vec<String> {
+    RECIPE.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
+fn run(extra: &[&str]) -> common::Run {
+    let args = with(extra);
+    dpml(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The data rows of a `--log` CSV (after its comment and header lines).
+fn log_rows(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Stopped after epoch 1 (the step count the uninterrupted run's log gives for it) and
+/// resumed: same steps, same ε, and, the run being seeded, the same model (bit for bit: the
+/// same test accuracy and test loss; the per-epoch log up to the last bit of the epochs that
+/// went through the checkpoint's JSON). A resumed seeded run continues the
+/// generator and the sampling key where they stood, so this is exact, not approximate.
+#[test]
+fn resumed_run_ends_as_the_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (full_log, resumed_log) = (dir.path().join("full.csv"), dir.path().join("resumed.csv"));
+    let full = run(&["--log", full_log.to_str().unwrap()]).json();
+    let first_epoch_steps: u64 = log_rows(&full_log)[0]
+        .split(',')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(first_epoch_steps < full["steps"].as_u64().unwrap());
+
+    let ck = dir.path().join("ck");
+    let ck_s = ck.to_str().unwrap();
+    let stop = first_epoch_steps.to_string();
+    let stopped = run(&["--checkpoint", ck_s, "--stop-after-steps", &stop]).json();
+    assert_eq!(stopped["status"], "stopped");
+    assert_eq!(stopped["steps_done"].as_u64(), Some(first_epoch_steps));
+    assert!(stopped.get("epsilon").is_none(), "{stopped}");
+    assert!(ck.join("checkpoint.json").is_file());
+
+    let resumed = run(&["--resume", ck_s, "--log", resumed_log.to_str().unwrap()]).json();
+    for field in [
+        "steps",
+        "epsilon",
+        "noise_multiplier",
+        "sampling_rate",
+        "split_key",
+    ] {
+        assert_eq!(resumed[field], full[field], "{field}");
+    }
+    let acc = |v: &serde_json::Value| v["diagnostics"]["test_accuracy"].as_f64().unwrap();
+    assert!((acc(&resumed) - acc(&full)).abs() <= 0.01);
+    assert_eq!(acc(&resumed), acc(&full));
+    assert_eq!(
+        resumed["diagnostics"]["test_loss"],
+        full["diagnostics"]["test_loss"]
+    );
+    // The epochs logged before the interruption come back from the checkpoint's JSON, whose
+    // decimal floats may differ in the last bit; the model itself is exact (above).
+    let numbers = |rows: Vec<String>| -> Vec<f64> {
+        rows.iter()
+            .flat_map(|r| {
+                r.split(',')
+                    .map(|v| v.parse::<f64>().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let (a, b) = (
+        numbers(log_rows(&resumed_log)),
+        numbers(log_rows(&full_log)),
+    );
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x - y).abs() <= 1e-12 * y.abs().max(1.0), "{x} vs {y}");
+    }
+}
+
+/// A checkpoint of another recipe (another learning rate) or another data set is refused with
+/// a named error; a missing checkpoint too; --stop-after-steps needs a place to save.
+#[test]
+fn checkpoint_of_another_run_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let ck_s = ck.to_str().unwrap();
+    run(&["--checkpoint", ck_s, "--stop-after-steps", "2"]).json();
+    let other = with(&["--resume", ck_s, "--learning-rate", "1.5"]);
+    dpml(&other.iter().map(String::as_str).collect::<Vec<_>>())
+        .assert_usage_error("checkpoint_mismatch");
+    dpml(&[
+        "train",
+        "--dataset",
+        "breast-cancer",
+        "--epsilon",
+        "1",
+        "--seed",
+        "7",
+        "--resume",
+        ck_s,
+    ])
+    .assert_usage_error("checkpoint_mismatch");
+    let missing = dir.path().join("nothing");
+    run(&["--resume", missing.to_str().unwrap()]).assert_usage_error("no checkpoint in");
+    run(&["--stop-after-steps", "2"]).assert_usage_error("--stop-after-steps needs --checkpoint");
+}
+
+/// A run seeded from the operating system saves neither its generator nor its sampling key
+/// (whoever held them could subtract the noise); a seeded run saves both (to continue
+/// exactly). Checkpoints are written every N steps, atomically (no temporary file left).
+#[test]
+fn only_seeded_runs_keep_their_generator_in_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p.join("checkpoint.json")).unwrap()).unwrap()
+    };
+    let seeded = dir.path().join("seeded");
+    run(&[
+        "--checkpoint",
+        seeded.to_str().unwrap(),
+        "--checkpoint-every",
+        "3",
+        "--stop-after-steps",
+        "7",
+    ])
+    .json();
+    let ck = read(&seeded);
+    assert_eq!(ck["step"], 7);
+    assert!(
+        ck["rng"].is_object() && ck["sampling_key"].is_array(),
+        "{}",
+        ck["rng"]
+    );
+    assert!(!seeded.join("checkpoint.json.tmp").exists());
+
+    let os = dir.path().join("os");
+    let r = dpml(&[
+        "train",
+        "--dataset",
+        "digits",
+        "--epsilon",
+        "1",
+        "--checkpoint",
+        os.to_str().unwrap(),
+        "--stop-after-steps",
+        "2",
+        "--json",
+    ]);
+    r.json();
+    let ck = read(&os);
+    assert!(ck["rng"].is_null() && ck["sampling_key"].is_null(), "{ck}");
+    // The unseeded run continues from it with fresh keys, and accounts for every step.
+    let resumed = dpml(&[
+        "train",
+        "--dataset",
+        "digits",
+        "--epsilon",
+        "1",
+        "--resume",
+        os.to_str().unwrap(),
+        "--json",
+    ])
+    .json();
+    assert!(resumed["epsilon"].as_f64().unwrap() <= 1.0);
+    assert!(
+        resumed["epsilon"].as_f64().unwrap() > 0.9,
+        "{}",
+        resumed["epsilon"]
+    );
+}
