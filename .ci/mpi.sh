@@ -13,6 +13,7 @@ fi
 
 start=$(date +%s)
 # The default build needs no MPI; the feature build links the system's libmpi.
+cargo clippy -p dpml --features mpi --all-targets --locked -- -D warnings
 cargo build -p dpml --features mpi --locked
 # OpenMPI refuses root unless told; oversubscribe lets 2 ranks share fewer cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
