@@ -341,6 +341,39 @@ pub fn inconsistency_banner(r: &AuditReport) -> String {
     )
 }
 
+/// The end of an audit that trains its own models: `result` written as `audit.json` under
+/// `--out` (if given) and printed. When the audit's lower bound `found` exceeds the
+/// accountant's ε `claimed`, the run fails (exit 1) after the evidence is written, naming the
+/// `attack`.
+pub(super) fn finish(
+    dir: Option<&Path>,
+    out: Output,
+    result: &Value,
+    attack: &str,
+    found: f64,
+    claimed: f64,
+) -> CliResult<()> {
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
+        write_json(&dir.join("audit.json"), result)?;
+    }
+    let consistent = found <= claimed;
+    if consistent || !out.json {
+        out.emit(result);
+    }
+    if consistent {
+        return Ok(());
+    }
+    diag!(
+        "PRIVACY AUDIT FAILED: {attack} lower bound {found} exceeds the accountant's epsilon {claimed}"
+    );
+    Err(CliError::internal(format!(
+        "empirical epsilon lower bound {found} ({attack}) exceeds the theoretical epsilon \
+         {claimed}: a bug in dpml's training or accounting"
+    )))
+}
+
 pub(super) fn write_json(path: &Path, v: &Value) -> CliResult<()> {
     let text = serde_json::to_string_pretty(v).map_err(CliError::internal)?;
     std::fs::write(path, text)

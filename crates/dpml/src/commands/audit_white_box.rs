@@ -10,10 +10,10 @@ use dpml_audit::white_box::{GradientCanaryConfig, run_gradient_canary_audit};
 use dpml_data::load;
 use serde_json::json;
 
-use super::audit::{AuditArgs, DEFAULT_BATCH_SIZE, driver_err, recipe, write_json};
+use super::audit::{AuditArgs, DEFAULT_BATCH_SIZE, driver_err, recipe};
 use super::train::public_normalization;
 use crate::error::{CliError, CliResult};
-use crate::output::{Output, diag};
+use crate::output::Output;
 
 /// The `--attack` name that selects this audit.
 pub const ATTACK: &str = "gradient-canary";
@@ -67,25 +67,12 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     result["recipe"] = serde_json::to_value(&rec).map_err(CliError::internal)?;
     result["note"] = json!(ESTIMATE_NOTE);
     result["seconds"] = json!(started.elapsed().as_secs_f64());
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
-        write_json(&dir.join("audit.json"), &result)?;
-    }
-    if report.consistent || !out.json {
-        out.emit(&result);
-    }
-    if !report.consistent {
-        diag!(
-            "PRIVACY AUDIT FAILED: one-run lower bound {} exceeds the accountant's epsilon {}",
-            report.audit.one_run.epsilon,
-            report.accountant.epsilon
-        );
-        return Err(CliError::internal(format!(
-            "empirical epsilon lower bound {} (gradient-canary one-run) exceeds the theoretical \
-             epsilon {}: a bug in dpml's training or accounting",
-            report.audit.one_run.epsilon, report.accountant.epsilon
-        )));
-    }
-    Ok(())
+    super::audit::finish(
+        a.out.as_deref(),
+        out,
+        &result,
+        "gradient-canary one-run",
+        report.audit.one_run.epsilon,
+        report.accountant.epsilon,
+    )
 }

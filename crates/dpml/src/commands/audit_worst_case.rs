@@ -10,10 +10,10 @@ use dpml_audit::worst_case_init::{WorstCaseInitConfig, run_worst_case_init_audit
 use dpml_data::load;
 use serde_json::json;
 
-use super::audit::{AuditArgs, DEFAULT_BATCH_SIZE, driver_err, recipe, write_json};
+use super::audit::{AuditArgs, DEFAULT_BATCH_SIZE, driver_err, recipe};
 use super::train::public_normalization;
 use crate::error::{CliError, CliResult};
-use crate::output::{Output, diag};
+use crate::output::Output;
 
 /// The `--attack` name that selects this audit.
 pub const ATTACK: &str = "worst-case-init";
@@ -58,25 +58,12 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     result["attack"] = json!(ATTACK);
     result["dataset"] = json!(data.name);
     result["recipe"] = serde_json::to_value(&rec).map_err(CliError::internal)?;
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
-        write_json(&dir.join("audit.json"), &result)?;
-    }
-    if report.consistent || !out.json {
-        out.emit(&result);
-    }
-    if !report.consistent {
-        diag!(
-            "PRIVACY AUDIT FAILED: worst-case-init lower bound {} exceeds the accountant's epsilon {}",
-            report.epsilon_lower_bound,
-            report.epsilon_theoretical
-        );
-        return Err(CliError::internal(format!(
-            "empirical epsilon lower bound {} (worst-case-init) exceeds the theoretical epsilon \
-             {}: a bug in dpml's training or accounting",
-            report.epsilon_lower_bound, report.epsilon_theoretical
-        )));
-    }
-    Ok(())
+    super::audit::finish(
+        a.out.as_deref(),
+        out,
+        &result,
+        ATTACK,
+        report.epsilon_lower_bound,
+        report.epsilon_theoretical,
+    )
 }

@@ -506,8 +506,8 @@ impl Setup {
 }
 
 /// Metric names of the dp-sgd-regression experiment: one per mechanism.
-const DP_SGD_MSE: &str = "dp_sgd_test_mse";
-const LABEL_DP_MSE: &str = "label_dp_test_mse";
+pub(super) const DP_SGD_MSE: &str = "dp_sgd_test_mse";
+pub(super) const LABEL_DP_MSE: &str = "label_dp_test_mse";
 
 /// Laplace label DP for `task` at `epsilon`, trained with `training`.
 fn laplace_label_dp(task: Task, epsilon: f64, training: &TrainConfig) -> LabelDpConfig {

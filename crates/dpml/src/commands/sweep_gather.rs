@@ -10,8 +10,16 @@ use crate::error::{CliError, CliResult};
 /// One run's metrics: (metric, fold, value).
 pub type Metrics = Vec<(&'static str, Option<usize>, f64)>;
 
-/// The metric names sweeps report (metrics cross the wire by name).
-const METRICS: &[&str] = &["test_accuracy", "accuracy", "nicv", "test_mse"];
+/// The metric names sweeps report (metrics cross the wire by name; a name missing here fails
+/// every sweep that reports it, in one process too).
+const METRICS: &[&str] = &[
+    "test_accuracy",
+    "accuracy",
+    "nicv",
+    "test_mse",
+    super::sweep::DP_SGD_MSE,
+    super::sweep::LABEL_DP_MSE,
+];
 
 /// This process's runs' metrics (by run index) gathered into all `n` runs' metrics in run
 /// order on the root; `None` on the other ranks.
