@@ -148,6 +148,47 @@ fn sweep_under_two_ranks_matches_one_process() {
     assert_eq!(csv1, csv2);
 }
 
+/// A LiRA audit's target and reference models divided between 2 ranks give the attack
+/// results and bounds of one process with the same seed.
+#[test]
+fn lira_audit_under_two_ranks_matches_one_process() {
+    let run = |ranks: usize| {
+        let v = mpirun(
+            ranks,
+            &[
+                "audit",
+                "--dataset",
+                "digits",
+                "--model",
+                "logreg",
+                "--attack",
+                "loss,lira",
+                "--reference-models",
+                "4",
+                "--train-size",
+                "300",
+                "--epochs",
+                "3",
+                "--epsilon",
+                "4",
+                "--seed",
+                "5",
+                "--no-cache",
+                "--json",
+            ],
+        )
+        .json();
+        (
+            v["attacks"].clone(),
+            v["epsilon_lower_bound"].clone(),
+            v["epsilon_theoretical"].clone(),
+        )
+    };
+    let one = run(1);
+    assert!(one.0["lira"].is_object(), "{one:?}");
+    assert_eq!(one, run(2));
+}
+
 /// A rank that dies ends the job with a non-zero status and a message naming it, and no
 /// result is printed.
 #[test]
