@@ -437,9 +437,12 @@ mod tests {
         }
     }
 
-    // Chance on 10 balanced classes is 0.1; the test split has 360 records, so a classifier
-    // that ignores the features scores 0.1 ± 0.016 (sd): "near chance" is asserted as < 0.2
-    // (over 6 sd), "well above chance" as > 0.8 (non-private MLPs reach ≈ 0.95 here).
+    // Chance on 10 balanced classes is 0.1. At ε = 0.01 the mechanism's own output is checked
+    // first: the noisy labels agree with the truth for 1.01/10.01 ≈ 0.101 of the ~1,440
+    // training records (sd ≈ 0.008), asserted < 0.14 (5 sd). A network fitted to those
+    // near-random labels still picks up their slight excess of true labels, so its test
+    // accuracy on 360 records wanders further from 0.1 (0.07–0.23 across seeds): "near chance"
+    // for it is < 0.3. "Well above chance" is > 0.8 (non-private MLPs reach ≈ 0.95 here).
     #[test]
     fn classification_is_good_at_large_epsilon_and_chance_at_tiny_epsilon() {
         let (train, test) = digits();
@@ -462,8 +465,13 @@ mod tests {
             assert!(acc > 0.8, "{mech:?} {post:?} at eps 50: {acc}");
             assert!(hi.report.noisy_label_accuracy > 0.95, "{:?}", hi.report);
             let lo = run(&with_rule(0.01), &train, &test, &mut rng, &mut |_| {}).unwrap();
+            let noisy = lo.report.noisy_label_accuracy;
+            assert!(
+                noisy < 0.14,
+                "{mech:?} {post:?} noisy labels at eps 0.01: {noisy}"
+            );
             let acc = lo.report.test_accuracy.unwrap();
-            assert!(acc < 0.2, "{mech:?} {post:?} at eps 0.01: {acc}");
+            assert!(acc < 0.3, "{mech:?} {post:?} at eps 0.01: {acc}");
             assert_eq!(
                 (
                     lo.report.guarantee.as_str(),
