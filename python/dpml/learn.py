@@ -94,7 +94,14 @@ class _DPSGDClassifier(_ClassifierMixin, _Params):
         yy = np.asarray(y)
         if yy.shape != (x.shape[0],):
             raise ValueError(f"y must have one label per row of X ({x.shape[0]}), got {yy.shape}")
-        classes = np.unique(yy) if self.classes is None else np.asarray(self.classes)
+        # The label set is a declared domain, like the bounds: read off the labels it would
+        # reveal which classes the private records contain.
+        if self.classes is None:
+            raise ValueError(
+                "classes are required: declare the label set (classes=[...]); it is never read "
+                "from the private labels"
+            )
+        classes = np.asarray(self.classes)
         index = {c: i for i, c in enumerate(classes.tolist())}
         try:
             labels = np.array([index[v] for v in yy.tolist()], dtype=np.int64)
@@ -185,6 +192,7 @@ class DPMLPClassifier(_DPSGDClassifier):
         bounds: Optional[BoundsLike] = None,
         classes: Optional[Sequence[Any]] = None,
         random_state: Optional[int] = None,
+        arch: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.epsilon = epsilon
         self.noise_multiplier = noise_multiplier
@@ -197,10 +205,16 @@ class DPMLPClassifier(_DPSGDClassifier):
         self.bounds = bounds
         self.classes = classes
         self.random_state = random_state
+        self.arch = arch
 
     def fit(self, X: Any, y: Any) -> "DPMLPClassifier":
-        """Trains on ``(X, y)``; returns self."""
-        return self._fit(X, y, {"hidden": [int(h) for h in self.hidden_layer_sizes]})
+        """Trains on ``(X, y)``; returns self. With ``arch`` (a dict in the JSON form of
+        ``dpml train --arch``, ``input_shape`` ``[n_features]``, the last layer giving one
+        score per class) that network is trained instead of the hidden layers."""
+        overrides: Dict[str, Any] = {"hidden": [int(h) for h in self.hidden_layer_sizes]}
+        if self.arch is not None:
+            overrides["arch"] = self.arch
+        return self._fit(X, y, overrides)
 
 
 class DPLogisticRegression(_DPSGDClassifier):

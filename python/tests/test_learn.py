@@ -16,7 +16,7 @@ def _blobs(seed, n=600):
 @pytest.mark.parametrize("cls", [learn.DPLogisticRegression, learn.DPMLPClassifier])
 def test_classifiers_learn_privately_and_report_their_epsilon(cls):
     x, y = _blobs(1)
-    est = cls(epsilon=3.0, bounds=(-3.0, 3.0), epochs=10, random_state=2)
+    est = cls(epsilon=3.0, bounds=(-3.0, 3.0), classes=["no", "yes"], epochs=10, random_state=2)
     assert est.fit(x, y) is est
     xt, yt = _blobs(3, n=400)
     assert est.score(xt, yt) > 0.9
@@ -27,14 +27,21 @@ def test_classifiers_learn_privately_and_report_their_epsilon(cls):
     assert proba.shape == (400, 2) and np.allclose(proba.sum(axis=1), 1.0)
     assert set(est.predict(xt)) <= {"no", "yes"}
     # Same seed, same model.
-    again = cls(epsilon=3.0, bounds=(-3.0, 3.0), epochs=10, random_state=2).fit(x, y)
+    again = cls(
+        epsilon=3.0, bounds=(-3.0, 3.0), classes=["no", "yes"], epochs=10, random_state=2
+    ).fit(x, y)
     assert np.array_equal(again.predict_proba(xt), proba)
 
 
 def test_noise_multiplier_and_per_feature_bounds():
     x, y = _blobs(4)
     est = learn.DPLogisticRegression(
-        epsilon=None, noise_multiplier=1.0, bounds=[(-3, 3), (-4, 4)], epochs=5, random_state=1
+        epsilon=None,
+        noise_multiplier=1.0,
+        bounds=[(-3, 3), (-4, 4)],
+        classes=["no", "yes"],
+        epochs=5,
+        random_state=1,
     ).fit(x, y)
     assert est.epsilon_ > 0
     assert est.privacy_report_["recipe"]["privacy"] == {"kind": "noise_multiplier", "value": 1.0}
@@ -48,14 +55,19 @@ def test_get_set_params_and_bad_input():
     with pytest.raises(ValueError, match="invalid parameter"):
         est.set_params(gamma=1)
     x, y = _blobs(5, n=100)
+    yes_no = ["no", "yes"]
+    with pytest.raises(ValueError, match="classes are required"):
+        learn.DPMLPClassifier(bounds=(-3, 3)).fit(x, y)
     with pytest.raises(ValueError, match="bounds are required"):
-        learn.DPMLPClassifier().fit(x, y)
+        learn.DPMLPClassifier(classes=yes_no).fit(x, y)
     with pytest.raises(ValueError, match="one \\(low, high\\) pair or 2 pairs"):
-        learn.DPMLPClassifier(bounds=[(0, 1)] * 3).fit(x, y)
+        learn.DPMLPClassifier(bounds=[(0, 1)] * 3, classes=yes_no).fit(x, y)
     with pytest.raises(ValueError, match="exactly one of epsilon and noise_multiplier"):
-        learn.DPMLPClassifier(epsilon=1.0, noise_multiplier=1.0, bounds=(-3, 3)).fit(x, y)
+        learn.DPMLPClassifier(
+            epsilon=1.0, noise_multiplier=1.0, bounds=(-3, 3), classes=yes_no
+        ).fit(x, y)
     with pytest.raises(ValueError, match="epsilon"):
-        learn.DPMLPClassifier(epsilon=-1.0, bounds=(-3, 3)).fit(x, y)
+        learn.DPMLPClassifier(epsilon=-1.0, bounds=(-3, 3), classes=yes_no).fit(x, y)
     with pytest.raises(ValueError, match="not fitted"):
         learn.DPMLPClassifier().predict(x)
     with pytest.raises(ValueError, match="not one of the declared classes"):
@@ -80,10 +92,32 @@ def test_sklearn_clone_and_cross_val_score():
     from sklearn.datasets import load_iris
     from sklearn.model_selection import cross_val_score
 
-    est = learn.DPMLPClassifier(epsilon=3.0, bounds=(0.0, 8.0), random_state=1)
+    est = learn.DPMLPClassifier(epsilon=3.0, bounds=(0.0, 8.0), classes=[0, 1, 2], random_state=1)
     twin = clone(est)
     assert twin.get_params() == est.get_params() and twin is not est
     x, y = load_iris(return_X_y=True)
     scores = cross_val_score(est, x, y, cv=5)
     assert scores.shape == (5,) and scores.mean() > 0.6
     assert sklearn.__version__
+
+
+def test_an_architecture_dict_is_trained_instead_of_the_hidden_layers():
+    x, y = _blobs(7)
+    arch = {
+        "name": "tiny",
+        "input_shape": [2],
+        "layers": [
+            {"type": "linear", "in_features": 2, "out_features": 8},
+            {"type": "gelu"},
+            {"type": "linear", "in_features": 8, "out_features": 2},
+        ],
+    }
+    est = learn.DPMLPClassifier(
+        epsilon=3.0, bounds=(-3, 3), classes=["no", "yes"], arch=arch, random_state=3
+    ).fit(x, y)
+    assert est.privacy_report_["recipe"]["arch"]["name"] == "tiny"
+    xt, yt = _blobs(8, n=400)
+    assert est.score(xt, yt) > 0.9
+    bad = dict(arch, input_shape=[3])
+    with pytest.raises(ValueError, match="shape"):
+        learn.DPMLPClassifier(bounds=(-3, 3), classes=["no", "yes"], arch=bad).fit(x, y)
