@@ -104,6 +104,24 @@ def dpsgd_fit(
     overrides_json: str,
     seed: Optional[int] = None,
 ) -> Tuple[TrainedModel, str]: ...
+def label_dp_fit(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.int64],
+    classes: int,
+    ranges: List[Tuple[float, float]],
+    mechanism: str,
+    epsilon: float,
+    overrides_json: str,
+    stages: Optional[int] = None,
+    seed: Optional[int] = None,
+) -> Tuple[TrainedModel, str]: ...
+def rr_with_prior(
+    y: npt.NDArray[np.int64],
+    priors: npt.NDArray[np.float64],
+    epsilon: float,
+    rule: str = "expected-accuracy",
+    seed: Optional[int] = None,
+) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], str]: ...
 def kmeans_fit(
     x: npt.NDArray[np.float64],
     k: int,

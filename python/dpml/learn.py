@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _native
 
-__all__ = ["DPLogisticRegression", "DPMLPClassifier", "DPKMeans"]
+__all__ = ["DPLogisticRegression", "DPMLPClassifier", "DPKMeans", "LabelDPClassifier"]
 
 BoundsLike = Union[Tuple[float, float], Sequence[Tuple[float, float]]]
 
@@ -86,11 +86,11 @@ def _ranges(bounds: Optional[BoundsLike], d: int) -> List[Tuple[float, float]]:
     )
 
 
-class _DPSGDClassifier(_ClassifierMixin, _Params):
-    _model = ""
+class _NetworkClassifier(_ClassifierMixin, _Params):
+    """What every network classifier shares: declared classes, and prediction from the fitted
+    ``model_`` (post-processing of a private model: no privacy cost)."""
 
-    def _fit(self, X: Any, y: Any, overrides: Dict[str, Any]) -> "_DPSGDClassifier":
-        x = _features(X)
+    def _class_indices(self, x: np.ndarray, y: Any) -> Tuple[np.ndarray, np.ndarray]:
         yy = np.asarray(y)
         if yy.shape != (x.shape[0],):
             raise ValueError(f"y must have one label per row of X ({x.shape[0]}), got {yy.shape}")
@@ -107,38 +107,13 @@ class _DPSGDClassifier(_ClassifierMixin, _Params):
             labels = np.array([index[v] for v in yy.tolist()], dtype=np.int64)
         except KeyError as e:
             raise ValueError(f"label {e.args[0]!r} is not one of the declared classes") from None
-        if (self.epsilon is None) == (self.noise_multiplier is None):
-            raise ValueError("give exactly one of epsilon and noise_multiplier")
-        privacy = (
-            {"kind": "target_epsilon", "value": float(self.epsilon)}
-            if self.epsilon is not None
-            else {"kind": "noise_multiplier", "value": float(self.noise_multiplier)}
-        )
-        recipe = {
-            "model": self._model,
-            "privacy": privacy,
-            "delta": float(self.delta),
-            "max_grad_norm": float(self.max_grad_norm),
-            "epochs": float(self.epochs),
-            "batch_size": int(self.batch_size),
-            "learning_rate": float(self.learning_rate),
-            **overrides,
-        }
-        model, report = _native.dpsgd_fit(
-            x,
-            labels,
-            len(classes),
-            _ranges(self.bounds, x.shape[1]),
-            json.dumps(recipe),
-            self.random_state,
-        )
+        return classes, labels
+
+    def _fitted(self, model: Any, classes: np.ndarray, x: np.ndarray, report: str) -> None:
         self.model_ = model
         self.classes_ = classes
         self.n_features_in_ = x.shape[1]
         self.privacy_report_ = json.loads(report)
-        self.epsilon_ = self.privacy_report_.get("epsilon")
-        self.delta_ = self.privacy_report_.get("delta")
-        return self
 
     def decision_function(self, X: Any) -> np.ndarray:
         """The network's logits ``[n, classes]`` (post-processing: no privacy cost)."""
@@ -167,6 +142,42 @@ class _DPSGDClassifier(_ClassifierMixin, _Params):
         """Accuracy on ``(X, y)``."""
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
+
+class _DPSGDClassifier(_NetworkClassifier):
+    _model = ""
+
+    def _fit(self, X: Any, y: Any, overrides: Dict[str, Any]) -> "_DPSGDClassifier":
+        x = _features(X)
+        classes, labels = self._class_indices(x, y)
+        if (self.epsilon is None) == (self.noise_multiplier is None):
+            raise ValueError("give exactly one of epsilon and noise_multiplier")
+        privacy = (
+            {"kind": "target_epsilon", "value": float(self.epsilon)}
+            if self.epsilon is not None
+            else {"kind": "noise_multiplier", "value": float(self.noise_multiplier)}
+        )
+        recipe = {
+            "model": self._model,
+            "privacy": privacy,
+            "delta": float(self.delta),
+            "max_grad_norm": float(self.max_grad_norm),
+            "epochs": float(self.epochs),
+            "batch_size": int(self.batch_size),
+            "learning_rate": float(self.learning_rate),
+            **overrides,
+        }
+        model, report = _native.dpsgd_fit(
+            x,
+            labels,
+            len(classes),
+            _ranges(self.bounds, x.shape[1]),
+            json.dumps(recipe),
+            self.random_state,
+        )
+        self._fitted(model, classes, x, report)
+        self.epsilon_ = self.privacy_report_.get("epsilon")
+        self.delta_ = self.privacy_report_.get("delta")
+        return self
 
 class DPMLPClassifier(_DPSGDClassifier):
     """A multilayer perceptron trained with DP-SGD (Poisson sampling, per-example clipping to
@@ -298,3 +309,74 @@ class DPKMeans(_ClusterMixin, _Params):
     def fit_predict(self, X: Any, y: Any = None) -> np.ndarray:
         """``fit(X).predict(X)``."""
         return self.fit(X).predict(X)
+
+
+class LabelDPClassifier(_NetworkClassifier):
+    """Label differential privacy (``dpml label-dp``): each training label is privatised once
+    (epsilon-label-DP per record) and a network is trained on the privatised labels without
+    gradient noise. Only the labels are protected: the features are treated as public.
+
+    ``mechanism`` is ``"rr-prior"`` (RR-with-prior over ``stages`` stages, Ghazi et al. 2021),
+    ``"rr"`` (k-ary randomized response) or ``"laplace"`` (Laplace noise of scale 2/epsilon on
+    the one-hot label, clamped and rounded). The network is ``dpml label-dp``'s default recipe
+    (a 512-unit MLP, Adam, an averaged model) unless ``hidden_layer_sizes``, ``epochs``,
+    ``batch_size`` or ``learning_rate`` say otherwise. ``privacy_report_`` holds the CLI's
+    fields; ``noisy_label_accuracy`` compares the noisy labels with the true ones, so it sits
+    under ``privacy_report_["diagnostics"]``: a diagnostic, not a private release.
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        mechanism: str = "rr-prior",
+        stages: Optional[int] = None,
+        hidden_layer_sizes: Sequence[int] = (512,),
+        epochs: Optional[float] = None,
+        batch_size: Optional[int] = None,
+        learning_rate: Optional[float] = None,
+        bounds: Optional[BoundsLike] = None,
+        classes: Optional[Sequence[Any]] = None,
+        random_state: Optional[int] = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.mechanism = mechanism
+        self.stages = stages
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.bounds = bounds
+        self.classes = classes
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> "LabelDPClassifier":
+        """Privatises the labels of ``y`` and trains on ``(X, noisy labels)``; returns self."""
+        x = _features(X)
+        classes, labels = self._class_indices(x, y)
+        recipe: Dict[str, Any] = {"hidden": [int(h) for h in self.hidden_layer_sizes]}
+        if self.epochs is not None:
+            recipe["epochs"] = float(self.epochs)
+        if self.batch_size is not None:
+            recipe["batch_size"] = int(self.batch_size)
+            recipe["physical_batch_size"] = int(self.batch_size)
+        if self.learning_rate is not None:
+            recipe["learning_rate"] = float(self.learning_rate)
+        model, report = _native.label_dp_fit(
+            x,
+            labels,
+            len(classes),
+            _ranges(self.bounds, x.shape[1]),
+            str(self.mechanism),
+            float(self.epsilon),
+            json.dumps(recipe),
+            None if self.stages is None else int(self.stages),
+            self.random_state,
+        )
+        self._fitted(model, classes, x, report)
+        r = self.privacy_report_
+        r["diagnostics"] = {"noisy_label_accuracy": r.pop("noisy_label_accuracy", None)}
+        for k in ("test_accuracy", "test_mse", "test_mae", "test_size"):
+            r.pop(k, None)
+        self.epsilon_ = r["epsilon"]
+        self.delta_ = 0.0
+        return self

@@ -17,7 +17,14 @@ import numpy as np
 from . import _native
 from .events import DpEvent, event_from_dict
 
-__all__ = ["laplace", "gaussian", "discrete_laplace", "discrete_gaussian", "randomized_response"]
+__all__ = [
+    "laplace",
+    "gaussian",
+    "discrete_laplace",
+    "discrete_gaussian",
+    "randomized_response",
+    "rr_with_prior",
+]
 
 
 def _floats(values: Any) -> np.ndarray:
@@ -85,3 +92,27 @@ def randomized_response(
     return _out(
         shape, _native.randomized_response(_ints(values), float(epsilon), int(categories), seed)
     )
+
+
+def rr_with_prior(
+    labels: Any,
+    priors: Any,
+    epsilon: float,
+    rule: str = "expected-accuracy",
+    seed: Optional[int] = None,
+) -> Tuple[np.ndarray, np.ndarray, DpEvent]:
+    """RR-with-prior (Ghazi et al. 2021, "Deep learning with label differential privacy"):
+    each label ``labels[i]`` in ``0..K`` is released by randomized response over the candidate
+    classes its prior ``priors[i]`` (a row of ``[n, K]``) makes likely; epsilon-label-DP per
+    record, provided the priors do not depend on the private labels (e.g. a model trained on
+    other records' privatised labels). ``rule`` chooses the candidate set: the paper's
+    ``"expected-accuracy"`` or ``"information"`` (largest mutual information; may use a unary
+    encoding). Returns ``(released, likelihood, event)``: the released class of each record,
+    the probability of its output under every possible true label ``[n, K]`` (what a learner
+    trains on), and the event of one record's release."""
+    y = _ints(labels)
+    p = np.ascontiguousarray(np.asarray(priors, dtype=np.float64))
+    if p.ndim != 2:
+        raise ValueError(f"priors must be two-dimensional [n, classes], got shape {p.shape}")
+    released, likelihood, event = _native.rr_with_prior(y, p, float(epsilon), str(rule), seed)
+    return released, likelihood, event_from_dict(json.loads(event))

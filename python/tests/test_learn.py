@@ -121,3 +121,40 @@ def test_an_architecture_dict_is_trained_instead_of_the_hidden_layers():
     bad = dict(arch, input_shape=[3])
     with pytest.raises(ValueError, match="shape"):
         learn.DPMLPClassifier(bounds=(-3, 3), classes=["no", "yes"], arch=bad).fit(x, y)
+
+
+@pytest.mark.parametrize("mechanism", ["rr-prior", "rr", "laplace"])
+def test_label_dp_classifier_learns_from_private_labels(mechanism):
+    x, y = _blobs(6, n=800)
+    est = learn.LabelDPClassifier(
+        epsilon=2.0,
+        mechanism=mechanism,
+        hidden_layer_sizes=(16,),
+        epochs=30,
+        batch_size=32,
+        learning_rate=0.01,
+        bounds=(-3.0, 3.0),
+        classes=["no", "yes"],
+        random_state=3,
+    )
+    assert est.fit(x, y) is est
+    xt, yt = _blobs(7, n=400)
+    assert est.score(xt, yt) > 0.85
+    r = est.privacy_report_
+    assert est.epsilon_ == 2.0 and est.delta_ == 0.0
+    assert r["guarantee"] == "label-dp" and r["mechanism"] == mechanism
+    # The noisy-label accuracy compares noisy with true labels: a diagnostic, kept apart.
+    assert "noisy_label_accuracy" not in r and 0.5 < r["diagnostics"]["noisy_label_accuracy"] < 1.0
+    assert "test_accuracy" not in r
+    again = learn.LabelDPClassifier(**est.get_params()).fit(x, y)
+    assert np.array_equal(again.predict_proba(xt), est.predict_proba(xt))
+
+
+def test_label_dp_classifier_bad_input():
+    x, y = _blobs(8, n=100)
+    with pytest.raises(ValueError, match="unknown mechanism"):
+        learn.LabelDPClassifier(mechanism="coin", bounds=(-3, 3), classes=["no", "yes"]).fit(x, y)
+    with pytest.raises(ValueError, match="epsilon"):
+        learn.LabelDPClassifier(epsilon=-1.0, bounds=(-3, 3), classes=["no", "yes"]).fit(x, y)
+    with pytest.raises(ValueError, match="classes are required"):
+        learn.LabelDPClassifier(bounds=(-3, 3)).fit(x, y)

@@ -71,3 +71,37 @@ def test_python_and_cli_agree_on_a_query(dpml_cli, tmp_path):
                    "--bounds", "0,5", "--epsilon", 1.0, "--seed", 9)
     py = stats.mean(col, epsilon=1.0, bounds=(0.0, 5.0), seed=9)
     assert py.value == pytest.approx(cli["value"], rel=1e-12)
+
+
+def test_rr_with_prior_keeps_labels_at_the_rate_its_candidate_sets_allow():
+    from dpml import mechanisms
+
+    n, k, eps = 20000, 10, 1.0
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, k, n)
+    # A confident, correct prior: the candidate set is the true label alone, which RR over one
+    # class keeps always; a uniform prior gives plain k-ary RR.
+    sharp = np.full((n, k), 1e-6)
+    sharp[np.arange(n), y] = 1.0
+    released, likelihood, event = mechanisms.rr_with_prior(y, sharp, eps, seed=1)
+    assert released.shape == (n,) and likelihood.shape == (n, k)
+    assert np.mean(released == y) > 0.99
+    uniform = np.full((n, k), 1.0 / k)
+    released, likelihood, _ = mechanisms.rr_with_prior(y, uniform, eps, seed=2)
+    keep = np.exp(eps) / (np.exp(eps) + k - 1)
+    assert abs(np.mean(released == y) - keep) < 4 * np.sqrt(keep * (1 - keep) / n)
+    # The likelihood of each output under the true label is the keep or the switch probability.
+    lik_true = likelihood[np.arange(n), y]
+    assert np.allclose(np.where(released == y, keep, (1 - keep) / (k - 1)), lik_true, rtol=1e-3)
+    assert event.to_dict()["type"] == "randomized_response"
+
+
+def test_rr_with_prior_bad_input():
+    from dpml import mechanisms
+
+    with pytest.raises(ValueError, match="labels must be in 0..3"):
+        mechanisms.rr_with_prior([0, 5], np.full((2, 3), 1 / 3), 1.0)
+    with pytest.raises(ValueError, match="one row per label"):
+        mechanisms.rr_with_prior([0, 1, 2], np.full((2, 3), 1 / 3), 1.0)
+    with pytest.raises(ValueError, match="top-k rule"):
+        mechanisms.rr_with_prior([0], np.full((1, 3), 1 / 3), 1.0, rule="best")

@@ -46,6 +46,9 @@ pub use error::LedgerError;
 /// How many characters of an unstorable event to quote in an error.
 const QUOTED_EVENT_CHARS: usize = 200;
 
+/// δ budget of a ledger created without one: small against 1/N for any data set dpml trains on.
+pub const DEFAULT_BUDGET_DELTA: f64 = 1e-5;
+
 /// A ledger's total privacy budget: ε > 0 finite, δ in [0, 1).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Budget {
@@ -267,6 +270,49 @@ impl Ledger {
             composition: Composition::Basic,
             conn: Mutex::new(conn),
         })
+    }
+
+    /// The way every dpml front (command line, Python) opens a ledger the user names: an
+    /// existing file keeps its stored budget (a budget stated too must equal it); a missing
+    /// file is created only when `epsilon` says with what budget (δ defaults to
+    /// [`DEFAULT_BUDGET_DELTA`]), so a typo in a path never starts a fresh budget. The ledger
+    /// composes with RDP where that is tighter than adding up ([`Ledger::with_rdp`]).
+    ///
+    /// # Errors
+    /// As [`Ledger::open`] and [`Ledger::open_stored`]; [`LedgerError::Missing`] for a missing
+    /// file without a budget.
+    pub fn open_or_create(
+        path: &Path,
+        epsilon: Option<f64>,
+        delta: Option<f64>,
+    ) -> Result<Ledger, LedgerError> {
+        let exists = path.try_exists().map_err(|e| LedgerError::Io {
+            path: path.into(),
+            source: e,
+        })?;
+        let ledger = match (epsilon, exists) {
+            (Some(epsilon), false) => Ledger::open(
+                path,
+                Budget {
+                    epsilon,
+                    delta: delta.unwrap_or(DEFAULT_BUDGET_DELTA),
+                },
+            )?,
+            _ => {
+                let ledger = Ledger::open_stored(path)?;
+                ledger.require_budget(epsilon, delta)?;
+                ledger
+            }
+        };
+        Ok(ledger.with_rdp())
+    }
+
+    /// This ledger composing with RDP where that is tighter than adding up (both are upper
+    /// bounds), so that every front reports a balance the same way.
+    pub fn with_rdp(self) -> Self {
+        self.with_composition(Composition::Accountant(Box::new(
+            crate::rdp::RdpAccountant::new(crate::rdp::Conversion::Current),
+        )))
     }
 
     /// Checks a budget the caller states (ε, δ, or both) against the stored one: a ledger's

@@ -789,3 +789,32 @@ fn create_sets_the_budget_once_and_open_stored_reads_it_back() {
     );
     assert!(other.to_string().contains('3'), "{other}");
 }
+
+/// The fronts' way of opening a named ledger: a missing file is created only with a budget, an
+/// existing one keeps its stored budget (a different one is refused), and the default δ applies.
+#[test]
+fn open_or_create_never_starts_a_budget_by_accident() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.ledger");
+    assert!(matches!(
+        Ledger::open_or_create(&path, None, None),
+        Err(LedgerError::Missing { .. })
+    ));
+    assert!(!path.exists());
+    let created = Ledger::open_or_create(&path, Some(2.0), None).unwrap();
+    assert_eq!(
+        created.budget(),
+        Budget {
+            epsilon: 2.0,
+            delta: dpml_accounting::ledger::DEFAULT_BUDGET_DELTA
+        }
+    );
+    created.spend(&laplace("count", 0.5)).unwrap();
+    drop(created);
+    let reopened = Ledger::open_or_create(&path, None, None).unwrap();
+    assert_eq!(reopened.balance().unwrap().spent_epsilon, 0.5);
+    assert!(matches!(
+        Ledger::open_or_create(&path, Some(3.0), None),
+        Err(LedgerError::BudgetMismatch { .. })
+    ));
+}

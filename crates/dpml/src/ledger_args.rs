@@ -5,15 +5,15 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use dpml_accounting::ledger::{Balance, Budget, Composition, Ledger};
-use dpml_accounting::rdp::{Conversion, RdpAccountant};
+#[cfg(test)]
+use dpml_accounting::ledger::Budget;
+use dpml_accounting::ledger::{Balance, Ledger};
 use serde_json::{Value, json};
 
 use crate::args;
 use crate::error::CliResult;
 
-/// δ budget of a ledger created without `--budget-delta`.
-pub const DEFAULT_BUDGET_DELTA: f64 = 1e-5;
+pub use dpml_accounting::ledger::DEFAULT_BUDGET_DELTA;
 
 /// `--ledger FILE [--budget E] [--budget-delta D]`.
 #[derive(Args, Debug, Clone)]
@@ -45,21 +45,11 @@ impl LedgerArgs {
         let Some(path) = &self.ledger else {
             return Ok(None);
         };
-        let ledger = match (self.budget, path.exists()) {
-            (Some(epsilon), false) => Ledger::open(
-                path,
-                Budget {
-                    epsilon,
-                    delta: self.budget_delta.unwrap_or(DEFAULT_BUDGET_DELTA),
-                },
-            )?,
-            _ => {
-                let ledger = Ledger::open_stored(path)?;
-                ledger.require_budget(self.budget, self.budget_delta)?;
-                ledger
-            }
-        };
-        Ok(Some(with_rdp(ledger)))
+        Ok(Some(Ledger::open_or_create(
+            path,
+            self.budget,
+            self.budget_delta,
+        )?))
     }
 }
 
@@ -67,15 +57,7 @@ impl LedgerArgs {
 /// created with this budget if missing (the unit tests' shortcut).
 #[cfg(test)]
 pub fn open_ledger(path: &std::path::Path, epsilon: f64, delta: f64) -> CliResult<Ledger> {
-    Ok(with_rdp(Ledger::open(path, Budget { epsilon, delta })?))
-}
-
-/// `ledger` composing with RDP where that is tighter than adding up: every command reports a
-/// ledger's balance the same way.
-pub fn with_rdp(ledger: Ledger) -> Ledger {
-    ledger.with_composition(Composition::Accountant(Box::new(RdpAccountant::new(
-        Conversion::Current,
-    ))))
+    Ok(Ledger::open(path, Budget { epsilon, delta })?.with_rdp())
 }
 
 /// The `"ledger"` object of a command's JSON output.

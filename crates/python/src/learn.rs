@@ -4,9 +4,10 @@
 use dpml_data::Dataset;
 use dpml_learn::dpsgd::{self, InputTransform, Normalization, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, Bounds, KMeansParams};
+use dpml_learn::label_dp::{self, LabelDpConfig, RrWithPrior, TopKRule};
 use dpml_nn::Sequential;
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use serde_json::Value;
 
@@ -36,10 +37,14 @@ fn dataset(x: &PyReadonlyArray2<'_, f64>, y: Vec<u32>, classes: usize) -> Datase
     }
 }
 
-/// The recipe: `dpml train`'s tabular recipe with the given fields (the recipe's JSON names)
-/// replaced, and features min-max scaled from the declared per-feature `ranges`.
-fn recipe(overrides_json: &str, ranges: &[(f64, f64)]) -> Result<TrainConfig, String> {
-    let mut base = serde_json::to_value(dpsgd::tabular_recipe()).map_err(|e| e.to_string())?;
+/// The recipe: `base` (the CLI's recipe for the task) with the given fields (the recipe's JSON
+/// names) replaced, and features min-max scaled from the declared per-feature `ranges`.
+fn recipe(
+    base: TrainConfig,
+    overrides_json: &str,
+    ranges: &[(f64, f64)],
+) -> Result<TrainConfig, String> {
+    let mut base = serde_json::to_value(base).map_err(|e| e.to_string())?;
     let overrides: Value =
         serde_json::from_str(overrides_json).map_err(|e| format!("invalid recipe: {e}"))?;
     if let (Value::Object(b), Value::Object(o)) = (&mut base, overrides) {
@@ -50,6 +55,18 @@ fn recipe(overrides_json: &str, ranges: &[(f64, f64)]) -> Result<TrainConfig, St
     cfg.normalize = Normalization::feature_ranges(ranges);
     cfg.validate().map_err(|e| e.to_string())?;
     Ok(cfg)
+}
+
+/// The declared per-feature ranges, one pair per column of `x`.
+fn check_ranges(x: &PyReadonlyArray2<'_, f64>, ranges: &[(f64, f64)]) -> PyResult<()> {
+    let d = x.as_array().ncols();
+    if ranges.len() == d {
+        return Ok(());
+    }
+    Err(value_error(format!(
+        "bounds must give one (low, high) pair per feature ({d}), got {}",
+        ranges.len()
+    )))
 }
 
 /// Trains with DP-SGD; returns the model and the training report (JSON, the CLI's names).
@@ -65,16 +82,10 @@ fn dpsgd_fit(
     seed: Option<u64>,
 ) -> PyResult<(TrainedModel, String)> {
     let mut rng = guard::rng(seed)?;
-    if ranges.len() != x.as_array().ncols() {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "bounds must give one (low, high) pair per feature ({}), got {}",
-            x.as_array().ncols(),
-            ranges.len()
-        )));
-    }
+    check_ranges(&x, &ranges)?;
     let labels = labels(&y, classes)?;
     let data = dataset(&x, labels, classes);
-    let cfg = recipe(overrides_json, &ranges).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let cfg = recipe(dpsgd::tabular_recipe(), overrides_json, &ranges).map_err(value_error)?;
     let outcome = guard::run(py, || {
         dpsgd::train(&cfg, &data, None, &mut rng, &mut |_: &dpsgd::Progress| {})
     })?;
@@ -89,6 +100,101 @@ fn dpsgd_fit(
         },
         report.to_string(),
     ))
+}
+
+/// Label DP (`dpml label-dp`): privatises every label once with `mechanism` at `epsilon`
+/// (ε-label-DP per record; the features are not protected) and trains the network of
+/// `label_dp`'s default recipe, with the given recipe fields replaced, on the privatised
+/// labels. Returns the model and the report (JSON, the CLI's names; no test fields).
+#[pyfunction]
+#[pyo3(signature = (x, y, classes, ranges, mechanism, epsilon, overrides_json, stages=None, seed=None))]
+#[allow(clippy::too_many_arguments)]
+fn label_dp_fit(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    y: PyReadonlyArray1<'_, i64>,
+    classes: usize,
+    ranges: Vec<(f64, f64)>,
+    mechanism: &str,
+    epsilon: f64,
+    overrides_json: &str,
+    stages: Option<usize>,
+    seed: Option<u64>,
+) -> PyResult<(TrainedModel, String)> {
+    let mut rng = guard::rng(seed)?;
+    check_ranges(&x, &ranges)?;
+    let labels = labels(&y, classes)?;
+    let data = dataset(&x, labels, classes);
+    let base = label_dp::default_training(Normalization::None, data.n);
+    let cfg = LabelDpConfig {
+        task: label_dp::Task::Classification,
+        mechanism: mechanism.parse().map_err(value_error)?,
+        postprocess: None,
+        epsilon,
+        stages,
+        prior_temperature: None,
+        top_k_rule: None,
+        training: recipe(base, overrides_json, &ranges).map_err(value_error)?,
+    };
+    let outcome = guard::run(py, || label_dp::train(&cfg, &data, &mut rng, &mut |_| {}))?;
+    let mut report = serde_json::to_value(&outcome.report).map_err(value_error)?;
+    report["recipe"] = serde_json::to_value(&cfg.training).map_err(value_error)?;
+    report["event"] = serde_json::to_value(&outcome.event).map_err(value_error)?;
+    Ok((
+        TrainedModel {
+            model: outcome.model,
+            input: outcome.input,
+            classes,
+        },
+        report.to_string(),
+    ))
+}
+
+/// RR-with-prior on its own (Ghazi et al. 2021): each label `y[i]` is released by randomized
+/// response over the candidate classes chosen from its public `priors[i]` (ε-label-DP per
+/// record; the priors must not depend on the private labels). Returns the released class of
+/// each record, each record's label likelihood `[n, classes]` (the probability of its output
+/// under every possible true label, what a learner needs) and the event (JSON).
+#[pyfunction]
+#[pyo3(signature = (y, priors, epsilon, rule="expected-accuracy", seed=None))]
+#[allow(clippy::type_complexity)]
+fn rr_with_prior<'py>(
+    py: Python<'py>,
+    y: PyReadonlyArray1<'py, i64>,
+    priors: PyReadonlyArray2<'py, f64>,
+    epsilon: f64,
+    rule: &str,
+    seed: Option<u64>,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f32>>, String)> {
+    let mut rng = guard::rng(seed)?;
+    let priors = priors.as_array();
+    let (n, k) = (priors.nrows(), priors.ncols());
+    if y.as_array().len() != n {
+        return Err(value_error(format!(
+            "priors must have one row per label ({}), got {n}",
+            y.as_array().len()
+        )));
+    }
+    let labels = labels(&y, k)?;
+    let rule: TopKRule = rule.parse().map_err(value_error)?;
+    let rr = RrWithPrior::new(epsilon, k)
+        .map_err(value_error)?
+        .with_rule(rule);
+    let prior_rows: Vec<f64> = priors.iter().copied().collect();
+    let (released, channels) = guard::run(py, || {
+        let mut released = Vec::with_capacity(n);
+        let mut channels = Vec::with_capacity(n * k);
+        let mut row = Vec::with_capacity(k);
+        for (label, prior) in labels.iter().zip(prior_rows.chunks_exact(k)) {
+            let plan = rr.plan(prior)?;
+            released.push(i64::from(rr.release(&mut rng, *label, &plan, &mut row)?));
+            channels.extend_from_slice(&row);
+        }
+        Ok::<_, label_dp::LabelDpError>((released, channels))
+    })?;
+    let channels = Array2::from_shape_vec((n, k), channels).map_err(value_error)?;
+    let event = guard::json(&rr.event()).map_err(value_error)?;
+    Ok((released.into_pyarray(py), channels.into_pyarray(py), event))
 }
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
@@ -168,6 +274,8 @@ fn kmeans_fit<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dpsgd_fit, m)?)?;
     m.add_function(wrap_pyfunction!(kmeans_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(label_dp_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(rr_with_prior, m)?)?;
     m.add_class::<TrainedModel>()?;
     Ok(())
 }

@@ -3,8 +3,7 @@
 
 use std::path::PathBuf;
 
-use dpml_accounting::ledger::{Budget, Composition, Ledger, Spend};
-use dpml_accounting::rdp::{Conversion, RdpAccountant};
+use dpml_accounting::ledger::{Ledger, Spend};
 use dpml_mechanisms::stats::{self, Noise, StatRelease};
 use dpml_mechanisms::{
     DiscreteGaussianMechanism, DiscreteLaplaceMechanism, GaussianMechanism, LaplaceMechanism,
@@ -170,25 +169,8 @@ impl PyLedger {
     #[new]
     #[pyo3(signature = (path, budget=None, budget_delta=None))]
     fn new(path: PathBuf, budget: Option<f64>, budget_delta: Option<f64>) -> PyResult<Self> {
-        let opened = match (budget, path.exists()) {
-            (Some(epsilon), false) => Ledger::open(
-                &path,
-                Budget {
-                    epsilon,
-                    delta: budget_delta.unwrap_or(DEFAULT_BUDGET_DELTA),
-                },
-            ),
-            _ => Ledger::open_stored(&path).and_then(|l| {
-                l.require_budget(budget, budget_delta)?;
-                Ok(l)
-            }),
-        };
-        let ledger = opened.map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-        Ok(PyLedger {
-            inner: ledger.with_composition(Composition::Accountant(Box::new(RdpAccountant::new(
-                Conversion::Current,
-            )))),
-        })
+        let inner = Ledger::open_or_create(&path, budget, budget_delta).map_err(value_error)?;
+        Ok(PyLedger { inner })
     }
 
     /// The balance as JSON.
@@ -219,9 +201,6 @@ impl PyLedger {
         guard::json(&b).map_err(pyo3::exceptions::PyValueError::new_err)
     }
 }
-
-/// The δ of a new ledger's budget when none is given (as the CLI's `--budget-delta`).
-const DEFAULT_BUDGET_DELTA: f64 = 1e-5;
 
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(e.to_string())

@@ -145,26 +145,44 @@ pub fn choose_threshold(
 ) -> Result<f64> {
     let roc = RocCurve::from_scores(members_a, non_members_a)?;
     let (np, nn) = (roc.members(), roc.non_members());
-    let mut best = (0.0, f64::INFINITY);
-    for p in roc.points() {
-        // The Clopper–Pearson uppers are ≥ the raw rates and the bound decreases in both, so
-        // the plug-in value caps what this point can reach: skip hopeless points cheaply.
-        let fnr = (np - p.true_positives) as f64 / np as f64;
-        if epsilon_from_rates(p.fpr, fnr, params.delta) <= best.0 {
-            continue;
+    // The Clopper–Pearson uppers are ≥ the raw rates and the bound decreases in both, so a
+    // point's plug-in value caps what its bound can reach. Visiting points by decreasing
+    // plug-in value, the search stops at the first one that cannot beat the best so far: a
+    // handful of Clopper–Pearson evaluations instead of one per point (10⁶ scores in well under
+    // a second). Among equal bounds the earliest point (highest threshold) wins, as in a scan.
+    let points = roc.points();
+    let mut order: Vec<(f64, usize)> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let fnr = (np - p.true_positives) as f64 / np as f64;
+            (epsilon_from_rates(p.fpr, fnr, params.delta), i)
+        })
+        .filter(|&(cap, _)| cap > 0.0)
+        .collect();
+    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut best: Option<(f64, usize)> = None;
+    for (cap, i) in order {
+        if best.is_some_and(|(eps, _)| cap < eps) {
+            break;
         }
+        let p = &points[i];
         let c = Confusion {
             true_positives: p.true_positives,
             false_positives: p.false_positives,
             members: np,
             non_members: nn,
         };
-        let bound = epsilon_lower_bound(&c, p.threshold, params, 1)?;
-        if bound.epsilon > best.0 {
-            best = (bound.epsilon, p.threshold);
+        let eps = epsilon_lower_bound(&c, p.threshold, params, 1)?.epsilon;
+        let better = match best {
+            None => eps > 0.0,
+            Some((b, j)) => eps > b || (eps == b && i < j),
+        };
+        if better {
+            best = Some((eps, i));
         }
     }
-    Ok(best.1)
+    Ok(best.map_or(f64::INFINITY, |(_, i)| points[i].threshold))
 }
 
 /// The ε lower bound of a threshold chosen elsewhere, measured on split B's scores.

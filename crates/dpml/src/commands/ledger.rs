@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::args;
 use crate::error::CliResult;
-use crate::ledger_args::{DEFAULT_BUDGET_DELTA, balance_json, with_rdp};
+use crate::ledger_args::{DEFAULT_BUDGET_DELTA, balance_json};
 use crate::output::Output;
 
 /// `dpml ledger …`.
@@ -51,11 +51,11 @@ pub fn run(cmd: &LedgerCommand, out: Output) -> CliResult<()> {
     match cmd {
         LedgerCommand::Create(a) => {
             let budget = Budget::new(a.budget_epsilon, a.budget_delta)?;
-            let ledger = with_rdp(Ledger::create(&a.ledger, budget)?);
+            let ledger = Ledger::create(&a.ledger, budget)?.with_rdp();
             out.emit(&report(&ledger, false)?);
         }
         LedgerCommand::Show(a) => {
-            let ledger = with_rdp(Ledger::open_stored(&a.ledger)?);
+            let ledger = Ledger::open_stored(&a.ledger)?.with_rdp();
             out.emit(&report(&ledger, true)?);
         }
     }

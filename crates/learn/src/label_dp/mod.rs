@@ -23,5 +23,5 @@ pub mod targets;
 pub use config::{LabelDpConfig, LabelMechanism, PostProcess, Task, default_training};
 pub use error::LabelDpError;
 pub use rr_prior::{Encoding, Plan, RrWithPrior, TopKRule, best_k};
-pub use run::{LabelDpOutcome, LabelDpProgress, LabelDpReport, objective, run};
+pub use run::{LabelDpOutcome, LabelDpProgress, LabelDpReport, objective, run, train};
 pub use targets::Targets;

@@ -141,9 +141,51 @@ pub fn run(
     observer: &mut dyn FnMut(LabelDpProgress),
 ) -> Result<LabelDpOutcome, LabelDpError> {
     let started = Instant::now();
-    cfg.validate()?;
     cfg.training.validate()?;
     cfg.training.validate_data(train, Some(test))?;
+    let mut outcome = self::train(cfg, train, rng, observer)?;
+    let k = train.n_classes;
+    let report = &mut outcome.report;
+    match cfg.task {
+        Task::Classification => {
+            report.test_accuracy =
+                Some(evaluate(&mut outcome.model, &outcome.input, test)?.accuracy)
+        }
+        Task::Regression => {
+            let pred = predict_values(
+                &mut outcome.model,
+                &outcome.input,
+                test,
+                (0.0, (k - 1) as f32),
+            )?;
+            let (mse, mae) = regression_errors(&pred, &test.y);
+            (report.test_mse, report.test_mae) = (Some(mse), Some(mae));
+        }
+    }
+    report.test_records = test.n;
+    report.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(outcome)
+}
+
+/// The training half of [`run`], for callers who evaluate on their own (the Python
+/// estimator): privatises every label of `train` once with `cfg.mechanism` and trains on the
+/// privatised labels. The report's test fields are empty (`None`, `test_size` 0).
+///
+/// # Privacy
+/// As [`run`]: ε-label-DP per record; `noisy_label_accuracy` is a diagnostic.
+///
+/// # Errors
+/// As [`run`], without the test-set checks.
+pub fn train(
+    cfg: &LabelDpConfig,
+    train: &Dataset,
+    rng: &mut DpRng,
+    observer: &mut dyn FnMut(LabelDpProgress),
+) -> Result<LabelDpOutcome, LabelDpError> {
+    let started = Instant::now();
+    cfg.validate()?;
+    cfg.training.validate()?;
+    cfg.training.validate_data(train, None)?;
     let stages = cfg.effective_stages();
     if cfg.training.batch_size > train.n / stages {
         return Err(config_err(format!(
@@ -158,7 +200,7 @@ pub fn run(
     let mut mean_top_k = None;
     let mut unary_share = None;
     let mut rr_keep = None;
-    let (noised, mut model, input) = match cfg.mechanism {
+    let (noised, model, input) = match cfg.mechanism {
         LabelMechanism::RrPrior => {
             let (noised, model, input, acc, top_k, unary) =
                 rr_prior_stages(cfg, train, rng, observer)?;
@@ -188,22 +230,13 @@ pub fn run(
         }
     };
 
-    let (mut test_accuracy, mut test_mse, mut test_mae) = (None, None, None);
-    match cfg.task {
-        Task::Classification => test_accuracy = Some(evaluate(&mut model, &input, test)?.accuracy),
-        Task::Regression => {
-            let pred = predict_values(&mut model, &input, test, (0.0, (k - 1) as f32))?;
-            let (mse, mae) = regression_errors(&pred, &test.y);
-            (test_mse, test_mae) = (Some(mse), Some(mae));
-        }
-    }
     let report = LabelDpReport {
         task: cfg.task.name().into(),
         mechanism: cfg.mechanism.name().into(),
         postprocess: cfg.effective_postprocess().map(|p| p.name().into()),
-        test_accuracy,
-        test_mse,
-        test_mae,
+        test_accuracy: None,
+        test_mse: None,
+        test_mae: None,
         noisy_label_accuracy: noised.targets.accuracy(&train.y),
         epsilon: cfg.epsilon,
         guarantee: "label-dp".into(),
@@ -216,7 +249,7 @@ pub fn run(
             .then(|| cfg.top_k_rule.unwrap_or_default().name().to_string()),
         unary_share,
         train_records: train.n,
-        test_records: test.n,
+        test_records: 0,
         model: cfg.training.model.clone(),
         epochs: cfg.training.epochs,
         learning_rate: crate::f32_json::decimal(cfg.training.lr),
