@@ -17,6 +17,7 @@ pub use dpml_learn as learn;
 pub use dpml_mechanisms as mechanisms;
 pub use dpml_nn as nn;
 
+pub mod account;
 pub mod arch;
 pub mod audit_workflow;
 pub mod error;
@@ -29,8 +30,10 @@ pub mod privacy_model;
 pub mod query;
 pub mod release;
 pub mod rr;
+pub mod schedule;
 pub mod schema;
 pub mod sweep;
+pub mod tradeoff;
 pub mod train;
 
 pub use error::{Error, Result};
