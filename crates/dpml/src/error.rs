@@ -140,57 +140,36 @@ pub fn short_numbers(msg: &str) -> String {
     out
 }
 
-/// Library errors come from the user's parameters, files or data: exit 2.
-macro_rules! usage_from {
+/// The library's classification decides the exit code: its usage errors are the user's
+/// (exit 2), the rest the environment's or internal (exit 1). Messages are folded to one line
+/// here, the command line's rule.
+impl From<dpml_core::Error> for CliError {
+    fn from(e: dpml_core::Error) -> Self {
+        match e {
+            dpml_core::Error::Usage(m) => CliError::usage(m),
+            dpml_core::Error::Runtime(m) => CliError::runtime(m),
+            dpml_core::Error::Internal(m) => CliError::internal(m),
+        }
+    }
+}
+
+/// Library errors are classified once, in [`dpml_core::Error`]'s conversions.
+macro_rules! via_core {
     ($($t:ty),*) => {$(
         impl From<$t> for CliError {
-            fn from(e: $t) -> Self { CliError::usage(e) }
+            fn from(e: $t) -> Self { dpml_core::Error::from(e).into() }
         }
     )*};
 }
-usage_from!(
+via_core!(
     dpml_mechanisms::MechanismError,
     dpml_accounting::AccountingError,
     dpml_learn::LearnError,
-    dpml_learn::perturbation::PerturbationError
+    dpml_learn::perturbation::PerturbationError,
+    dpml_learn::dpsgd::DpSgdError,
+    dpml_accounting::ledger::LedgerError,
+    dpml_data::DataError
 );
-
-/// Training errors are the user's (exit 2) except the environment's: a checkpoint that cannot
-/// be written, processes of a data-parallel run that disagree (exit 1).
-impl From<dpml_learn::dpsgd::DpSgdError> for CliError {
-    fn from(e: dpml_learn::dpsgd::DpSgdError) -> Self {
-        if e.is_runtime() {
-            CliError::runtime(e)
-        } else {
-            CliError::usage(e)
-        }
-    }
-}
-
-/// A ledger's refusals (over budget, a different budget, a damaged or missing file, bad
-/// parameters) are the user's to fix: exit 2. A ledger the environment keeps us from using
-/// (locked past the busy timeout, read-only, a failing disk) is a runtime failure: exit 1,
-/// so a script can tell "not allowed" from "try again".
-impl From<dpml_accounting::ledger::LedgerError> for CliError {
-    fn from(e: dpml_accounting::ledger::LedgerError) -> Self {
-        if e.is_environmental() {
-            CliError::runtime(e)
-        } else {
-            CliError::usage(e)
-        }
-    }
-}
-
-/// Data errors are bad input (a missing or malformed file, a bad value), except a failed
-/// download: the network, not the user, failed (exit 1).
-impl From<dpml_data::DataError> for CliError {
-    fn from(e: dpml_data::DataError) -> Self {
-        match e {
-            dpml_data::DataError::Download { .. } => CliError::runtime(e),
-            other => CliError::usage(other),
-        }
-    }
-}
 
 /// The result type of every command.
 pub type CliResult<T> = Result<T, CliError>;

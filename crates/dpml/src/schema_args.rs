@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use dpml_data::{Dataset, FeatureBounds, LoadOptions, Provenance, Schema, Source, Splits};
+use dpml_core::schema::Declarations;
+use dpml_data::{FeatureBounds, LoadOptions};
 
 use crate::args;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 
 /// What the user declares about the data; flags override the schema file's entries.
 #[derive(Args, Debug, Clone, Default)]
@@ -41,70 +42,28 @@ pub struct SchemaArgs {
 }
 
 impl SchemaArgs {
-    /// The user's declarations: the schema file with every flag given applied over it.
-    ///
-    /// # Errors
-    /// A usage error for a schema file that cannot be read or used, or declarations that
-    /// contradict each other.
-    pub fn declared(&self) -> CliResult<Option<Schema>> {
-        let mut schema = match &self.schema {
-            Some(path) => Schema::from_file(path)?,
-            None if self.bounds.is_none()
-                && self.classes.is_none()
-                && self.label_range.is_none()
-                && self.delimiter.is_none()
-                && !self.resize =>
-            {
-                return Ok(None);
-            }
-            None => Schema::default(),
-        };
-        if let Some(b) = &self.bounds {
-            schema = schema.with_bounds(b.clone())?;
+    /// The declarations these flags make, for the library.
+    pub fn declarations(&self) -> Declarations {
+        Declarations {
+            schema: self.schema.clone(),
+            bounds: self.bounds.clone(),
+            classes: self.classes.clone(),
+            label_range: self.label_range,
+            delimiter: self.delimiter.clone(),
+            resize: self.resize,
         }
-        if let Some(c) = &self.classes {
-            schema = schema.with_classes(c.clone())?;
-        }
-        if let Some(r) = self.label_range {
-            schema = schema.with_label_range(r)?;
-        }
-        if let Some(d) = &self.delimiter {
-            schema = schema.with_delimiter(d)?;
-        }
-        schema.resize |= self.resize;
-        Ok(Some(schema))
     }
 
     /// How to load a data set with these declarations.
     ///
     /// # Errors
-    /// As [`SchemaArgs::declared`].
+    /// As [`Declarations::schema`].
     pub fn load_options(
         &self,
         data_dir: Option<&Path>,
         label_column: Option<&str>,
     ) -> CliResult<LoadOptions> {
-        Ok(LoadOptions {
-            data_dir: data_dir.map(Path::to_path_buf),
-            label_column: label_column.map(String::from),
-            schema: self.declared()?,
-        })
-    }
-
-    /// Loads `source` under these declarations.
-    ///
-    /// # Errors
-    /// As [`SchemaArgs::declared`] and [`dpml_data::load`].
-    pub fn load(
-        &self,
-        source: &Source,
-        label_column: Option<&str>,
-        data_dir: Option<&Path>,
-    ) -> CliResult<Splits> {
-        Ok(dpml_data::load(
-            source,
-            &self.load_options(data_dir, label_column)?,
-        )?)
+        Ok(self.declarations().load_options(data_dir, label_column)?)
     }
 }
 
@@ -127,51 +86,6 @@ pub fn feature_bounds(spec: &str) -> Result<FeatureBounds, String> {
         })
         .collect::<Result<Vec<_>, String>>()
         .map(FeatureBounds::PerFeature)
-}
-
-/// What a private computation on `data` may rely on: its classes (when it learns them) and its
-/// feature bounds (when they bound a sensitivity or scale the features), declared rather than
-/// read from the records. Returns the bounds when asked for them.
-///
-/// # Errors
-/// A usage error naming the flag that declares what is missing.
-pub fn require_declared(
-    schema: &Schema,
-    data: &Dataset,
-    needs: Needs,
-) -> CliResult<Option<Vec<(f64, f64)>>> {
-    if needs.classes {
-        schema.require_classes(&data.name)?;
-    }
-    if needs.label_range {
-        schema.require_label_range(&data.name)?;
-    }
-    needs
-        .bounds
-        .then(|| schema.require_bounds(&data.name, data.n_features()))
-        .transpose()
-        .map_err(CliError::from)
-}
-
-/// Which declarations a private computation needs.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Needs {
-    /// The class list (classification).
-    pub classes: bool,
-    /// The label range (regression on the label's value).
-    pub label_range: bool,
-    /// The feature bounds.
-    pub bounds: bool,
-}
-
-/// The schema's facts for a JSON report: each declaration's provenance.
-pub fn provenance_report(schema: &Schema) -> serde_json::Value {
-    let name = |p: Option<Provenance>| p.map(|p| p.to_string());
-    serde_json::json!({
-        "bounds": name(schema.bounds.as_ref().and(schema.bounds_provenance)),
-        "classes": name(schema.classes_provenance),
-        "label_range": schema.label_range,
-    })
 }
 
 #[cfg(test)]

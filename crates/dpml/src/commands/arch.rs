@@ -8,8 +8,7 @@
 //!   {"type": "linear", "in_features": 8192, "out_features": 10}]}
 //! ```
 
-use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use dpml_learn::dpsgd::{DpSgdError, ModelSpec};
@@ -18,10 +17,6 @@ use serde_json::{Value, json};
 use crate::args;
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
-
-/// The largest architecture file read (a description, not weights: 1 MiB is thousands of
-/// layers).
-const MAX_ARCH_BYTES: u64 = 1 << 20;
 
 /// Record shape assumed by `arch show` for a built-in name (MNIST's, as the CNNs take).
 const SHOW_INPUT_SHAPE: [usize; 3] = [1, 28, 28];
@@ -48,26 +43,7 @@ pub struct ShowArgs {
     pub hidden: Vec<u64>,
 }
 
-/// Reads and parses an architecture file (the build itself, which checks that shapes chain,
-/// happens where the model is made, naming the layer).
-///
-/// # Errors
-/// Bad input (exit 2) naming the file: unreadable, too large, malformed JSON, an unknown layer
-/// type.
-pub fn load_arch(path: &Path) -> CliResult<ModelSpec> {
-    let at = |e: &dyn std::fmt::Display| CliError::usage(format!("{}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| at(&e))?;
-    let mut text = String::new();
-    file.take(MAX_ARCH_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| at(&e))?;
-    if text.len() as u64 > MAX_ARCH_BYTES {
-        return Err(at(&format!(
-            "architecture files are at most {MAX_ARCH_BYTES} bytes"
-        )));
-    }
-    ModelSpec::from_json(&text).map_err(|e| at(&e))
-}
+pub use dpml_core::arch::load_arch;
 
 /// Run `dpml arch …`.
 pub fn run(c: &ArchCommand, out: Output) -> CliResult<()> {
@@ -91,7 +67,9 @@ fn resolve(a: &ShowArgs) -> CliResult<ModelSpec> {
             dpml_learn::dpsgd::MODEL_NAMES.join(", ")
         )));
     }
-    load_arch(&args::input_path(&a.arch).map_err(CliError::usage)?)
+    Ok(load_arch(
+        &args::input_path(&a.arch).map_err(CliError::usage)?,
+    )?)
 }
 
 fn show(a: &ShowArgs, out: Output) -> CliResult<()> {

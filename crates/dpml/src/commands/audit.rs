@@ -8,23 +8,17 @@
 use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args};
-use dpml_audit::driver::{
-    AttackKind, AttackOutcome, AttributeSettings, AuditConfig, AuditReport, DriverError,
-    LiraQueries, ModelReady, run_audit_spread,
-};
+use dpml_audit::driver::{AttackOutcome, AuditReport, DriverError, ModelReady};
 use dpml_audit::lira::Variance;
-use dpml_data::{
-    Dataset, EMBEDDED_LABEL_COLUMN, IDX_LABEL_COLUMN, LoadOptions, Source, load, load_table,
-};
-use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig};
+use dpml_core::audit_workflow::{self, AuditOptions, AuditOutcome, AuditPlan};
+use dpml_learn::dpsgd::TrainConfig;
 use serde_json::{Value, json};
 
-use super::train::{TrainingArgs, public_normalization};
+use super::train::TrainingArgs;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
 use crate::output::{Output, diag};
 use crate::plot::{self, Chart, Series, Style};
-use crate::privacy_model;
 use crate::report;
 use crate::schema_args::SchemaArgs;
 
@@ -131,41 +125,44 @@ impl From<LiraVarianceArg> for Variance {
     }
 }
 
-/// Default N when `--train-size` is not given.
-const DEFAULT_TARGET_SIZE: usize = 2000;
-/// Default m when `--canaries` is not given (at most N/2 of them).
-const DEFAULT_CANARIES: usize = 500;
 /// Default batch size when `--batch-size` is not given (at most the smallest training set).
-pub(super) const DEFAULT_BATCH_SIZE: usize = 64;
+pub(super) use dpml_core::audit_workflow::DEFAULT_BATCH_SIZE;
 
+/// The audit driver's error, classified by the library.
 pub(super) fn driver_err(e: DriverError) -> CliError {
-    if e.is_user_error() {
-        CliError::usage(e)
-    } else {
-        CliError::internal(e)
-    }
+    dpml_core::Error::from(e).into()
 }
 
+/// The target's recipe ([`dpml_core::audit_workflow::recipe`]) under these flags.
 pub(super) fn recipe(a: &AuditArgs) -> CliResult<TrainConfig> {
-    if a.training.model.is_none() {
-        return Err(CliError::usage(
-            "--model is required (logreg, mlp, cnn, cnn-tanh)",
-        ));
+    Ok(audit_workflow::recipe(&a.training.options())?)
+}
+
+impl AuditArgs {
+    /// What these flags ask of the library's audit.
+    fn options(&self, data_dir: Option<&Path>) -> AuditOptions {
+        AuditOptions {
+            dataset: self.data.dataset.clone(),
+            label_column: self.data.label_column.clone(),
+            data_dir: data_dir.map(Path::to_path_buf),
+            declarations: self.schema.declarations(),
+            recipe: self.training.options(),
+            seed: self.seed.seed,
+            train_size: self.train_size,
+            attack: self.attack.clone(),
+            sensitive_column: self.sensitive_column.clone(),
+            attribute_bins: self.attribute_bins,
+            reference_models: self.reference_models,
+            lira_variance: self.lira_variance.into(),
+            lira_queries: self.lira_queries.clone(),
+            canaries: self.canaries,
+            confidence: self.confidence,
+            threads: self.threads,
+            cache: self.cache.clone(),
+            no_cache: self.no_cache,
+            out: self.out.clone(),
+        }
     }
-    let base = TrainConfig {
-        hidden: vec![256],
-        epochs: 20.0,
-        batch_size: DEFAULT_BATCH_SIZE,
-        lr: 0.1,
-        max_grad_norm: 1.0,
-        optimizer: OptimizerKind::Sgd {
-            momentum: 0.9,
-            nesterov: false,
-        },
-        privacy: Privacy::NonPrivate,
-        ..TrainConfig::default()
-    };
-    a.training.apply(base)
 }
 
 /// Run `dpml audit`.
@@ -179,103 +176,21 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     if a.attack.trim() == super::audit_worst_case::ATTACK {
         return super::audit_worst_case::run(a, data_dir, out);
     }
-    let attacks =
-        AttackKind::parse_list(&a.attack, a.sensitive_column.is_some()).map_err(driver_err)?;
-    let source = &a.data.dataset;
-    let mut rec = recipe(a)?;
-    rec.validate().map_err(CliError::usage)?;
-    let opts = a
-        .schema
-        .load_options(data_dir, a.data.label_column.as_deref())?;
-    let splits = load(source, &opts)?;
-    let data = splits.train;
-    rec.normalize = public_normalization(source, &splits.schema, &data)?;
-    let attribute = match &a.sensitive_column {
-        Some(name) => Some(AttributeSettings {
-            sensitive_column: name.clone(),
-            label_column: label_name(source, a.data.label_column.as_deref(), &opts, &data, name)?,
-            bins: a.attribute_bins,
-        }),
-        None => None,
-    };
-    let target_size = a.train_size.unwrap_or(DEFAULT_TARGET_SIZE.min(data.n / 2));
-    let lira_queries = LiraQueries::parse(&a.lira_queries).map_err(driver_err)?;
-    let cache_dir = (!a.no_cache).then(|| {
-        a.cache.clone().unwrap_or_else(|| match &a.out {
-            Some(o) => o.join("model-cache"),
-            None => std::env::temp_dir().join("dpml-audit-cache"),
-        })
-    });
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let mut cfg = AuditConfig {
-        target_size,
-        attacks,
-        reference_models: a.reference_models,
-        canaries: a.canaries.unwrap_or(DEFAULT_CANARIES.min(target_size / 2)),
-        confidence: a.confidence,
-        lira_variance: a.lira_variance.into(),
-        lira_queries,
-        attribute,
-        threads,
-        cache_dir,
-        seed: a.seed.seed,
-        ..AuditConfig::new(rec.clone())
-    };
-    if a.training.batch_size.is_none() {
-        // A small data set (iris: N = 75) gives the one-run audit's model fewer records than
-        // the default batch: the default follows the data, a given batch size is kept.
-        cfg.recipe.batch_size = DEFAULT_BATCH_SIZE.min(cfg.smallest_training_set()).max(1);
-        rec.batch_size = cfg.recipe.batch_size;
-    }
-    cfg.validate_for(&data).map_err(driver_err)?;
+    let plan = AuditPlan::new(&a.options(data_dir))?;
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
-    let bar = out.progress(cfg.models_needed() as u64, "audit", "model");
+    let bar = out.progress(plan.cfg.models_needed() as u64, "audit", "model");
     let ready = |m: &ModelReady| {
         bar.set_message(if m.from_cache { "cached" } else { "trained" });
         bar.inc(1);
     };
     // Under mpirun the models are divided among the ranks; only the root reports.
-    let report = run_audit_spread(&cfg, &data, &mut rng, &ready, &crate::cluster::Ranks)
-        .map_err(driver_err)?;
+    let outcome = plan.run(&mut rng, &ready, &crate::cluster::Ranks)?;
     bar.finish_and_clear();
-    let Some(report) = report else {
+    let Some(AuditOutcome { report, mut result }) = outcome else {
         return Ok(());
     };
-
-    let mut result = serde_json::to_value(&report).map_err(CliError::internal)?;
-    result["recipe"] = serde_json::to_value(&rec).map_err(CliError::internal)?;
-    result["threads"] = json!(threads);
-    // An audit releases nothing: its figures are measured on the data without noise.
-    if let Value::Object(map) = &mut result {
-        let accuracies: serde_json::Map<String, Value> =
-            ["target_train_accuracy", "target_holdout_accuracy"]
-                .into_iter()
-                .filter_map(|k| map.remove(k).map(|v| (k.to_string(), v)))
-                .collect();
-        map.insert(
-            privacy_model::DIAGNOSTICS_KEY.into(),
-            Value::Object(accuracies),
-        );
-        map.insert(
-            privacy_model::DIAGNOSTICS_NOTE_KEY.into(),
-            privacy_model::experiment_note(
-                "the target's accuracies (diagnostics) and the attacks' metrics and epsilon lower bounds",
-            ),
-        );
-    }
-    if cfg.needs_reference_models() {
-        result["lira_settings"] = json!({
-            "variance": match cfg.lira_variance {
-                Variance::Global => "global",
-                Variance::PerExample => "per-example",
-            },
-            "queries": cfg.lira_queries.name(),
-        });
-    }
     if let Some(dir) = &a.out {
-        let files = write_outputs(dir, &report, &result, &rec.model)?;
+        let files = write_outputs(dir, &report, &result, &plan.recipe.model)?;
         result["files"] = files;
         write_json(&dir.join("audit.json"), &result)?;
     }
@@ -286,45 +201,9 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     }
     if !report.consistent {
         diag!("{}", inconsistency_banner(&report));
-        return Err(CliError::internal(format!(
-            "empirical epsilon lower bound {} ({}) exceeds the theoretical epsilon {}: a bug in dpml's \
-             training or accounting",
-            report.epsilon_lower_bound,
-            report.violations.join(", "),
-            report
-                .epsilon_theoretical
-                .map_or("none".into(), |e| e.to_string())
-        )));
+        return Err(audit_workflow::inconsistency_error(&report).into());
     }
     Ok(())
-}
-
-/// The label column's name, so that naming it as the sensitive column is refused by name:
-/// `target` for the embedded tables, `label` for the IDX sets, `--label-column` or the file's
-/// last column for a CSV (its header is read again only when `sensitive` is not a feature).
-fn label_name(
-    source: &Source,
-    label_column: Option<&str>,
-    opts: &LoadOptions,
-    data: &Dataset,
-    sensitive: &str,
-) -> CliResult<Option<String>> {
-    Ok(match source {
-        Source::Csv(_) | Source::Parquet(_) => match label_column {
-            Some(l) => Some(l.to_string()),
-            None if !data.feature_names.iter().any(|f| f == sensitive) => {
-                load_table(source, opts)?.columns.last().cloned()
-            }
-            None => None,
-        },
-        Source::Mnist
-        | Source::FashionMnist
-        | Source::Npy { .. }
-        | Source::Npz(_)
-        | Source::Idx { .. }
-        | Source::Images(_) => Some(IDX_LABEL_COLUMN.to_string()),
-        _ => Some(EMBEDDED_LABEL_COLUMN.to_string()),
-    })
 }
 
 /// The loud warning printed when the audit contradicts the accountant.

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 use dpml_learn::dpsgd::{self, SavedModel};
-use dpml_learn::model_facts::ModelFacts;
 use serde_json::{Value, json};
 
 use crate::args;
@@ -88,21 +87,4 @@ fn layer_rows(architecture: &Value, tensors: &[(String, Vec<usize>)]) -> Vec<Val
         .collect()
 }
 
-/// The `"guarantee"` of a model whose file records no privacy facts.
-pub const UNKNOWN_GUARANTEE: &str = "unknown";
-
-/// A model's privacy facts as JSON; for a file without them (written before dpml recorded
-/// them, or by another tool), `{"guarantee": "unknown", "note": …}`, so that a reader never
-/// takes a missing ε for a non-private model or for a private one.
-pub fn facts_json(facts: Option<&ModelFacts>) -> CliResult<Value> {
-    match facts {
-        Some(f) => serde_json::to_value(f).map_err(CliError::internal),
-        None => Ok(json!({
-            "guarantee": UNKNOWN_GUARANTEE,
-            "note": format!(
-                "the file records no privacy facts (no {:?} metadata): its guarantee is unknown",
-                dpsgd::io::FACTS_KEY
-            ),
-        })),
-    }
-}
+pub use dpml_core::model_file::facts_json;

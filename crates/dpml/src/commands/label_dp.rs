@@ -6,22 +6,16 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use dpml_data::{Dataset, Schema, Source};
-use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig, save_with_facts};
-use dpml_learn::label_dp::{
-    LabelDpConfig, LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule, default_training,
-    run as run_label_dp,
-};
-use dpml_learn::model_facts::ModelFacts;
-use serde_json::{Value, json};
+use dpml_core::label_dp::{LabelDpOptions, label_dp};
+use dpml_core::observe::Event;
+use dpml_learn::label_dp::{LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule};
 
-use super::train::{Loaded, SplitArgs, load_split, public_normalization};
+use super::train::SplitArgs;
 use crate::args::{self, DataArgs, SeedArg};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::output::Output;
-use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::progress::Progress;
-use crate::schema_args::{Needs, SchemaArgs, provenance_report};
+use crate::schema_args::SchemaArgs;
 
 /// Parses a name with its `FromStr` (clap value parser).
 pub(crate) fn parse<T: std::str::FromStr>(s: &str) -> Result<T, String>
@@ -101,58 +95,13 @@ pub struct LabelDpArgs {
     pub seed: SeedArg,
 }
 
-/// The training recipe for `source`: [`default_training`] (normalisation from public
-/// constants only) with every given flag applied.
-fn training(
-    a: &LabelDpArgs,
-    source: &Source,
-    schema: &Schema,
-    train: &Dataset,
-) -> CliResult<TrainConfig> {
-    let mut cfg = default_training(public_normalization(source, schema, train)?, train.n);
-    if let Some(m) = &a.model {
-        cfg.model = m.clone();
-    }
-    if let Some(h) = &a.hidden {
-        cfg.hidden = h.iter().map(|&v| v as usize).collect();
-    }
-    if let Some(e) = a.epochs {
-        cfg.epochs = e;
-    }
-    if let Some(b) = a.batch_size {
-        cfg.batch_size = usize::try_from(b)
-            .map_err(|_| CliError::usage(format!("--batch-size {b} is too large")))?;
-        cfg.physical_batch = cfg.batch_size;
-    }
-    if let Some(lr) = a.lr {
-        cfg.lr = lr as f32;
-    }
-    match a.optimizer.as_deref() {
-        None | Some("adam") => {}
-        Some("sgd") => {
-            cfg.optimizer = OptimizerKind::Sgd {
-                momentum: 0.9,
-                nesterov: false,
-            }
-        }
-        Some(other) => {
-            return Err(CliError::usage(format!(
-                "unknown optimizer {other:?}; known optimizers: sgd, adam"
-            )));
-        }
-    }
-    if let Some(d) = a.ema {
-        cfg.ema = Some(d as f32);
-    }
-    if a.no_ema {
-        cfg.ema = None;
-    }
-    Ok(cfg)
-}
-
 /// Run `dpml label-dp`.
 pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let cfg_probe = LabelDpConfig {
+    let options = LabelDpOptions {
+        dataset: a.data.dataset.clone(),
+        label_column: a.data.label_column.clone(),
+        data_dir: data_dir.map(Path::to_path_buf),
+        declarations: a.schema.declarations(),
         task: a.task,
         mechanism: a.mechanism,
         postprocess: a.postprocess,
@@ -160,54 +109,43 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         stages: a.stages.map(|s| s as usize),
         prior_temperature: a.prior_temperature,
         top_k_rule: a.top_k_rule,
-        training: TrainConfig {
-            privacy: Privacy::NonPrivate,
-            ..TrainConfig::default()
-        },
+        model: a.model.clone(),
+        hidden: a
+            .hidden
+            .as_ref()
+            .map(|h| h.iter().map(|&v| v as usize).collect()),
+        epochs: a.epochs,
+        batch_size: a.batch_size,
+        lr: a.lr,
+        optimizer: a.optimizer.clone(),
+        ema: a.ema,
+        no_ema: a.no_ema,
+        save_model: a.save_model.clone(),
+        split: a.split.options(),
     };
-    // Combinations are refused before any data is read.
-    cfg_probe.validate().map_err(CliError::usage)?;
-    let mut rng = a.seed.rng()?;
-    let key = a.split.key(&mut rng);
-    let opts = a
-        .schema
-        .load_options(data_dir, a.data.label_column.as_deref())?;
-    // Only the labels are private: their domain must be declared; the features need no bounds.
-    let needs = Needs {
-        classes: a.task == Task::Classification,
-        label_range: a.task == Task::Regression,
-        bounds: false,
+    let mut bar: Option<Progress> = None;
+    let mut observer = |e: Event<'_>| match e {
+        Event::RunStarted => bar = Some(Progress::new(1, "label-dp", "step", false)),
+        Event::RunFinished => {
+            if let Some(b) = bar.take() {
+                b.finish_and_clear();
+            }
+        }
+        Event::LabelDp(p) => {
+            if let Some(bar) = &bar {
+                stage_progress(bar, p);
+            }
+        }
+        _ => {}
     };
-    let Loaded {
-        train,
-        test,
-        schema,
-        split_key,
-    } = load_split(
-        &a.data.dataset,
-        &opts,
-        needs,
-        a.split.test_fraction,
-        Some(key),
-    )?;
-    let test_split = match split_key {
-        Some(_) => "per-record keyed split",
-        None => "published test split",
-    };
-    let mut training = training(a, &a.data.dataset, &schema, &train)?;
-    if a.batch_size.is_none() {
-        // RR-with-prior trains on each stage's share of the records only: the default batch
-        // must fit the first stage (a given --batch-size is the user's to fix, by name).
-        let stage = (train.n / cfg_probe.effective_stages()).max(1);
-        training.batch_size = training.batch_size.min(stage);
-        training.physical_batch = training.batch_size;
-    }
-    let cfg = LabelDpConfig {
-        training,
-        ..cfg_probe
-    };
-    let bar = Progress::new(1, "label-dp", "step", false);
-    let outcome = run_label_dp(&cfg, &train, &test, &mut rng, &mut |p| match p {
+    let release = label_dp(&options, &mut a.seed.rng()?, &mut observer)?;
+    out.emit(&release);
+    Ok(())
+}
+
+/// Label-DP training's progress on `bar`: a line per stage, the steps of each.
+fn stage_progress(bar: &Progress, p: &LabelDpProgress) {
+    match *p {
         LabelDpProgress::Stage {
             stage,
             stages,
@@ -219,68 +157,8 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
             bar.line(&format!("stage {stage}/{stages}, {steps} steps"), None, "");
         }
         LabelDpProgress::Step { step, .. } => bar.set_position(step),
-    });
-    bar.finish_and_clear();
-    let outcome = outcome.map_err(CliError::usage)?;
-    if let Some(path) = &a.save_model {
-        let facts = ModelFacts::from_label_dp(
-            &outcome.report,
-            &privacy_model::dataset_label(&a.data.dataset),
-            neighbouring::LABEL,
-        )
-        .with_objective(
-            dpml_learn::label_dp::objective(a.task, train.n_classes),
-            train.n_classes,
-        );
-        save_with_facts(path, &outcome.model, &outcome.input, Some(&facts))
-            .map_err(CliError::usage)?;
     }
-    let report = match serde_json::to_value(&outcome.report).map_err(CliError::internal)? {
-        Value::Object(m) => m,
-        _ => return Err(CliError::internal("report is not an object")),
-    };
-    let model = PrivacyModel::new(
-        neighbouring::LABEL,
-        &[
-            public::DATA_SET_SIZE,
-            public::FEATURES,
-            public::SCHEMA,
-            public::RECIPE,
-            public::SPLIT_RULE,
-        ],
-    );
-    let mut release = Release::from_map(report, &model);
-    release
-        .diagnose(LABEL_DP_DIAGNOSTICS)
-        .insert("dataset", json!(a.data.dataset.name()))
-        .insert("test_split", json!(test_split))
-        .insert("split_key", json!(split_key.map(|k| k.to_string())))
-        .insert("schema", provenance_report(&schema))
-        .insert(
-            "event",
-            serde_json::to_value(&outcome.event).map_err(CliError::internal)?,
-        );
-    if let Some(path) = &a.save_model {
-        release.insert("model_file", json!(path.display().to_string()));
-    }
-    // Regression has no accuracy and classification no MSE: drop the empty fields.
-    release.drop_nulls();
-    out.emit(&release.into_value());
-    Ok(())
 }
-
-/// The fields of a [`dpml_learn::label_dp::LabelDpReport`] computed from true labels without
-/// noise: the test figures (the test labels are data too), the noisy labels' agreement with
-/// the true ones, and the size of the test split. The rest (mean top-k, unary share) is
-/// post-processing of the privatised labels and the public features.
-const LABEL_DP_DIAGNOSTICS: &[&str] = &[
-    "test_accuracy",
-    "test_mse",
-    "test_mae",
-    "noisy_label_accuracy",
-    "stage_noisy_label_accuracy",
-    "test_size",
-];
 
 #[cfg(test)]
 mod tests {

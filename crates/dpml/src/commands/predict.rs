@@ -6,18 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use dpml_accounting::ledger::{Ledger, Spend};
-use dpml_data::{Dataset, load};
-use dpml_learn::dpsgd::{self, predict_logits};
-use dpml_learn::perturbation::{OutputPerturbation, softmax_rows};
-use dpml_mechanisms::DpRng;
-use serde_json::{Value, json};
+use dpml_core::predict::{PredictOptions, predict};
 
 use crate::args::{self, DataArgs, SeedArg};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::ledger_args::{LedgerArgs, balance_json};
 use crate::output::Output;
-use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 use crate::schema_args::SchemaArgs;
 
 /// Flags of `dpml predict`.
@@ -45,128 +39,50 @@ pub struct PredictArgs {
 
 /// Run `dpml predict`.
 pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let options = PredictOptions {
+        model_file: a.model_file.clone(),
+        dataset: a.data.dataset.clone(),
+        label_column: a.data.label_column.clone(),
+        data_dir: data_dir.map(Path::to_path_buf),
+        declarations: a.schema.declarations(),
+        epsilon: a.epsilon,
+        queries: a.queries,
+    };
     // Open the ledger first: a bad or corrupt ledger stops us before anything is computed.
     let ledger = a.ledger.open()?;
-    let dpsgd::SavedModel {
-        mut model,
-        input,
-        facts,
-    } = dpsgd::load_saved(&a.model_file).map_err(CliError::usage)?;
-    if let Some(f) = facts.as_ref().filter(|f| f.regression.is_some()) {
-        return Err(CliError::usage(format!(
-            "{}: predict answers classification queries, this is a {} model",
-            a.model_file.display(),
-            f.task.name()
-        )));
+    let (mut release, balance) = predict(&options, &mut a.seed.rng()?, ledger.as_ref())?;
+    if let (Some(bal), Some(obj)) = (balance, release.as_object_mut()) {
+        obj.insert("ledger".into(), balance_json(&bal));
     }
-    let opts = a
-        .schema
-        .load_options(data_dir, a.data.label_column.as_deref())?;
-    let splits = load(&a.data.dataset, &opts)?;
-    let (data, split) = match splits.test {
-        Some(t) => (t, "test"),
-        None => (splits.train, "all"),
-    };
-    let data = match a.queries {
-        Some(q) if (q as usize) < data.n => data.subset(&(0..q as usize).collect::<Vec<_>>()),
-        _ => data,
-    };
-    dpsgd::check_saved_model_fits(&model, facts.as_ref(), &data)?;
-    let probs = softmax_rows(&predict_logits(&mut model, &input, &data).map_err(CliError::usage)?);
-    let mut rng = a.seed.rng()?;
-    let fields = match answer(&probs, &data, a.epsilon, ledger.as_ref(), &mut rng)? {
-        Value::Object(m) => m,
-        _ => return Err(CliError::internal("predict result is not an object")),
-    };
-    let model = PrivacyModel::new(neighbouring::MODEL_TRAINING, &[public::QUERIES]);
-    let mut release = Release::from_map(fields, &model);
-    release
-        // The noisy answers scored against the query records' true labels, without noise.
-        .diagnose(&["test_accuracy"])
-        .insert("dataset", json!(a.data.dataset.name()))
-        .insert("split", json!(split))
-        .insert("model_file", json!(a.model_file.display().to_string()));
-    out.emit(&release.into_value());
+    out.emit(&release);
     Ok(())
-}
-
-/// Checks the model's outputs against the data, THEN charges `ledger` (if any) for every
-/// query, THEN draws the noisy labels and scores them. A model that does not fit the data
-/// (another class count, non-probability outputs) or a spend over budget returns an error
-/// before anything is charged or drawn: nothing is spent on answers that cannot be given.
-fn answer(
-    probs: &[f64],
-    data: &Dataset,
-    epsilon: f64,
-    ledger: Option<&Ledger>,
-    rng: &mut DpRng,
-) -> CliResult<Value> {
-    let k = probs.len().checked_div(data.n).unwrap_or(data.n_classes);
-    if k != data.n_classes {
-        return Err(CliError::usage(format!(
-            "the model outputs {k} classes but {} has {} classes; nothing was charged",
-            data.name, data.n_classes
-        )));
-    }
-    let op = OutputPerturbation::new(epsilon, k).map_err(CliError::usage)?;
-    op.check_rows(probs).map_err(|e| {
-        CliError::usage(format!(
-            "the model's outputs on {} are not probabilities ({e}); nothing was charged",
-            data.name
-        ))
-    })?;
-    let queries = data.n as u64;
-    let epsilon_total = op.epsilon_for(queries);
-    let balance = match ledger {
-        Some(l) => Some(l.spend(&Spend {
-            label: format!(
-                "predict: {queries} queries with output perturbation, epsilon {epsilon} each on {}",
-                data.name
-            ),
-            event: op.event_for(queries),
-            epsilon: epsilon_total,
-            delta: 0.0,
-        })?),
-        None => None,
-    };
-    let labels = op.release_labels(rng, probs).map_err(CliError::usage)?;
-    let correct = labels
-        .iter()
-        .zip(&data.y)
-        .filter(|&(&p, &y)| p == y as usize)
-        .count();
-    let mut obj = serde_json::Map::new();
-    obj.insert(
-        "test_accuracy".into(),
-        json!(if queries == 0 {
-            f64::NAN
-        } else {
-            correct as f64 / queries as f64
-        }),
-    );
-    obj.insert("epsilon".into(), json!(epsilon));
-    obj.insert("queries".into(), json!(queries));
-    obj.insert("epsilon_total".into(), json!(epsilon_total));
-    obj.insert("sensitivity".into(), json!(2.0));
-    obj.insert(
-        "sensitivity_note".into(),
-        json!("L1 sensitivity of a probability vector is 2 (the simplex's L1 diameter); each answer is the argmax of the noisy vector"),
-    );
-    obj.insert("noise_scale".into(), json!(op.scale()));
-    obj.insert("predictions".into(), json!(labels));
-    if let Some(b) = balance {
-        obj.insert("ledger".into(), balance_json(&b));
-    }
-    obj.insert("seeded".into(), json!(rng.is_seeded()));
-    Ok(Value::Object(obj))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::CliError;
     use crate::ledger_args::open_ledger;
-    use dpml_accounting::ledger::Budget;
-    use dpml_data::LoadOptions;
+    use dpml_accounting::ledger::{Budget, Ledger};
+    use dpml_data::{Dataset, LoadOptions, load};
+    use dpml_mechanisms::DpRng;
+    use serde_json::Value;
+
+    /// The library's answers as the command line reports them (its ledger balance included).
+    fn answer(
+        probs: &[f64],
+        data: &Dataset,
+        epsilon: f64,
+        ledger: Option<&Ledger>,
+        rng: &mut DpRng,
+    ) -> CliResult<Value> {
+        let (mut obj, balance) = dpml_core::predict::answer(probs, data, epsilon, ledger, rng)
+            .map_err(CliError::from)?;
+        if let Some(b) = balance {
+            obj.insert("ledger".into(), balance_json(&b));
+        }
+        Ok(Value::Object(obj))
+    }
 
     fn iris() -> Dataset {
         load(&"iris".parse().unwrap(), &LoadOptions::default())

@@ -5,16 +5,12 @@
 use std::path::Path;
 
 use clap::{Args, ValueEnum};
-use dpml_accounting::ledger::Spend;
-use dpml_data::{LoadOptions, load_table};
-use dpml_mechanisms::stats::{self, Noise, StatValue};
-use serde_json::{Map, json};
+use dpml_core::query::{self as core_query, NoiseKind, QueryOptions};
 
 use crate::args::{self, DataArgs, SeedArg};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::ledger_args::{LedgerArgs, balance_json};
 use crate::output::Output;
-use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
 /// The statistic to release.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,108 +66,35 @@ pub struct QueryArgs {
     pub seed: SeedArg,
 }
 
-/// Upper limit on histogram bins.
-const MAX_BINS: u64 = 1_000_000;
-
 /// Run `dpml query`.
 pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let noise = match (a.mechanism, a.delta) {
-        (NoiseArg::Laplace, None) => Noise::Laplace,
-        (NoiseArg::Gaussian, Some(delta)) => Noise::Gaussian { delta },
-        (NoiseArg::Gaussian, None) => {
-            return Err(CliError::usage(
-                "--delta is required with --mechanism gaussian",
-            ));
-        }
-        (NoiseArg::Laplace, Some(d)) => {
-            return Err(CliError::usage(format!(
-                "--delta {d} given, but Laplace noise is pure epsilon-DP"
-            )));
-        }
-    };
-    if a.bins > MAX_BINS {
-        return Err(CliError::usage(format!(
-            "--bins {} exceeds the limit {MAX_BINS}",
-            a.bins
-        )));
-    }
-    // Open the ledger first: a bad or corrupt ledger stops us before any noise is drawn.
-    let ledger = a.ledger.open()?;
-    let opts = LoadOptions {
-        data_dir: data_dir.map(Path::to_path_buf),
+    let options = QueryOptions {
+        dataset: a.data.dataset.clone(),
         label_column: a.data.label_column.clone(),
-        ..LoadOptions::default()
-    };
-    let table = load_table(&a.data.dataset, &opts)?;
-    let column = table.column(&a.column)?;
-    let bounds = || {
-        a.bounds.ok_or_else(|| {
-            CliError::usage(format!(
-                "--bounds LO,HI is required for {:?}: sensitivity comes from declared bounds, never from the data",
-                a.aggregate
-            ))
-        })
-    };
-    let mut rng = a.seed.rng()?;
-    let release = match a.aggregate {
-        Aggregate::Count => stats::count(&mut rng, column, a.epsilon, noise)?,
-        Aggregate::Sum => stats::sum(&mut rng, column, bounds()?, a.epsilon, noise)?,
-        Aggregate::Mean => stats::mean(&mut rng, column, bounds()?, a.epsilon, noise)?,
-        Aggregate::Histogram => stats::histogram(
-            &mut rng,
-            column,
-            bounds()?,
-            a.bins as usize,
-            a.epsilon,
-            noise,
-        )?,
-    };
-
-    let mut obj = Map::new();
-    obj.insert(
-        "value".into(),
-        match &release.value {
-            StatValue::Scalar(v) => json!(v),
-            StatValue::Vector(v) => json!(v),
+        data_dir: data_dir.map(Path::to_path_buf),
+        column: a.column.clone(),
+        aggregate: match a.aggregate {
+            Aggregate::Count => core_query::Aggregate::Count,
+            Aggregate::Sum => core_query::Aggregate::Sum,
+            Aggregate::Mean => core_query::Aggregate::Mean,
+            Aggregate::Histogram => core_query::Aggregate::Histogram,
         },
-    );
-    obj.insert(
-        "mechanism".into(),
-        json!(format!("{:?}", a.mechanism).to_lowercase()),
-    );
-    obj.insert(
-        "aggregate".into(),
-        json!(format!("{:?}", a.aggregate).to_lowercase()),
-    );
-    obj.insert("column".into(), json!(a.column));
-    obj.insert("epsilon".into(), json!(release.epsilon));
-    obj.insert("delta".into(), json!(release.delta));
-    obj.insert("sensitivity".into(), json!(release.sensitivity));
-    match (release.scale, release.sigma) {
-        (Some(b), _) => obj.insert("scale".into(), json!(b)),
-        (_, Some(s)) => obj.insert("sigma".into(), json!(s)),
-        _ => None,
+        bounds: a.bounds,
+        bins: a.bins,
+        epsilon: a.epsilon,
+        noise: match a.mechanism {
+            NoiseArg::Laplace => NoiseKind::Laplace,
+            NoiseArg::Gaussian => NoiseKind::Gaussian,
+        },
+        delta: a.delta,
     };
-    if let Some(ledger) = ledger {
-        // Durably recorded before anything is printed; over budget → error, nothing printed.
-        let spend = Spend {
-            label: format!(
-                "query {:?} of {} on {}",
-                a.aggregate,
-                a.column,
-                a.data.dataset.name()
-            )
-            .to_lowercase(),
-            event: release.event.clone(),
-            epsilon: release.epsilon,
-            delta: release.delta,
-        };
-        let bal = ledger.spend(&spend)?;
+    options.check()?;
+    // Open the ledger next: a bad or corrupt ledger stops us before any noise is drawn.
+    let ledger = a.ledger.open()?;
+    let (mut release, balance) = core_query::query(&options, &mut a.seed.rng()?, ledger.as_ref())?;
+    if let (Some(bal), Some(obj)) = (balance, release.as_object_mut()) {
         obj.insert("ledger".into(), balance_json(&bal));
     }
-    obj.insert("seeded".into(), json!(rng.is_seeded()));
-    // Every figure is noisy: nothing to diagnose. N is not assumed public (a count releases it).
-    let model = PrivacyModel::new(neighbouring::ADD_REMOVE, &[public::QUERY]);
-    out.emit(&Release::from_map(obj, &model).into_value());
+    out.emit(&release);
     Ok(())
 }

@@ -3,16 +3,12 @@
 //! `epsilon_total`).
 
 use clap::{Args, ValueEnum};
-use dpml_mechanisms::{
-    Calibration, DiscreteGaussianMechanism, DiscreteLaplaceMechanism, GaussianMechanism,
-    LaplaceMechanism, PrivacyEvent,
-};
-use serde_json::{Map, json};
+use dpml_core::release::{Mechanism, ReleaseOptions, release};
+use dpml_mechanisms::Calibration;
 
 use crate::args::{self, SeedArg};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::output::Output;
-use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
 /// The noise mechanism to release with.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,120 +60,25 @@ pub struct ReleaseArgs {
     pub seed: SeedArg,
 }
 
-/// Upper limit on `--count`, so a typo cannot fill the memory.
-const MAX_COUNT: u64 = 10_000_000;
-
 /// Run `dpml release`.
 pub fn run(a: &ReleaseArgs, out: Output) -> CliResult<()> {
-    if a.count > MAX_COUNT {
-        return Err(CliError::usage(format!(
-            "--count {} exceeds the limit {MAX_COUNT}",
-            a.count
-        )));
-    }
-    let needs_delta = matches!(
-        a.mechanism,
-        MechanismArg::Gaussian | MechanismArg::DiscreteGaussian
-    );
-    let delta = match (needs_delta, a.delta) {
-        (true, Some(d)) => d,
-        (true, None) => {
-            return Err(CliError::usage(
-                "--delta is required for Gaussian mechanisms",
-            ));
-        }
-        (false, Some(d)) => {
-            return Err(CliError::usage(format!(
-                "--delta {d} given, but {:?} is pure epsilon-DP",
-                a.mechanism
-            )));
-        }
-        (false, None) => 0.0,
+    let options = ReleaseOptions {
+        mechanism: match a.mechanism {
+            MechanismArg::Laplace => Mechanism::Laplace,
+            MechanismArg::Gaussian => Mechanism::Gaussian,
+            MechanismArg::DiscreteLaplace => Mechanism::DiscreteLaplace,
+            MechanismArg::DiscreteGaussian => Mechanism::DiscreteGaussian,
+        },
+        value: a.value,
+        sensitivity: a.sensitivity,
+        epsilon: a.epsilon,
+        delta: a.delta,
+        count: a.count,
+        calibration: match a.calibration {
+            CalibrationArg::Analytic => Calibration::Analytic,
+            CalibrationArg::Classic => Calibration::Classic,
+        },
     };
-    let mut rng = a.seed.rng()?;
-    let n = a.count as usize;
-    let mut fields = Map::new();
-    let (values, event): (Vec<f64>, PrivacyEvent) = match a.mechanism {
-        MechanismArg::Laplace => {
-            let m = LaplaceMechanism::new(a.sensitivity, a.epsilon)?;
-            fields.insert("scale".into(), json!(m.scale()));
-            fields.insert("granularity".into(), json!(m.granularity()));
-            (
-                (0..n)
-                    .map(|_| m.release(&mut rng, a.value))
-                    .collect::<Result<_, _>>()?,
-                m.event(),
-            )
-        }
-        MechanismArg::Gaussian => {
-            let cal = match a.calibration {
-                CalibrationArg::Analytic => Calibration::Analytic,
-                CalibrationArg::Classic => Calibration::Classic,
-            };
-            let m = GaussianMechanism::new(a.sensitivity, a.epsilon, delta, cal)?;
-            fields.insert("sigma".into(), json!(m.sigma()));
-            fields.insert("granularity".into(), json!(m.granularity()));
-            (
-                (0..n)
-                    .map(|_| m.release(&mut rng, a.value))
-                    .collect::<Result<_, _>>()?,
-                m.event(),
-            )
-        }
-        MechanismArg::DiscreteLaplace => {
-            let (x, s) = integers(a.value, a.sensitivity)?;
-            let m = DiscreteLaplaceMechanism::new(s, a.epsilon)?;
-            fields.insert("scale".into(), json!(m.scale()));
-            (
-                (0..n).map(|_| m.release(&mut rng, x) as f64).collect(),
-                m.event(),
-            )
-        }
-        MechanismArg::DiscreteGaussian => {
-            let (x, s) = integers(a.value, a.sensitivity)?;
-            let m = DiscreteGaussianMechanism::new(s, a.epsilon, delta)?;
-            fields.insert("sigma".into(), json!(m.sigma()));
-            (
-                (0..n).map(|_| m.release(&mut rng, x) as f64).collect(),
-                m.event(),
-            )
-        }
-    };
-    let mut obj = Map::new();
-    obj.insert("values".into(), json!(values));
-    obj.insert(
-        "mechanism".into(),
-        json!(
-            a.mechanism
-                .to_possible_value()
-                .map(|v| v.get_name().to_string())
-        ),
-    );
-    obj.insert("epsilon".into(), json!(a.epsilon));
-    obj.insert("delta".into(), json!(delta));
-    obj.extend(fields);
-    obj.insert("count".into(), json!(a.count));
-    obj.insert("epsilon_total".into(), json!(a.epsilon * a.count as f64));
-    obj.insert("delta_total".into(), json!(delta * a.count as f64));
-    obj.insert("event".into(), json!(event.repeated(a.count)));
-    obj.insert("seeded".into(), json!(rng.is_seeded()));
-    let model = PrivacyModel::new(neighbouring::VALUE, &[public::SENSITIVITY]);
-    out.emit(&Release::from_map(obj, &model).into_value());
+    out.emit(&release(&options, &mut a.seed.rng()?)?);
     Ok(())
-}
-
-/// Discrete mechanisms need an integer value and an integer sensitivity.
-fn integers(value: f64, sensitivity: f64) -> CliResult<(i64, u64)> {
-    let whole = |v: f64| v.fract() == 0.0 && v.abs() < 9.0e15;
-    if !whole(value) {
-        return Err(CliError::usage(format!(
-            "--value {value} must be an integer for a discrete mechanism"
-        )));
-    }
-    if !whole(sensitivity) {
-        return Err(CliError::usage(format!(
-            "--sensitivity {sensitivity} must be an integer for a discrete mechanism"
-        )));
-    }
-    Ok((value as i64, sensitivity as u64))
 }

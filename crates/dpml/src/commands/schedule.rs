@@ -2,10 +2,11 @@
 //! and a number of steps, or epochs, batch size and data set size (q = B/N, T = ⌈E·N/B⌉).
 
 use clap::Args;
-use serde_json::{Value, json};
+use dpml_core::schedule::Schedule;
+use serde_json::Value;
 
 use crate::args;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 
 /// How often and how sparsely DP-SGD samples the data.
 #[derive(Args, Debug, Clone)]
@@ -28,37 +29,24 @@ pub struct ScheduleArgs {
 }
 
 impl ScheduleArgs {
-    /// (q, T) from whichever form was given.
-    pub fn resolve(&self) -> CliResult<(f64, u64)> {
-        match (self, self.sampling_rate, self.steps) {
-            (s, Some(q), Some(t)) if s.epochs.is_none() => Ok((q, t)),
-            (s, None, None) => {
-                let (Some(e), Some(b), Some(n)) = (s.epochs, s.batch_size, s.train_size) else {
-                    return Err(CliError::usage(
-                        "give --sampling-rate and --steps, or --epochs, --batch-size and --train-size",
-                    ));
-                };
-                if b > n {
-                    return Err(CliError::usage(format!(
-                        "--batch-size {b} is larger than --train-size {n}"
-                    )));
-                }
-                Ok(dpml_accounting::calibrate::steps_for_epochs(e, b, n)?)
-            }
-            _ => Err(CliError::usage(
-                "give --sampling-rate and --steps together, or --epochs, --batch-size and --train-size instead",
-            )),
+    /// The schedule these flags give, for the library.
+    fn schedule(&self) -> Schedule {
+        Schedule {
+            sampling_rate: self.sampling_rate,
+            steps: self.steps,
+            epochs: self.epochs,
+            batch_size: self.batch_size,
+            train_size: self.train_size,
         }
     }
 
-    /// The inputs as reported in JSON outputs.
+    /// (q, T) from whichever form was given ([`Schedule::resolve`]).
+    pub fn resolve(&self) -> CliResult<(f64, u64)> {
+        Ok(self.schedule().resolve()?)
+    }
+
+    /// The schedule as given, with the resolved (q, T), for a result's `"inputs"`.
     pub fn inputs(&self, q: f64, steps: u64) -> Value {
-        json!({
-            "sampling_rate": q,
-            "steps": steps,
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "train_size": self.train_size,
-        })
+        self.schedule().inputs(q, steps)
     }
 }

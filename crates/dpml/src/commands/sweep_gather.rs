@@ -7,8 +7,7 @@ use serde_json::{Value, json};
 use crate::cluster;
 use crate::error::{CliError, CliResult};
 
-/// One run's metrics: (metric, fold, value).
-pub type Metrics = Vec<(&'static str, Option<usize>, f64)>;
+use dpml_core::sweep::Metrics;
 
 /// The metric names sweeps report (metrics cross the wire by name; a name missing here fails
 /// every sweep that reports it, in one process too).
@@ -17,8 +16,8 @@ const METRICS: &[&str] = &[
     "accuracy",
     "nicv",
     "test_mse",
-    super::sweep::DP_SGD_MSE,
-    super::sweep::LABEL_DP_MSE,
+    dpml_core::sweep::DP_SGD_MSE,
+    dpml_core::sweep::LABEL_DP_MSE,
 ];
 
 /// This process's runs' metrics (by run index) gathered into all `n` runs' metrics in run

@@ -2,15 +2,10 @@
 //! achievable type II error β(α) on y — from the CLT (G_μ), from the PLD accountant, and the
 //! (ε, δ) family implied by RDP, written as CSV, PNG and SVG.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use dpml_accounting::fdp;
-use dpml_accounting::gdp::GdpAccountant;
-use dpml_accounting::pld::PldAccountant;
-use dpml_accounting::rdp::{Conversion, RdpAccountant};
-use dpml_accounting::{Accountant, PrivacyEvent};
+use dpml_core::tradeoff::{self, Tradeoff};
 use serde_json::json;
 
 use super::schedule::ScheduleArgs;
@@ -36,53 +31,18 @@ pub struct TradeoffArgs {
     pub out: PathBuf,
 }
 
-/// Points on the α axis.
-const GRID: usize = 400;
-/// Points on the ε axis when turning δ(ε) curves into trade-off curves.
-const EPS_GRID: usize = 300;
-
 /// Run `dpml tradeoff`.
 pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
     let (q, steps) = a.schedule.resolve()?;
-    let event = PrivacyEvent::dp_sgd(a.noise_multiplier, q, steps);
-    let mu = GdpAccountant.mu(&event)?;
-    let rdp = RdpAccountant::new(Conversion::Current);
-    let (eps_rdp, _) = rdp.epsilon_and_order(&event, a.delta)?;
-    let pld = PldAccountant::pessimistic();
-
-    // The ε range that matters: up to where the PLD δ(ε) is negligible.
-    let eps_max = pld.epsilon(&event, 1e-10)?.max(eps_rdp) * 1.5 + 0.1;
-    let eps_grid: Vec<f64> = (0..EPS_GRID)
-        .map(|i| eps_max * i as f64 / (EPS_GRID - 1) as f64)
-        .collect();
-    let pld_curve: Vec<(f64, f64)> = eps_grid
-        .iter()
-        .copied()
-        .zip(pld.delta_curve(&event, &eps_grid)?)
-        .collect();
-    let rdp_curve = eps_grid
-        .iter()
-        .map(|&e| Ok((e, rdp.delta(&event, e)?)))
-        .collect::<CliResult<Vec<(f64, f64)>>>()?;
-
-    let alphas = fdp::alpha_grid(GRID);
-    let rows = alphas
-        .iter()
-        .map(|&alpha| {
-            Ok([
-                alpha,
-                fdp::gaussian_tradeoff(mu, alpha)?,
-                fdp::tradeoff_from_delta_curve(&pld_curve, alpha)?,
-                fdp::tradeoff_from_delta_curve(&rdp_curve, alpha)?,
-                fdp::eps_delta_tradeoff(eps_rdp, a.delta, alpha)?,
-            ])
-        })
-        .collect::<CliResult<Vec<[f64; 5]>>>()?;
-
+    let Tradeoff {
+        mu,
+        epsilon_rdp: eps_rdp,
+        rows,
+    } = tradeoff::tradeoff(a.noise_multiplier, q, steps, a.delta)?;
     std::fs::create_dir_all(&a.out)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", a.out.display())))?;
     let csv_path = a.out.join("tradeoff.csv");
-    write_csv(&csv_path, &rows)?;
+    tradeoff::write_csv(&csv_path, &rows)?;
 
     let column = |i: usize| rows.iter().map(|r| (r[0], r[i])).collect::<Vec<_>>();
     let series = vec![
@@ -147,18 +107,4 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
         "inputs": inputs,
     }));
     Ok(())
-}
-
-fn write_csv(path: &std::path::Path, rows: &[[f64; 5]]) -> CliResult<()> {
-    let err = |e: std::io::Error| CliError::usage(format!("writing {}: {e}", path.display()));
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
-    writeln!(
-        f,
-        "alpha,beta_gdp,beta_pld,beta_rdp_family,beta_rdp_eps_delta"
-    )
-    .map_err(err)?;
-    for r in rows {
-        writeln!(f, "{},{},{},{},{}", r[0], r[1], r[2], r[3], r[4]).map_err(err)?;
-    }
-    f.flush().map_err(err)
 }

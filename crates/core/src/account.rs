@@ -1,0 +1,127 @@
+//! ε of a DP-SGD run, or of any composition of privacy events, under the RDP, PLD and GDP
+//! accountants side by side, each labelled as an upper bound, lower bound or approximation.
+
+use dpml_accounting::gdp::GdpAccountant;
+use dpml_accounting::pld::PldAccountant;
+use dpml_accounting::rdp::{Conversion, RdpAccountant};
+use dpml_accounting::{Accountant, AccountingError, PrivacyEvent};
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, Result};
+
+/// Which accountants to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    /// Rényi DP (upper bound).
+    Rdp,
+    /// Privacy-loss distributions (tight upper bound, with a lower bound beside it).
+    Pld,
+    /// Gaussian DP via the central limit theorem (approximation; can underestimate).
+    Gdp,
+    /// All three.
+    All,
+}
+
+/// ε of `event` at `delta` under the accountants `which` names, each labelled as an upper
+/// bound, lower bound or approximation, with `inputs` (what the event was built from) beside
+/// them. GDP's central-limit approximation is left out with a note where it does not apply,
+/// when every accountant was asked for.
+///
+/// # Errors
+/// The accountants' refusals.
+pub fn account(
+    event: &PrivacyEvent,
+    inputs: Value,
+    delta: f64,
+    which: Which,
+    conversion: Conversion,
+) -> Result<Value> {
+    let wants = |w: Which| which == Which::All || which == w;
+    let mut eps = Map::new();
+    let mut kinds = Map::new();
+    let mut result = Map::new();
+    let mut notes: Vec<String> = Vec::new();
+
+    if wants(Which::Rdp) {
+        let rdp = RdpAccountant::new(conversion);
+        let (e, order) = rdp.epsilon_and_order(event, delta)?;
+        eps.insert("rdp".into(), json!(e));
+        kinds.insert("rdp".into(), json!(rdp.bound()));
+        result.insert("rdp_order".into(), json!(order));
+        result.insert(
+            "rdp_conversion".into(),
+            json!(format!("{conversion:?}").to_lowercase()),
+        );
+    }
+    if wants(Which::Pld) {
+        let pld = PldAccountant::pessimistic();
+        // The upper bound with its note (RDP below the PLD's δ floor), then the lower bound.
+        let (upper, note) = pld.upper_epsilon(event, delta)?;
+        let lower = PldAccountant::optimistic().epsilon(event, delta)?;
+        notes.extend(note);
+        eps.insert("pld".into(), json!(upper));
+        kinds.insert("pld".into(), json!(pld.bound()));
+        result.insert("pld_lower".into(), json!(lower));
+        result.insert("pld_gap".into(), json!(upper - lower));
+    }
+    if wants(Which::Gdp) {
+        let gdp = GdpAccountant;
+        match (gdp.mu(event), gdp.epsilon(event, delta)) {
+            (Ok(mu), Ok(e)) => {
+                eps.insert("gdp".into(), json!(e));
+                kinds.insert("gdp".into(), json!(gdp.bound()));
+                result.insert("mu".into(), json!(mu));
+                notes.push(
+                    "gdp is a central-limit approximation and can underestimate epsilon".into(),
+                );
+            }
+            (Err(AccountingError::Unsupported(why)), _)
+            | (_, Err(AccountingError::Unsupported(why)))
+                if which == Which::All =>
+            {
+                notes.push(format!("gdp not reported: {why}"));
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(e.into()),
+        }
+    }
+
+    let mut obj = Map::new();
+    obj.insert("epsilon".into(), Value::Object(eps));
+    obj.extend(result);
+    obj.insert("delta".into(), json!(delta));
+    obj.insert("bounds".into(), Value::Object(kinds));
+    obj.insert("neighbouring".into(), json!("add/remove one record"));
+    obj.insert("inputs".into(), inputs);
+    obj.insert("notes".into(), json!(notes));
+    Ok(Value::Object(obj))
+}
+
+/// Read one event, or a list of events (composed in order), from a JSON file.
+/// The privacy event in a JSON file: one event, or a list of events composed.
+///
+/// # Errors
+/// A usage error naming the file when it cannot be read, does not parse or lists no events.
+pub fn read_events(path: &std::path::Path) -> Result<PrivacyEvent> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("cannot read events file {}: {e}", path.display())))?;
+    let bad = |e: serde_json::Error| {
+        Error::usage(format!(
+            "events file {} does not parse: {e}",
+            path.display()
+        ))
+    };
+    let value: Value = serde_json::from_str(&text).map_err(bad)?;
+    match value {
+        Value::Array(_) => {
+            let events: Vec<PrivacyEvent> = serde_json::from_value(value).map_err(bad)?;
+            if events.is_empty() {
+                return Err(Error::usage(format!(
+                    "events file {} lists no events",
+                    path.display()
+                )));
+            }
+            Ok(PrivacyEvent::Composed { events })
+        }
+        _ => serde_json::from_value(value).map_err(bad),
+    }
+}
