@@ -49,7 +49,10 @@ pub use config::{ATTACK_NAMES, AttackKind, AuditConfig};
 pub use error::DriverError;
 pub use metrics::AttackMetrics;
 pub use models::{Alone, ModelReady, Scored, Spread};
-pub use run::{AttackOutcome, AuditReport, OneRunOutcome, run_audit, run_audit_spread};
+pub use run::{
+    AsDrawn, AttackOutcome, AuditReport, OneRunOutcome, TrainingInputs, run_audit,
+    run_audit_spread, run_audit_with,
+};
 pub use theory::Theory;
 
 #[cfg(test)]

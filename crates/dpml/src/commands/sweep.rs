@@ -62,17 +62,21 @@ pub enum Experiment {
     /// Local DP: Laplace noise on every feature of every training record (ε per record, the
     /// record's L1 range as sensitivity), then non-private training: test accuracy.
     InputPerturbation,
+    /// Local against central DP under attack: at each ε a DP-SGD model and a model on
+    /// locally perturbed inputs, each audited with the loss attack and LiRA (`sweep_mia`).
+    Mia,
 }
 
 impl Experiment {
     /// What the ε of the grid is, as the x axis names it.
-    fn epsilon_axis(self) -> &'static str {
+    pub(super) fn epsilon_axis(self) -> &'static str {
         match self {
             Experiment::DpSgd | Experiment::Kmeans | Experiment::DpSgdRegression => {
                 "privacy budget ε"
             }
             Experiment::OutputPerturbation => "ε per query",
             Experiment::InputPerturbation => "ε per record (local DP)",
+            Experiment::Mia => "ε (DP-SGD: accountant's ε; local DP: ε per record)",
             Experiment::LabelDp
             | Experiment::LabelDpRegression
             | Experiment::LabelDpClassification => "label ε",
@@ -130,6 +134,8 @@ pub struct SweepArgs {
     pub split: SplitArgs,
     #[command(flatten)]
     pub seed: SeedArg,
+    #[command(flatten)]
+    pub mia: super::sweep_mia::MiaArgs,
 }
 
 /// One measured value of a run: metric name, cross-validation fold (if any) and value.
@@ -221,6 +227,7 @@ impl Setup {
             label_range: false,
         };
         match a.experiment {
+            Experiment::Mia => Err(CliError::internal("the mia sweep runs in sweep_mia")),
             Experiment::DpSgd if a.folds.is_some() => {
                 let (all, schema) = load_all(&a.dataset, &opts)?;
                 require_declared(&schema, &all, private_training)?;
@@ -591,7 +598,7 @@ impl Setup {
 /// The DP-SGD recipe of a sweep: the data set's preset where one exists, else the small-table
 /// MLP ([`dpsgd::tabular_recipe`]), normalised by [`public_normalization`] (declared bounds
 /// replace a preset's normalisation); command-line training flags override it.
-fn recipe_for(a: &SweepArgs, schema: &Schema, data: &Dataset) -> CliResult<TrainConfig> {
+pub(super) fn recipe_for(a: &SweepArgs, schema: &Schema, data: &Dataset) -> CliResult<TrainConfig> {
     let base = match dpsgd::presets()
         .into_iter()
         .find(|p| p.dataset == a.dataset.name())
@@ -611,6 +618,9 @@ fn recipe_for(a: &SweepArgs, schema: &Schema, data: &Dataset) -> CliResult<Train
 
 /// Run `dpml sweep`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    if a.experiment == Experiment::Mia {
+        return super::sweep_mia::run(a, data_dir, out);
+    }
     // Under mpirun every rank must draw the same split and the same per-job generators.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
     let (setup, split_key) = Setup::new(a, data_dir, a.split.key(&mut rng))?;
