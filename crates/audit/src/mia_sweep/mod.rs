@@ -137,3 +137,6 @@ pub fn run_mia_sweep(
     }
     Ok(Some(points))
 }
+
+#[cfg(test)]
+mod tests;
