@@ -13,6 +13,8 @@
 //! - [`theory`]: the accountant's ε and the f-DP bound on any ROC curve.
 //! - [`external`]: the same report from the scores of a model dpml did not train.
 //! - [`run`]: [`run_audit`], which does all of it and returns an [`AuditReport`].
+//!   [`run_audit_with`] audits a mechanism that acts on the training records instead of in
+//!   the trainer (local DP: [`TrainingInputs`]).
 //!
 //! # Privacy
 //! Every reference and canary model is trained with the target's recipe (a target ε is

@@ -3,6 +3,9 @@
 //! row per mechanism, ε and attack, the accountant's ε beside each empirical lower bound),
 //! `results.json` and one figure, `plot.png` / `plot.svg`, with two panels: test accuracy
 //! against ε, and attack AUC / advantage / ε lower bound against ε.
+//!
+//! One audit per point: `--repeats` does not apply (LiRA's reference models are the repetition
+//! the attack needs); `--folds` is refused.
 
 use std::path::Path;
 
