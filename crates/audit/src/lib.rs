@@ -19,6 +19,8 @@
 //!   bounds, GDP bound and estimate).
 //! - [`worst_case_init`]: the black-box audit of the final model from worst-case initial
 //!   parameters (Annamalai & De Cristofaro 2024), runs spread over threads.
+//! - [`mia_sweep`]: local against central DP under attack: DP-SGD and local-DP input
+//!   perturbation audited with the loss attack and LiRA over an ε grid.
 //! - [`driver`]: trains the target, reference and canary models with dpml's DP-SGD trainer
 //!   (cached on disk) and runs the attacks end to end ([`driver::run_audit`]).
 //!
@@ -52,6 +54,7 @@ pub mod error;
 pub mod lira;
 pub mod logits;
 pub mod loss_attack;
+pub mod mia_sweep;
 pub mod one_run;
 pub mod rmia;
 pub mod roc;

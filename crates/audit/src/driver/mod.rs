@@ -13,6 +13,8 @@
 //! - [`theory`]: the accountant's ε and the f-DP bound on any ROC curve.
 //! - [`external`]: the same report from the scores of a model dpml did not train.
 //! - [`run`]: [`run_audit`], which does all of it and returns an [`AuditReport`].
+//!   [`run_audit_with`] audits a mechanism that acts on the training records instead of in
+//!   the trainer (local DP: [`TrainingInputs`]).
 //!
 //! # Privacy
 //! Every reference and canary model is trained with the target's recipe (a target ε is
@@ -49,7 +51,10 @@ pub use config::{ATTACK_NAMES, AttackKind, AuditConfig};
 pub use error::DriverError;
 pub use metrics::AttackMetrics;
 pub use models::{Alone, ModelReady, Scored, Spread};
-pub use run::{AttackOutcome, AuditReport, OneRunOutcome, run_audit, run_audit_spread};
+pub use run::{
+    AsDrawn, AttackOutcome, AuditReport, OneRunOutcome, TrainingInputs, run_audit,
+    run_audit_spread, run_audit_with,
+};
 pub use theory::Theory;
 
 #[cfg(test)]

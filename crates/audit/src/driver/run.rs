@@ -169,6 +169,44 @@ pub fn run_audit_spread(
     ready: &(dyn Fn(&ModelReady) + Sync),
     spread: &dyn Spread,
 ) -> Result<Option<AuditReport>> {
+    run_audit_with(cfg, data, rng, ready, spread, &AsDrawn)
+}
+
+/// What a model's training records go through before it trains: the mechanism under audit
+/// when it acts on the data rather than in the trainer (local DP: noise on every record).
+/// The attacks still query the records as drawn, since membership is about the true record.
+pub trait TrainingInputs: Sync {
+    /// The records a model trains on, made from `train` (its share of the audit records),
+    /// with randomness from `rng`.
+    ///
+    /// # Errors
+    /// [`DriverError::Invalid`] naming what the mechanism refused.
+    fn prepare(&self, train: Dataset, rng: &mut DpRng) -> Result<Dataset>;
+}
+
+/// Models train on the records as drawn (the mechanism is in the trainer, as for DP-SGD).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AsDrawn;
+
+impl TrainingInputs for AsDrawn {
+    fn prepare(&self, train: Dataset, _: &mut DpRng) -> Result<Dataset> {
+        Ok(train)
+    }
+}
+
+/// As [`run_audit_spread`] with every model's training set (target, reference and canary
+/// models alike, so that the reference models simulate the same mechanism) made by `inputs`.
+///
+/// # Errors
+/// As [`run_audit_spread`] and [`TrainingInputs::prepare`].
+pub fn run_audit_with(
+    cfg: &AuditConfig,
+    data: &Dataset,
+    rng: &mut DpRng,
+    ready: &(dyn Fn(&ModelReady) + Sync),
+    spread: &dyn Spread,
+    inputs: &dyn TrainingInputs,
+) -> Result<Option<AuditReport>> {
     let started = Instant::now();
     cfg.validate(data.n)?;
     let attribute = match &cfg.attribute {
@@ -192,25 +230,15 @@ pub fn run_audit_spread(
         Some(a) => Arc::new(target_eval_set(a, &lira_eval, &audit_set)?),
         None => lira_eval.clone(),
     };
-    let mut jobs = vec![Job::new(
-        "target",
-        members.clone(),
-        target_eval,
-        cfg.seed,
-        rng,
-    )];
+    let target_train = inputs.prepare(members.clone(), rng)?;
+    let mut jobs = vec![Job::new("target", target_train, target_eval, cfg.seed, rng)];
     let membership = if cfg.needs_reference_models() {
         let m = lira::balanced_membership(cfg.reference_models, pop.len(), rng)?;
         for (k, row) in m.iter().enumerate() {
             let idx: Vec<usize> = (0..pop.len()).filter(|&i| row[i]).collect();
             let role = format!("reference {k}");
-            jobs.push(Job::new(
-                role,
-                audit_set.subset(&idx),
-                lira_eval.clone(),
-                cfg.seed,
-                rng,
-            ));
+            let train = inputs.prepare(audit_set.subset(&idx), rng)?;
+            jobs.push(Job::new(role, train, lira_eval.clone(), cfg.seed, rng));
         }
         Some(m)
     } else {
@@ -219,7 +247,8 @@ pub fn run_audit_spread(
     let canary_run = if cfg.attacks.contains(&AttackKind::OneRun) {
         let run = CanaryRun::draw(&members, cfg.canaries, rng)?;
         let eval = Arc::new(run.canaries.clone());
-        jobs.push(Job::new("canaries", run.train.clone(), eval, cfg.seed, rng));
+        let train = inputs.prepare(run.train.clone(), rng)?;
+        jobs.push(Job::new("canaries", train, eval, cfg.seed, rng));
         Some(run)
     } else {
         None

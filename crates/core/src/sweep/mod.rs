@@ -6,6 +6,7 @@
 //! the data without noise (diagnostics). The ε of the grid is each model's; with folds,
 //! [`Setup::epsilon_all_folds`] gives the ε of releasing all K models of one run.
 
+pub mod mia;
 mod results;
 mod setup;
 
@@ -44,6 +45,9 @@ pub enum Experiment {
     /// Local DP: Laplace noise on every feature of every training record, then non-private
     /// training: test accuracy.
     InputPerturbation,
+    /// Local against central DP under attack: at each ε a DP-SGD model and a model on locally
+    /// perturbed inputs, each audited with the loss attack and LiRA ([`mia`]).
+    Mia,
 }
 
 impl Experiment {
@@ -55,6 +59,7 @@ impl Experiment {
             }
             Experiment::OutputPerturbation => "ε per query",
             Experiment::InputPerturbation => "ε per record (local DP)",
+            Experiment::Mia => "ε (DP-SGD: accountant's ε; local DP: ε per record)",
             Experiment::LabelDp
             | Experiment::LabelDpRegression
             | Experiment::LabelDpClassification => "label ε",
@@ -72,6 +77,7 @@ impl Experiment {
             Experiment::LabelDpClassification => "label-dp-classification",
             Experiment::OutputPerturbation => "output-perturbation",
             Experiment::InputPerturbation => "input-perturbation",
+            Experiment::Mia => "mia",
         }
     }
 

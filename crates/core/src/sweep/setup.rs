@@ -101,6 +101,9 @@ impl Setup {
             label_range: false,
         };
         match a.experiment {
+            Experiment::Mia => Err(Error::internal(
+                "the mia sweep is planned by sweep::mia::plan, not Setup::new",
+            )),
             Experiment::DpSgd if a.folds.is_some() => {
                 let (all, schema) = load_all(&a.dataset, &opts)?;
                 require_declared(&schema, &all, private_training)?;
@@ -442,7 +445,7 @@ impl Setup {
 /// The DP-SGD recipe of a sweep: the data set's preset where one exists, else the small-table
 /// MLP ([`dpsgd::tabular_recipe`]), normalised by [`public_normalization`] (declared bounds
 /// replace a preset's normalisation); the recipe overrides apply over it.
-fn recipe_for(a: &SweepOptions, schema: &Schema, data: &Dataset) -> Result<TrainConfig> {
+pub(super) fn recipe_for(a: &SweepOptions, schema: &Schema, data: &Dataset) -> Result<TrainConfig> {
     let base = match dpsgd::presets()
         .into_iter()
         .find(|p| p.dataset == a.dataset.name())

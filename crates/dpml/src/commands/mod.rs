@@ -22,5 +22,6 @@ pub mod rr;
 pub mod schedule;
 pub mod sweep;
 pub mod sweep_gather;
+pub mod sweep_mia;
 pub mod tradeoff;
 pub mod train;

@@ -51,11 +51,14 @@ pub enum Experiment {
     /// Local DP: Laplace noise on every feature of every training record (ε per record, the
     /// record's L1 range as sensitivity), then non-private training: test accuracy.
     InputPerturbation,
+    /// Local against central DP under attack: at each ε a DP-SGD model and a model on locally
+    /// perturbed inputs, each audited with the loss attack and LiRA (`sweep_mia`).
+    Mia,
 }
 
 impl Experiment {
     /// The library's experiment.
-    fn core(self) -> CoreExperiment {
+    pub(super) fn core(self) -> CoreExperiment {
         match self {
             Experiment::DpSgd => CoreExperiment::DpSgd,
             Experiment::DpSgdRegression => CoreExperiment::DpSgdRegression,
@@ -65,6 +68,7 @@ impl Experiment {
             Experiment::LabelDpClassification => CoreExperiment::LabelDpClassification,
             Experiment::OutputPerturbation => CoreExperiment::OutputPerturbation,
             Experiment::InputPerturbation => CoreExperiment::InputPerturbation,
+            Experiment::Mia => CoreExperiment::Mia,
         }
     }
 }
@@ -109,11 +113,13 @@ pub struct SweepArgs {
     pub split: SplitArgs,
     #[command(flatten)]
     pub seed: SeedArg,
+    #[command(flatten)]
+    pub mia: super::sweep_mia::MiaArgs,
 }
 
 impl SweepArgs {
     /// What these flags ask of the library's sweep.
-    fn options(&self, data_dir: Option<&Path>) -> SweepOptions {
+    pub(super) fn options(&self, data_dir: Option<&Path>) -> SweepOptions {
         SweepOptions {
             experiment: self.experiment.core(),
             dataset: self.dataset.clone(),
@@ -133,6 +139,9 @@ impl SweepArgs {
 
 /// Run `dpml sweep`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    if a.experiment == Experiment::Mia {
+        return super::sweep_mia::run(a, data_dir, out);
+    }
     let o = a.options(data_dir);
     // Under mpirun every rank must draw the same split and the same per-job generators.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
