@@ -43,7 +43,8 @@ use std::time::Instant;
 use dpml_accounting::gdp::mu_for;
 use dpml_data::Dataset;
 use dpml_learn::dpsgd::{
-    Privacy, StepContext, StepHook, TrainConfig, predict_logits, train, train_hooked,
+    AccountantKind, Privacy, StepContext, StepHook, TrainConfig, predict_logits, train,
+    train_hooked,
 };
 use dpml_mechanisms::DpRng;
 use dpml_nn::Sequential;
@@ -236,16 +237,26 @@ fn craft(cfg: &WorstCaseInitConfig, data: &Dataset, rng: &mut DpRng) -> Result<S
     })
 }
 
-/// The recipe of a run on `set`: full batch if asked, σ fixed to `privacy`.
-fn run_recipe(cfg: &WorstCaseInitConfig, set: &Dataset, privacy: Privacy) -> TrainConfig {
+/// The recipe on `set`: full batch if asked.
+fn sized(cfg: &WorstCaseInitConfig, set: &Dataset) -> TrainConfig {
     TrainConfig {
         batch_size: if cfg.full_batch {
             set.n
         } else {
             cfg.recipe.batch_size
         },
-        privacy,
         ..cfg.recipe.clone()
+    }
+}
+
+/// The recipe of a run on `set` with σ fixed to `privacy`. Each run's own ε report is never
+/// read ([`Theory`] gives the accountant's once), so the runs report with the cheap RDP
+/// accountant: PLD per run cost more than the training itself.
+fn run_recipe(cfg: &WorstCaseInitConfig, set: &Dataset, privacy: Privacy) -> TrainConfig {
+    TrainConfig {
+        accountant: AccountantKind::Rdp,
+        privacy,
+        ..sized(cfg, set)
     }
 }
 
@@ -278,14 +289,19 @@ pub fn run_worst_case_init_audit_spread(
     let started = Instant::now();
     let start = craft(cfg, data, rng)?;
     // One σ for every run, calibrated once on the larger set.
-    let larger = resolve_recipe(
-        &run_recipe(cfg, &start.with_target, cfg.recipe.privacy),
-        start.with_target.n,
-    )?;
-    let recipe_in = larger.clone();
+    let larger = resolve_recipe(&sized(cfg, &start.with_target), start.with_target.n)?;
+    let recipe_in = run_recipe(cfg, &start.with_target, larger.privacy);
     let recipe_out = run_recipe(cfg, &start.base, larger.privacy);
-    let theory_in = Theory::of(&recipe_in, start.with_target.n)?;
-    let theory_out = Theory::of(&recipe_out, start.base.n)?;
+    // The accountant's claims, with the recipe's own accountant.
+    let claim = |set: &Dataset| {
+        let r = TrainConfig {
+            privacy: larger.privacy,
+            ..sized(cfg, set)
+        };
+        Theory::of(&r, set.n)
+    };
+    let theory_in = claim(&start.with_target)?;
+    let theory_out = claim(&start.base)?;
 
     let half = cfg.runs / 2;
     let n = 2 * half;
@@ -437,6 +453,24 @@ mod tests {
         assert!(r.consistent, "{r:?}");
         // The mislabelled target is fitted when present: members have the lower losses.
         assert!(r.auc > 0.5, "{r:?}");
+    }
+
+    #[test]
+    fn full_batch_runs_are_exactly_gaussian_and_stay_below_the_accountant() {
+        let data = blobs(60);
+        let cfg = WorstCaseInitConfig {
+            full_batch: true,
+            ..config(40)
+        };
+        let r = run_worst_case_init_audit(&cfg, &data, &mut DpRng::seeded(5)).unwrap();
+        assert!(r.full_batch && r.sampling_rate == 1.0, "{r:?}");
+        // Full batches: T = epochs and μ = √T/σ is the accountant's GDP claim.
+        assert_eq!(r.steps, 2);
+        let mu = (r.steps as f64).sqrt() / r.noise_multiplier;
+        assert!((mu - r.mu_theoretical).abs() < 0.02 * mu, "{mu} vs {r:?}");
+        assert_eq!(r.epsilon_lower_bound, r.gdp_bound.epsilon_if_gaussian);
+        assert!(r.gdp_bound.mu_lower_bound <= r.mu_theoretical, "{r:?}");
+        assert!(r.consistent && r.auc > 0.5, "{r:?}");
     }
 
     #[test]

@@ -62,7 +62,10 @@ mod tests {
         let normal = |x: f64, m: f64, s: f64| (-(x - m).powi(2) / (2.0 * s * s)).exp();
         for &(x, q, s) in &[(0.3, 0.01, 1.0), (-2.0, 0.5, 0.7), (4.0, 0.001, 2.0)] {
             let ratio = ((1.0 - q) * normal(x, 0.0, s) + q * normal(x, 1.0, s)) / normal(x, 0.0, s);
-            assert!((step_log_ratio(x, q, s) - ratio.ln()).abs() < 1e-12, "{x} {q} {s}");
+            assert!(
+                (step_log_ratio(x, q, s) - ratio.ln()).abs() < 1e-12,
+                "{x} {q} {s}"
+            );
         }
     }
 

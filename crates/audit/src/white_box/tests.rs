@@ -105,7 +105,10 @@ fn subsampled_gaussian_mechanism_is_recovered_by_the_likelihood_ratio_score() {
         let a = audit_scores(&scores, &included, delta, 0.95).unwrap();
         let [lo, hi] = a.gdp_estimate.mu_interval;
         covered += usize::from(lo <= mu && mu <= hi);
-        assert!((a.gdp_estimate.mu_estimate - mu).abs() < 0.25, "{mu}: {a:?}");
+        assert!(
+            (a.gdp_estimate.mu_estimate - mu).abs() < 0.25,
+            "{mu}: {a:?}"
+        );
         assert!(a.one_run.epsilon <= true_eps, "{true_eps}: {:?}", a.one_run);
         assert!(a.one_run.epsilon <= a.one_run_ceiling);
     }
@@ -116,7 +119,10 @@ fn subsampled_gaussian_mechanism_is_recovered_by_the_likelihood_ratio_score() {
     let (scores, included) = poisson_canaries(1000, (q, sigma, steps), CanaryScore::Sum, &mut rng);
     let a = audit_scores(&scores, &included, delta, 0.95).unwrap();
     let mu_sum = q * (steps as f64).sqrt() / sigma;
-    assert!((a.gdp_estimate.mu_estimate - mu_sum).abs() < 0.15, "{mu_sum}: {a:?}");
+    assert!(
+        (a.gdp_estimate.mu_estimate - mu_sum).abs() < 0.15,
+        "{mu_sum}: {a:?}"
+    );
 }
 
 #[test]
