@@ -70,3 +70,24 @@ fn digits_audit_reports_bounds_and_a_named_estimate() {
             .is_some()
     );
 }
+
+#[test]
+fn worst_case_init_defaults_to_full_batches_and_reports_both_bounds() {
+    let mut a = args(&["--runs", "40", "--pretrain-epochs", "2"]);
+    a[6] = "worst-case-init";
+    // Without --batch-size every run is full-batch: exactly GDP, T = epochs.
+    a.retain(|&s| s != "--batch-size" && s != "100");
+    let v = dpml(&a).json();
+    assert_eq!(v["attack"], "worst-case-init");
+    assert_eq!(v["full_batch"], true, "{v}");
+    assert_eq!(v["sampling_rate"].as_f64(), Some(1.0), "{v}");
+    assert_eq!(v["steps"], 2, "{v}");
+    let eps = v["epsilon_theoretical"].as_f64().unwrap();
+    let headline = v["epsilon_lower_bound"].as_f64().unwrap();
+    assert_eq!(
+        v["gdp_bound"]["epsilon_if_gaussian"].as_f64(),
+        Some(headline)
+    );
+    assert!(v["epsilon_lower_bound_clopper_pearson"].as_f64().unwrap() <= eps);
+    assert!(headline <= eps && v["consistent"] == true, "{v}");
+}
