@@ -36,10 +36,16 @@ fn bad_canary_counts_exit_2_with_a_named_error() {
     dpml(&args(&["--canaries", "0"])).assert_usage_error("canaries must be at least 4, got 0");
     dpml(&args(&["--canaries", "401"]))
         .assert_usage_error("canaries must be at most the training records (400), got 401");
+    dpml(&args(&["--canary-score", "max"])).assert_usage_error("invalid value 'max'");
     // The worst-case-init audit shares the flags and names its own bad values.
     let mut wci = args(&["--runs", "4"]);
     wci[6] = "worst-case-init";
     dpml(&wci).assert_usage_error("runs must be at least 8");
+    let last = wci.len() - 1;
+    wci[last] = "0";
+    dpml(&wci).assert_usage_error(
+        "runs must be at least 8 (2 per half with and without the target), got 0",
+    );
 }
 
 #[test]
@@ -47,6 +53,7 @@ fn digits_audit_reports_bounds_and_a_named_estimate() {
     let v = dpml(&args(&["--canaries", "300"])).json();
     assert_eq!(v["attack"], "gradient-canary");
     assert_eq!(v["canaries"], 300);
+    assert_eq!(v["score"], "likelihood-ratio");
     let eps = v["accountant"]["epsilon"].as_f64().unwrap();
     assert!(eps > 0.0 && eps <= 2.0, "{v}");
     let lower = v["one_run"]["epsilon"].as_f64().unwrap();
@@ -62,4 +69,25 @@ fn digits_audit_reports_bounds_and_a_named_estimate() {
             .as_f64()
             .is_some()
     );
+}
+
+#[test]
+fn worst_case_init_defaults_to_full_batches_and_reports_both_bounds() {
+    let mut a = args(&["--runs", "40", "--pretrain-epochs", "2"]);
+    a[6] = "worst-case-init";
+    // Without --batch-size every run is full-batch: exactly GDP, T = epochs.
+    a.retain(|&s| s != "--batch-size" && s != "100");
+    let v = dpml(&a).json();
+    assert_eq!(v["attack"], "worst-case-init");
+    assert_eq!(v["full_batch"], true, "{v}");
+    assert_eq!(v["sampling_rate"].as_f64(), Some(1.0), "{v}");
+    assert_eq!(v["steps"], 2, "{v}");
+    let eps = v["epsilon_theoretical"].as_f64().unwrap();
+    let headline = v["epsilon_lower_bound"].as_f64().unwrap();
+    assert_eq!(
+        v["gdp_bound"]["epsilon_if_gaussian"].as_f64(),
+        Some(headline)
+    );
+    assert!(v["epsilon_lower_bound_clopper_pearson"].as_f64().unwrap() <= eps);
+    assert!(headline <= eps && v["consistent"] == true, "{v}");
 }

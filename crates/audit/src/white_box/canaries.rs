@@ -4,10 +4,12 @@
 //! included canary joins each step's batch with the step's sampling rate q, exactly like a
 //! real record under Poisson sampling, and then adds C to coordinate cᵢ of the clipped sum.
 //!
-//! The white-box auditor sees every step's noisy sum. Its score for canary i is
-//! Σ_t (noisy_t[cᵢ] − data_t[cᵢ]) / C, where data_t is the clipped sum of the real records:
-//! subtracting it is what an adversary that chooses the data set (records with zero gradient
-//! at the canaries' coordinates) would see, so the score is Σ_t (1[i sampled at t] + N(0, σ²)).
+//! The white-box auditor sees every step's noisy sum. Its observation of canary i at step t
+//! is x_t = (noisy_t[cᵢ] − data_t[cᵢ]) / C, where data_t is the clipped sum of the real
+//! records: subtracting it is what an adversary that chooses the data set (records with zero
+//! gradient at the canaries' coordinates) would see, so x_t = 1[i sampled at t] + N(0, σ²).
+//! Both scores of [`super::lr_score`] are accumulated: the sum Σ_t x_t and the
+//! likelihood-ratio score; [`DiracCanaries::scores`] returns the one chosen.
 //!
 //! # Privacy
 //! Each canary is one record under add/remove adjacency: L2 norm C, Poisson sampling with the
@@ -18,6 +20,8 @@
 use dpml_learn::dpsgd::{StepContext, StepHook};
 use dpml_mechanisms::DpRng;
 use dpml_nn::Sequential;
+
+use super::lr_score::{CanaryScore, step_log_ratio};
 
 /// The hook that inserts the canaries and accumulates their scores.
 #[derive(Debug, Clone)]
@@ -30,30 +34,49 @@ pub struct DiracCanaries {
     included: Vec<bool>,
     /// The real records' clipped sum at each coordinate in the current step.
     data_sum: Vec<f64>,
-    /// Σ over steps of (noisy − data) / C.
-    scores: Vec<f64>,
+    /// Σ over steps of x_t = (noisy − data) / C.
+    sums: Vec<f64>,
+    /// Σ over steps of the log-likelihood ratio of x_t.
+    log_ratios: Vec<f64>,
+    /// Which of the two [`Self::scores`] returns.
+    score: CanaryScore,
     /// Steps observed.
     steps: u64,
 }
 
 impl DiracCanaries {
     /// Canaries on the distinct flat coordinates `coords` with inclusion bits `included`
-    /// (same length; the caller checks both).
-    pub fn new(coords: Vec<usize>, included: Vec<bool>) -> Self {
+    /// (same length; the caller checks both), scored by `score`.
+    pub fn new(coords: Vec<usize>, included: Vec<bool>, score: CanaryScore) -> Self {
         let m = coords.len();
         Self {
             coords,
             located: Vec::new(),
             included,
             data_sum: vec![0.0; m],
-            scores: vec![0.0; m],
+            sums: vec![0.0; m],
+            log_ratios: vec![0.0; m],
+            score,
             steps: 0,
         }
     }
 
-    /// The canaries' scores (higher = more likely included).
+    /// The canaries' scores by the chosen statistic (higher = more likely included).
     pub fn scores(&self) -> &[f64] {
-        &self.scores
+        self.scores_by(self.score)
+    }
+
+    /// The canaries' scores by `score`.
+    pub fn scores_by(&self, score: CanaryScore) -> &[f64] {
+        match score {
+            CanaryScore::LikelihoodRatio => &self.log_ratios,
+            CanaryScore::Sum => &self.sums,
+        }
+    }
+
+    /// The statistic [`Self::scores`] returns.
+    pub fn score(&self) -> CanaryScore {
+        self.score
     }
 
     /// The inclusion bits.
@@ -113,13 +136,17 @@ impl StepHook for DiracCanaries {
     }
 
     fn after_noise(&mut self, ctx: &StepContext, model: &mut Sequential) {
-        let c = ctx.max_grad_norm;
-        let mut scores = std::mem::take(&mut self.scores);
+        let (c, q, sigma) = (ctx.max_grad_norm, ctx.sampling_rate, ctx.noise_multiplier);
+        let mut sums = std::mem::take(&mut self.sums);
+        let mut log_ratios = std::mem::take(&mut self.log_ratios);
         let data_sum = &self.data_sum;
         self.for_each_entry(model, |i, g| {
-            scores[i] += (f64::from(*g) - data_sum[i]) / c;
+            let x = (f64::from(*g) - data_sum[i]) / c;
+            sums[i] += x;
+            log_ratios[i] += step_log_ratio(x, q, sigma);
         });
-        self.scores = scores;
+        self.sums = sums;
+        self.log_ratios = log_ratios;
         self.steps += 1;
     }
 }

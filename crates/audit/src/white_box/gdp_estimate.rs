@@ -6,8 +6,11 @@
 //! Nothing here is a guarantee in either direction: μ̂ is a point estimate with a normal-theory
 //! interval. It is close to the truth when the scores are Gaussian with equal variances (a
 //! Gaussian mechanism; DP-SGD with full batches and Dirac canaries), and it estimates what the
-//! SCORE reveals, which for subsampled DP-SGD is less than the mechanism may (the summed
-//! score is not the optimal test when q < 1). Reported beside the accountant, never instead.
+//! SCORE reveals: for subsampled DP-SGD the summed score reveals less than the mechanism (it
+//! is not the optimal test when q < 1); the likelihood-ratio score
+//! ([`super::lr_score`]) reveals the CLT μ when the CLT holds (small q, σ ≳ 1), and less
+//! than the accountant's μ when it does not (small σ: the trade-off curve is then not
+//! Gaussian and its ε is set by rare steps). Reported beside the accountant, never instead.
 //!
 //! # Citations
 //! M. Nasr, J. Hayes, T. Steinke, B. Balle, F. Tramèr, M. Jagielski, N. Carlini, A. Terzis,

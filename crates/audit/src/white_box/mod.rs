@@ -1,6 +1,7 @@
 //! The white-box gradient-canary audit of DP-SGD (`dpml audit --attack gradient-canary`):
 //! train once with m Dirac canaries ([`canaries`]), each included with probability 1/2, watch
-//! every step's noisy gradient sum, score each canary by the sum of its coordinate, and report
+//! every step's noisy gradient sum, score each canary by the likelihood ratio of its
+//! coordinate's observations over the steps (or their plain sum, [`lr_score`]), and report
 //!
 //! - the one-run lower bound on ε of Steinke, Nasr, Jagielski (2023) with the ceiling that m
 //!   canaries allow ([`crate::one_run`]),
@@ -23,6 +24,7 @@
 pub mod canaries;
 pub mod gdp_bound;
 pub mod gdp_estimate;
+pub mod lr_score;
 
 use dpml_accounting::gdp::{mu_for, mu_poisson};
 use dpml_data::Dataset;
@@ -33,6 +35,7 @@ use serde::Serialize;
 pub use canaries::DiracCanaries;
 pub use gdp_bound::{GdpThresholdBound, gdp_threshold_bound};
 pub use gdp_estimate::{GdpEstimate, estimate};
+pub use lr_score::CanaryScore;
 
 use crate::driver::DriverError;
 use crate::one_run::gdp_profile::{GdpOneRunResult, audit_sweep_gdp};
@@ -103,6 +106,8 @@ pub struct GradientCanaryConfig {
     pub canaries: usize,
     /// Confidence of the lower bounds.
     pub confidence: f64,
+    /// How each canary is scored from its observations.
+    pub score: CanaryScore,
 }
 
 /// The accountant's side, in the units the audit reports.
@@ -114,7 +119,8 @@ pub struct AccountantView {
     pub delta: f64,
     /// The μ whose GDP curve has this ε at δ (the GDP equivalent of the accountant's claim).
     pub mu_at_epsilon: f64,
-    /// The CLT μ of the run, q·√(T(e^{1/σ²} − 1)) (Bu et al. 2020).
+    /// The CLT μ of the run, q·√(T(e^{1/σ²} − 1)) (Bu et al. 2020): what the
+    /// likelihood-ratio score's estimate approaches when the CLT holds.
     pub mu_clt: f64,
     /// What the summed Dirac score can show for a perfect implementation: q·√T/σ (the score
     /// is C·Bin(T, q) + N(0, Tσ²C²) in and N(0, Tσ²C²) out; equal to the CLT μ as σ grows,
@@ -135,6 +141,8 @@ pub struct GradientCanaryReport {
     pub canaries: usize,
     /// Canaries included in training.
     pub included: usize,
+    /// The statistic the canaries were scored by.
+    pub score: CanaryScore,
     /// Real training records.
     pub records: usize,
     /// The accountant's claim.
@@ -205,7 +213,7 @@ pub fn plan(cfg: &GradientCanaryConfig, data: &Dataset, rng: &mut DpRng) -> Resu
     sampling::shuffle(&mut coords, rng);
     coords.truncate(cfg.canaries);
     let included = (0..cfg.canaries).map(|_| rng.below(2) == 1).collect();
-    Ok(DiracCanaries::new(coords, included))
+    Ok(DiracCanaries::new(coords, included, cfg.score))
 }
 
 /// Trains with `hook` (the canaries, or a test's wrapper around them) and the given progress
@@ -266,6 +274,7 @@ pub fn finish(
     Ok(GradientCanaryReport {
         canaries: cfg.canaries,
         included: canaries.included().iter().filter(|&&b| b).count(),
+        score: canaries.score(),
         records: data.n,
         accountant,
         audit,

@@ -53,6 +53,78 @@ fn synthetic_gaussian_mechanism_is_recovered_and_never_overstated() {
     assert!(covered >= 8, "{covered} of {total} intervals covered mu");
 }
 
+/// Subsampled Gaussian mechanism on m canaries: T steps, each observation
+/// x_t = 1[in and sampled with probability q] + N(0, σ²), scored by `score` (as
+/// [`DiracCanaries`] scores the noisy updates of DP-SGD, without training).
+fn poisson_canaries(
+    m: usize,
+    (q, sigma, steps): (f64, f64, u64),
+    score: CanaryScore,
+    rng: &mut DpRng,
+) -> (Vec<f64>, Vec<bool>) {
+    let included: Vec<bool> = (0..m).map(|_| rng.below(2) == 1).collect();
+    let scores = included
+        .iter()
+        .map(|&inc| {
+            (0..steps)
+                .map(|_| {
+                    let hit = inc && rng.uniform_f64() < q;
+                    let x = f64::from(u8::from(hit)) + sigma * normal(rng);
+                    match score {
+                        CanaryScore::LikelihoodRatio => lr_score::step_log_ratio(x, q, sigma),
+                        CanaryScore::Sum => x,
+                    }
+                })
+                .sum()
+        })
+        .collect();
+    (scores, included)
+}
+
+#[test]
+fn subsampled_gaussian_mechanism_is_recovered_by_the_likelihood_ratio_score() {
+    use dpml_accounting::gdp::mu_poisson;
+    use dpml_accounting::{Accountant, PldAccountant, PrivacyEvent};
+    // q = 0.02, σ = 1, T = 1455: CLT μ = q√(T(e − 1)) ≈ 1.0, where the CLT is accurate
+    // (small q, many steps); the sum score would show only q√T/σ ≈ 0.76.
+    let (q, sigma, steps) = (0.02, 1.0, 1455);
+    let delta = 1e-5;
+    let mu = mu_poisson(q, sigma, steps).unwrap();
+    let true_eps = PldAccountant::default()
+        .epsilon(&PrivacyEvent::dp_sgd(sigma, q, steps), delta)
+        .unwrap();
+    let mut covered = 0;
+    for seed in 0..4 {
+        let mut rng = DpRng::seeded(300 + seed);
+        let (scores, included) = poisson_canaries(
+            1000,
+            (q, sigma, steps),
+            CanaryScore::LikelihoodRatio,
+            &mut rng,
+        );
+        let a = audit_scores(&scores, &included, delta, 0.95).unwrap();
+        let [lo, hi] = a.gdp_estimate.mu_interval;
+        covered += usize::from(lo <= mu && mu <= hi);
+        assert!(
+            (a.gdp_estimate.mu_estimate - mu).abs() < 0.25,
+            "{mu}: {a:?}"
+        );
+        assert!(a.one_run.epsilon <= true_eps, "{true_eps}: {:?}", a.one_run);
+        assert!(a.one_run.epsilon <= a.one_run_ceiling);
+    }
+    // 95% intervals: 2 or fewer of 4 covered has probability about 1.4%.
+    assert!(covered >= 3, "{covered} of 4 intervals covered mu = {mu}");
+    // The plain sum sees less: its estimate sits near q√T/σ, well below μ.
+    let mut rng = DpRng::seeded(300);
+    let (scores, included) = poisson_canaries(1000, (q, sigma, steps), CanaryScore::Sum, &mut rng);
+    let a = audit_scores(&scores, &included, delta, 0.95).unwrap();
+    let mu_sum = q * (steps as f64).sqrt() / sigma;
+    assert!(
+        (a.gdp_estimate.mu_estimate - mu_sum).abs() < 0.15,
+        "{mu_sum}: {a:?}"
+    );
+}
+
 #[test]
 fn strong_signal_gives_positive_bounds() {
     let mut rng = DpRng::seeded(7);
@@ -97,6 +169,7 @@ fn full_batch_config(n: usize, canaries: usize) -> GradientCanaryConfig {
         },
         canaries,
         confidence: 0.95,
+        score: CanaryScore::default(),
     }
 }
 

@@ -82,6 +82,10 @@ pub struct AuditArgs {
     /// [default: min(1000, the training records)].
     #[arg(long)]
     pub canaries: Option<usize>,
+    /// How the gradient-canary audit scores each canary: lr (the per-step likelihood ratio of
+    /// the subsampled Gaussian, the optimal test) or sum (the plain sum of its coordinate).
+    #[arg(long, value_enum, default_value = "lr")]
+    pub canary_score: super::audit_white_box::CanaryScoreArg,
     /// Trainings of the worst-case-init audit (half with the target record, half without).
     #[arg(long, default_value = "200")]
     pub runs: usize,

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use dpml_audit::white_box::{GradientCanaryConfig, run_gradient_canary_audit};
+use dpml_audit::white_box::{CanaryScore, GradientCanaryConfig, run_gradient_canary_audit};
 use dpml_data::load;
 use serde_json::json;
 
@@ -20,9 +20,28 @@ pub const ATTACK: &str = "gradient-canary";
 /// Default m when `--canaries` is not given (at most the training records).
 const DEFAULT_CANARIES: usize = 1000;
 
+/// `--canary-score`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CanaryScoreArg {
+    /// The per-step likelihood ratio of the subsampled Gaussian.
+    Lr,
+    /// The plain sum of the canary's coordinate.
+    Sum,
+}
+
+impl From<CanaryScoreArg> for CanaryScore {
+    fn from(a: CanaryScoreArg) -> Self {
+        match a {
+            CanaryScoreArg::Lr => CanaryScore::LikelihoodRatio,
+            CanaryScoreArg::Sum => CanaryScore::Sum,
+        }
+    }
+}
+
 /// What the JSON says about the estimate, so that nobody reads it as a bound.
 const ESTIMATE_NOTE: &str = "gdp_estimate is an ESTIMATE (mean difference of member and \
-non-member canary scores over their pooled sd, Nasr et al. 2023) with a normal-theory interval, \
+non-member canary scores over their pooled sd, Nasr et al. 2023; with score likelihood-ratio it \
+approaches the CLT mu) with a normal-theory interval, \
 not a bound; one_run (Steinke et al. 2023) is a lower bound on epsilon for any run; \
 one_run_gdp and gdp_threshold_bound are lower bounds on mu, read as epsilon only for \
 Gaussian-shaped trade-off curves (exact for full batches)";
@@ -55,6 +74,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         recipe: rec.clone(),
         canaries: a.canaries.unwrap_or(DEFAULT_CANARIES.min(data.n)),
         confidence: a.confidence,
+        score: a.canary_score.into(),
     };
     let mut rng = a.seed.rng()?;
     let started = std::time::Instant::now();

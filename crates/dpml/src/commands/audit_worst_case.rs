@@ -1,16 +1,18 @@
 //! `dpml audit --attack worst-case-init`: the black-box audit of the final model with
 //! worst-case initial parameters ([`dpml_audit::worst_case_init`]): `--runs` DP-SGD trainings
 //! from the same pretrained parameters, half with a mislabelled target record, scored by the
-//! target's loss; the Clopper–Pearson ε lower bound over the runs beside the accountant's ε.
-//! Exits 1 (after printing) when the bound exceeds it.
+//! target's loss; the ε lower bounds over the runs beside the accountant's ε. Without
+//! `--batch-size` every run is full-batch (the paper's setting, exactly GDP). Under mpirun the
+//! runs are divided among the ranks and the root reports. Exits 1 (after printing) when the
+//! headline bound exceeds the accountant's ε.
 
 use std::path::Path;
 
-use dpml_audit::worst_case_init::{WorstCaseInitConfig, run_worst_case_init_audit};
+use dpml_audit::worst_case_init::{WorstCaseInitConfig, run_worst_case_init_audit_spread};
 use dpml_data::load;
 use serde_json::json;
 
-use super::audit::{AuditArgs, DEFAULT_BATCH_SIZE, driver_err, recipe};
+use super::audit::{AuditArgs, driver_err, recipe};
 use super::train::public_normalization;
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
@@ -38,8 +40,10 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     }
     let data = splits.train.subset(&(0..n).collect::<Vec<_>>());
     rec.normalize = public_normalization(source, &splits.schema, &data)?;
-    if a.training.batch_size.is_none() {
-        rec.batch_size = DEFAULT_BATCH_SIZE.min(data.n - 1);
+    // Full batches unless a batch size is given: the library sets each run's B to its set.
+    let full_batch = a.training.batch_size.is_none();
+    if full_batch {
+        rec.batch_size = data.n - 1;
     }
     rec.validate().map_err(CliError::usage)?;
     let threads = a
@@ -51,9 +55,15 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         pretrain_epochs: a.pretrain_epochs,
         confidence: a.confidence,
         threads,
+        full_batch,
     };
-    let mut rng = a.seed.rng()?;
-    let report = run_worst_case_init_audit(&cfg, &data, &mut rng).map_err(driver_err)?;
+    let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
+    let Some(report) =
+        run_worst_case_init_audit_spread(&cfg, &data, &mut rng, &crate::cluster::Ranks)
+            .map_err(driver_err)?
+    else {
+        return Ok(());
+    };
     let mut result = serde_json::to_value(&report).map_err(CliError::internal)?;
     result["attack"] = json!(ATTACK);
     result["dataset"] = json!(data.name);

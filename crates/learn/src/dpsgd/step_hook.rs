@@ -28,6 +28,9 @@ pub struct StepContext {
     pub sampling_rate: f64,
     /// The clipping norm C.
     pub max_grad_norm: f64,
+    /// The noise multiplier σ (noise N(0, σ²C²) per coordinate): an auditor's likelihood
+    /// ratio test needs it.
+    pub noise_multiplier: f64,
 }
 
 /// Called once before training, then around the noise of every private step (never on

@@ -519,6 +519,8 @@ fn run_training(
                     step: t,
                     sampling_rate: plan.sampling_rate,
                     max_grad_norm: c,
+                    // Hooks run on private steps only, where σ is set.
+                    noise_multiplier: plan.noise_multiplier.unwrap_or(0.0),
                 };
                 stepper.step_hooked(train, lr, rng, t, ctx, h)?
             }
