@@ -3,9 +3,18 @@
 //!
 //! Every sampler takes its parameters as [`Rational`]s, computes only with integers (`u64`,
 //! `u128`, with overflow excluded by the parameter checks below) and draws all its randomness as
-//! uniform integers from [`DpRng::below`]. There is no floating point on the sampling path, so
-//! the output distribution is exactly the stated one: nothing leaks through rounding
-//! (Mironov 2012).
+//! uniform integers and fair bits from [`Coins`] over the [`DpRng`] stream. There is no
+//! floating point on the sampling path, so the output distribution is exactly the stated one:
+//! nothing leaks through rounding (Mironov 2012).
+//!
+//! # Speed
+//! The samplers are Algorithms 1–3 as published; what is tuned is how many random bits and
+//! which integer operations each coin costs, since generating the ChaCha20 stream dominated:
+//! coins with a range below 2³² take 32 bits and a sign one bit ([`Coins`]); the A_k of
+//! Algorithm 1 is one draw below k·den rather than two draws; Bernoulli(exp(−1)), which every
+//! geometric draw of the discrete Laplace repeats, decides up to nine of its A_k from one
+//! draw below 10! and a few comparisons with constants; and 128-bit division is used only where the numerator needs it. Many
+//! samples in a row share one [`Coins`] ([`DiscreteGaussian::sample_with`]).
 //!
 //! # Citations
 //! - C. Canonne, G. Kamath, T. Steinke. *The Discrete Gaussian for Differential Privacy*.
@@ -14,20 +23,13 @@
 //! - I. Mironov. *On Significance of the Least Significant Bits for Differential Privacy*.
 //!   CCS 2012.
 
+use crate::coins::Coins;
 use crate::validate::invalid;
 use crate::{DpRng, MechanismError, Rational};
 
 /// Largest discrete Laplace scale accepted, 2^48: then |sample| ≥ 2^63 (outside `i64`) has
 /// probability below exp(−2^15), and such a draw is simply redrawn.
 const MAX_LAPLACE_SCALE_LOG2: u32 = 48;
-
-/// Bernoulli(num/den) for `num ≤ den` (`den ≥ 1`): one uniform draw below `den`.
-fn bernoulli_ratio(rng: &mut DpRng, num: u64, den: u64) -> bool {
-    if num >= den {
-        return true;
-    }
-    num > 0 && rng.below(den) < num
-}
 
 /// A sample from Bernoulli(p) for a rational `p ∈ [0, 1]`.
 ///
@@ -39,7 +41,7 @@ pub fn bernoulli(rng: &mut DpRng, p: Rational) -> Result<bool, MechanismError> {
             "Bernoulli probability must be in [0, 1], got {p}"
         )));
     }
-    Ok(bernoulli_ratio(rng, p.num(), p.den()))
+    Ok(Coins::new(rng).ratio(p.num(), p.den()))
 }
 
 /// A sample from Bernoulli(exp(−γ)) for a rational `γ ≥ 0` (CKS 2020, Algorithm 1).
@@ -47,33 +49,74 @@ pub fn bernoulli_exp(rng: &mut DpRng, gamma: Rational) -> bool {
     bernoulli_exp_ratio(rng, u128::from(gamma.num()), gamma.den())
 }
 
+/// Bernoulli(exp(−num/den)) for `den ≥ 1` (see [`exp_ratio`]).
+pub(crate) fn bernoulli_exp_ratio(rng: &mut DpRng, num: u128, den: u64) -> bool {
+    exp_ratio(&mut Coins::new(rng), num, den)
+}
+
 /// Bernoulli(exp(−num/den)) for `den ≥ 1`: for γ = num/den > 1, ⌊γ⌋ draws of
 /// Bernoulli(exp(−1)) (stopping at the first 0) and one of Bernoulli(exp(−(γ − ⌊γ⌋))).
-pub(crate) fn bernoulli_exp_ratio(rng: &mut DpRng, num: u128, den: u64) -> bool {
-    let den128 = u128::from(den);
-    if num <= den128 {
+fn exp_ratio(coins: &mut Coins, num: u128, den: u64) -> bool {
+    if num <= u128::from(den) {
         // γ ≤ 1, and num fits in a u64 because den does.
-        return bernoulli_exp_at_most_one(rng, num as u64, den);
+        return exp_at_most_one(coins, num as u64, den);
     }
-    let whole = num / den128;
-    let rest = (num % den128) as u64;
+    // A 64-bit division where the numerator allows (most calls), 128-bit otherwise.
+    let (whole, rest) = match u64::try_from(num) {
+        Ok(n) => (u128::from(n / den), n % den),
+        Err(_) => (num / u128::from(den), (num % u128::from(den)) as u64),
+    };
     let mut k: u128 = 0;
     while k < whole {
-        if !bernoulli_exp_at_most_one(rng, 1, 1) {
+        if !exp_minus_one(coins) {
             return false;
         }
         k += 1;
     }
-    bernoulli_exp_at_most_one(rng, rest, den)
+    exp_at_most_one(coins, rest, den)
 }
 
 /// Bernoulli(exp(−γ)) for γ = num/den ∈ [0, 1]: draw A_k ~ Bernoulli(γ/k) for k = 1, 2, … until
 /// the first A_k = 0; return whether that k is odd. P\[odd\] = Σ (−γ)^j / j! = exp(−γ).
-/// Bernoulli(γ/k) is drawn as Bernoulli(num/den) ∧ Bernoulli(1/k), which needs no product of
-/// denominators and so cannot overflow.
-fn bernoulli_exp_at_most_one(rng: &mut DpRng, num: u64, den: u64) -> bool {
+/// A_k is one uniform draw below k·den compared with num (Bernoulli(num/(k·den)) = γ/k), or,
+/// once k·den would overflow, Bernoulli(num/den) ∧ Bernoulli(1/k).
+fn exp_at_most_one(coins: &mut Coins, num: u64, den: u64) -> bool {
+    if num == den {
+        return exp_minus_one(coins);
+    }
     let mut k: u64 = 1;
-    while bernoulli_ratio(rng, num, den) && bernoulli_ratio(rng, 1, k) {
+    loop {
+        let hit = match den.checked_mul(k) {
+            Some(kd) => coins.ratio(num, kd),
+            None => coins.ratio(num, den) && coins.ratio(1, k),
+        };
+        if !hit {
+            return k % 2 == 1;
+        }
+        k += 1;
+    }
+}
+
+/// 10! = 2·3·…·10: one uniform draw below it decides A_2, …, A_10 of Algorithm 1 at γ = 1.
+const FACTORIAL_10: u64 = 3_628_800;
+
+/// 10!/k! for k = 2, …, 10: for W uniform below 10!, P\[W < 10!/k!\] = 1/k!.
+const FACTORIAL_10_OVER: [u64; 9] = [1_814_400, 604_800, 151_200, 30_240, 5_040, 720, 90, 10, 1];
+
+/// Bernoulli(exp(−1)): Algorithm 1 at γ = 1, where A_1 = 1 and A_k ~ Bernoulli(1/k), so
+/// A_2, …, A_k all hold with probability 1/k!. For W uniform below 10! the nested events
+/// "W < 10!/k!" have exactly these probabilities, so the first failing index K is the first k
+/// with W ≥ 10!/k!: one 32-bit draw and a few comparisons decide the sample unless W = 0
+/// (probability 1/10!), after which A_11, A_12, … are drawn one at a time. This is the coin
+/// behind every geometric draw of the discrete Laplace sampler.
+fn exp_minus_one(coins: &mut Coins) -> bool {
+    let w = coins.below(FACTORIAL_10);
+    if let Some(i) = FACTORIAL_10_OVER.iter().position(|&bound| w >= bound) {
+        // K = i + 2.
+        return i % 2 == 1;
+    }
+    let mut k = 11u64;
+    while coins.ratio(1, k) {
         k += 1;
     }
     k % 2 == 1
@@ -112,23 +155,29 @@ impl DiscreteLaplace {
 
     /// One exact sample.
     pub fn sample(&self, rng: &mut DpRng) -> i64 {
+        self.sample_with(&mut Coins::new(rng))
+    }
+
+    /// One exact sample from `coins` (for many samples in a row: the coins' unused bits carry
+    /// over from one sample to the next).
+    pub fn sample_with(&self, coins: &mut Coins) -> i64 {
         // Algorithm 2 with t = num (the numerator) and s = den: X = U + t·V is geometric-like
         // with parameter exp(−1/t) over ℕ, Y = ⌊X/s⌋ is geometric with parameter exp(−s/t),
         // and a random sign (rejecting "−0") gives the two-sided law.
         let (t, s) = (self.scale.num(), self.scale.den());
         loop {
-            let u = rng.below(t);
-            if !bernoulli_exp_ratio(rng, u128::from(u), t) {
+            let u = coins.below(t);
+            if !exp_at_most_one(coins, u, t) {
                 continue;
             }
             let mut v: u128 = 0;
-            while bernoulli_exp_at_most_one(rng, 1, 1) {
+            while exp_minus_one(coins) {
                 v += 1;
             }
             // u < 2^64 and t·v < 2^64·v: no overflow in u128 for any v below 2^63.
             let x = u128::from(u) + u128::from(t) * v;
-            let y = x / u128::from(s);
-            let negative = bernoulli_ratio(rng, 1, 2);
+            let y = if s == 1 { x } else { x / u128::from(s) };
+            let negative = coins.bit();
             if negative && y == 0 {
                 continue;
             }
@@ -194,21 +243,27 @@ impl DiscreteGaussian {
 
     /// One exact sample.
     pub fn sample(&self, rng: &mut DpRng) -> i64 {
+        self.sample_with(&mut Coins::new(rng))
+    }
+
+    /// One exact sample from `coins` (for many samples in a row: the coins' unused bits carry
+    /// over from one sample to the next).
+    pub fn sample_with(&self, coins: &mut Coins) -> i64 {
         let (n, d) = (u128::from(self.sigma2.num()), u128::from(self.sigma2.den()));
         let den = self.accept_den;
         loop {
-            let y = self.proposal.sample(rng);
+            let y = self.proposal.sample_with(coins);
             // Accept with probability exp(−(|y| − σ²/t)² / (2σ²)) = exp(−a² / D) where
             // a = |y|·d·t − n and D = 2·n·d·t². Since D < 2^64 we have d·t < 2^63, and
             // |y| < 2^63, so |y|·d·t < 2^126: no overflow.
             let a = (u128::from(y.unsigned_abs()) * d * u128::from(self.t)).abs_diff(n);
             let accept = if a < 1u128 << 64 {
-                bernoulli_exp_ratio(rng, a * a, den)
+                exp_ratio(coins, a * a, den)
             } else {
                 // a² would overflow: exp(−a²/D) = exp(−a/D)^a, a conjunction of `a`
                 // independent Bernoulli(exp(−a/D)) draws. Here a/D ≥ 1, so each draw fails with
                 // probability ≥ 1 − 1/e and the loop stops after a few draws.
-                (0..a).all(|_| bernoulli_exp_ratio(rng, a, den))
+                (0..a).all(|_| exp_ratio(coins, a, den))
             };
             if accept {
                 return y;
@@ -240,6 +295,10 @@ mod tests {
             rat(5, 2),
             rat(10, 1),
             rat(1, 1000),
+            // A denominator near 2^63: k·den overflows from k = 2, so A_k takes two draws.
+            rat((1 << 62) + 1, (1 << 62) + 3),
+            // γ just above 1 with a 63-bit denominator: the whole part and a tiny remainder.
+            rat((1 << 62) + 7, 1 << 62),
         ];
         let z = z_bonferroni(0.001, 2 * cases.len());
         for gamma in cases {
@@ -333,6 +392,41 @@ mod tests {
             );
             check_law(|| dg.sample(&mut rng), &law, 60_000);
         }
+    }
+
+    /// At DP-SGD's scale (σ = 2^14, the grid noise's σ² of about 2^28) the proposal and the
+    /// acceptance take their many-bit paths. For σ this large the discrete Gaussian's mass on
+    /// an interval [a, b) of integers is that of N(0, σ²) on [a − ½, b − ½) up to far below
+    /// double precision (Poisson summation: relative error about exp(−2π²σ²)), so the
+    /// chi-square is taken against the normal distribution function over 32 cells of width σ/4
+    /// on [−4σ, 4σ) plus two tails.
+    #[test]
+    fn wide_discrete_gaussian_fits_the_normal_shape() {
+        use crate::normal::normal_cdf;
+        let sigma = f64::from(1u32 << 14);
+        let dg = DiscreteGaussian::new(Rational::integer(1 << 28)).unwrap();
+        let mut rng = DpRng::seeded(23);
+        let mut coins = Coins::new(&mut rng);
+        let (n, cells) = (120_000u64, 32i64);
+        let width = (1i64 << 14) / 4;
+        let lo = -cells / 2 * width;
+        let mut counts = vec![0u64; cells as usize + 2];
+        for _ in 0..n {
+            let k = dg.sample_with(&mut coins);
+            let cell = if k < lo {
+                0
+            } else {
+                (1 + (k - lo) / width).min(cells + 1) as usize
+            };
+            counts[cell] += 1;
+        }
+        let cdf = |k: i64| normal_cdf((k as f64 - 0.5) / sigma);
+        let mut probs = vec![cdf(lo)];
+        probs.extend((0..cells).map(|c| cdf(lo + (c + 1) * width) - cdf(lo + c * width)));
+        probs.push(1.0 - cdf(lo + cells * width));
+        let (stat, df) = chi_square(&counts, &probs, n);
+        let crit = chi_square_critical(df, 0.001);
+        assert!(stat < crit, "chi-square {stat} ≥ {crit} (df {df})");
     }
 
     #[test]

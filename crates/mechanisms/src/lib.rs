@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod calibration;
+pub mod coins;
 pub mod discrete;
 pub mod event;
 pub mod exact;
@@ -31,6 +32,7 @@ pub use calibration::{
     analytic_gaussian_delta, analytic_gaussian_sigma, classic_gaussian_sigma,
     discrete_gaussian_delta,
 };
+pub use coins::Coins;
 pub use discrete::{DiscreteGaussianMechanism, DiscreteLaplaceMechanism};
 pub use event::PrivacyEvent;
 pub use exponential::PermuteAndFlip;

@@ -38,6 +38,7 @@ pub mod error;
 pub mod eval;
 pub mod io;
 pub mod noise;
+mod noise_normal;
 pub mod normalize;
 pub mod objective;
 pub mod presets;

@@ -53,12 +53,12 @@
 
 use dpml_mechanisms::exact::DiscreteGaussian;
 use dpml_mechanisms::rational::{Rational, ulps_up};
-use dpml_mechanisms::{DpRng, StreamKey};
+use dpml_mechanisms::{Coins, DpRng, StreamKey};
 use dpml_nn::Sequential;
-use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
 
 use super::error::{Result, config_err};
+use super::noise_normal::StandardNormal32;
 
 /// Coordinates per noise chunk, each drawn from its own ChaCha20 stream by one parallel task.
 /// Fixed (not derived from the thread count) so that a seeded run's noise, and hence its
@@ -149,10 +149,12 @@ impl GridNoise {
     fn add_to(&self, values: &mut [f32], key: &StreamKey, first_chunk: u64) {
         let (g, sampler) = (self.granularity, self.sampler);
         for_each_chunk(values, key, first_chunk, |chunk, r| {
+            // One bit buffer for the whole chunk: no random bits are wasted between draws.
+            let mut coins = Coins::new(r);
             for v in chunk {
                 // A non-finite sum (a diverged model) rounds to 0; any f64 → i64 cast saturates.
                 let k = (f64::from(*v) / g).round() as i64;
-                *v = (k.saturating_add(sampler.sample(r)) as f64 * g) as f32;
+                *v = (k.saturating_add(sampler.sample_with(&mut coins)) as f64 * g) as f32;
             }
         });
     }
@@ -175,16 +177,16 @@ fn for_each_chunk(
 
 /// Adds N(0, std²) to every coordinate of `values` (chunked as [`for_each_chunk`]).
 ///
-/// The normal draws come from rand_distr's ziggurat sampler in f64 (one `u64` of the ChaCha20
-/// stream per draw, except in the rare slow path), which is exact up to floating-point
-/// rounding: like every floating-point Gaussian it is not an exact release (Mironov 2012: the
-/// low-order bits of the result can carry information); use exact noise where that matters.
+/// The normal draws come from a 128-layer ziggurat on 32-bit words of the ChaCha20 stream
+/// ([`StandardNormal32`]), exact up to floating-point rounding: like every floating-point
+/// Gaussian it is not an exact release (Mironov 2012: the low-order bits of the result can
+/// carry information); use exact noise where that matters.
 fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
+    let normal = StandardNormal32::new();
     for_each_chunk(values, key, first_chunk, |chunk, r| {
         let r = r.as_rng();
         for v in chunk {
-            let z: f64 = StandardNormal.sample(r);
-            *v += (std * z) as f32;
+            *v += (std * normal.sample(r)) as f32;
         }
     });
 }
