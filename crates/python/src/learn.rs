@@ -89,17 +89,16 @@ fn dpsgd_fit(
     let outcome = guard::run(py, || {
         dpsgd::train(&cfg, &data, None, &mut rng, &mut |_: &dpsgd::Progress| {})
     })?;
-    let mut report = serde_json::to_value(&outcome.report).map_err(value_error)?;
-    report["recipe"] = serde_json::to_value(&cfg).map_err(value_error)?;
-    report["event"] = serde_json::to_value(&outcome.event).map_err(value_error)?;
-    Ok((
+    fitted(
         TrainedModel {
             model: outcome.model,
             input: outcome.input,
             classes,
         },
-        report.to_string(),
-    ))
+        &outcome.report,
+        &cfg,
+        &outcome.event,
+    )
 }
 
 /// Label DP (`dpml label-dp`): privatises every label once with `mechanism` at `epsilon`
@@ -137,17 +136,30 @@ fn label_dp_fit(
         training: recipe(base, overrides_json, &ranges).map_err(value_error)?,
     };
     let outcome = guard::run(py, || label_dp::train(&cfg, &data, &mut rng, &mut |_| {}))?;
-    let mut report = serde_json::to_value(&outcome.report).map_err(value_error)?;
-    report["recipe"] = serde_json::to_value(&cfg.training).map_err(value_error)?;
-    report["event"] = serde_json::to_value(&outcome.event).map_err(value_error)?;
-    Ok((
+    fitted(
         TrainedModel {
             model: outcome.model,
             input: outcome.input,
             classes,
         },
-        report.to_string(),
-    ))
+        &outcome.report,
+        &cfg.training,
+        &outcome.event,
+    )
+}
+
+/// A fitted model with its report (JSON, the CLI's names) completed by the recipe it trained
+/// with and its privacy event.
+fn fitted(
+    model: TrainedModel,
+    report: &impl serde::Serialize,
+    recipe: &TrainConfig,
+    event: &impl serde::Serialize,
+) -> PyResult<(TrainedModel, String)> {
+    let mut report = serde_json::to_value(report).map_err(value_error)?;
+    report["recipe"] = serde_json::to_value(recipe).map_err(value_error)?;
+    report["event"] = serde_json::to_value(event).map_err(value_error)?;
+    Ok((model, report.to_string()))
 }
 
 /// RR-with-prior on its own (Ghazi et al. 2021): each label `y[i]` is released by randomized
