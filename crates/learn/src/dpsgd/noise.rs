@@ -178,16 +178,14 @@ fn for_each_chunk(
 /// Adds N(0, std²) to every coordinate of `values` (chunked as [`for_each_chunk`]).
 ///
 /// The normal draws come from a 128-layer ziggurat on 32-bit words of the ChaCha20 stream
-/// ([`StandardNormal32`]), exact up to floating-point rounding: like every floating-point
+/// ([`StandardNormal32`]), added straight into `values` in bulk
+/// ([`StandardNormal32::add_scaled`]), exact up to floating-point rounding: like every floating-point
 /// Gaussian it is not an exact release (Mironov 2012: the low-order bits of the result can
 /// carry information); use exact noise where that matters.
 fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
     let normal = StandardNormal32::new();
     for_each_chunk(values, key, first_chunk, |chunk, r| {
-        let r = r.as_rng();
-        for v in chunk {
-            *v += (std * normal.sample(r)) as f32;
-        }
+        normal.add_scaled(chunk, std, r.as_rng());
     });
 }
 
