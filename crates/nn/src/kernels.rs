@@ -377,7 +377,18 @@ pub(crate) fn split_mut<'a, T>(
 
 /// Sum of squares.
 pub(crate) fn sq_norm(x: &[f32]) -> f32 {
-    x.iter().map(|v| v * v).sum()
+    // Sixteen independent partial sums: a single running sum is a chain the compiler may not
+    // reorder (f32 addition is not associative), so it would neither vectorise nor pipeline.
+    const LANES: usize = 16;
+    let mut acc = [0.0f32; LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, v) in acc.iter_mut().zip(c) {
+            *a += v * v;
+        }
+    }
+    let tail: f32 = chunks.remainder().iter().map(|v| v * v).sum();
+    acc.iter().sum::<f32>() + tail
 }
 
 /// Adds `src` into `dst` element-wise.
@@ -535,6 +546,20 @@ mod tests {
         assert_eq!(cols[3 * 9 + 4], 10.0);
         // row (0,0), output (0,0) reads (-1,-1): padding.
         assert_eq!(cols[0], 0.0);
+    }
+
+    #[test]
+    fn sq_norm_matches_the_sum_of_squares_at_every_length() {
+        // Lengths around the 16-lane blocks: empty, remainder only, whole blocks, both.
+        for len in [0, 1, 15, 16, 17, 33, 784, 1000] {
+            let x: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin()).collect();
+            let want: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            let got = f64::from(sq_norm(&x));
+            assert!(
+                (got - want).abs() <= 1e-5 * (1.0 + want),
+                "{len}: {got} vs {want}"
+            );
+        }
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub(crate) struct Stepper {
     /// fixed prefix before training).
     start_layer: usize,
     idx: Vec<usize>,
+    /// Scratch of the sampler: one bit per record.
+    sample_bits: Vec<u64>,
     x: Tensor,
     labels: Vec<usize>,
     grad: Tensor,
@@ -88,6 +90,7 @@ impl Stepper {
             input,
             start_layer: 0,
             idx: Vec::new(),
+            sample_bits: Vec::new(),
             x: Tensor::default(),
             labels: Vec::new(),
             grad: Tensor::default(),
@@ -160,7 +163,8 @@ impl Stepper {
             rank: comm.rank(),
             ranks: comm.size(),
         };
-        self.sampler.sample_shard_into(t, shard, &mut self.idx);
+        self.sampler
+            .sample_shard_with(t, shard, &mut self.idx, &mut self.sample_bits);
     }
 
     /// Steps 2–4 of the module docs on the batch already in `self.idx`.
@@ -223,10 +227,8 @@ impl Stepper {
         if let (true, Some((ctx, h))) = (private, hook.as_mut()) {
             h.after_noise(ctx, &mut self.model);
         }
-        let scale = (1.0 / divisor) as f32;
-        self.model
-            .for_each_param_mut(|_, p| p.grad.iter_mut().for_each(|g| *g *= scale));
-        self.optimizer.step(&mut self.model, lr);
+        self.optimizer
+            .step_scaled(&mut self.model, lr, (1.0 / divisor) as f32);
         Ok(stats)
     }
 
