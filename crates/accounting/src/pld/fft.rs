@@ -25,36 +25,46 @@ pub(crate) fn fast_len(n: usize) -> usize {
     }
 }
 
-/// A forward and an inverse plan of one length.
-type Plans = (usize, Arc<dyn Fft<f64>>, Arc<dyn Fft<f64>>);
+/// A forward plan and its length.
+type Plan = (usize, Arc<dyn Fft<f64>>);
 
-/// How many plan pairs each thread keeps (the largest hold about 2 × 64 MiB of twiddles).
-const CACHED_PLANS: usize = 4;
+/// How many plans each thread keeps. One: a calibration search tries many lengths in turn, and
+/// every cached plan of 2^19 points holds about 8 MiB of twiddles for the rest of the process
+/// (four cached forward/inverse pairs were 64 MiB of a private `dpml train`'s peak); the two
+/// directions of one PLD, composed one after the other, still share it.
+const CACHED_PLANS: usize = 1;
 
 thread_local! {
-    /// Plans are costly to build for large sizes (tens of ms), so the few most recent are kept;
-    /// the two directions of a PLD and repeated queries usually share them.
-    static PLANS: RefCell<Vec<Plans>> = const { RefCell::new(Vec::new()) };
+    /// Plans are costly to build for large sizes (tens of ms), so the most recent is kept.
+    static PLANS: RefCell<Vec<Plan>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Forward and inverse FFT plans of length `m`, from a small per-thread cache.
-fn plans(m: usize) -> (Arc<dyn Fft<f64>>, Arc<dyn Fft<f64>>) {
+/// The forward FFT plan of length `m`, from a small per-thread cache. Inverse transforms use it
+/// too ([`inverse_in_place`]), so no second plan of the same size is held.
+fn plan(m: usize) -> Arc<dyn Fft<f64>> {
     PLANS.with(|cache| {
         let mut cache = cache.borrow_mut();
-        if let Some(pos) = cache.iter().position(|(len, _, _)| *len == m) {
+        if let Some(pos) = cache.iter().position(|(len, _)| *len == m) {
             let entry = cache.remove(pos);
-            let plans = (entry.1.clone(), entry.2.clone());
+            let plan = entry.1.clone();
             cache.push(entry);
-            return plans;
+            return plan;
         }
-        let mut planner = FftPlanner::new();
-        let (forward, inverse) = (planner.plan_fft_forward(m), planner.plan_fft_inverse(m));
-        if cache.len() == CACHED_PLANS {
+        // Drop the old plans before building the new one, so they are never held together.
+        while cache.len() >= CACHED_PLANS {
             cache.remove(0);
         }
-        cache.push((m, forward.clone(), inverse.clone()));
-        (forward, inverse)
+        let forward = FftPlanner::new().plan_fft_forward(m);
+        cache.push((m, forward.clone()));
+        forward
     })
+}
+
+/// The unnormalised inverse DFT by the forward plan: `IDFT(x) = conj(DFT(conj(x)))`.
+fn inverse_in_place(forward: &dyn Fft<f64>, z: &mut [Complex<f64>]) {
+    z.iter_mut().for_each(|c| c.im = -c.im);
+    forward.process(z);
+    z.iter_mut().for_each(|c| c.im = -c.im);
 }
 
 /// The linear convolution of `a` and `b` (length `a.len() + b.len() - 1`).
@@ -76,7 +86,7 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
         return out;
     }
     let m = fast_len(out_len);
-    let (forward, inverse) = plans(m);
+    let forward = plan(m);
     // Pack both real inputs into one complex signal z = a + i b; one FFT gives both spectra:
     // A[k] = (Z[k] + conj Z[-k]) / 2, B[k] = (Z[k] - conj Z[-k]) / 2i.
     let mut z = vec![Complex::new(0.0, 0.0); m];
@@ -95,7 +105,7 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
         let bk = (zk - zn) * Complex::new(0.0, -0.5);
         prod[k] = ak * bk;
     }
-    inverse.process(&mut prod);
+    inverse_in_place(forward.as_ref(), &mut prod);
     let scale = 1.0 / m as f64;
     prod[..out_len]
         .iter()
@@ -110,7 +120,7 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
 /// the window; the caller accounts for it). Requires `len >= 1`.
 pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: usize) -> Vec<f64> {
     let m = fast_len(len.max(probs.len()));
-    let (forward, inverse) = plans(m);
+    let forward = plan(m);
     let mut z = vec![Complex::new(0.0, 0.0); m];
     for (zi, &x) in z.iter_mut().zip(probs) {
         zi.re = x;
@@ -126,7 +136,7 @@ pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: u
             complex_pow(*zk, count)
         };
     }
-    inverse.process(&mut z);
+    inverse_in_place(forward.as_ref(), &mut z);
     let scale = 1.0 / m as f64;
     let offset = (start % m as u64) as usize;
     (0..len)
@@ -181,6 +191,33 @@ mod tests {
                 }
             }
             assert_eq!(r, 1, "{m} is not 3-smooth");
+        }
+    }
+
+    #[test]
+    fn one_plan_is_kept_and_inverse_transforms_reuse_it() {
+        // Memory bound (issue 15): lengths tried one after another never pile up plans.
+        let a = vec![0.5; 400];
+        for n in [300usize, 700, 1500] {
+            let b = vec![1.0 / n as f64; n];
+            let fast = convolve(&a, &b);
+            let slow = direct(&a, &b);
+            for (x, y) in fast.iter().zip(&slow) {
+                assert!((x - y).abs() <= 1e-13, "{x} vs {y}");
+            }
+            assert_eq!(PLANS.with(|c| c.borrow().len()), CACHED_PLANS);
+        }
+        assert_eq!(CACHED_PLANS, 1);
+        // The inverse by conjugation is the true inverse: a round trip returns the input.
+        let forward = plan(12);
+        let x: Vec<Complex<f64>> = (0..12)
+            .map(|i| Complex::new(i as f64, (i * i) as f64 / 7.0))
+            .collect();
+        let mut z = x.clone();
+        forward.process(&mut z);
+        inverse_in_place(forward.as_ref(), &mut z);
+        for (a, b) in z.iter().zip(&x) {
+            assert!((a / 12.0 - b).norm() < 1e-12, "{a} vs {b}");
         }
     }
 
