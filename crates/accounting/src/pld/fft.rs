@@ -120,22 +120,91 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
 /// the window; the caller accounts for it). Requires `len >= 1`.
 pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: usize) -> Vec<f64> {
     let m = fast_len(len.max(probs.len()));
+    // |z|^count below e^{-745} underflows anyway: skip the exponentiation there (most of the
+    // spectrum of a smooth distribution).
+    let negligible = (-1490.0 / count as f64).exp();
+    let power = |z: Complex<f64>| {
+        if z.norm_sqr() < negligible {
+            Complex::new(0.0, 0.0)
+        } else {
+            complex_pow(z, count)
+        }
+    };
+    if m % 2 == 1 {
+        return self_convolve_complex(probs, m, power, start, len);
+    }
+    // Real input: pack it into a complex signal of half the length (even entries real, odd
+    // imaginary), so the buffer, the FFT scratch and the plan are half the size of a plain
+    // length-m transform: these buffers are the PLD calibration's peak memory (issue 15).
+    let h = m / 2;
+    let forward = plan(h);
+    let mut z = vec![Complex::new(0.0, 0.0); h];
+    for (zi, pair) in z.iter_mut().zip(probs.chunks(2)) {
+        *zi = Complex::new(pair[0], pair.get(1).copied().unwrap_or(0.0));
+    }
+    forward.process(&mut z);
+    // Spectrum P[k] = E[k] + w^k O[k] (w = e^{-2πi/m}) of the real signal, from the packed
+    // spectrum X: E[k] = (X[k] + conj X[h−k])/2, O[k] = (X[k] − conj X[h−k])/(2i). Its power
+    // Y = P^count is Hermitian, so the packed spectrum of the result,
+    // Z[k] = (Y[k] + conj Y[h−k])/2 + i w^{−k} (Y[k] − conj Y[h−k])/2, needs only the pair
+    // (k, h−k): each pair is transformed in place.
+    let twiddle = |k: usize| Complex::from_polar(1.0, -std::f64::consts::TAU * k as f64 / m as f64);
+    let half = Complex::new(0.5, 0.0);
+    let minus_half_i = Complex::new(0.0, -0.5);
+    let i = Complex::new(0.0, 1.0);
+    let spectrum = |xk: Complex<f64>, xj: Complex<f64>, k: usize| {
+        let e = (xk + xj.conj()) * half;
+        let o = (xk - xj.conj()) * minus_half_i;
+        e + twiddle(k) * o
+    };
+    let packed = |yk: Complex<f64>, yj: Complex<f64>, k: usize| {
+        (yk + yj.conj()) * half + i * twiddle(k).conj() * (yk - yj.conj()) * half
+    };
+    {
+        // k = 0 pairs with k = h: P[0] = E + O and P[h] = E − O, both real.
+        let x0 = z[0];
+        let (y0, yh) = (
+            power(Complex::new(x0.re + x0.im, 0.0)),
+            power(Complex::new(x0.re - x0.im, 0.0)),
+        );
+        z[0] = (y0 + yh) * half + i * (y0 - yh) * half;
+    }
+    for k in 1..=h / 2 {
+        let j = h - k;
+        let (xk, xj) = (z[k], z[j]);
+        let yk = power(spectrum(xk, xj, k));
+        let yj = power(spectrum(xj, xk, j));
+        z[k] = packed(yk, yj, k);
+        z[j] = packed(yj, yk, j);
+    }
+    inverse_in_place(forward.as_ref(), &mut z);
+    let scale = 1.0 / h as f64;
+    let offset = (start % m as u64) as usize;
+    (0..len)
+        .map(|n| {
+            let t = (offset + n) % m;
+            let c = z[t / 2];
+            let v = if t % 2 == 0 { c.re } else { c.im };
+            (v * scale).max(0.0)
+        })
+        .collect()
+}
+
+/// [`self_convolve_window`] by a plain complex transform of odd length `m`.
+fn self_convolve_complex(
+    probs: &[f64],
+    m: usize,
+    power: impl Fn(Complex<f64>) -> Complex<f64>,
+    start: u64,
+    len: usize,
+) -> Vec<f64> {
     let forward = plan(m);
     let mut z = vec![Complex::new(0.0, 0.0); m];
     for (zi, &x) in z.iter_mut().zip(probs) {
         zi.re = x;
     }
     forward.process(&mut z);
-    // |z|^count below e^{-745} underflows anyway: skip the exponentiation there (most of the
-    // spectrum of a smooth distribution).
-    let negligible = (-1490.0 / count as f64).exp();
-    for zk in z.iter_mut() {
-        *zk = if zk.norm_sqr() < negligible {
-            Complex::new(0.0, 0.0)
-        } else {
-            complex_pow(*zk, count)
-        };
-    }
+    z.iter_mut().for_each(|zk| *zk = power(*zk));
     inverse_in_place(forward.as_ref(), &mut z);
     let scale = 1.0 / m as f64;
     let offset = (start % m as u64) as usize;
