@@ -6,7 +6,12 @@ use common::dpml;
 
 /// A fast sweep of digits into `out` at `epsilons`.
 fn mia_sweep(out: &std::path::Path, epsilons: &str) -> common::Run {
-    dpml(&[
+    mia_sweep_with(out, epsilons, &[])
+}
+
+/// [`mia_sweep`] with `extra` flags appended.
+fn mia_sweep_with(out: &std::path::Path, epsilons: &str, extra: &[&str]) -> common::Run {
+    let base = [
         "sweep",
         "--experiment",
         "mia",
@@ -39,7 +44,8 @@ fn mia_sweep(out: &std::path::Path, epsilons: &str) -> common::Run {
         "--seed",
         "5",
         "--json",
-    ])
+    ];
+    dpml(&[&base[..], extra].concat())
 }
 
 #[test]
@@ -118,5 +124,14 @@ fn mia_sweep_refuses_a_missing_or_negative_epsilon() {
     let out = dir.path().join("mia");
     mia_sweep(&out, "").assert_usage_error("--epsilons");
     mia_sweep(&out, "1,-2").assert_usage_error("-2");
+    assert!(!out.exists(), "a refused sweep wrote {}", out.display());
+}
+
+#[test]
+fn mia_sweep_refuses_repeats_other_than_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mia");
+    // Refused before any model is trained, so this stays fast.
+    mia_sweep_with(&out, "1", &["--repeats", "3"]).assert_usage_error("--repeats 3");
     assert!(!out.exists(), "a refused sweep wrote {}", out.display());
 }
