@@ -94,3 +94,35 @@ fn local_inputs_perturb_every_record_and_state_the_per_record_epsilon() {
         data
     );
 }
+
+#[test]
+fn a_non_finite_model_output_names_the_point_as_a_runtime_failure() {
+    let nan = || {
+        DriverError::Audit(AuditError::NonFinite {
+            what: "logits",
+            index: 0,
+            value: f64::NAN,
+        })
+    };
+    let e = diverged(nan(), Mechanism::LocalDp, Some(1.5));
+    let msg = e.to_string();
+    assert!(matches!(e, DriverError::Diverged { .. }), "{e:?}");
+    assert!(!e.is_user_error());
+    assert!(
+        msg.starts_with("local-dp at epsilon = 1.5: training diverged"),
+        "{msg}"
+    );
+    assert!(msg.contains("logits[0]") && msg.contains("--lr"), "{msg}");
+    assert!(
+        diverged(nan(), Mechanism::NonPrivate, None)
+            .to_string()
+            .contains("no privacy")
+    );
+    // Other failures pass through unchanged.
+    let other = diverged(
+        DriverError::Invalid("bad".into()),
+        Mechanism::DpSgd,
+        Some(1.0),
+    );
+    assert!(matches!(other, DriverError::Invalid(ref m) if m == "bad"));
+}
