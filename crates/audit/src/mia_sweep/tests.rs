@@ -6,21 +6,9 @@ use dpml_mechanisms::DpRng;
 
 use super::*;
 
-/// `n` records of 8 features in [0, 1], two classes.
+/// `n` records of 8 features in [0, 1], two classes: the learn crate's shared fixture.
 fn population(n: usize) -> Dataset {
-    let mut rng = DpRng::seeded(4);
-    let d = 8;
-    Dataset {
-        name: "uniform".into(),
-        x: (0..n * d).map(|_| rng.uniform_f64() as f32).collect(),
-        n,
-        record_shape: vec![d],
-        y: (0..n).map(|i| (i % 2) as u32).collect(),
-        n_classes: 2,
-        feature_names: (0..d).map(|j| format!("f{j}")).collect(),
-        class_names: vec!["a".into(), "b".into()],
-        feature_range: Some((0.0, 1.0)),
-    }
+    dpml_learn::test_data::synthetic(n, 8)
 }
 
 fn sweep(epsilons: Vec<f64>) -> MiaSweepConfig {
