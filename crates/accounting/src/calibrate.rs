@@ -256,6 +256,27 @@ mod tests {
     }
 
     #[test]
+    fn pld_calibration_of_the_train_default_is_unchanged_by_the_memory_cut() {
+        // `dpml train --epsilon 3` on MNIST, batch 256, 1 epoch. Before the memory cut of
+        // issue 15 (one FFT plan kept instead of four pairs, real self-convolution at half
+        // length) this gave σ = 0.5871045949861445 and ε = 2.9986707846817695; the same σ must
+        // come out, with ε equal up to FFT round-off (about 1e-9) and ≤ the target.
+        let (q, steps) = steps_for_epochs(1.0, 256, 60000).unwrap();
+        let pld = crate::pld::PldAccountant::pessimistic();
+        let c = noise_multiplier(&pld, 3.0, 1e-5, q, steps).unwrap();
+        assert!(
+            (c.noise_multiplier - 0.5871045949861445).abs() < 1e-9,
+            "{c:?}"
+        );
+        assert!((c.epsilon - 2.9986707846817695).abs() < 1e-7, "{c:?}");
+        assert!(c.epsilon <= 3.0, "{c:?}");
+        let recomputed = pld
+            .epsilon(&PrivacyEvent::dp_sgd(c.noise_multiplier, q, steps), 1e-5)
+            .unwrap();
+        assert_eq!(recomputed, c.epsilon);
+    }
+
+    #[test]
     fn unreachable_and_trivial_targets() {
         let acc = RdpAccountant::default();
         let m = invalid(noise_multiplier(&acc, 1e-4, 1e-5, 1.0, 1_000_000));

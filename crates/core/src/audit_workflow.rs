@@ -29,12 +29,14 @@ pub const DEFAULT_CANARIES: usize = 500;
 /// Default batch size when none is given (at most the smallest training set).
 pub const DEFAULT_BATCH_SIZE: usize = 64;
 
-/// The audit driver's refusals of the caller's settings are usage errors; its other failures
-/// are internal.
+/// The audit driver's refusals of the caller's settings are usage errors, a diverged training
+/// run a runtime failure; its other failures are internal.
 impl From<DriverError> for Error {
     fn from(e: DriverError) -> Self {
         if e.is_user_error() {
             Error::usage(e)
+        } else if matches!(e, DriverError::Diverged { .. }) {
+            Error::runtime(e)
         } else {
             Error::internal(e)
         }

@@ -393,7 +393,7 @@ const TITLE_SIZES: (u32, u32) = (22, 11);
 
 /// Dash patterns of data series, in turn: solid, long dash, dots, dash with long gaps.
 const DASHES: [Option<(u32, u32)>; 4] = [None, Some((12, 4)), Some((3, 4)), Some((18, 8))];
-/// Marker shapes (see [`marker`]).
+/// Marker shapes (see `marker`).
 const MARKERS: usize = 4;
 /// Markers drawn along a line series with many points.
 const MARKERS_PER_LINE: usize = 8;

@@ -6,7 +6,13 @@ use common::dpml;
 
 /// A fast sweep of digits into `out` at `epsilons`.
 fn mia_sweep(out: &std::path::Path, epsilons: &str) -> common::Run {
-    dpml(&[
+    mia_sweep_with(out, epsilons, &[])
+}
+
+/// [`mia_sweep`] with `extra` flags appended (`--optimizer` there replaces the default Adam and
+/// its learning rate).
+fn mia_sweep_with(out: &std::path::Path, epsilons: &str, extra: &[&str]) -> common::Run {
+    let base = [
         "sweep",
         "--experiment",
         "mia",
@@ -26,12 +32,6 @@ fn mia_sweep(out: &std::path::Path, epsilons: &str) -> common::Run {
         "30",
         "--batch-size",
         "25",
-        // Adam: local DP's inputs carry Laplace noise far wider than the features, which
-        // makes plain SGD's steps diverge.
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.01",
         "--threads",
         "2",
         "--out",
@@ -39,7 +39,15 @@ fn mia_sweep(out: &std::path::Path, epsilons: &str) -> common::Run {
         "--seed",
         "5",
         "--json",
-    ])
+    ];
+    // Adam: local DP's inputs carry Laplace noise far wider than the features, which makes
+    // plain SGD's steps diverge (unless `extra` chooses the optimizer itself).
+    let adam: &[&str] = if extra.contains(&"--optimizer") {
+        &[]
+    } else {
+        &["--optimizer", "adam", "--lr", "0.01"]
+    };
+    dpml(&[&base[..], adam, extra].concat())
 }
 
 #[test]
@@ -119,4 +127,32 @@ fn mia_sweep_refuses_a_missing_or_negative_epsilon() {
     mia_sweep(&out, "").assert_usage_error("--epsilons");
     mia_sweep(&out, "1,-2").assert_usage_error("-2");
     assert!(!out.exists(), "a refused sweep wrote {}", out.display());
+}
+
+#[test]
+fn mia_sweep_refuses_repeats_other_than_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mia");
+    // Refused before any model is trained, so this stays fast.
+    mia_sweep_with(&out, "1", &["--repeats", "3"]).assert_usage_error("--repeats 3");
+    assert!(!out.exists(), "a refused sweep wrote {}", out.display());
+}
+
+#[test]
+fn mia_sweep_names_the_point_whose_training_diverged() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mia");
+    // Plain SGD at a large learning rate on local DP's noisy inputs gives NaN logits.
+    let run = mia_sweep_with(&out, "1", &["--optimizer", "sgd", "--lr", "1"]);
+    assert_eq!(
+        run.code, 1,
+        "expected a runtime failure; stderr: {}",
+        run.stderr
+    );
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: local-dp at epsilon = 1: training diverged"),
+        "{}",
+        run.stderr
+    );
 }

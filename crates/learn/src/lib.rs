@@ -16,7 +16,8 @@ pub mod kmeans;
 pub mod label_dp;
 pub mod model_facts;
 pub mod perturbation;
-#[cfg(test)]
-mod test_data;
+#[cfg(any(test, feature = "test-data"))]
+#[doc(hidden)]
+pub mod test_data;
 
 pub use error::LearnError;

@@ -1,10 +1,11 @@
-//! Small synthetic data sets shared by the unit tests.
+//! Small synthetic data sets shared by the unit tests, of this crate and (with the `test-data`
+//! feature) of others.
 
 use dpml_data::Dataset;
 
 /// `n` records of `d` features in [0, 1] (a fixed saw-tooth pattern) with alternating labels
 /// over two classes.
-pub(crate) fn synthetic(n: usize, d: usize) -> Dataset {
+pub fn synthetic(n: usize, d: usize) -> Dataset {
     Dataset {
         name: "synthetic".into(),
         x: (0..n * d).map(|i| (i % 17) as f32 / 16.0).collect(),

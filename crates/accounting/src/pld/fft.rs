@@ -25,36 +25,46 @@ pub(crate) fn fast_len(n: usize) -> usize {
     }
 }
 
-/// A forward and an inverse plan of one length.
-type Plans = (usize, Arc<dyn Fft<f64>>, Arc<dyn Fft<f64>>);
+/// A forward plan and its length.
+type Plan = (usize, Arc<dyn Fft<f64>>);
 
-/// How many plan pairs each thread keeps (the largest hold about 2 × 64 MiB of twiddles).
-const CACHED_PLANS: usize = 4;
+/// How many plans each thread keeps. One: a calibration search tries many lengths in turn, and
+/// every cached plan of 2^19 points holds about 8 MiB of twiddles for the rest of the process
+/// (four cached forward/inverse pairs were 64 MiB of a private `dpml train`'s peak); the two
+/// directions of one PLD, composed one after the other, still share it.
+const CACHED_PLANS: usize = 1;
 
 thread_local! {
-    /// Plans are costly to build for large sizes (tens of ms), so the few most recent are kept;
-    /// the two directions of a PLD and repeated queries usually share them.
-    static PLANS: RefCell<Vec<Plans>> = const { RefCell::new(Vec::new()) };
+    /// Plans are costly to build for large sizes (tens of ms), so the most recent is kept.
+    static PLANS: RefCell<Vec<Plan>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Forward and inverse FFT plans of length `m`, from a small per-thread cache.
-fn plans(m: usize) -> (Arc<dyn Fft<f64>>, Arc<dyn Fft<f64>>) {
+/// The forward FFT plan of length `m`, from a small per-thread cache. Inverse transforms use it
+/// too ([`inverse_in_place`]), so no second plan of the same size is held.
+fn plan(m: usize) -> Arc<dyn Fft<f64>> {
     PLANS.with(|cache| {
         let mut cache = cache.borrow_mut();
-        if let Some(pos) = cache.iter().position(|(len, _, _)| *len == m) {
+        if let Some(pos) = cache.iter().position(|(len, _)| *len == m) {
             let entry = cache.remove(pos);
-            let plans = (entry.1.clone(), entry.2.clone());
+            let plan = entry.1.clone();
             cache.push(entry);
-            return plans;
+            return plan;
         }
-        let mut planner = FftPlanner::new();
-        let (forward, inverse) = (planner.plan_fft_forward(m), planner.plan_fft_inverse(m));
-        if cache.len() == CACHED_PLANS {
+        // Drop the old plans before building the new one, so they are never held together.
+        while cache.len() >= CACHED_PLANS {
             cache.remove(0);
         }
-        cache.push((m, forward.clone(), inverse.clone()));
-        (forward, inverse)
+        let forward = FftPlanner::new().plan_fft_forward(m);
+        cache.push((m, forward.clone()));
+        forward
     })
+}
+
+/// The unnormalised inverse DFT by the forward plan: `IDFT(x) = conj(DFT(conj(x)))`.
+fn inverse_in_place(forward: &dyn Fft<f64>, z: &mut [Complex<f64>]) {
+    z.iter_mut().for_each(|c| c.im = -c.im);
+    forward.process(z);
+    z.iter_mut().for_each(|c| c.im = -c.im);
 }
 
 /// The linear convolution of `a` and `b` (length `a.len() + b.len() - 1`).
@@ -76,7 +86,7 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
         return out;
     }
     let m = fast_len(out_len);
-    let (forward, inverse) = plans(m);
+    let forward = plan(m);
     // Pack both real inputs into one complex signal z = a + i b; one FFT gives both spectra:
     // A[k] = (Z[k] + conj Z[-k]) / 2, B[k] = (Z[k] - conj Z[-k]) / 2i.
     let mut z = vec![Complex::new(0.0, 0.0); m];
@@ -95,7 +105,7 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
         let bk = (zk - zn) * Complex::new(0.0, -0.5);
         prod[k] = ak * bk;
     }
-    inverse.process(&mut prod);
+    inverse_in_place(forward.as_ref(), &mut prod);
     let scale = 1.0 / m as f64;
     prod[..out_len]
         .iter()
@@ -110,23 +120,92 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
 /// the window; the caller accounts for it). Requires `len >= 1`.
 pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: usize) -> Vec<f64> {
     let m = fast_len(len.max(probs.len()));
-    let (forward, inverse) = plans(m);
+    // |z|^count below e^{-745} underflows anyway: skip the exponentiation there (most of the
+    // spectrum of a smooth distribution).
+    let negligible = (-1490.0 / count as f64).exp();
+    let power = |z: Complex<f64>| {
+        if z.norm_sqr() < negligible {
+            Complex::new(0.0, 0.0)
+        } else {
+            complex_pow(z, count)
+        }
+    };
+    if m % 2 == 1 {
+        return self_convolve_complex(probs, m, power, start, len);
+    }
+    // Real input: pack it into a complex signal of half the length (even entries real, odd
+    // imaginary), so the buffer, the FFT scratch and the plan are half the size of a plain
+    // length-m transform: these buffers are the PLD calibration's peak memory (issue 15).
+    let h = m / 2;
+    let forward = plan(h);
+    let mut z = vec![Complex::new(0.0, 0.0); h];
+    for (zi, pair) in z.iter_mut().zip(probs.chunks(2)) {
+        *zi = Complex::new(pair[0], pair.get(1).copied().unwrap_or(0.0));
+    }
+    forward.process(&mut z);
+    // Spectrum P[k] = E[k] + w^k O[k] (w = e^{-2πi/m}) of the real signal, from the packed
+    // spectrum X: E[k] = (X[k] + conj X[h−k])/2, O[k] = (X[k] − conj X[h−k])/(2i). Its power
+    // Y = P^count is Hermitian, so the packed spectrum of the result,
+    // Z[k] = (Y[k] + conj Y[h−k])/2 + i w^{−k} (Y[k] − conj Y[h−k])/2, needs only the pair
+    // (k, h−k): each pair is transformed in place.
+    let twiddle = |k: usize| Complex::from_polar(1.0, -std::f64::consts::TAU * k as f64 / m as f64);
+    let half = Complex::new(0.5, 0.0);
+    let minus_half_i = Complex::new(0.0, -0.5);
+    let i = Complex::new(0.0, 1.0);
+    let spectrum = |xk: Complex<f64>, xj: Complex<f64>, k: usize| {
+        let e = (xk + xj.conj()) * half;
+        let o = (xk - xj.conj()) * minus_half_i;
+        e + twiddle(k) * o
+    };
+    let packed = |yk: Complex<f64>, yj: Complex<f64>, k: usize| {
+        (yk + yj.conj()) * half + i * twiddle(k).conj() * (yk - yj.conj()) * half
+    };
+    {
+        // k = 0 pairs with k = h: P[0] = E + O and P[h] = E − O, both real.
+        let x0 = z[0];
+        let (y0, yh) = (
+            power(Complex::new(x0.re + x0.im, 0.0)),
+            power(Complex::new(x0.re - x0.im, 0.0)),
+        );
+        z[0] = (y0 + yh) * half + i * (y0 - yh) * half;
+    }
+    for k in 1..=h / 2 {
+        let j = h - k;
+        let (xk, xj) = (z[k], z[j]);
+        let yk = power(spectrum(xk, xj, k));
+        let yj = power(spectrum(xj, xk, j));
+        z[k] = packed(yk, yj, k);
+        z[j] = packed(yj, yk, j);
+    }
+    inverse_in_place(forward.as_ref(), &mut z);
+    let scale = 1.0 / h as f64;
+    let offset = (start % m as u64) as usize;
+    (0..len)
+        .map(|n| {
+            let t = (offset + n) % m;
+            let c = z[t / 2];
+            let v = if t % 2 == 0 { c.re } else { c.im };
+            (v * scale).max(0.0)
+        })
+        .collect()
+}
+
+/// [`self_convolve_window`] by a plain complex transform of odd length `m`.
+fn self_convolve_complex(
+    probs: &[f64],
+    m: usize,
+    power: impl Fn(Complex<f64>) -> Complex<f64>,
+    start: u64,
+    len: usize,
+) -> Vec<f64> {
+    let forward = plan(m);
     let mut z = vec![Complex::new(0.0, 0.0); m];
     for (zi, &x) in z.iter_mut().zip(probs) {
         zi.re = x;
     }
     forward.process(&mut z);
-    // |z|^count below e^{-745} underflows anyway: skip the exponentiation there (most of the
-    // spectrum of a smooth distribution).
-    let negligible = (-1490.0 / count as f64).exp();
-    for zk in z.iter_mut() {
-        *zk = if zk.norm_sqr() < negligible {
-            Complex::new(0.0, 0.0)
-        } else {
-            complex_pow(*zk, count)
-        };
-    }
-    inverse.process(&mut z);
+    z.iter_mut().for_each(|zk| *zk = power(*zk));
+    inverse_in_place(forward.as_ref(), &mut z);
     let scale = 1.0 / m as f64;
     let offset = (start % m as u64) as usize;
     (0..len)
@@ -181,6 +260,33 @@ mod tests {
                 }
             }
             assert_eq!(r, 1, "{m} is not 3-smooth");
+        }
+    }
+
+    #[test]
+    fn one_plan_is_kept_and_inverse_transforms_reuse_it() {
+        // Memory bound (issue 15): lengths tried one after another never pile up plans.
+        let a = vec![0.5; 400];
+        for n in [300usize, 700, 1500] {
+            let b = vec![1.0 / n as f64; n];
+            let fast = convolve(&a, &b);
+            let slow = direct(&a, &b);
+            for (x, y) in fast.iter().zip(&slow) {
+                assert!((x - y).abs() <= 1e-13, "{x} vs {y}");
+            }
+            assert_eq!(PLANS.with(|c| c.borrow().len()), CACHED_PLANS);
+        }
+        assert_eq!(CACHED_PLANS, 1);
+        // The inverse by conjugation is the true inverse: a round trip returns the input.
+        let forward = plan(12);
+        let x: Vec<Complex<f64>> = (0..12)
+            .map(|i| Complex::new(i as f64, (i * i) as f64 / 7.0))
+            .collect();
+        let mut z = x.clone();
+        forward.process(&mut z);
+        inverse_in_place(forward.as_ref(), &mut z);
+        for (a, b) in z.iter().zip(&x) {
+            assert!((a / 12.0 - b).norm() < 1e-12, "{a} vs {b}");
         }
     }
 

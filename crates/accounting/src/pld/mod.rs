@@ -9,10 +9,10 @@
 //! `δ(ε) = P(L = ∞) + E[(1 − e^{ε − L})₊]`.
 //!
 //! Each mechanism's PLD is discretised on a grid of spacing h from its exact masses
-//! ([`discretize`]), self-composed by one FFT raised to the repetition count on a window from
-//! Chernoff bounds, and convolved with the others by FFT ([`pmf`], [`fft`]). Tails are cut after
+//! (module `discretize`), self-composed by one FFT raised to the repetition count on a window from
+//! Chernoff bounds, and convolved with the others by FFT (modules `pmf`, `fft`). Tails are cut after
 //! every composition (at most 1e-15 of mass, moved to `+∞` when pessimistic), so memory stays
-//! bounded ([`build`] picks h automatically and keeps every grid under 2²¹ points).
+//! bounded (module `build` picks h automatically and keeps every grid under 2²¹ points).
 //!
 //! Neighbouring relation: add/remove one record. For the Poisson-subsampled Gaussian the two
 //! directions differ (remove: `(1−q)N(0,σ²) + qN(1,σ²)` vs `N(0,σ²)`; add: the reverse); both are
@@ -33,7 +33,7 @@ use pmf::Pmf;
 
 /// The smallest δ at which the pessimistic PLD reports its own ε. The discretised PLD is an
 /// upper bound only up to about 1e-15 in δ: every composition moves up to 1e-15 of tail mass to
-/// `+∞` ([`pmf::TAIL_MASS`]) and the FFT's round-off is of that order. Below 1e-12 that floor is
+/// `+∞` (`pmf::TAIL_MASS`) and the FFT's round-off is of that order. Below 1e-12 that floor is
 /// more than 0.1% of δ (and from about 1e-14 on it exceeds δ, so the PLD's ε is `+∞`), so
 /// [`PldAccountant::upper_epsilon`] answers with the RDP bound there instead, and says so.
 pub const MIN_DELTA: f64 = 1e-12;

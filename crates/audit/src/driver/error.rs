@@ -29,6 +29,15 @@ pub enum DriverError {
         /// What went wrong.
         message: String,
     },
+    /// A model of one point of a sweep produced non-finite outputs (training diverged): a
+    /// runtime failure naming the point, not a bad setting of the point itself.
+    #[error("{point}: {message}")]
+    Diverged {
+        /// The point, e.g. "local-dp at epsilon = 1".
+        point: String,
+        /// What was not finite, and what to try instead.
+        message: String,
+    },
     /// A worker pool could not be built.
     #[error("cannot start {threads} training threads: {message}")]
     Threads {
@@ -47,7 +56,7 @@ impl DriverError {
             DriverError::Invalid(_) | DriverError::Train(_) | DriverError::Cache { .. } => true,
             DriverError::Audit(e) => !matches!(e, AuditError::Numeric(_)),
             DriverError::Accounting(_) => true,
-            DriverError::Threads { .. } => false,
+            DriverError::Threads { .. } | DriverError::Diverged { .. } => false,
         }
     }
 }

@@ -12,7 +12,8 @@
 //!
 //! # Errors
 //! Accounting failures (an unreachable target ε, a bad event) are returned as
-//! [`DriverError::Train`] or [`DriverError::Accounting`].
+//! [`DriverError::Train`](super::error::DriverError::Train) or
+//! [`DriverError::Accounting`](super::error::DriverError::Accounting).
 
 use dpml_accounting::fdp;
 use dpml_accounting::pld::PldAccountant;

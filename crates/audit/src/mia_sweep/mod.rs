@@ -33,6 +33,7 @@ use crate::driver::{
     AsDrawn, AttackKind, AuditConfig, DriverError, ModelReady, Spread, TrainingInputs,
     run_audit_with,
 };
+use crate::error::AuditError;
 
 /// What a sweep runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,8 +125,8 @@ pub fn run_mia_sweep(
             Some(l) => l,
             None => &AsDrawn,
         };
-        let Some(report) = run_audit_with(&point_cfg, data, &mut point_rng, ready, spread, inputs)?
-        else {
+        let audited = run_audit_with(&point_cfg, data, &mut point_rng, ready, spread, inputs);
+        let Some(report) = audited.map_err(|e| diverged(e, mechanism, epsilon))? else {
             return Ok(None);
         };
         let accountant = match mechanism {
@@ -136,6 +137,23 @@ pub fn run_mia_sweep(
         points.push(MiaPoint::new(mechanism, epsilon, accountant, &report));
     }
     Ok(Some(points))
+}
+
+/// `e` as [`DriverError::Diverged`] naming the point when it is a non-finite model output
+/// (a diverged training run: a fixed seed gives it again, so the whole sweep stops with the
+/// point named rather than a bare "logits must be finite" that reads like a bad input).
+fn diverged(e: DriverError, mechanism: Mechanism, epsilon: Option<f64>) -> DriverError {
+    match e {
+        DriverError::Audit(AuditError::NonFinite { .. }) => DriverError::Diverged {
+            point: format!(
+                "{} at {}",
+                mechanism.name(),
+                epsilon.map_or("no privacy".into(), |e| format!("epsilon = {e}"))
+            ),
+            message: format!("training diverged ({e}); try a smaller --lr or --optimizer adam"),
+        },
+        other => other,
+    }
 }
 
 #[cfg(test)]

@@ -6,21 +6,9 @@ use dpml_mechanisms::DpRng;
 
 use super::*;
 
-/// `n` records of 8 features in [0, 1], two classes.
+/// `n` records of 8 features in [0, 1], two classes: the learn crate's shared fixture.
 fn population(n: usize) -> Dataset {
-    let mut rng = DpRng::seeded(4);
-    let d = 8;
-    Dataset {
-        name: "uniform".into(),
-        x: (0..n * d).map(|_| rng.uniform_f64() as f32).collect(),
-        n,
-        record_shape: vec![d],
-        y: (0..n).map(|i| (i % 2) as u32).collect(),
-        n_classes: 2,
-        feature_names: (0..d).map(|j| format!("f{j}")).collect(),
-        class_names: vec!["a".into(), "b".into()],
-        feature_range: Some((0.0, 1.0)),
-    }
+    dpml_learn::test_data::synthetic(n, 8)
 }
 
 fn sweep(epsilons: Vec<f64>) -> MiaSweepConfig {
@@ -93,4 +81,36 @@ fn local_inputs_perturb_every_record_and_state_the_per_record_epsilon() {
             .unwrap(),
         data
     );
+}
+
+#[test]
+fn a_non_finite_model_output_names_the_point_as_a_runtime_failure() {
+    let nan = || {
+        DriverError::Audit(AuditError::NonFinite {
+            what: "logits",
+            index: 0,
+            value: f64::NAN,
+        })
+    };
+    let e = diverged(nan(), Mechanism::LocalDp, Some(1.5));
+    let msg = e.to_string();
+    assert!(matches!(e, DriverError::Diverged { .. }), "{e:?}");
+    assert!(!e.is_user_error());
+    assert!(
+        msg.starts_with("local-dp at epsilon = 1.5: training diverged"),
+        "{msg}"
+    );
+    assert!(msg.contains("logits[0]") && msg.contains("--lr"), "{msg}");
+    assert!(
+        diverged(nan(), Mechanism::NonPrivate, None)
+            .to_string()
+            .contains("no privacy")
+    );
+    // Other failures pass through unchanged.
+    let other = diverged(
+        DriverError::Invalid("bad".into()),
+        Mechanism::DpSgd,
+        Some(1.0),
+    );
+    assert!(matches!(other, DriverError::Invalid(ref m) if m == "bad"));
 }

@@ -5,7 +5,7 @@
 //! real record under Poisson sampling, and then adds C to coordinate cᵢ of the clipped sum.
 //!
 //! The white-box auditor sees every step's noisy sum. Its observation of canary i at step t
-//! is x_t = (noisy_t[cᵢ] − data_t[cᵢ]) / C, where data_t is the clipped sum of the real
+//! is x_t = (noisy_t\[cᵢ\] − data_t\[cᵢ\]) / C, where data_t is the clipped sum of the real
 //! records: subtracting it is what an adversary that chooses the data set (records with zero
 //! gradient at the canaries' coordinates) would see, so x_t = 1[i sampled at t] + N(0, σ²).
 //! Both scores of [`super::lr_score`] are accumulated: the sum Σ_t x_t and the

@@ -204,7 +204,7 @@ pub fn recipe(
 const REGRESSION_MAX_RECIPE_LR: f32 = 0.5;
 
 /// `cfg` (a recipe with the overrides applied) for `task`: a regression keeps the recipe's
-/// learning rate only up to [`REGRESSION_MAX_RECIPE_LR`] unless a learning rate was given.
+/// learning rate only up to `REGRESSION_MAX_RECIPE_LR` unless a learning rate was given.
 /// The recipes are tuned for cross-entropy, whose gradient is bounded; the MSE's grows with
 /// the error, and digits' logistic recipe (lr 2) diverges on it (test MSE above that of a
 /// constant, where 0.5 and 0.2 land near 4 at ε = 3).

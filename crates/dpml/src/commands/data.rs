@@ -21,7 +21,7 @@ pub enum DataCommand {
     Fetch {
         /// mnist or fashion-mnist.
         name: String,
-        /// Destination folder (files go to DIR/<name>/).
+        /// Destination folder (files go to DIR/NAME/).
         #[arg(long)]
         to: PathBuf,
         /// Base URL of the mirror (default: the usual public mirror of that data set).

@@ -88,9 +88,10 @@ pub struct SweepArgs {
     /// The ε grid, comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = args::positive, default_value = "0.1,0.3,1,3,10,30,100")]
     pub epsilons: Vec<f64>,
-    /// Runs per ε (and for the baseline).
-    #[arg(long, value_parser = args::at_least_one, default_value = "3")]
-    pub repeats: u64,
+    /// Runs per ε (and for the baseline) [default: 3]; dp-sgd and the like only: mia refuses
+    /// any value but 1.
+    #[arg(long, value_parser = args::at_least_one)]
+    pub repeats: Option<u64>,
     /// Output folder.
     #[arg(long)]
     pub out: PathBuf,
@@ -117,7 +118,16 @@ pub struct SweepArgs {
     pub mia: super::sweep_mia::MiaArgs,
 }
 
+/// Runs per ε when `--repeats` is not given.
+const DEFAULT_REPEATS: u64 = 3;
+
 impl SweepArgs {
+    /// Runs per ε: `--repeats`, or [`DEFAULT_REPEATS`]. Kept optional so that experiments
+    /// without repeats can tell a given value from the default.
+    pub(super) fn repeats(&self) -> u64 {
+        self.repeats.unwrap_or(DEFAULT_REPEATS)
+    }
+
     /// What these flags ask of the library's sweep.
     pub(super) fn options(&self, data_dir: Option<&Path>) -> SweepOptions {
         SweepOptions {
@@ -126,7 +136,7 @@ impl SweepArgs {
             label_column: self.label_column.clone(),
             data_dir: data_dir.map(Path::to_path_buf),
             epsilons: self.epsilons.clone(),
-            repeats: self.repeats,
+            repeats: self.repeats(),
             k: self.k.map(|k| k as usize),
             declarations: self.schema.declarations(),
             folds: self.folds.map(|k| k as usize),
@@ -169,7 +179,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         "experiment": o.experiment.name(),
         "dataset": a.dataset.name(),
         "epsilons": a.epsilons,
-        "repeats": a.repeats,
+        "repeats": a.repeats(),
         "folds": a.folds,
         "epsilon_all_folds": all_folds,
         "runs": rows.len(),
@@ -242,8 +252,8 @@ fn charts(a: &SweepArgs, trained: &str, summary: &[Summary]) -> Vec<Chart> {
     };
     let (lo, hi) = epsilon_span(&a.epsilons);
     let runs = match a.folds {
-        Some(k) => format!("{} runs × {k} folds", a.repeats),
-        None => format!("{} runs", a.repeats),
+        Some(k) => format!("{} runs × {k} folds", a.repeats()),
+        None => format!("{} runs", a.repeats()),
     };
     metrics
         .into_iter()
@@ -300,7 +310,7 @@ fn epsilon_span(epsilons: &[f64]) -> (f64, f64) {
 /// std), the non-private DP-SGD regression as a dashed line.
 fn regression_chart(a: &SweepArgs, trained: &str, summary: &[Summary]) -> Chart {
     let (lo, hi) = epsilon_span(&a.epsilons);
-    let runs = format!("{} runs", a.repeats);
+    let runs = format!("{} runs", a.repeats());
     let mechanism = |metric: &str, name: &str| {
         let private: Vec<&Summary> = summary
             .iter()

@@ -4,8 +4,8 @@
 //! `results.json` and one figure, `plot.png` / `plot.svg`, with two panels: test accuracy
 //! against ε, and attack AUC / advantage / ε lower bound against ε.
 //!
-//! One audit per point: `--repeats` does not apply (LiRA's reference models are the repetition
-//! the attack needs); `--folds` is refused.
+//! One audit per point: `--repeats` other than 1 is refused (LiRA's reference models are the
+//! repetition the attack needs), and so is `--folds`.
 
 use std::path::Path;
 
@@ -44,6 +44,12 @@ pub struct MiaArgs {
 /// Run `dpml sweep --experiment mia`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let m = &a.mia;
+    if let Some(r) = a.repeats.filter(|&r| r != 1) {
+        return Err(CliError::usage(format!(
+            "--repeats {r} applies to --experiment dp-sgd, not mia (one audit per point; \
+             --reference-models sets LiRA's repetitions)"
+        )));
+    }
     let o = MiaOptions {
         sweep: a.options(data_dir),
         train_size: m.train_size.map(|n| n as usize),
