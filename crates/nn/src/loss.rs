@@ -17,7 +17,7 @@ fn check_batch(what: &str, outputs: &Tensor, n: usize) -> Result<()> {
 }
 
 /// Softmax cross-entropy of `logits` `[n, k]` against class `labels`: writes each sample's
-/// loss −log softmax(zᵢ)[yᵢ] into `losses` and, when `grad` is given, the gradient
+/// loss −log softmax(zᵢ)\[yᵢ\] into `losses` and, when `grad` is given, the gradient
 /// softmax(zᵢ) − onehot(yᵢ) into it. Returns the mean loss.
 ///
 /// # Errors

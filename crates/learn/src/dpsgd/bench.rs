@@ -96,11 +96,11 @@ pub fn bench(
     bench_spec(spec, batch_size, steps, rng)
 }
 
-/// [`bench`] for an explicit architecture, on uniform synthetic records of its input shape
+/// [`bench()`] for an explicit architecture, on uniform synthetic records of its input shape
 /// with uniform labels over its outputs.
 ///
 /// # Errors
-/// As [`bench`]; [`super::DpSgdError::Nn`] when the layers do not chain.
+/// As [`bench()`]; [`super::DpSgdError::Nn`] when the layers do not chain.
 pub fn bench_spec(
     spec: ModelSpec,
     batch_size: usize,

@@ -140,7 +140,7 @@ impl PoissonSampler {
     /// As [`PoissonSampler::sample_shard_into`], with `bits` as scratch (one bit per record;
     /// reused between steps so that a training loop does not allocate).
     ///
-    /// The N decisions are independent, so they are made in parallel: pieces of [`PIECE`]
+    /// The N decisions are independent, so they are made in parallel: pieces of 4,096
     /// records, each seeking to its own place in the stream, set the records' bits, and one
     /// sequential scan of the bits lists the members. The result is the same on any number of
     /// threads.
