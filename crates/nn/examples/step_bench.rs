@@ -2,6 +2,9 @@
 //! (forward + backward + SGD) against private (forward + backward with per-sample norms,
 //! clipping and the clipped sum, Gaussian noise from the ChaCha20 `DpRng`, + SGD), measured in
 //! the same run. Run with `cargo run -p dpml-nn --release --example step_bench [batch] [steps]`.
+//! With `STEP_BENCH_ONLY=private` (or `nonprivate`) it runs that one mode once (conv norms
+//! `Auto`), for instruction counts: `valgrind --tool=callgrind` at two step counts, the
+//! difference divided by the difference in steps is the cost of one step.
 
 use std::time::Instant;
 
@@ -85,6 +88,11 @@ fn main() {
     let batch = args.first().copied().unwrap_or(256);
     let steps = args.get(1).copied().unwrap_or(40);
     let clip = BackwardMode::Private(ClipConfig::flat(1.0).expect("clip"));
+    match std::env::var("STEP_BENCH_ONLY").as_deref() {
+        Ok("private") => return only(clip, batch, steps),
+        Ok("nonprivate") => return only(BackwardMode::NonPrivate, batch, steps),
+        _ => {}
+    }
     println!(
         "cnn, batch {batch}, {steps} steps per run, median of 3 runs, {} rayon threads",
         rayon::current_num_threads()
@@ -117,4 +125,10 @@ fn main() {
             c / nc
         );
     }
+}
+
+/// One run of one mode (for instruction counts under callgrind).
+fn only(mode: BackwardMode, batch: usize, steps: usize) {
+    let (w, _) = run(mode, ConvNormMode::Auto, batch, steps);
+    println!("{mode:?}: {w:.0} samples/s, batch {batch}, {steps} steps");
 }

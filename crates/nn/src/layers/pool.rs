@@ -49,10 +49,13 @@ impl MaxPool2d {
 }
 
 /// Row maxima of one plane: for each input row and output column, the window's maximum along
-/// the row and its first position (index within the plane).
+/// the row and its first position (index within the plane); `h·w` long so that the stride-1
+/// path can index them like the plane. `col_value`/`col_at` hold that path's column pass.
 struct RowMax {
     value: Vec<f32>,
     at: Vec<u32>,
+    col_value: Vec<f32>,
+    col_at: Vec<u32>,
 }
 
 /// Max pooling of one `h × w` plane into `oh × ow` values `out` and plane indices `arg`.
@@ -89,11 +92,63 @@ fn max_plane(w: &Window, x: &[f32], rows: &mut RowMax, out: &mut [f32], arg: &mu
             let r = (oy * s + ki) * w.ow;
             let (rv, ra) = (&rows.value[r..r + w.ow], &rows.at[r..r + w.ow]);
             for (((o, a), &v), &at) in orow.iter_mut().zip(arow.iter_mut()).zip(rv).zip(ra) {
-                let better = v > *o;
-                *a = if better { at } else { *a };
-                *o = if better { v } else { *o };
+                take_if_greater(o, a, v, at);
             }
         }
+    }
+}
+
+/// `(v, a) = (u, at)` when `u > v` (strictly: the first maximum stays; a NaN never replaces
+/// nor is replaced), as bit masks rather than a branch: on real activations the comparison is
+/// a coin flip that a branch mispredicts, and LLVM compiles a select back into its own place
+/// as a conditional store, which blocks vectorisation.
+#[inline(always)]
+fn take_if_greater(v: &mut f32, a: &mut u32, u: f32, at: u32) {
+    let m = u32::from(u > *v).wrapping_neg();
+    *a = (*a & !m) | (at & m);
+    *v = f32::from_bits((v.to_bits() & !m) | (u.to_bits() & m));
+}
+
+/// [`max_plane`] for stride 1 (the cnn models' pools), over the plane as one flat run: the
+/// maximum of window row `kj` at flat position i is over `x[i..i + kw]`, and of the window at
+/// i over the row maxima at `i, i + w, …`. Positions whose window wraps past a row end are
+/// computed and dropped. Long runs instead of `ow`-wide rows let the compiler vectorise; the
+/// scan order of ties (rows first, then within the row, strict `>`) is the same.
+fn max_plane_stride1(w: &Window, x: &[f32], rows: &mut RowMax, out: &mut [f32], arg: &mut [u32]) {
+    let wd = w.w;
+    // Row pass over every start i whose row window stays inside the plane.
+    let nr = w.h * wd - (w.kw - 1);
+    let (rv, ra) = (&mut rows.value[..nr], &mut rows.at[..nr]);
+    rv.copy_from_slice(&x[..nr]);
+    ra.iter_mut().enumerate().for_each(|(i, a)| *a = i as u32);
+    for kj in 1..w.kw {
+        for (i, ((v, a), &u)) in rv
+            .iter_mut()
+            .zip(ra.iter_mut())
+            .zip(&x[kj..kj + nr])
+            .enumerate()
+        {
+            take_if_greater(v, a, u, (i + kj) as u32);
+        }
+    }
+    // Column pass over every output start oy·w + ox (the last reads row maximum h·w − kw).
+    let nc = (w.oh - 1) * wd + w.ow;
+    let (cv, ca) = (&mut rows.col_value[..nc], &mut rows.col_at[..nc]);
+    cv.copy_from_slice(&rv[..nc]);
+    ca.copy_from_slice(&ra[..nc]);
+    for ki in 1..w.kh {
+        let (uv, ua) = (&rv[ki * wd..ki * wd + nc], &ra[ki * wd..ki * wd + nc]);
+        for (((v, a), &u), &at) in cv.iter_mut().zip(ca.iter_mut()).zip(uv).zip(ua) {
+            take_if_greater(v, a, u, at);
+        }
+    }
+    for (oy, (orow, arow)) in out
+        .chunks_exact_mut(w.ow)
+        .zip(arg.chunks_exact_mut(w.ow))
+        .enumerate()
+    {
+        orow.copy_from_slice(&cv[oy * wd..oy * wd + w.ow]);
+        arow.copy_from_slice(&ca[oy * wd..oy * wd + w.ow]);
     }
 }
 
@@ -123,8 +178,10 @@ impl Layer for MaxPool2d {
             .zip(args)
             .for_each(|((r, ys), args)| {
                 let mut rows = RowMax {
-                    value: vec![0.0; w.h * w.ow],
-                    at: vec![0; w.h * w.ow],
+                    value: vec![0.0; plane],
+                    at: vec![0; plane],
+                    col_value: vec![0.0; plane],
+                    col_at: vec![0; plane],
                 };
                 let xs = &x.data()[r.start * w.c * plane..r.end * w.c * plane];
                 for ((xp, yp), ap) in xs
@@ -132,7 +189,11 @@ impl Layer for MaxPool2d {
                     .zip(ys.chunks_exact_mut(oplane))
                     .zip(args.chunks_exact_mut(oplane))
                 {
-                    max_plane(&w, xp, &mut rows, yp, ap);
+                    if w.stride == 1 {
+                        max_plane_stride1(&w, xp, &mut rows, yp, ap);
+                    } else {
+                        max_plane(&w, xp, &mut rows, yp, ap);
+                    }
                 }
             });
     }
@@ -279,6 +340,69 @@ mod tests {
             &[2, 1, 6, 6],
             2,
         );
+    }
+
+    /// Per window, by definition: the value and plane index of the first maximum in scan order.
+    fn naive_max(w: &Window, x: &[f32]) -> (Vec<f32>, Vec<u32>) {
+        let mut out = (Vec::new(), Vec::new());
+        for (oy, ox) in (0..w.oh).flat_map(|oy| (0..w.ow).map(move |ox| (oy, ox))) {
+            let mut best = (f32::NAN, u32::MAX);
+            for (ki, kj) in (0..w.kh).flat_map(|ki| (0..w.kw).map(move |kj| (ki, kj))) {
+                let i = (oy * w.stride + ki) * w.w + ox * w.stride + kj;
+                if best.1 == u32::MAX || x[i] > best.0 {
+                    best = (x[i], i as u32);
+                }
+            }
+            out.0.push(best.0);
+            out.1.push(best.1);
+        }
+        out
+    }
+
+    fn run_plane(
+        f: fn(&Window, &[f32], &mut RowMax, &mut [f32], &mut [u32]),
+        w: &Window,
+        x: &[f32],
+    ) -> (Vec<u32>, Vec<u32>) {
+        let len = w.h * w.w;
+        let mut rows = RowMax {
+            value: vec![0.0; len],
+            at: vec![0; len],
+            col_value: vec![0.0; len],
+            col_at: vec![0; len],
+        };
+        let (mut v, mut a) = (vec![0.0; w.t()], vec![0; w.t()]);
+        f(w, x, &mut rows, &mut v, &mut a);
+        (v.iter().map(|x| x.to_bits()).collect(), a)
+    }
+
+    /// Both plane kernels (the flat stride-1 one and the general one) against the definition,
+    /// with ties (few distinct values) and kernels from 1 to the whole plane; with a NaN
+    /// (where the separable scan order is the contract) the two kernels agree bit for bit.
+    #[test]
+    fn max_plane_kernels_match_the_definition() {
+        let (h, wd) = (7, 6);
+        let x: Vec<f32> = (0..h * wd).map(|i| ((i * 7) % 5) as f32).collect();
+        let mut x_nan = x.clone();
+        x_nan[9] = f32::NAN;
+        for (k, s) in [(1, 1), (2, 1), (3, 1), (6, 1), (2, 2), (3, 2), (2, 3)] {
+            let w = Window::new(1, h, wd, k, s, 0).unwrap();
+            let (want_v, want_a) = naive_max(&w, &x);
+            let want = (want_v.iter().map(|x| x.to_bits()).collect(), want_a);
+            assert_eq!(run_plane(max_plane, &w, &x), want, "general, k {k} s {s}");
+            if s == 1 {
+                assert_eq!(
+                    run_plane(max_plane_stride1, &w, &x),
+                    want,
+                    "stride 1, k {k}"
+                );
+                assert_eq!(
+                    run_plane(max_plane_stride1, &w, &x_nan),
+                    run_plane(max_plane, &w, &x_nan),
+                    "NaN, k {k}"
+                );
+            }
+        }
     }
 
     #[test]
