@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::{GradMode, Layer, LayerSpec, weighted_row_sum};
 use crate::error::{Result, invalid};
-use crate::kernels::{Window, add_into, gemm, sample_ranges, split_mut};
+use crate::kernels::{Window, add_into, gemm, sample_ranges, split_mut, sq_norm};
 use crate::param::{Param, kaiming_bound};
 use crate::tensor::Tensor;
 
@@ -164,24 +164,6 @@ fn add_sample_grad(
     }
 }
 
-/// Lanes of [`sq_norm_lanes`]: four AVX registers, enough independent adds to hide the FMA
-/// latency.
-const NORM_LANES: usize = 32;
-
-/// Sum of squares over [`NORM_LANES`] independent partial sums, which the compiler keeps in
-/// vector registers. A single running f32 sum is one serial chain of dependent adds (the
-/// compiler may not reorder float addition): over conv2's 8,224-value per-sample gradients
-/// that chain was most of the private step's extra cost.
-fn sq_norm_lanes(x: &[f32]) -> f32 {
-    let mut acc = [0.0f32; NORM_LANES];
-    let chunks = x.chunks_exact(NORM_LANES);
-    let rest: f32 = chunks.remainder().iter().map(|v| v * v).sum();
-    for c in chunks {
-        acc.iter_mut().zip(c).for_each(|(a, v)| *a += v * v);
-    }
-    acc.iter().sum::<f32>() + rest
-}
-
 impl Layer for Conv2d {
     fn spec(&self) -> LayerSpec {
         LayerSpec::Conv2d {
@@ -297,7 +279,7 @@ impl Layer for Conv2d {
                     } else if norm_mode == ConvNormMode::Materialize {
                         let psi = &mut ps[k * glen..(k + 1) * glen];
                         add_sample_grad((p, t, d), 1.0, g, a, 0.0, psi);
-                        sq[k] = sq_norm_lanes(psi);
+                        sq[k] = sq_norm(psi);
                     } else {
                         let (ga, gg) = s.buf[..2 * t * t].split_at_mut(t * t);
                         gemm(t, d, t, 1.0, a, true, a, false, 0.0, ga);
@@ -409,21 +391,6 @@ mod tests {
         // → ghost.
         let c3 = Conv2d::new([64, 5, 5], 256, 3, 1, 0, &mut rng).unwrap();
         assert_eq!(c3.effective_norm_mode(), ConvNormMode::Ghost);
-    }
-
-    #[test]
-    fn lane_norm_matches_the_plain_sum_of_squares() {
-        for len in [0, 1, 31, 32, 33, 100, 8224] {
-            let x: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin()).collect();
-            let want: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
-            let got = f64::from(sq_norm_lanes(&x));
-            assert!(
-                (got - want).abs() <= 1e-5 * want.max(1.0),
-                "{len}: {got} {want}"
-            );
-        }
-        assert!(sq_norm_lanes(&[1.0, f32::INFINITY]).is_infinite());
-        assert!(sq_norm_lanes(&[f32::NAN; 40]).is_nan());
     }
 
     #[test]
