@@ -150,7 +150,9 @@ fn diverged(e: DriverError, mechanism: Mechanism, epsilon: Option<f64>) -> Drive
                 mechanism.name(),
                 epsilon.map_or("no privacy".into(), |e| format!("epsilon = {e}"))
             ),
-            message: format!("training diverged ({e}); try a smaller --lr or --optimizer adam"),
+            message: format!(
+                "training diverged ({e}); try a smaller --learning-rate or --optimizer adam"
+            ),
         },
         other => other,
     }
