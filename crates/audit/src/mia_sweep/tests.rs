@@ -100,7 +100,10 @@ fn a_non_finite_model_output_names_the_point_as_a_runtime_failure() {
         msg.starts_with("local-dp at epsilon = 1.5: training diverged"),
         "{msg}"
     );
-    assert!(msg.contains("logits[0]") && msg.contains("--lr"), "{msg}");
+    assert!(
+        msg.contains("logits[0]") && msg.contains("--learning-rate"),
+        "{msg}"
+    );
     assert!(
         diverged(nan(), Mechanism::NonPrivate, None)
             .to_string()
