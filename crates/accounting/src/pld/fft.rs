@@ -148,17 +148,17 @@ pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: u
     // Y = P^count is Hermitian, so the packed spectrum of the result,
     // Z[k] = (Y[k] + conj Y[h−k])/2 + i w^{−k} (Y[k] − conj Y[h−k])/2, needs only the pair
     // (k, h−k): each pair is transformed in place.
-    let twiddle = |k: usize| Complex::from_polar(1.0, -std::f64::consts::TAU * k as f64 / m as f64);
     let half = Complex::new(0.5, 0.0);
     let minus_half_i = Complex::new(0.0, -0.5);
     let i = Complex::new(0.0, 1.0);
-    let spectrum = |xk: Complex<f64>, xj: Complex<f64>, k: usize| {
+    // `w` is the twiddle w^k of the entry being computed.
+    let spectrum = |xk: Complex<f64>, xj: Complex<f64>, w: Complex<f64>| {
         let e = (xk + xj.conj()) * half;
         let o = (xk - xj.conj()) * minus_half_i;
-        e + twiddle(k) * o
+        e + w * o
     };
-    let packed = |yk: Complex<f64>, yj: Complex<f64>, k: usize| {
-        (yk + yj.conj()) * half + i * twiddle(k).conj() * (yk - yj.conj()) * half
+    let packed = |yk: Complex<f64>, yj: Complex<f64>, w: Complex<f64>| {
+        (yk + yj.conj()) * half + i * w.conj() * (yk - yj.conj()) * half
     };
     {
         // k = 0 pairs with k = h: P[0] = E + O and P[h] = E − O, both real.
@@ -171,11 +171,14 @@ pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: u
     }
     for k in 1..=h / 2 {
         let j = h - k;
+        // One sine and cosine per pair: w^(h−k) = w^h · w^(−k) = −conj(w^k), as w^h = −1.
+        let wk = Complex::from_polar(1.0, -std::f64::consts::TAU * k as f64 / m as f64);
+        let wj = -wk.conj();
         let (xk, xj) = (z[k], z[j]);
-        let yk = power(spectrum(xk, xj, k));
-        let yj = power(spectrum(xj, xk, j));
-        z[k] = packed(yk, yj, k);
-        z[j] = packed(yj, yk, j);
+        let yk = power(spectrum(xk, xj, wk));
+        let yj = power(spectrum(xj, xk, wj));
+        z[k] = packed(yk, yj, wk);
+        z[j] = packed(yj, yk, wj);
     }
     inverse_in_place(forward.as_ref(), &mut z);
     let scale = 1.0 / h as f64;
