@@ -275,7 +275,7 @@ impl DiscreteGaussian {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{chi_square, chi_square_critical, z_bonferroni};
+    use crate::testing::{check_law, check_normal_shape, pmf, z_bonferroni};
 
     fn rat(n: u64, d: u64) -> Rational {
         Rational::new(n, d).unwrap()
@@ -331,44 +331,6 @@ mod tests {
         );
     }
 
-    /// Exact pmf of an integer-valued law on −k_max..=k_max (tails beyond are negligible).
-    fn pmf(weight: impl Fn(f64) -> f64, k_max: i64) -> Vec<(i64, f64)> {
-        let total: f64 = (-k_max..=k_max).map(|k| weight(k as f64)).sum();
-        (-k_max..=k_max)
-            .map(|k| (k, weight(k as f64) / total))
-            .collect()
-    }
-
-    /// Samples `n` draws and checks a chi-square goodness of fit (cells with expected count < 5
-    /// pooled into the two tails), the mean and the variance.
-    fn check_law(mut draw: impl FnMut() -> i64, law: &[(i64, f64)], n: usize) {
-        let k_max = law.last().unwrap().0;
-        let mut counts = vec![0u64; law.len()];
-        let mut sum = 0.0;
-        let mut sum_sq = 0.0;
-        for _ in 0..n {
-            let k = draw();
-            sum += k as f64;
-            sum_sq += (k * k) as f64;
-            counts[(k.clamp(-k_max, k_max) + k_max) as usize] += 1;
-        }
-        let probs: Vec<f64> = law.iter().map(|&(_, p)| p).collect();
-        let (stat, df) = chi_square(&counts, &probs, n as u64);
-        let crit = chi_square_critical(df, 0.001);
-        assert!(stat < crit, "chi-square {stat} ≥ {crit} (df {df})");
-        // Mean and variance: the sample mean has sd sqrt(var/n); the sample second moment has
-        // sd sqrt((μ4 − var²)/n). Both within 4.9 sd (two-sided 1e-6).
-        let var: f64 = law.iter().map(|&(k, p)| p * (k * k) as f64).sum();
-        let mu4: f64 = law.iter().map(|&(k, p)| p * ((k * k) as f64).powi(2)).sum();
-        let n = n as f64;
-        assert!((sum / n).abs() < 4.9 * (var / n).sqrt(), "mean {}", sum / n);
-        assert!(
-            (sum_sq / n - var).abs() < 4.9 * ((mu4 - var * var) / n).sqrt(),
-            "var {} vs {var}",
-            sum_sq / n
-        );
-    }
-
     #[test]
     fn discrete_laplace_fits_its_law() {
         let mut rng = DpRng::seeded(21);
@@ -402,31 +364,10 @@ mod tests {
     /// on [−4σ, 4σ) plus two tails.
     #[test]
     fn wide_discrete_gaussian_fits_the_normal_shape() {
-        use crate::normal::normal_cdf;
-        let sigma = f64::from(1u32 << 14);
         let dg = DiscreteGaussian::new(Rational::integer(1 << 28)).unwrap();
         let mut rng = DpRng::seeded(23);
         let mut coins = Coins::new(&mut rng);
-        let (n, cells) = (120_000u64, 32i64);
-        let width = (1i64 << 14) / 4;
-        let lo = -cells / 2 * width;
-        let mut counts = vec![0u64; cells as usize + 2];
-        for _ in 0..n {
-            let k = dg.sample_with(&mut coins);
-            let cell = if k < lo {
-                0
-            } else {
-                (1 + (k - lo) / width).min(cells + 1) as usize
-            };
-            counts[cell] += 1;
-        }
-        let cdf = |k: i64| normal_cdf((k as f64 - 0.5) / sigma);
-        let mut probs = vec![cdf(lo)];
-        probs.extend((0..cells).map(|c| cdf(lo + (c + 1) * width) - cdf(lo + c * width)));
-        probs.push(1.0 - cdf(lo + cells * width));
-        let (stat, df) = chi_square(&counts, &probs, n);
-        let crit = chi_square_critical(df, 0.001);
-        assert!(stat < crit, "chi-square {stat} ≥ {crit} (df {df})");
+        check_normal_shape(|| dg.sample_with(&mut coins), 1 << 14, 120_000);
     }
 
     #[test]

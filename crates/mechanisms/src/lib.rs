@@ -10,11 +10,13 @@
 //! ([`exact`]), and every parameter conversion rounds toward more privacy ([`rational`]).
 #![deny(missing_docs)]
 
+mod alias_gaussian;
 pub mod calibration;
 pub mod coins;
 pub mod discrete;
 pub mod event;
 pub mod exact;
+mod exp_compare;
 pub mod exponential;
 pub mod gaussian;
 mod grid;
@@ -28,6 +30,7 @@ pub mod stats;
 mod testing;
 mod validate;
 
+pub use alias_gaussian::AliasDiscreteGaussian;
 pub use calibration::{
     analytic_gaussian_delta, analytic_gaussian_sigma, classic_gaussian_sigma,
     discrete_gaussian_delta,

@@ -120,6 +120,72 @@ pub(crate) fn violates(a: &[u64], b: &[u64], n: u64, eps: f64, delta: f64) -> (b
     (z > crit, z, crit)
 }
 
+/// Exact pmf of an integer-valued law on −k_max..=k_max (tails beyond are negligible).
+pub(crate) fn pmf(weight: impl Fn(f64) -> f64, k_max: i64) -> Vec<(i64, f64)> {
+    let total: f64 = (-k_max..=k_max).map(|k| weight(k as f64)).sum();
+    (-k_max..=k_max)
+        .map(|k| (k, weight(k as f64) / total))
+        .collect()
+}
+
+/// Samples `n` draws and checks a chi-square goodness of fit (cells with expected count < 5
+/// pooled into the two tails), the mean and the variance.
+pub(crate) fn check_law(mut draw: impl FnMut() -> i64, law: &[(i64, f64)], n: usize) {
+    let k_max = law.last().unwrap().0;
+    let mut counts = vec![0u64; law.len()];
+    let mut sum = 0.0;
+    let mut sum_sq = 0.0;
+    for _ in 0..n {
+        let k = draw();
+        sum += k as f64;
+        sum_sq += (k * k) as f64;
+        counts[(k.clamp(-k_max, k_max) + k_max) as usize] += 1;
+    }
+    let probs: Vec<f64> = law.iter().map(|&(_, p)| p).collect();
+    let (stat, df) = chi_square(&counts, &probs, n as u64);
+    let crit = chi_square_critical(df, 0.001);
+    assert!(stat < crit, "chi-square {stat} ≥ {crit} (df {df})");
+    // Mean and variance: the sample mean has sd sqrt(var/n); the sample second moment has
+    // sd sqrt((μ4 − var²)/n). Both within 4.9 sd (two-sided 1e-6).
+    let var: f64 = law.iter().map(|&(k, p)| p * (k * k) as f64).sum();
+    let mu4: f64 = law.iter().map(|&(k, p)| p * ((k * k) as f64).powi(2)).sum();
+    let n = n as f64;
+    assert!((sum / n).abs() < 4.9 * (var / n).sqrt(), "mean {}", sum / n);
+    assert!(
+        (sum_sq / n - var).abs() < 4.9 * ((mu4 - var * var) / n).sqrt(),
+        "var {} vs {var}",
+        sum_sq / n
+    );
+}
+
+/// For a discrete Gaussian with a wide σ (a power of two ≥ 2⁴) the mass on an interval [a, b)
+/// of integers is that of N(0, σ²) on [a − ½, b − ½) up to far below double precision (Poisson
+/// summation: relative error about exp(−2π²σ²)), so `n` draws are checked by a chi-square
+/// against the normal distribution function over 32 cells of width σ/4 on [−4σ, 4σ) plus two
+/// tails.
+pub(crate) fn check_normal_shape(mut draw: impl FnMut() -> i64, sigma: i64, n: u64) {
+    let cells = 32i64;
+    let width = sigma / 4;
+    let lo = -cells / 2 * width;
+    let mut counts = vec![0u64; cells as usize + 2];
+    for _ in 0..n {
+        let k = draw();
+        let cell = if k < lo {
+            0
+        } else {
+            (1 + (k - lo) / width).min(cells + 1) as usize
+        };
+        counts[cell] += 1;
+    }
+    let cdf = |k: i64| normal_cdf((k as f64 - 0.5) / sigma as f64);
+    let mut probs = vec![cdf(lo)];
+    probs.extend((0..cells).map(|c| cdf(lo + (c + 1) * width) - cdf(lo + c * width)));
+    probs.push(1.0 - cdf(lo + cells * width));
+    let (stat, df) = chi_square(&counts, &probs, n);
+    let crit = chi_square_critical(df, 0.001);
+    assert!(stat < crit, "chi-square {stat} ≥ {crit} (df {df})");
+}
+
 #[test]
 fn helpers_behave() {
     assert!((z_bonferroni(0.05, 2) - 1.96).abs() < 0.01);

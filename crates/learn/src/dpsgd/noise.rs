@@ -51,9 +51,8 @@
 //! [`GridNoise::new`] refuses parameters for which no grid keeps the discrete Gaussian within
 //! the exact sampler's integer range (σ·√d above about 2¹⁵).
 
-use dpml_mechanisms::exact::DiscreteGaussian;
 use dpml_mechanisms::rational::{Rational, ulps_up};
-use dpml_mechanisms::{Coins, DpRng, StreamKey};
+use dpml_mechanisms::{AliasDiscreteGaussian, DpRng, StreamKey};
 use dpml_nn::Sequential;
 use rayon::prelude::*;
 
@@ -68,11 +67,11 @@ pub const CHUNK: usize = 8192;
 
 /// Exact discrete Gaussian noise on the grid g·ℤ^d, with the sensitivity adjustment of the
 /// module docs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct GridNoise {
     granularity: f64,
     sensitivity: f64,
-    sampler: DiscreteGaussian,
+    sampler: AliasDiscreteGaussian,
     std: f64,
 }
 
@@ -112,7 +111,7 @@ impl GridNoise {
             else {
                 continue;
             };
-            if let Ok(sampler) = DiscreteGaussian::new(sigma2) {
+            if let Ok(sampler) = AliasDiscreteGaussian::new(sigma2) {
                 return Ok(Self {
                     granularity: g,
                     sensitivity: ulps_up(max_grad_norm + g * sqrt_d, 2),
@@ -147,14 +146,12 @@ impl GridNoise {
     /// Rounds `values` to the grid and adds exact discrete Gaussian noise, in place: chunk
     /// `first_chunk + i` of [`CHUNK`] coordinates draws from stream `first_chunk + i` of `key`.
     fn add_to(&self, values: &mut [f32], key: &StreamKey, first_chunk: u64) {
-        let (g, sampler) = (self.granularity, self.sampler);
+        let (g, sampler) = (self.granularity, &self.sampler);
         for_each_chunk(values, key, first_chunk, |chunk, r| {
-            // One bit buffer for the whole chunk: no random bits are wasted between draws.
-            let mut coins = Coins::new(r);
             for v in chunk {
                 // A non-finite sum (a diverged model) rounds to 0; any f64 → i64 cast saturates.
                 let k = (f64::from(*v) / g).round() as i64;
-                *v = (k.saturating_add(sampler.sample_with(&mut coins)) as f64 * g) as f32;
+                *v = (k.saturating_add(sampler.sample(r)) as f64 * g) as f32;
             }
         });
     }
@@ -190,7 +187,7 @@ fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64)
 }
 
 /// The noise of one run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum Noise {
     /// Non-private: nothing is added.
     None,
@@ -233,9 +230,9 @@ impl Noise {
         let key = rng.stream_key();
         let mut first_chunk = 0u64;
         model.for_each_param_mut(|_, p| {
-            match *self {
+            match self {
                 Noise::None => {}
-                Noise::Gaussian { std } => add_gaussian(&mut p.grad, std, &key, first_chunk),
+                Noise::Gaussian { std } => add_gaussian(&mut p.grad, *std, &key, first_chunk),
                 Noise::Exact(grid) => grid.add_to(&mut p.grad, &key, first_chunk),
             }
             first_chunk += p.grad.len().div_ceil(CHUNK) as u64;

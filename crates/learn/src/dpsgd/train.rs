@@ -451,6 +451,11 @@ fn run_training(
         model.num_params(),
         cfg.exact_noise,
     )?;
+    // The sensitivity the noise is calibrated to (exact noise adjusts it for its grid).
+    let sensitivity = plan.noise_multiplier.map(|_| match &noise {
+        Noise::Exact(g) => g.sensitivity(),
+        _ => crate::f32_json::decimal(cfg.max_grad_norm),
+    });
     let clip = match plan.noise_multiplier {
         None => None,
         Some(_) if cfg.per_layer_clipping => Some(ClipConfig::per_layer(cfg.max_grad_norm)?),
@@ -615,10 +620,7 @@ fn run_training(
         steps: plan.steps,
         epochs: cfg.epochs,
         max_grad_norm: crate::f32_json::decimal(cfg.max_grad_norm),
-        sensitivity: plan.noise_multiplier.map(|_| match noise {
-            Noise::Exact(g) => g.sensitivity(),
-            _ => crate::f32_json::decimal(cfg.max_grad_norm),
-        }),
+        sensitivity,
         exact_noise: cfg.exact_noise,
         samples_per_sec: if state.loop_seconds > 0.0 {
             state.samples as f64 / state.loop_seconds

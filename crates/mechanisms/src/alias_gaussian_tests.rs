@@ -1,0 +1,151 @@
+//! Tests of the table sampler: the tables against exact arithmetic, and the law it draws.
+
+use super::*;
+use num_traits::One;
+use crate::exp_compare::exp_bounds;
+use crate::testing::{check_law, check_normal_shape, pmf};
+
+fn rat(n: u64, d: u64) -> Rational {
+    Rational::new(n, d).unwrap()
+}
+
+/// The σ² of the law tests: small, fractional, and DP-SGD's scale.
+const SIGMA2: [(u64, u64); 5] = [(7, 2), (1, 4), (100, 1), (13, 1000), (1 << 28, 1)];
+
+/// The probability mass the alias table gives each index, in units of 2⁻³² of a slot.
+fn table_masses(entries: &[u64]) -> Vec<u64> {
+    let mut mass = vec![0u64; entries.len()];
+    for (j, &entry) in entries.iter().enumerate() {
+        let prob = entry & PROB_MASK;
+        mass[j] += prob;
+        mass[(entry >> PROB_BITS) as usize] += SLOT_UNITS - prob;
+    }
+    mass
+}
+
+#[test]
+fn the_alias_table_gives_every_index_exactly_its_weight() {
+    let mut rng = DpRng::seeded(1);
+    for n in [1usize, 2, 8, 64] {
+        // Random weights summing to n·2³², some zero, some above one slot.
+        let mut weights: Vec<u64> = (0..n)
+            .map(|i| if i % 3 == 2 { 0 } else { rng.below(3 * SLOT_UNITS) })
+            .collect();
+        let total: u64 = weights.iter().sum();
+        let target = n as u64 * SLOT_UNITS;
+        if total > target {
+            weights
+                .iter_mut()
+                .for_each(|w| *w = (u128::from(*w) * u128::from(target) / u128::from(total)) as u64);
+        }
+        weights[0] += target - weights.iter().sum::<u64>();
+        assert_eq!(table_masses(&alias_table(&weights)), weights);
+    }
+    for (n, d) in SIGMA2 {
+        let s = AliasDiscreteGaussian::new(rat(n, d)).unwrap();
+        let mut padded = s.weights.clone();
+        padded.resize(s.slots.len(), 0);
+        assert_eq!(table_masses(&s.slots), padded, "sigma^2 = {n}/{d}");
+    }
+}
+
+/// Every bound in the tables holds in exact arithmetic: each block's envelope lies above f
+/// at the block's first point, each immediate-acceptance threshold below the acceptance
+/// probability at the block's last point, and the tail's envelope above f at its start with a
+/// ratio ρ ≥ exp(−BW/σ²). (Checked on every eighth block, the first and the last ones.)
+#[test]
+fn every_table_bound_holds_exactly() {
+    for (n, d) in SIGMA2 {
+        let s = AliasDiscreteGaussian::new(rat(n, d)).unwrap();
+        let k = s.scale_exact();
+        let width = BigRational::from_integer(BigInt::from(1u64 << s.width_bits));
+        let checked = (0..s.blocks).filter(|&b| b % 8 == 0 || b + 1 == s.blocks);
+        for b in checked {
+            let w_b = BigRational::from_integer(s.weights[b].into());
+            let first = (b as u64) << s.width_bits;
+            let (_, f_hi) = exp_bounds(&s.gamma_exact(first));
+            assert!(&k * &width * f_hi <= w_b, "σ² {n}/{d}: block {b} envelope below f");
+            let last = first + (1 << s.width_bits) - 1;
+            let (f_lo, _) = exp_bounds(&s.gamma_exact(last));
+            let threshold =
+                BigRational::new(BigInt::from(s.accept[b]), BigInt::from(1u64 << ACCEPT_BITS));
+            assert!(
+                threshold <= &k * &width * f_lo / &w_b,
+                "σ² {n}/{d}: block {b} threshold above the acceptance probability"
+            );
+        }
+        let end = (s.blocks as u64) << s.width_bits;
+        let two_q = BigRational::from_integer(BigInt::from(1u64) << s.tail_bits);
+        let (_, f_hi) = exp_bounds(&s.gamma_exact(end));
+        let w_t = BigRational::from_integer(s.weights[s.blocks].into());
+        assert!(&k * &two_q * f_hi <= w_t, "σ² {n}/{d}: tail envelope below f");
+        // exp(−BW/σ²) with BW/σ² = BW·d/n.
+        let decay = BigRational::new(BigInt::from(end) * BigInt::from(d), BigInt::from(n));
+        let (_, decay_hi) = exp_bounds(&decay);
+        let rho = BigRational::one() - BigRational::one() / two_q;
+        assert!(decay_hi <= rho, "σ² {n}/{d}: tail ratio too small");
+    }
+}
+
+#[test]
+fn small_and_fractional_sigmas_draw_the_discrete_gaussian() {
+    let mut rng = DpRng::seeded(2);
+    for (n, d) in SIGMA2.into_iter().filter(|&(n, _)| n < 1 << 20) {
+        let s2 = n as f64 / d as f64;
+        let sampler = AliasDiscreteGaussian::new(rat(n, d)).unwrap();
+        let law = pmf(|k| (-k * k / (2.0 * s2)).exp(), (12.0 * s2.sqrt()).ceil() as i64 + 2);
+        check_law(|| sampler.sample(&mut rng), &law, 60_000);
+    }
+}
+
+#[test]
+fn a_wide_sigma_draws_the_normal_shape() {
+    let sampler = AliasDiscreteGaussian::new(Rational::integer(1 << 28)).unwrap();
+    let mut rng = DpRng::seeded(3);
+    check_normal_shape(|| sampler.sample(&mut rng), 1 << 14, 120_000);
+}
+
+/// With the blocks cut short the tail proposal and its exact acceptance carry a large share
+/// of the mass (for σ = 10 and blocks up to 8, about 40%), and the law is still exact.
+#[test]
+fn the_tail_draws_its_share_exactly() {
+    let mut rng = DpRng::seeded(4);
+    for (n, d, cover) in [(100u64, 1u64, 8u64), (7, 2, 1), (400, 1, 30)] {
+        let s2 = n as f64 / d as f64;
+        let sampler = AliasDiscreteGaussian::with_cover(rat(n, d), cover).unwrap();
+        assert!(sampler.weights[sampler.blocks] > SLOT_UNITS / 16, "tail too light");
+        let law = pmf(|k| (-k * k / (2.0 * s2)).exp(), (12.0 * s2.sqrt()).ceil() as i64 + 2);
+        check_law(|| sampler.sample(&mut rng), &law, 60_000);
+    }
+}
+
+#[test]
+fn out_of_range_parameters_are_refused() {
+    assert!(AliasDiscreteGaussian::new(rat(0, 1)).unwrap_err().to_string().contains("0"));
+    let err = AliasDiscreteGaussian::new(Rational::integer(1 << 40)).unwrap_err().to_string();
+    assert!(err.contains("too large"), "{err}");
+    assert!(AliasDiscreteGaussian::new(Rational::integer(1 << 38)).is_ok());
+}
+
+/// Speed against the CKS sampler (`cargo test --release -p dpml-mechanisms --lib
+/// sampling_speed -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn sampling_speed() {
+    let sigma2 = Rational::integer(1 << 30);
+    let table = AliasDiscreteGaussian::new(sigma2).unwrap();
+    let cks = crate::exact::DiscreteGaussian::new(sigma2).unwrap();
+    let n = 4_000_000u32;
+    let mut rng = DpRng::seeded(5);
+    let time = |label: &str, f: &mut dyn FnMut() -> i64| {
+        let start = std::time::Instant::now();
+        let sum: i64 = (0..n).map(|_| f()).sum();
+        let ns = start.elapsed().as_secs_f64() * 1e9 / f64::from(n);
+        eprintln!("{label}: {ns:.1} ns a sample (sum {sum})");
+    };
+    let mut words = DpRng::seeded(6);
+    time("u64 words", &mut || (words.next_u64() >> 40) as i64);
+    time("table", &mut || table.sample(&mut rng));
+    let mut coins = crate::Coins::new(&mut rng);
+    time("cks", &mut || cks.sample_with(&mut coins));
+}
