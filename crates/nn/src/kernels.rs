@@ -252,7 +252,14 @@ impl Window {
 
     /// Unfolds one record `x` (`c × h × w`) into `cols` (`d × t`, row `(c, ki, kj)`, column
     /// `(oy, ox)`); out-of-bounds (padding) entries are zero.
+    /// The reference for [`UnfoldMap::im2col`].
+    #[cfg(test)]
     pub fn im2col(&self, x: &[f32], cols: &mut [f32]) {
+        self.im2col_generic(x, cols);
+    }
+
+    /// [`Window::im2col`] for any element type (zero is `T::default()`).
+    fn im2col_generic<T: Copy + Default>(&self, x: &[T], cols: &mut [T]) {
         let (t, s) = (self.t(), self.stride);
         let (ys_by_ki, xs_by_kj) = self.spans();
         for c in 0..self.c {
@@ -262,7 +269,7 @@ impl Window {
                     let row = (c * self.kh + ki) * self.kw + kj;
                     let dst = &mut cols[row * t..(row + 1) * t];
                     if ys.len() < self.oh || xs.len() < self.ow {
-                        dst.fill(0.0);
+                        dst.fill(T::default());
                     }
                     if xs.is_empty() {
                         continue;
@@ -280,7 +287,8 @@ impl Window {
     }
 
     /// Adjoint of [`Window::im2col`]: adds the unfolded gradient `cols` (`d × t`) into `gx`
-    /// (`c × h × w`), which the caller zeroes first.
+    /// (`c × h × w`), which the caller zeroes first. The reference for [`UnfoldMap::col2im`].
+    #[cfg(test)]
     pub fn col2im(&self, cols: &[f32], gx: &mut [f32]) {
         let (t, s) = (self.t(), self.stride);
         let (ys_by_ki, xs_by_kj) = self.spans();
@@ -306,9 +314,60 @@ impl Window {
     }
 }
 
+/// Marks a padding entry in an [`UnfoldMap`].
+const PAD: u32 = u32::MAX;
+
+/// [`Window::im2col`] as a table: for each entry of the unfolded `d × t` matrix, the index of
+/// the input value it copies, or [`PAD`]. Built once per layer, it turns unfolding into one
+/// flat gather: the row-wise unfold copies runs of 5–14 values (the cnn's output widths), and
+/// its per-run bookkeeping cost several times the copy itself.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct UnfoldMap {
+    src: Vec<u32>,
+    in_len: usize,
+}
+
+impl UnfoldMap {
+    /// The table for `win`, or `None` when a record has `u32::MAX` values or more.
+    pub fn new(win: &Window) -> Option<Self> {
+        let in_len = win.c * win.h * win.w;
+        if in_len >= PAD as usize {
+            return None;
+        }
+        // Unfold the indices themselves (exact in f64 below 2⁵³) with the reference unfold,
+        // shifted by one so that padding (zero) stays apart from index 0.
+        let idx: Vec<f64> = (0..in_len).map(|i| i as f64 + 1.0).collect();
+        let mut cols = vec![0.0f64; win.d() * win.t()];
+        win.im2col_generic(&idx, &mut cols);
+        let src = cols
+            .iter()
+            .map(|&v| if v == 0.0 { PAD } else { (v - 1.0) as u32 })
+            .collect();
+        Some(Self { src, in_len })
+    }
+
+    /// Unfolds one record `x` into `cols` (both as for [`Window::im2col`]).
+    pub fn im2col(&self, x: &[f32], cols: &mut [f32]) {
+        let x = &x[..self.in_len];
+        for (c, &i) in cols[..self.src.len()].iter_mut().zip(&self.src) {
+            *c = x.get(i as usize).copied().unwrap_or(0.0);
+        }
+    }
+
+    /// Adds the unfolded gradient `cols` into `gx` (as for [`Window::col2im`]).
+    pub fn col2im(&self, cols: &[f32], gx: &mut [f32]) {
+        let gx = &mut gx[..self.in_len];
+        for (&c, &i) in cols[..self.src.len()].iter().zip(&self.src) {
+            if let Some(g) = gx.get_mut(i as usize) {
+                *g += c;
+            }
+        }
+    }
+}
+
 /// `dst[j] = src[j·s]` for every j (`dst` non-empty). Stride 1 and 2 (every strided layer of
 /// the built-in models) get loops the compiler vectorises.
-fn gather_strided(dst: &mut [f32], src: &[f32], s: usize) {
+fn gather_strided<T: Copy>(dst: &mut [T], src: &[T], s: usize) {
     let n = dst.len();
     match s {
         1 => dst.copy_from_slice(&src[..n]),
@@ -328,6 +387,7 @@ fn gather_strided(dst: &mut [f32], src: &[f32], s: usize) {
 }
 
 /// `dst[j·s] += src[j]` for every j (`src` non-empty): the adjoint of [`gather_strided`].
+#[cfg(test)]
 fn scatter_add_strided(dst: &mut [f32], src: &[f32], s: usize) {
     let n = src.len();
     match s {
@@ -532,6 +592,46 @@ mod tests {
                     cols[row * win.t() + col],
                     want,
                     "k {k} s {s} p {p} row {row} col {col}"
+                );
+            }
+        }
+    }
+
+    /// The table-driven unfold and its adjoint equal the row-wise reference bit for bit, over
+    /// strides, paddings (including padding wider than the stride and a kernel covering the
+    /// whole padded input), channel counts and the cnn model's two layers.
+    #[test]
+    fn unfold_map_matches_the_reference_unfold() {
+        let shapes = [
+            (2, 9, 7, 3, 1, 1),
+            (2, 9, 7, 4, 2, 0),
+            (1, 28, 28, 8, 2, 3),
+            (16, 13, 13, 4, 2, 0),
+            (3, 9, 7, 3, 3, 1),
+            (2, 5, 6, 2, 2, 1),
+            (1, 4, 4, 6, 1, 1),
+            (2, 3, 3, 1, 1, 0),
+        ];
+        for (c, h, w, k, s, p) in shapes {
+            let win = Window::new(c, h, w, k, s, p).unwrap();
+            let map = UnfoldMap::new(&win).unwrap();
+            let x: Vec<f32> = (0..c * h * w).map(|i| (i as f32 * 0.3).sin()).collect();
+            let mut want = vec![f32::NAN; win.d() * win.t()];
+            win.im2col(&x, &mut want);
+            let mut got = vec![f32::NAN; win.d() * win.t()];
+            map.im2col(&x, &mut got);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "im2col {c}x{h}x{w} k{k} s{s} p{p}");
+            let y: Vec<f32> = (0..want.len()).map(|i| (i as f32 * 0.7).cos()).collect();
+            let mut gx_want = vec![0.0; x.len()];
+            win.col2im(&y, &mut gx_want);
+            let mut gx_got = vec![0.0; x.len()];
+            map.col2im(&y, &mut gx_got);
+            // Same terms, possibly added in another order: relative 1e-6.
+            for (j, (a, b)) in gx_got.iter().zip(&gx_want).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-6 * (1.0 + b.abs()),
+                    "col2im {c}x{h}x{w} k{k} s{s} p{p} at {j}: {a} vs {b}"
                 );
             }
         }

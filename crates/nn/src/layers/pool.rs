@@ -24,6 +24,8 @@ pub struct MaxPool2d {
     /// For each output of the last forward pass, the index within its input plane of the
     /// window's first maximum.
     argmax: Vec<u32>,
+    /// One row-maxima scratch per thread, kept between steps (no allocation in the step loop).
+    rows: Vec<RowMax>,
 }
 
 impl MaxPool2d {
@@ -44,6 +46,7 @@ impl MaxPool2d {
             win,
             out_shape: [win.c, win.oh, win.ow],
             argmax: Vec::new(),
+            rows: Vec::new(),
         })
     }
 }
@@ -51,6 +54,7 @@ impl MaxPool2d {
 /// Row maxima of one plane: for each input row and output column, the window's maximum along
 /// the row and its first position (index within the plane); `h·w` long so that the stride-1
 /// path can index them like the plane. `col_value`/`col_at` hold that path's column pass.
+#[derive(Debug, Clone, Default)]
 struct RowMax {
     value: Vec<f32>,
     at: Vec<u32>,
@@ -172,17 +176,19 @@ impl Layer for MaxPool2d {
         let ranges = sample_ranges(n);
         let ys = split_mut(y.data_mut(), w.c * oplane, &ranges);
         let args = split_mut(&mut self.argmax, w.c * oplane, &ranges);
+        self.rows.resize_with(ranges.len(), RowMax::default);
+        for rows in &mut self.rows {
+            rows.value.resize(plane, 0.0);
+            rows.at.resize(plane, 0);
+            rows.col_value.resize(plane, 0.0);
+            rows.col_at.resize(plane, 0);
+        }
         ranges
             .into_par_iter()
             .zip(ys)
             .zip(args)
-            .for_each(|((r, ys), args)| {
-                let mut rows = RowMax {
-                    value: vec![0.0; plane],
-                    at: vec![0; plane],
-                    col_value: vec![0.0; plane],
-                    col_at: vec![0; plane],
-                };
+            .zip(&mut self.rows[..])
+            .for_each(|(((r, ys), args), rows)| {
                 let xs = &x.data()[r.start * w.c * plane..r.end * w.c * plane];
                 for ((xp, yp), ap) in xs
                     .chunks_exact(plane)
@@ -190,9 +196,9 @@ impl Layer for MaxPool2d {
                     .zip(args.chunks_exact_mut(oplane))
                 {
                     if w.stride == 1 {
-                        max_plane_stride1(&w, xp, &mut rows, yp, ap);
+                        max_plane_stride1(&w, xp, rows, yp, ap);
                     } else {
-                        max_plane(&w, xp, &mut rows, yp, ap);
+                        max_plane(&w, xp, rows, yp, ap);
                     }
                 }
             });
