@@ -240,8 +240,9 @@ impl AliasDiscreteGaussian {
         } else {
             coin < prob >> COIN_BITS
         };
-        // `own` is a coin that no branch predictor learns: a conditional move, not a branch.
-        std::hint::select_unpredictable(own, slot, (entry >> PROB_BITS) as usize)
+        // `own` is a coin that no branch predictor learns: select by mask, not by a branch.
+        let alias = (entry >> PROB_BITS) as usize;
+        alias ^ ((alias ^ slot) & usize::from(own).wrapping_neg())
     }
 
     fn gamma(&self, x: u64) -> f64 {
@@ -268,7 +269,8 @@ impl AliasDiscreteGaussian {
     #[inline(never)]
     fn accept_in_block(&self, rng: &mut DpRng, block: usize, x: u64, u_prefix: u64) -> bool {
         let gamma = self.gamma(x);
-        let (log_scale, log_weight) = (libm::log(self.scale), libm::log(self.weights[block] as f64));
+        let (log_scale, log_weight) =
+            (libm::log(self.scale), libm::log(self.weights[block] as f64));
         let log_width = f64::from(self.width_bits) * std::f64::consts::LN_2;
         let log_p = log_scale + log_width - log_weight - gamma;
         let magnitude = log_scale.abs() + log_width + log_weight.abs() + gamma;

@@ -1,9 +1,9 @@
 //! Tests of the table sampler: the tables against exact arithmetic, and the law it draws.
 
 use super::*;
-use num_traits::One;
 use crate::exp_compare::exp_bounds;
 use crate::testing::{check_law, check_normal_shape, pmf};
+use num_traits::One;
 
 fn rat(n: u64, d: u64) -> Rational {
     Rational::new(n, d).unwrap()
@@ -29,14 +29,20 @@ fn the_alias_table_gives_every_index_exactly_its_weight() {
     for n in [1usize, 2, 8, 64] {
         // Random weights summing to n·2³², some zero, some above one slot.
         let mut weights: Vec<u64> = (0..n)
-            .map(|i| if i % 3 == 2 { 0 } else { rng.below(3 * SLOT_UNITS) })
+            .map(|i| {
+                if i % 3 == 2 {
+                    0
+                } else {
+                    rng.below(3 * SLOT_UNITS)
+                }
+            })
             .collect();
         let total: u64 = weights.iter().sum();
         let target = n as u64 * SLOT_UNITS;
         if total > target {
-            weights
-                .iter_mut()
-                .for_each(|w| *w = (u128::from(*w) * u128::from(target) / u128::from(total)) as u64);
+            weights.iter_mut().for_each(|w| {
+                *w = (u128::from(*w) * u128::from(target) / u128::from(total)) as u64
+            });
         }
         weights[0] += target - weights.iter().sum::<u64>();
         assert_eq!(table_masses(&alias_table(&weights)), weights);
@@ -64,7 +70,10 @@ fn every_table_bound_holds_exactly() {
             let w_b = BigRational::from_integer(s.weights[b].into());
             let first = (b as u64) << s.width_bits;
             let (_, f_hi) = exp_bounds(&s.gamma_exact(first));
-            assert!(&k * &width * f_hi <= w_b, "σ² {n}/{d}: block {b} envelope below f");
+            assert!(
+                &k * &width * f_hi <= w_b,
+                "σ² {n}/{d}: block {b} envelope below f"
+            );
             let last = first + (1 << s.width_bits) - 1;
             let (f_lo, _) = exp_bounds(&s.gamma_exact(last));
             let threshold =
@@ -78,7 +87,10 @@ fn every_table_bound_holds_exactly() {
         let two_q = BigRational::from_integer(BigInt::from(1u64) << s.tail_bits);
         let (_, f_hi) = exp_bounds(&s.gamma_exact(end));
         let w_t = BigRational::from_integer(s.weights[s.blocks].into());
-        assert!(&k * &two_q * f_hi <= w_t, "σ² {n}/{d}: tail envelope below f");
+        assert!(
+            &k * &two_q * f_hi <= w_t,
+            "σ² {n}/{d}: tail envelope below f"
+        );
         // exp(−BW/σ²) with BW/σ² = BW·d/n.
         let decay = BigRational::new(BigInt::from(end) * BigInt::from(d), BigInt::from(n));
         let (_, decay_hi) = exp_bounds(&decay);
@@ -93,7 +105,10 @@ fn small_and_fractional_sigmas_draw_the_discrete_gaussian() {
     for (n, d) in SIGMA2.into_iter().filter(|&(n, _)| n < 1 << 20) {
         let s2 = n as f64 / d as f64;
         let sampler = AliasDiscreteGaussian::new(rat(n, d)).unwrap();
-        let law = pmf(|k| (-k * k / (2.0 * s2)).exp(), (12.0 * s2.sqrt()).ceil() as i64 + 2);
+        let law = pmf(
+            |k| (-k * k / (2.0 * s2)).exp(),
+            (12.0 * s2.sqrt()).ceil() as i64 + 2,
+        );
         check_law(|| sampler.sample(&mut rng), &law, 60_000);
     }
 }
@@ -113,16 +128,29 @@ fn the_tail_draws_its_share_exactly() {
     for (n, d, cover) in [(100u64, 1u64, 8u64), (7, 2, 1), (400, 1, 30)] {
         let s2 = n as f64 / d as f64;
         let sampler = AliasDiscreteGaussian::with_cover(rat(n, d), cover).unwrap();
-        assert!(sampler.weights[sampler.blocks] > SLOT_UNITS / 16, "tail too light");
-        let law = pmf(|k| (-k * k / (2.0 * s2)).exp(), (12.0 * s2.sqrt()).ceil() as i64 + 2);
+        assert!(
+            sampler.weights[sampler.blocks] > SLOT_UNITS / 16,
+            "tail too light"
+        );
+        let law = pmf(
+            |k| (-k * k / (2.0 * s2)).exp(),
+            (12.0 * s2.sqrt()).ceil() as i64 + 2,
+        );
         check_law(|| sampler.sample(&mut rng), &law, 60_000);
     }
 }
 
 #[test]
 fn out_of_range_parameters_are_refused() {
-    assert!(AliasDiscreteGaussian::new(rat(0, 1)).unwrap_err().to_string().contains("0"));
-    let err = AliasDiscreteGaussian::new(Rational::integer(1 << 40)).unwrap_err().to_string();
+    assert!(
+        AliasDiscreteGaussian::new(rat(0, 1))
+            .unwrap_err()
+            .to_string()
+            .contains("0")
+    );
+    let err = AliasDiscreteGaussian::new(Rational::integer(1 << 40))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("too large"), "{err}");
     assert!(AliasDiscreteGaussian::new(Rational::integer(1 << 38)).is_ok());
 }

@@ -63,16 +63,14 @@ pub(crate) fn uniform_below(
         let lo = (libm::exp(log_p - margin) * (1.0 - LOG_MARGIN) - tiny).max(0.0);
         let hi = libm::exp(log_p + margin) * (1.0 + LOG_MARGIN) + tiny;
         let scale = (-(f64::from(bits))).exp2();
-        if let Some(decided) = settle(prefix as f64 * scale, (prefix + 1) as f64 * scale, lo, hi)
-        {
+        if let Some(decided) = settle(prefix as f64 * scale, (prefix + 1) as f64 * scale, lo, hi) {
             return decided;
         }
         // Extend U to 53 bits (still exact in f64) and try again.
         let more = F64_BITS - bits;
         let prefix = (prefix << more) | (rng.next_u64() >> (64 - more));
         let scale = (-(f64::from(F64_BITS))).exp2();
-        if let Some(decided) = settle(prefix as f64 * scale, (prefix + 1) as f64 * scale, lo, hi)
-        {
+        if let Some(decided) = settle(prefix as f64 * scale, (prefix + 1) as f64 * scale, lo, hi) {
             return decided;
         }
         return exact_below(rng, BigInt::from(prefix), F64_BITS, exact());
@@ -227,7 +225,11 @@ mod tests {
     fn every_stage_decides_with_probability_p() {
         let mut rng = DpRng::seeded(41);
         let n = 20_000u32;
-        for (gn, gd, cn, cd) in [(7i64, 10i64, 1i64, 1i64), (3, 1, 5, 2), (1, 1000, 999, 1000)] {
+        for (gn, gd, cn, cd) in [
+            (7i64, 10i64, 1i64, 1i64),
+            (3, 1, 5, 2),
+            (1, 1000, 999, 1000),
+        ] {
             let p_true = (-(gn as f64) / gd as f64).exp() * cn as f64 / cd as f64;
             let exact = || ExpProb {
                 gamma: rat(gn, gd),

@@ -31,8 +31,8 @@ fn draws(noise: &Noise, chunks: usize, reps: usize, seed: u64) -> Vec<Vec<f64>> 
         .map(|_| {
             let key = rng.stream_key();
             let mut v = vec![0.0f32; chunks * CHUNK];
-            match *noise {
-                Noise::Gaussian { std } => add_gaussian(&mut v, std, &key, 0),
+            match noise {
+                Noise::Gaussian { std } => add_gaussian(&mut v, *std, &key, 0),
                 Noise::Exact(grid) => grid.add_to(&mut v, &key, 0),
                 Noise::None => {}
             }
@@ -106,7 +106,8 @@ fn gaussian_chunks_have_the_right_spread_and_no_correlation() {
 #[test]
 fn exact_chunks_have_the_right_spread_and_no_correlation() {
     let grid = GridNoise::new(1.1, 1.0, 4 * CHUNK).unwrap();
-    check_noise(&Noise::Exact(grid), grid.std(), 2);
+    let std = grid.std();
+    check_noise(&Noise::Exact(grid), std, 2);
 }
 
 /// The noise of a step on a zero-gradient model: chunk numbering runs on across parameter
@@ -193,8 +194,8 @@ fn noise_fill_speed() {
             .map(|_| {
                 let key = rng.stream_key();
                 let start = std::time::Instant::now();
-                pool.install(|| match noise {
-                    Noise::Gaussian { std } => add_gaussian(&mut v, std, &key, 0),
+                pool.install(|| match &noise {
+                    Noise::Gaussian { std } => add_gaussian(&mut v, *std, &key, 0),
                     Noise::Exact(grid) => grid.add_to(&mut v, &key, 0),
                     Noise::None => {}
                 });

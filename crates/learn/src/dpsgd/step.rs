@@ -351,7 +351,8 @@ mod tests {
         check_noise_std(Noise::Gaussian { std: sigma * c }, sigma * c / qn);
         // Exact noise: the same with the adjusted sensitivity C + g√d (d = 4·16+16+16·3+3 = 131).
         let grid = GridNoise::new(sigma, c, 131).unwrap();
-        check_noise_std(Noise::Exact(grid), sigma * grid.sensitivity() / qn);
+        let want = sigma * grid.sensitivity() / qn;
+        check_noise_std(Noise::Exact(grid), want);
     }
 
     /// Virtual batching is exact: the same batch in chunks of 3 or all at once gives the same
