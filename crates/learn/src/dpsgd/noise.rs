@@ -18,9 +18,11 @@
 //! (each coordinate of e − e' lies in [−1, 1]). So the integer query has L2 sensitivity
 //! Δ_g = C/g + √d grid units, i.e. Δ = C + g·√d in gradient units, and the noise is the
 //! discrete Gaussian with parameter σ·Δ_g (its σ² rounded UP to an integer). The reported
-//! noise multiplier σ is relative to this adjusted Δ. The grid is chosen as fine as the exact
-//! sampler allows (σ·Δ_g up to about 2¹⁵), which makes g·√d a fraction of a percent of C for
-//! the built-in models. The accountants then compose `dp_sgd(σ, q, T)` exactly as for
+//! noise multiplier σ is relative to this adjusted Δ. The grid puts C at 2¹⁶–2¹⁷ grid units,
+//! coarser only where σ·Δ_g would exceed the exact sampler's range (about 2¹⁹), which makes
+//! g·√d a fraction of a percent of C for the built-in models. The draws come from
+//! [`AliasDiscreteGaussian`] (rejection from an alias-table envelope, exact, about one 64-bit
+//! word of the stream per draw). The accountants then compose `dp_sgd(σ, q, T)` exactly as for
 //! continuous noise. For one unsampled step this is sound: the multivariate discrete Gaussian
 //! with parameter σΔ_g per coordinate on an integer query of L2 sensitivity Δ_g is
 //! ½σ⁻²-zCDP, i.e. its Rényi divergences are at most those of the continuous Gaussian at every
@@ -49,7 +51,7 @@
 //!
 //! # Errors
 //! [`GridNoise::new`] refuses parameters for which no grid keeps the discrete Gaussian within
-//! the exact sampler's integer range (σ·√d above about 2¹⁵).
+//! the exact sampler's integer range (σ·√d above about 2¹⁹).
 
 use dpml_mechanisms::rational::{Rational, ulps_up};
 use dpml_mechanisms::{AliasDiscreteGaussian, DpRng, StreamKey};
@@ -122,7 +124,7 @@ impl GridNoise {
         }
         Err(config_err(format!(
             "exact noise cannot sample noise_multiplier = {noise_multiplier} over d = {dim} parameters: \
-             sigma*sqrt(d) = {:.0} grid units exceeds the exact sampler's range (about 2^15); use fewer \
+             sigma*sqrt(d) = {:.0} grid units exceeds the exact sampler's range (about 2^19); use fewer \
              parameters, a smaller noise multiplier, or floating-point noise",
             noise_multiplier * sqrt_d
         )))
