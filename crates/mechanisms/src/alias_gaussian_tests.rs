@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::exp_compare::exp_bounds;
-use crate::testing::{check_law, check_normal_shape, pmf};
+use crate::testing::{check_law, check_normal_shape, discrete_gaussian_pmf};
 use num_traits::One;
 
 fn rat(n: u64, d: u64) -> Rational {
@@ -105,10 +105,7 @@ fn small_and_fractional_sigmas_draw_the_discrete_gaussian() {
     for (n, d) in SIGMA2.into_iter().filter(|&(n, _)| n < 1 << 20) {
         let s2 = n as f64 / d as f64;
         let sampler = AliasDiscreteGaussian::new(rat(n, d)).unwrap();
-        let law = pmf(
-            |k| (-k * k / (2.0 * s2)).exp(),
-            (12.0 * s2.sqrt()).ceil() as i64 + 2,
-        );
+        let law = discrete_gaussian_pmf(s2);
         check_law(|| sampler.sample(&mut rng), &law, 60_000);
     }
 }
@@ -132,10 +129,7 @@ fn the_tail_draws_its_share_exactly() {
             sampler.weights[sampler.blocks] > SLOT_UNITS / 16,
             "tail too light"
         );
-        let law = pmf(
-            |k| (-k * k / (2.0 * s2)).exp(),
-            (12.0 * s2.sqrt()).ceil() as i64 + 2,
-        );
+        let law = discrete_gaussian_pmf(s2);
         check_law(|| sampler.sample(&mut rng), &law, 60_000);
     }
 }

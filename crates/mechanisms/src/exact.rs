@@ -275,7 +275,7 @@ impl DiscreteGaussian {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{check_law, check_normal_shape, pmf, z_bonferroni};
+    use crate::testing::{check_law, check_normal_shape, discrete_gaussian_pmf, pmf, z_bonferroni};
 
     fn rat(n: u64, d: u64) -> Rational {
         Rational::new(n, d).unwrap()
@@ -348,10 +348,7 @@ mod tests {
         for (num, den) in [(7u64, 2u64), (1, 4), (100, 1), (13, 1000)] {
             let s2 = num as f64 / den as f64;
             let dg = DiscreteGaussian::new(rat(num, den)).unwrap();
-            let law = pmf(
-                |k| (-k * k / (2.0 * s2)).exp(),
-                (12.0 * s2.sqrt()).ceil() as i64 + 2,
-            );
+            let law = discrete_gaussian_pmf(s2);
             check_law(|| dg.sample(&mut rng), &law, 60_000);
         }
     }

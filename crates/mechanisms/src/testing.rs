@@ -128,6 +128,14 @@ pub(crate) fn pmf(weight: impl Fn(f64) -> f64, k_max: i64) -> Vec<(i64, f64)> {
         .collect()
 }
 
+/// The discrete Gaussian's pmf for σ² = `s2`, out to 12σ.
+pub(crate) fn discrete_gaussian_pmf(s2: f64) -> Vec<(i64, f64)> {
+    pmf(
+        |k| (-k * k / (2.0 * s2)).exp(),
+        (12.0 * s2.sqrt()).ceil() as i64 + 2,
+    )
+}
+
 /// Samples `n` draws and checks a chi-square goodness of fit (cells with expected count < 5
 /// pooled into the two tails), the mean and the variance.
 pub(crate) fn check_law(mut draw: impl FnMut() -> i64, law: &[(i64, f64)], n: usize) {
