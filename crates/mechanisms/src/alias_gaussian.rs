@@ -91,6 +91,11 @@ pub struct AliasDiscreteGaussian {
     tail_bits: u32,
 }
 
+/// γ = x²/(2σ²) in `f64` from `half_precision` = 1/(2σ²): relative error below 2⁻⁵¹.
+fn gamma_f64(x: u64, half_precision: f64) -> f64 {
+    (x as f64) * (x as f64) * half_precision
+}
+
 /// Upper and lower bounds of exp(−γ) from a rounded γ (see [`EXPONENT_SLACK`] and [`MARGIN`]).
 fn exp_upper(gamma: f64) -> f64 {
     (libm::exp(-gamma * (1.0 - EXPONENT_SLACK)) * (1.0 + MARGIN)).min(1.0)
@@ -134,7 +139,7 @@ impl AliasDiscreteGaussian {
         let slot_bits = (blocks as u64 + 1).next_power_of_two().trailing_zeros();
         debug_assert!(slot_bits + COIN_BITS + width_bits + 1 + ACCEPT_BITS <= 64);
         let width = (1u64 << width_bits) as f64;
-        let gamma = |x: u64| (x as f64) * (x as f64) * half_precision;
+        let gamma = |x: u64| gamma_f64(x, half_precision);
         let end = (blocks as u64) << width_bits;
 
         // The tail's geometric ratio ρ = 1 − 2^−q must be at least exp(−BW/σ²).
@@ -246,7 +251,7 @@ impl AliasDiscreteGaussian {
     }
 
     fn gamma(&self, x: u64) -> f64 {
-        (x as f64) * (x as f64) * self.half_precision
+        gamma_f64(x, self.half_precision)
     }
 
     /// γ = x²/(2σ²) exactly.
@@ -268,16 +273,30 @@ impl AliasDiscreteGaussian {
     #[cold]
     #[inline(never)]
     fn accept_in_block(&self, rng: &mut DpRng, block: usize, x: u64, u_prefix: u64) -> bool {
-        let gamma = self.gamma(x);
-        let (log_scale, log_weight) =
-            (libm::log(self.scale), libm::log(self.weights[block] as f64));
         let log_width = f64::from(self.width_bits) * std::f64::consts::LN_2;
-        let log_p = log_scale + log_width - log_weight - gamma;
-        let magnitude = log_scale.abs() + log_width + log_weight.abs() + gamma;
+        self.accept(rng, u_prefix, x, self.weights[block], log_width, || {
+            BigInt::from(1u64 << self.width_bits).into()
+        })
+    }
+
+    /// Whether U < K·E·f(x)/w for an envelope factor E ≥ 1 (W in a block, 2^q·ρ^−m in the
+    /// tail) and weight w: `log_envelope` is ln E in `f64`, `envelope` gives E exactly.
+    fn accept(
+        &self,
+        rng: &mut DpRng,
+        u_prefix: u64,
+        x: u64,
+        weight: u64,
+        log_envelope: f64,
+        envelope: impl FnOnce() -> BigRational,
+    ) -> bool {
+        let gamma = self.gamma(x);
+        let (log_scale, log_weight) = (libm::log(self.scale), libm::log(weight as f64));
+        let log_p = log_scale + log_envelope - log_weight - gamma;
+        let magnitude = log_scale.abs() + log_envelope + log_weight.abs() + gamma;
         uniform_below(rng, u_prefix, ACCEPT_BITS, log_p, magnitude, || ExpProb {
             gamma: self.gamma_exact(x),
-            factor: self.scale_exact() * BigInt::from(1u64 << self.width_bits)
-                / BigInt::from(self.weights[block]),
+            factor: self.scale_exact() * envelope() / BigInt::from(weight),
         })
     }
 
@@ -300,23 +319,21 @@ impl AliasDiscreteGaussian {
             }
         }
         let x = ((self.blocks as u64) << self.width_bits).checked_add(m)?;
-        let tail_weight = self.weights[self.blocks];
-        // ln p = ln K + q·ln 2 − ln w_T − m·ln ρ − γ.
-        let gamma = self.gamma(x);
-        let growth = -(m as f64) * libm::log1p(-(-f64::from(q)).exp2());
-        let (log_scale, log_weight) = (libm::log(self.scale), libm::log(tail_weight as f64));
-        let log_two_q = f64::from(q) * std::f64::consts::LN_2;
-        let log_p = log_scale + log_two_q - log_weight + growth - gamma;
-        let magnitude = log_scale.abs() + log_two_q + log_weight.abs() + growth + gamma;
-        let accepted = uniform_below(rng, u_prefix, ACCEPT_BITS, log_p, magnitude, || {
-            let two_q = BigInt::from(1u64) << q;
-            let inv_rho = BigRational::new(two_q.clone(), two_q.clone() - 1);
-            let growth = num_traits::pow::pow(inv_rho, m as usize);
-            ExpProb {
-                gamma: self.gamma_exact(x),
-                factor: self.scale_exact() * two_q / BigInt::from(tail_weight) * growth,
-            }
-        });
+        // E = 2^q·ρ^−m, ln E = q·ln 2 − m·ln ρ.
+        let log_envelope = f64::from(q) * std::f64::consts::LN_2
+            - (m as f64) * libm::log1p(-(-f64::from(q)).exp2());
+        let accepted = self.accept(
+            rng,
+            u_prefix,
+            x,
+            self.weights[self.blocks],
+            log_envelope,
+            || {
+                let two_q = BigInt::from(1u64) << q;
+                let inv_rho = BigRational::new(two_q.clone(), two_q.clone() - 1);
+                num_traits::pow::pow(inv_rho, m as usize) * two_q
+            },
+        );
         accepted.then_some(x)
     }
 }

@@ -193,7 +193,6 @@ mod tests {
     }
 
     fn to_f64(r: &BigRational) -> f64 {
-        // Enough for the test's comparisons: numerator and denominator scaled to ≤ 2^1000.
         use num_traits::ToPrimitive;
         r.to_f64().unwrap()
     }
