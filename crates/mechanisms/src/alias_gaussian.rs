@@ -22,17 +22,25 @@
 //! The tail envelope dominates because f(BW + m)/f(BW) ≤ exp(−BW·m/σ²) ≤ ρ^m.
 //!
 //! The acceptance coin U is compared with p(x) by [`crate::exp_compare::uniform_below`]:
-//! within a block p(x) ≥ p((b+1)W − 1), and a precomputed lower bound of that (24 bits) accepts
+//! within a block p(x) ≥ p((b+1)W − 1), and a precomputed lower bound of that (8 bits) accepts
 //! at once about 99% of draws; the rest compare U with p(x) in floating point with a margin
 //! and, in the rare case U falls inside the margin, in exact rational arithmetic. Every bound
 //! the tables hold is computed with a relative margin of 2⁻³⁰ around `libm::exp`, a thousand
 //! times its error, and the unit tests check each of them against exact arithmetic.
 //!
 //! # Bits per draw
-//! One `u64` of the ChaCha20 stream gives the slot (s ≤ 11 bits), the first 16 bits of the
-//! alias coin (the other 16 are drawn only when those tie with the slot's threshold,
-//! probability 2⁻¹⁶), the offset in the block (w bits), the sign and 24 bits of U. About 1% of
-//! draws are rejected and start over.
+//! One 48-bit word of the ChaCha20 stream gives, at fixed places, the slot (11 bits; the table
+//! always has 2¹¹ slots, the unused ones of weight 0), the first 16 bits of the alias coin (the
+//! other 16 are drawn only when those tie with the slot's threshold, probability 2⁻¹⁶), the
+//! sign, the first 8 bits of U and the offset in the block (w ≤ 12 bits). Generating the stream
+//! is the larger part of a draw's cost, so the word is as short as the fields allow: with 8
+//! bits of U the immediate test leaves about 1% of draws to the full test (which draws further
+//! bits of U), and about 1% are rejected and start over.
+//!
+//! For the bulk path ([`AliasDiscreteGaussian::fill`]) each slot also holds two packed
+//! descriptors, its own block's and its alias's (first point, immediate threshold, and the
+//! slot's coin threshold), so that a draw decided by its word costs two loads from one cache
+//! line and a few shifts, without a branch on any random bit.
 //!
 //! # Citations
 //! - C. Canonne, G. Kamath, T. Steinke. *The Discrete Gaussian for Differential Privacy.*
@@ -44,15 +52,35 @@
 
 use num_bigint::BigInt;
 use num_rational::BigRational;
+use rand::RngCore;
 
 use crate::exp_compare::{ExpProb, uniform_below};
 use crate::validate::invalid;
 use crate::{DpRng, MechanismError, Rational};
 
-/// Most slots of the alias table (2¹¹): blocks plus the tail.
-const MAX_SLOT_BITS: u32 = 11;
+/// Slots of the alias table (2¹¹): at most 2¹¹ − 1 blocks plus the tail.
+const SLOT_BITS: u32 = 11;
+const SLOTS: usize = 1 << SLOT_BITS;
+/// Where the fields of a word start (module docs, "Bits per draw").
+const COIN_SHIFT: u32 = SLOT_BITS;
+const SIGN_SHIFT: u32 = COIN_SHIFT + COIN_BITS;
+const U_SHIFT: u32 = SIGN_SHIFT + 1;
+const OFFSET_SHIFT: u32 = U_SHIFT + ACCEPT_BITS;
+/// Widest block, 2¹²: the offset takes the word's last 12 bits.
+const MAX_WIDTH_BITS: u32 = 64 - OFFSET_SHIFT;
+/// A descriptor packs a block's first point (23 bits: 2¹¹ blocks of 2¹²), its immediate
+/// threshold (8 bits) and the slot's coin threshold (17 bits: 0..=2¹⁶).
+const FIRST_BITS: u32 = SLOT_BITS + MAX_WIDTH_BITS;
+const FIRST_MASK: u64 = (1 << FIRST_BITS) - 1;
+const IMMEDIATE_MASK: u64 = (1 << ACCEPT_BITS) - 1;
+const THRESHOLD_SHIFT: u32 = FIRST_BITS + ACCEPT_BITS;
 /// Bits of U taken from the sample's word for the immediate acceptance test.
-const ACCEPT_BITS: u32 = 24;
+const ACCEPT_BITS: u32 = 8;
+/// Bytes of the stream per attempt in the bulk path (the fields take 48 bits).
+const WORD_BYTES: usize = 6;
+/// Samples per block of [`AliasDiscreteGaussian::fill`]: their words (3 KiB) and the samples
+/// stay in the L1 cache between its two passes.
+const BULK: usize = 512;
 /// Bits of the alias coin taken from the sample's word (of 32).
 const COIN_BITS: u32 = 16;
 /// Each slot of the alias table holds 2³² units of weight.
@@ -75,18 +103,24 @@ pub struct AliasDiscreteGaussian {
     sigma2: Rational,
     /// d/(2n) for σ² = n/d, in `f64` (for the floating-point stage only).
     half_precision: f64,
-    slot_bits: u32,
     width_bits: u32,
     /// Number of blocks B; slot entries and `weights` index B is the tail.
     blocks: usize,
     /// Per slot: probability of the slot's own block (units of 2⁻³²) | alias block << 33.
     slots: Vec<u64>,
-    /// Per block: U below accept\[b\]/2²⁴ accepts any point of the block.
-    accept: Vec<u32>,
+    /// Per slot: the packed descriptors of its own block and its alias (module docs), picked
+    /// by indexing with the coin's outcome (a select by mask is turned back into a branch on
+    /// the random coin by the compiler).
+    descriptors: Box<[[u64; 2]; SLOTS]>,
+    /// Per block: U below immediate\[b\]/2²⁴ accepts any point of the block; 0 for the tail
+    /// (index B), whose draws always take the full test.
+    immediate: Vec<u32>,
     /// Per block and the tail: the integer weight.
     weights: Vec<u64>,
     /// K, an exact dyadic rational.
     scale: f64,
+    /// ln K, for the floating-point stage.
+    log_scale: f64,
     /// q of the tail's geometric proposal, ρ = 1 − 2^−q.
     tail_bits: u32,
 }
@@ -131,13 +165,15 @@ impl AliasDiscreteGaussian {
             )));
         }
         let half_precision = d as f64 / (2.0 * n as f64);
-        let max_blocks = (1u64 << MAX_SLOT_BITS) - 1;
+        let max_blocks = SLOTS as u64 - 1;
         let width_bits = (0..64)
             .find(|&w| cover.div_ceil(1 << w) <= max_blocks)
             .expect("a 64-bit cover fits in 2^11 blocks of 2^53");
         let blocks = cover.div_ceil(1 << width_bits).max(1) as usize;
-        let slot_bits = (blocks as u64 + 1).next_power_of_two().trailing_zeros();
-        debug_assert!(slot_bits + COIN_BITS + width_bits + 1 + ACCEPT_BITS <= 64);
+        debug_assert!(
+            width_bits <= MAX_WIDTH_BITS,
+            "σ² ≤ 2^38 covers 8σ with 2^11 blocks of 2^12"
+        );
         let width = (1u64 << width_bits) as f64;
         let gamma = |x: u64| gamma_f64(x, half_precision);
         let end = (blocks as u64) << width_bits;
@@ -154,7 +190,7 @@ impl AliasDiscreteGaussian {
             .map(|b| width * exp_upper(gamma(b << width_bits)))
             .collect();
         masses.push(f64::from(tail_bits).exp2() * exp_upper(gamma(end)));
-        let total_units = (1u64 << slot_bits) * SLOT_UNITS;
+        let total_units = SLOTS as u64 * SLOT_UNITS;
         let total_mass: f64 = masses.iter().sum();
         let scale = (total_units - 4 * (blocks as u64 + 2)) as f64 / total_mass * (1.0 - MARGIN);
         let mut weights: Vec<u64> = masses
@@ -166,26 +202,29 @@ impl AliasDiscreteGaussian {
         // about 2⁻³⁰); every envelope only has to stay above f.
         weights[0] += spare;
 
-        let accept = (0..blocks)
+        let immediate: Vec<u32> = (0..blocks)
             .map(|b| {
                 let last = (((b as u64) + 1) << width_bits) - 1;
                 let p = exp_lower(gamma(last)) * width * scale / weights[b] as f64;
                 let t = (p * (1.0 - MARGIN) * f64::from(1u32 << ACCEPT_BITS)).floor();
                 t.clamp(0.0, f64::from(1u32 << ACCEPT_BITS)) as u32
             })
+            .chain([0])
             .collect();
         let mut padded = weights.clone();
-        padded.resize(1 << slot_bits, 0);
+        padded.resize(SLOTS, 0);
+        let slots = alias_table(&padded);
         Ok(Self {
             sigma2,
             half_precision,
-            slot_bits,
             width_bits,
             blocks,
-            slots: alias_table(&padded),
-            accept,
+            descriptors: descriptors(&slots, &immediate, width_bits),
+            slots,
+            immediate,
             weights,
             scale,
+            log_scale: libm::log(scale),
             tail_bits,
         })
     }
@@ -199,40 +238,96 @@ impl AliasDiscreteGaussian {
     /// 99% of draws).
     pub fn sample(&self, rng: &mut DpRng) -> i64 {
         loop {
-            let mut word = rng.next_u64();
-            let mut take = |bits: u32| {
-                let out = word & ((1u64 << bits) - 1);
-                word >>= bits;
-                out
-            };
-            let slot = take(self.slot_bits) as usize;
-            let coin = take(COIN_BITS);
-            let offset = take(self.width_bits);
-            let negative = take(1) == 1;
-            let u_prefix = take(ACCEPT_BITS);
-            let block = self.block(rng, slot, coin);
-            let x = if block < self.blocks {
-                let x = ((block as u64) << self.width_bits) | offset;
-                if u_prefix >= u64::from(self.accept[block])
-                    && !self.accept_in_block(rng, block, x, u_prefix)
-                {
-                    continue;
-                }
-                x
-            } else {
-                match self.tail(rng, u_prefix) {
-                    Some(x) => x,
-                    None => continue,
-                }
-            };
-            if negative && x == 0 {
-                continue;
+            let word = rng.next_u64();
+            if let Some(y) = self.from_word(word, rng) {
+                return y;
             }
-            let Ok(y) = i64::try_from(x) else { continue };
-            // ±y without a branch on the random sign.
-            let minus = -i64::from(negative);
-            return (y ^ minus) - minus;
         }
+    }
+
+    /// Fills `out` with independent exact samples, the same law as [`Self::sample`] but drawn
+    /// in bulk: per block of [`BULK`] samples, one word each comes from the stream in one fill
+    /// (ChaCha20 makes four blocks at a time; a call per word costs about as much as the rest
+    /// of the draw), then a branch-free pass keeps every draw that the immediate test accepts
+    /// (about 99%) and notes the others, which a second pass finishes as [`Self::sample`]
+    /// would from the same word, taking their further words from the stream after the block's.
+    /// Every word is used by one draw only, so the draws stay independent; the result depends
+    /// only on the stream.
+    ///
+    /// The samples are written as `f64`, which holds them exactly: a draw of magnitude 2⁵³
+    /// would need its geometric tail to run through more than 2⁴⁷ words of the stream.
+    /// (Callers add them to other `f64` integers, where `i64` would need scalar conversions.)
+    pub fn fill(&self, out: &mut [f64], rng: &mut DpRng) {
+        // Two spare bytes let every word be read as a `u64` (its top 16 bits unused).
+        let mut bytes = [0u8; WORD_BYTES * BULK + 2];
+        let word = |bytes: &[u8], i: usize| {
+            u64::from_le_bytes(bytes[WORD_BYTES * i..][..8].try_into().expect("8 bytes"))
+        };
+        let mut deferred = [0u16; BULK];
+        for block in out.chunks_mut(BULK) {
+            rng.as_rng()
+                .fill_bytes(&mut bytes[..WORD_BYTES * block.len()]);
+            let mut pending = 0;
+            for (i, y) in block.iter_mut().enumerate() {
+                let f = self.fields(word(&bytes, i));
+                let pair = &self.descriptors[f.slot];
+                let threshold = pair[0] >> THRESHOLD_SHIFT;
+                let own = f.coin < threshold;
+                // A tie may go either way (the next 16 coin bits decide): finished later.
+                let tie = f.coin == threshold;
+                let d = pair[usize::from(!own)];
+                let x = (d & FIRST_MASK) | f.offset;
+                // The tail's threshold is 0: its draws are always finished in the second pass.
+                let decided = !tie
+                    & (f.u_prefix < (d >> FIRST_BITS) & IMMEDIATE_MASK)
+                    & !(f.negative & (x == 0));
+                *y = signed(x as i64, f.negative) as f64;
+                // Unconditional store, conditional advance: no branch on a random bit.
+                deferred[pending] = i as u16;
+                pending += usize::from(!decided);
+            }
+            for &i in &deferred[..pending] {
+                let i = usize::from(i);
+                block[i] = self
+                    .from_word(word(&bytes, i), rng)
+                    .unwrap_or_else(|| self.sample(rng)) as f64;
+            }
+        }
+    }
+
+    /// The fields of one attempt's word (module docs, "Bits per draw").
+    #[inline(always)]
+    fn fields(&self, word: u64) -> Fields {
+        Fields {
+            slot: (word as usize) & (SLOTS - 1),
+            coin: (word >> COIN_SHIFT) & ((1 << COIN_BITS) - 1),
+            negative: (word >> SIGN_SHIFT) & 1 == 1,
+            u_prefix: (word >> U_SHIFT) & IMMEDIATE_MASK,
+            offset: (word >> OFFSET_SHIFT) & ((1 << self.width_bits) - 1),
+        }
+    }
+
+    /// One attempt from its first word (and further words of `rng` where the word alone does
+    /// not decide): the sample, or `None` when the proposal is rejected.
+    #[inline(always)]
+    fn from_word(&self, word: u64, rng: &mut DpRng) -> Option<i64> {
+        let f = self.fields(word);
+        let block = self.block(rng, f.slot, f.coin);
+        let x = if block < self.blocks {
+            let x = ((block as u64) << self.width_bits) | f.offset;
+            if f.u_prefix >= u64::from(self.immediate[block])
+                && !self.accept_in_block(rng, block, x, f.u_prefix)
+            {
+                return None;
+            }
+            x
+        } else {
+            self.tail(rng, f.u_prefix)?
+        };
+        if f.negative && x == 0 {
+            return None;
+        }
+        Some(signed(i64::try_from(x).ok()?, f.negative))
     }
 
     /// The block of alias slot `slot` for a coin whose first 16 bits are `coin`: the slot's
@@ -245,9 +340,8 @@ impl AliasDiscreteGaussian {
         } else {
             coin < prob >> COIN_BITS
         };
-        // `own` is a coin that no branch predictor learns: select by mask, not by a branch.
         let alias = (entry >> PROB_BITS) as usize;
-        alias ^ ((alias ^ slot) & usize::from(own).wrapping_neg())
+        if own { slot } else { alias }
     }
 
     fn gamma(&self, x: u64) -> f64 {
@@ -291,7 +385,7 @@ impl AliasDiscreteGaussian {
         envelope: impl FnOnce() -> BigRational,
     ) -> bool {
         let gamma = self.gamma(x);
-        let (log_scale, log_weight) = (libm::log(self.scale), libm::log(weight as f64));
+        let (log_scale, log_weight) = (self.log_scale, libm::log(weight as f64));
         let log_p = log_scale + log_envelope - log_weight - gamma;
         let magnitude = log_scale.abs() + log_envelope + log_weight.abs() + gamma;
         uniform_below(rng, u_prefix, ACCEPT_BITS, log_p, magnitude, || ExpProb {
@@ -336,6 +430,44 @@ impl AliasDiscreteGaussian {
         );
         accepted.then_some(x)
     }
+}
+
+/// The fields of one attempt's word.
+struct Fields {
+    slot: usize,
+    coin: u64,
+    offset: u64,
+    negative: bool,
+    u_prefix: u64,
+}
+
+/// Per slot, the packed descriptors (module docs) of its own block and of its alias: the
+/// block's first point, its immediate threshold (0 for the tail, index B) and the slot's coin
+/// threshold, the first 16 of the 33 bits of its probability.
+fn descriptors(slots: &[u64], immediate: &[u32], width_bits: u32) -> Box<[[u64; 2]; SLOTS]> {
+    let descriptor = |block: usize, threshold: u64| {
+        ((block as u64) << width_bits)
+            | u64::from(immediate[block]) << FIRST_BITS
+            | threshold << THRESHOLD_SHIFT
+    };
+    let mut out = Box::new([[0u64; 2]; SLOTS]);
+    for (j, (&entry, pair)) in slots.iter().zip(out.iter_mut()).enumerate() {
+        let threshold = (entry & PROB_MASK) >> COIN_BITS;
+        // A slot of weight 0 is never its own block (threshold 0): any block index will do.
+        let own = j.min(immediate.len() - 1);
+        *pair = [
+            descriptor(own, threshold),
+            descriptor((entry >> PROB_BITS) as usize, threshold),
+        ];
+    }
+    out
+}
+
+/// ±y without a branch on the random sign.
+#[inline(always)]
+fn signed(y: i64, negative: bool) -> i64 {
+    let minus = -i64::from(negative);
+    (y ^ minus) - minus
 }
 
 /// The alias coin's first 16 bits tie with the slot threshold's (probability 2⁻¹⁶): the next
