@@ -239,7 +239,7 @@ impl AliasDiscreteGaussian {
     pub fn sample(&self, rng: &mut DpRng) -> i64 {
         loop {
             let word = rng.next_u64();
-            if let Some(y) = self.from_word(word, rng) {
+            if let Some(y) = self.attempt(word, rng) {
                 return y;
             }
         }
@@ -281,15 +281,16 @@ impl AliasDiscreteGaussian {
                 let decided = !tie
                     & (f.u_prefix < (d >> FIRST_BITS) & IMMEDIATE_MASK)
                     & !(f.negative & (x == 0));
-                *y = signed(x as i64, f.negative) as f64;
+                // x < 2²³: converted from 32 bits.
+                *y = f64::from(signed(x as i64, f.negative) as i32);
                 // Unconditional store, conditional advance: no branch on a random bit.
-                deferred[pending] = i as u16;
+                deferred[pending % BULK] = i as u16;
                 pending += usize::from(!decided);
             }
             for &i in &deferred[..pending] {
                 let i = usize::from(i);
                 block[i] = self
-                    .from_word(word(&bytes, i), rng)
+                    .attempt(word(&bytes, i), rng)
                     .unwrap_or_else(|| self.sample(rng)) as f64;
             }
         }
@@ -310,7 +311,7 @@ impl AliasDiscreteGaussian {
     /// One attempt from its first word (and further words of `rng` where the word alone does
     /// not decide): the sample, or `None` when the proposal is rejected.
     #[inline(always)]
-    fn from_word(&self, word: u64, rng: &mut DpRng) -> Option<i64> {
+    fn attempt(&self, word: u64, rng: &mut DpRng) -> Option<i64> {
         let f = self.fields(word);
         let block = self.block(rng, f.slot, f.coin);
         let x = if block < self.blocks {

@@ -21,7 +21,7 @@
 //! noise multiplier σ is relative to this adjusted Δ. The grid puts C at 2¹⁶–2¹⁷ grid units,
 //! coarser only where σ·Δ_g would exceed the exact sampler's range (about 2¹⁹), which makes
 //! g·√d a fraction of a percent of C for the built-in models. The draws come from
-//! [`AliasDiscreteGaussian`] (rejection from an alias-table envelope, exact, about one 64-bit
+//! [`AliasDiscreteGaussian`] (rejection from an alias-table envelope, exact, drawn in bulk from about one 48-bit
 //! word of the stream per draw). The accountants then compose `dp_sgd(σ, q, T)` exactly as for
 //! continuous noise. For one unsampled step this is sound: the multivariate discrete Gaussian
 //! with parameter σΔ_g per coordinate on an integer query of L2 sensitivity Δ_g is
