@@ -19,18 +19,18 @@
 //! Δ_g = C/g + √d grid units, i.e. Δ = C + g·√d in gradient units, and the noise is the
 //! discrete Gaussian with parameter σ·Δ_g (its σ² rounded UP to an integer). The reported
 //! noise multiplier σ is relative to this adjusted Δ. The grid puts C at 2¹⁶–2¹⁷ grid units,
-//! coarser only where σ·Δ_g would exceed the exact sampler's range (about 2¹⁹), which makes
-//! g·√d a fraction of a percent of C for the built-in models. The draws come from
-//! [`AliasDiscreteGaussian`] (rejection from an alias-table envelope, exact, drawn in bulk from about one 48-bit
-//! word of the stream per draw). The accountants then compose `dp_sgd(σ, q, T)` exactly as for
-//! continuous noise. For one unsampled step this is sound: the multivariate discrete Gaussian
-//! with parameter σΔ_g per coordinate on an integer query of L2 sensitivity Δ_g is
+//! coarser only where σ·Δ_g would exceed the exact sampler's range (about 2¹⁹), which makes g·√d a
+//! fraction of a percent of C for the built-in models. The draws come from
+//! [`AliasDiscreteGaussian`] (rejection from an alias-table envelope, exact, drawn in bulk from
+//! about one 48-bit word of the stream per draw). The accountants then compose `dp_sgd(σ, q, T)`
+//! exactly as for continuous noise. For one unsampled step this is sound: the multivariate discrete
+//! Gaussian with parameter σΔ_g per coordinate on an integer query of L2 sensitivity Δ_g is
 //! ½σ⁻²-zCDP, i.e. its Rényi divergences are at most those of the continuous Gaussian at every
-//! order (Canonne, Kamath, Steinke 2020, multivariate discrete Gaussian). For the Poisson-
-//! subsampled composition the accountants' Gaussian-specific analyses are applied to the
-//! discrete noise on the strength of CKS's finding that its (ε, δ) curve is essentially that of
-//! the continuous Gaussian — a close approximation rather than a proof. Rounding the noisy
-//! integers back to `f32` is post-processing.
+//! order (Canonne, Kamath, Steinke 2020, multivariate discrete Gaussian). For the
+//! Poisson-subsampled composition the accountants' Gaussian-specific analyses are applied to the
+//! discrete noise on the strength of CKS's finding that its (ε, δ) curve is essentially that of the
+//! continuous Gaussian — a close approximation rather than a proof. Rounding the noisy integers
+//! back to `f32` is post-processing.
 //!
 //! # Parallel draws
 //! A step's noise is cut into chunks of [`CHUNK`] coordinates, each drawn by one rayon task
