@@ -112,7 +112,7 @@ pub struct AliasDiscreteGaussian {
     /// by indexing with the coin's outcome (a select by mask is turned back into a branch on
     /// the random coin by the compiler).
     descriptors: Box<[[u64; 2]; SLOTS]>,
-    /// Per block: U below immediate\[b\]/2²⁴ accepts any point of the block; 0 for the tail
+    /// Per block: U below immediate\[b\]/2⁸ accepts any point of the block; 0 for the tail
     /// (index B), whose draws always take the full test.
     immediate: Vec<u32>,
     /// Per block and the tail: the integer weight.
@@ -283,7 +283,8 @@ impl AliasDiscreteGaussian {
                     & !(f.negative & (x == 0));
                 // x < 2²³: converted from 32 bits.
                 *y = f64::from(signed(x as i64, f.negative) as i32);
-                // Unconditional store, conditional advance: no branch on a random bit.
+                // Unconditional store, conditional advance: no branch on a random bit
+                // (pending ≤ i < BULK: the modulo only spares a bounds check).
                 deferred[pending % BULK] = i as u16;
                 pending += usize::from(!decided);
             }

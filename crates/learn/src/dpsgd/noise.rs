@@ -172,7 +172,7 @@ const NOISE_BLOCK: usize = 1024;
 
 /// Bound on |S/g| before rounding, far above any clipped sum on the grid (C is at most 2¹⁷
 /// grid units): clamping is 1-Lipschitz per coordinate, so it keeps the sensitivity bound,
-/// and it keeps the rounding below exact.
+/// and it keeps x where the rounding below is exact.
 const ROUND_LIMIT: f64 = (1u64 << 50) as f64;
 
 /// x rounded to the nearest integer (ties to even), as an `f64`; NaN (a diverged model) to 0.
