@@ -5,6 +5,8 @@
 
 use std::ops::Range;
 
+use multiversion::multiversion;
+
 /// `C = alpha · op(A) · op(B) + beta · C` for contiguous row-major matrices, single-threaded.
 ///
 /// `op(A)` is `m × k`: `A` is stored `m × k`, or `k × m` when `a_t`. `op(B)` is `k × n`: `B` is
@@ -347,6 +349,7 @@ impl UnfoldMap {
     }
 
     /// Unfolds one record `x` into `cols` (both as for [`Window::im2col`]).
+    #[inline]
     pub fn im2col(&self, x: &[f32], cols: &mut [f32]) {
         let x = &x[..self.in_len];
         for (c, &i) in cols[..self.src.len()].iter_mut().zip(&self.src) {
@@ -355,6 +358,7 @@ impl UnfoldMap {
     }
 
     /// Adds the unfolded gradient `cols` into `gx` (as for [`Window::col2im`]).
+    #[inline]
     pub fn col2im(&self, cols: &[f32], gx: &mut [f32]) {
         let gx = &mut gx[..self.in_len];
         for (&c, &i) in cols[..self.src.len()].iter().zip(&self.src) {
@@ -436,6 +440,7 @@ pub(crate) fn split_mut<'a, T>(
 }
 
 /// Sum of squares.
+#[multiversion(targets = "simd")]
 pub(crate) fn sq_norm(x: &[f32]) -> f32 {
     // 32 independent partial sums (four AVX registers, enough adds in flight to hide their
     // latency): a single running sum is a chain the compiler may not reorder (f32 addition is

@@ -25,6 +25,7 @@
 
 use std::sync::OnceLock;
 
+use multiversion::multiversion;
 use rand::RngCore;
 
 /// Layers of the ziggurat (a power of two: the layer is 7 bits of the word).
@@ -152,22 +153,7 @@ impl StandardNormal32 {
         for block in values.chunks_mut(BLOCK) {
             let bytes = &mut bytes[..4 * block.len()];
             rng.fill_bytes(bytes);
-            let mut pending = 0;
-            for (i, (v, w)) in block.iter_mut().zip(bytes.chunks_exact(4)).enumerate() {
-                let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                let layer = (word & 0x7f) as usize;
-                let position = word >> 8;
-                // Bit 7 of the word is the sign: moved onto the float's sign bit. (A 24-bit
-                // position converts as a signed integer: one instruction, unlike u32 → f32.)
-                let x = f32::from_bits(
-                    ((position as i32) as f32 * t.w32[layer]).to_bits() ^ ((word & 0x80) << 24),
-                );
-                let inside = position < t.k[layer];
-                *v += if inside { scale32 * x } else { 0.0 };
-                // Unconditional store, conditional advance: no branch on a random bit.
-                deferred[pending] = i as u16;
-                pending += usize::from(!inside);
-            }
+            let pending = add_inside(t, scale32, bytes, block, &mut deferred);
             for &i in &deferred[..pending] {
                 let i = usize::from(i);
                 let w = &bytes[4 * i..4 * i + 4];
@@ -176,6 +162,38 @@ impl StandardNormal32 {
             }
         }
     }
+}
+
+/// The fast pass of [`StandardNormal32::add_scaled`] over one block: adds `scale ·` every draw
+/// whose word lands inside its layer's rectangle and notes the indices of the others in
+/// `deferred`, returning how many those are. Compiled for each SIMD level and chosen at run
+/// time (the table lookups are gathers, which the baseline x86-64 build does not have).
+#[multiversion(targets = "simd")]
+fn add_inside(
+    t: &Tables,
+    scale: f32,
+    bytes: &[u8],
+    block: &mut [f32],
+    deferred: &mut [u16; BLOCK],
+) -> usize {
+    let mut pending = 0;
+    for (i, (v, w)) in block.iter_mut().zip(bytes.chunks_exact(4)).enumerate() {
+        let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let layer = (word & 0x7f) as usize;
+        let position = word >> 8;
+        // Bit 7 of the word is the sign: moved onto the float's sign bit. (A 24-bit
+        // position converts as a signed integer: one instruction, unlike u32 → f32.)
+        let x = f32::from_bits(
+            ((position as i32) as f32 * t.w32[layer]).to_bits() ^ ((word & 0x80) << 24),
+        );
+        let inside = position < t.k[layer];
+        *v += if inside { scale * x } else { 0.0 };
+        // Unconditional store, conditional advance: no branch on a random bit.
+        // (pending ≤ i < BLOCK: the modulo only spares a bounds check.)
+        deferred[pending % BLOCK] = i as u16;
+        pending += usize::from(!inside);
+    }
+    pending
 }
 
 /// Values per bulk block of [`StandardNormal32::add_scaled`]: its words (4 KiB) and the

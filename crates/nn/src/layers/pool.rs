@@ -1,5 +1,6 @@
 //! Max and average pooling over square windows (no padding).
 
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::{GradMode, Layer, LayerSpec};
@@ -64,6 +65,7 @@ struct RowMax {
 
 /// Max pooling of one `h × w` plane into `oh × ow` values `out` and plane indices `arg`.
 /// Strict `>` keeps the first maximum in scan order (rows first, then the row within).
+#[inline(always)]
 fn max_plane(w: &Window, x: &[f32], rows: &mut RowMax, out: &mut [f32], arg: &mut [u32]) {
     let s = w.stride;
     for (iy, xr) in x.chunks_exact(w.w).enumerate() {
@@ -118,6 +120,7 @@ fn take_if_greater(v: &mut f32, a: &mut u32, u: f32, at: u32) {
 /// i over the row maxima at `i, i + w, …`. Positions whose window wraps past a row end are
 /// computed and dropped. Long runs instead of `ow`-wide rows let the compiler vectorise; the
 /// scan order of ties (rows first, then within the row, strict `>`) is the same.
+#[inline(always)]
 fn max_plane_stride1(w: &Window, x: &[f32], rows: &mut RowMax, out: &mut [f32], arg: &mut [u32]) {
     let wd = w.w;
     // Row pass over every start i whose row window stays inside the plane.
@@ -156,6 +159,25 @@ fn max_plane_stride1(w: &Window, x: &[f32], rows: &mut RowMax, out: &mut [f32], 
     }
 }
 
+/// Max pooling of every plane of `xs` (planes of `h·w` values) into `ys` and `args`.
+/// Compiled for each SIMD level and chosen at run time: the baseline x86-64 build vectorises
+/// the comparisons 4 lanes wide, AVX-512 16.
+#[multiversion(targets = "simd")]
+fn max_planes(w: &Window, xs: &[f32], rows: &mut RowMax, ys: &mut [f32], args: &mut [u32]) {
+    let (plane, oplane) = (w.h * w.w, w.oh * w.ow);
+    for ((xp, yp), ap) in xs
+        .chunks_exact(plane)
+        .zip(ys.chunks_exact_mut(oplane))
+        .zip(args.chunks_exact_mut(oplane))
+    {
+        if w.stride == 1 {
+            max_plane_stride1(w, xp, rows, yp, ap);
+        } else {
+            max_plane(w, xp, rows, yp, ap);
+        }
+    }
+}
+
 impl Layer for MaxPool2d {
     fn spec(&self) -> LayerSpec {
         LayerSpec::MaxPool2d {
@@ -190,17 +212,7 @@ impl Layer for MaxPool2d {
             .zip(&mut self.rows[..])
             .for_each(|(((r, ys), args), rows)| {
                 let xs = &x.data()[r.start * w.c * plane..r.end * w.c * plane];
-                for ((xp, yp), ap) in xs
-                    .chunks_exact(plane)
-                    .zip(ys.chunks_exact_mut(oplane))
-                    .zip(args.chunks_exact_mut(oplane))
-                {
-                    if w.stride == 1 {
-                        max_plane_stride1(&w, xp, rows, yp, ap);
-                    } else {
-                        max_plane(&w, xp, rows, yp, ap);
-                    }
-                }
+                max_planes(&w, xs, rows, ys, args);
             });
     }
 
