@@ -349,6 +349,7 @@ impl UnfoldMap {
     }
 
     /// Unfolds one record `x` into `cols` (both as for [`Window::im2col`]).
+    // Inlined so that each SIMD version of its caller gets its own gather loop.
     #[inline]
     pub fn im2col(&self, x: &[f32], cols: &mut [f32]) {
         let x = &x[..self.in_len];
@@ -358,7 +359,6 @@ impl UnfoldMap {
     }
 
     /// Adds the unfolded gradient `cols` into `gx` (as for [`Window::col2im`]).
-    #[inline]
     pub fn col2im(&self, cols: &[f32], gx: &mut [f32]) {
         let gx = &mut gx[..self.in_len];
         for (&c, &i) in cols[..self.src.len()].iter().zip(&self.src) {
