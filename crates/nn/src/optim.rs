@@ -124,9 +124,8 @@ impl Optimizer for Sgd {
 /// One SGD update of one parameter: `w` from its gradient `g` (times `scale`) and velocity
 /// `v`. The three cases get a loop each: with the momentum and Nesterov tests inside one loop
 /// the compiler keeps it scalar, and this pass over every parameter then costs a tenth of a
-/// step of the MLP. Compiled for each SIMD level and chosen at run time (the baseline x86-64
-/// build has 4-lane vectors; results are the same on every path, as Rust never fuses a
-/// multiply and an add on its own).
+/// step of the MLP. Compiled for each SIMD level and chosen at run time (crate docs, "Vector
+/// width").
 #[multiversion(targets = "simd")]
 fn sgd_update(w: &mut [f32], g: &[f32], v: &mut [f32], hyper: [f32; 4], nesterov: bool) {
     let [lr, scale, wd, mu] = hyper;
@@ -205,8 +204,7 @@ impl Default for Adam {
 }
 
 /// One Adam update of one parameter: `w` from its gradient `g` (times `scale`) and moments
-/// `m`, `v`, with bias corrections `c1`, `c2`. Compiled for each SIMD level and chosen at run
-/// time, as [`sgd_update`].
+/// `m`, `v`, with bias corrections `c1`, `c2`. Compiled for each SIMD level, as [`sgd_update`].
 #[multiversion(targets = "simd")]
 fn adam_update(w: &mut [f32], g: &[f32], (m, v): (&mut [f32], &mut [f32]), hyper: [f32; 8]) {
     let [lr, scale, wd, b1, b2, c1, c2, eps] = hyper;
