@@ -479,5 +479,38 @@ mod tests {
         let cnn = ModelSpec::named("cnn", &[1, 28, 28], 10, &[]).unwrap();
         let macs = 64 * 16 * 196 + 256 * 32 * 25 + 512 * 32 + 320;
         assert_eq!(cnn.check().unwrap().flops_per_sample(), 2 * macs);
+        // Training: three times the forward, less conv1's input gradient (never computed).
+        let conv1 = 2 * 64 * 16 * 196;
+        assert_eq!(
+            cnn.check().unwrap().train_flops_per_sample(),
+            3 * 2 * macs - conv1
+        );
+        assert_eq!(
+            spec.check().unwrap().train_flops_per_sample(),
+            2 * 2 * 4 * 3
+        );
+        // A residual block first: only its first inner layer skips the input gradient.
+        let linear = |n| crate::layers::LayerSpec::Linear {
+            in_features: n,
+            out_features: n,
+        };
+        let res = ModelSpec {
+            name: "res".into(),
+            input_shape: vec![4],
+            layers: vec![
+                crate::layers::LayerSpec::Residual {
+                    layers: vec![linear(4), crate::layers::LayerSpec::Relu, linear(4)],
+                },
+                crate::layers::LayerSpec::Linear {
+                    in_features: 4,
+                    out_features: 3,
+                },
+            ],
+        };
+        let fwd = 2 * (16 + 16 + 12);
+        assert_eq!(
+            res.check().unwrap().train_flops_per_sample(),
+            3 * fwd - 2 * 16
+        );
     }
 }

@@ -164,6 +164,18 @@ impl Sequential {
         self.layers.iter().map(|l| l.flops()).sum()
     }
 
+    /// Floating-point operations of one record's training step as [`Sequential::backward`]
+    /// does it: the forward pass, the weight gradients (as many as the forward) and the input
+    /// gradients (as many again), less the input gradient of the first layer with parameters,
+    /// which is never computed. Counted as in [`Layer::flops`].
+    pub fn train_flops_per_sample(&self) -> u64 {
+        let skipped = self
+            .param_layers
+            .first()
+            .map_or(0, |&l| self.layers[l].input_grad_flops());
+        3 * self.flops_per_sample() - skipped
+    }
+
     /// Runs the model on a batch `[n, input_shape...]` and returns the outputs `[n, ...]`.
     /// The input and every activation are kept for [`Sequential::backward`].
     ///

@@ -109,6 +109,14 @@ pub trait Layer: Send + Sync + std::fmt::Debug {
         2 * macs as u64
     }
 
+    /// Floating-point operations of the gradient with respect to this layer's input, which
+    /// backward leaves out when nothing upstream learns (the model's first layer with
+    /// parameters): as many as the forward pass for Linear and Conv2d; a residual block's
+    /// first layer's.
+    fn input_grad_flops(&self) -> u64 {
+        self.flops()
+    }
+
     /// The parameters (empty for parameter-free layers).
     fn params(&self) -> Vec<&Param> {
         Vec::new()

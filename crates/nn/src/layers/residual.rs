@@ -155,6 +155,11 @@ impl Layer for Residual {
         self.layers.iter().map(|l| l.flops()).sum()
     }
 
+    fn input_grad_flops(&self) -> u64 {
+        // Without a wanted input gradient only the first inner layer skips its own.
+        self.layers.first().map_or(0, |l| l.input_grad_flops())
+    }
+
     fn params(&self) -> Vec<&Param> {
         self.layers.iter().flat_map(|l| l.params()).collect()
     }
