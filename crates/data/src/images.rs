@@ -36,13 +36,13 @@ pub(crate) struct ImageOptions {
 /// (without resizing), a declared shape that is not `[1 or 3, H, W]`, or a folder without
 /// images.
 pub(crate) fn read_image_folder(dir: &Path, opts: &ImageOptions) -> Result<Records, DataError> {
-    if let Some(shape) = &opts.shape {
-        if !matches!(shape.as_slice(), [1 | 3, h, w] if *h > 0 && *w > 0) {
-            return Err(DataError::Schema(format!(
-                "shape {shape:?} for an image folder must be [C, H, W] with C = 1 (grayscale) \
-                 or 3 (RGB)"
-            )));
-        }
+    if let Some(shape) = &opts.shape
+        && !matches!(shape.as_slice(), [1 | 3, h, w] if *h > 0 && *w > 0)
+    {
+        return Err(DataError::Schema(format!(
+            "shape {shape:?} for an image folder must be [C, H, W] with C = 1 (grayscale) \
+             or 3 (RGB)"
+        )));
     }
     let mut shape = opts.shape.clone();
     let mut x = Vec::new();

@@ -187,7 +187,7 @@ pub(crate) fn self_convolve_window(probs: &[f64], count: u64, start: u64, len: u
         .map(|n| {
             let t = (offset + n) % m;
             let c = z[t / 2];
-            let v = if t % 2 == 0 { c.re } else { c.im };
+            let v = if t.is_multiple_of(2) { c.re } else { c.im };
             (v * scale).max(0.0)
         })
         .collect()
@@ -258,7 +258,7 @@ mod tests {
             let mut r = m;
             assert!(m < 2 * n, "{m} wastes too much for {n}");
             for p in [2, 3] {
-                while r % p == 0 {
+                while r.is_multiple_of(p) {
                     r /= p;
                 }
             }

@@ -301,10 +301,10 @@ impl TrainConfig {
         if self.physical_batch == 0 {
             return Err(config_err("physical_batch must be >= 1, got 0"));
         }
-        if let Some(d) = self.ema {
-            if !(d > 0.0 && d < 1.0) {
-                return Err(config_err(format!("ema decay must be in (0, 1), got {d}")));
-            }
+        if let Some(d) = self.ema
+            && !(d > 0.0 && d < 1.0)
+        {
+            return Err(config_err(format!("ema decay must be in (0, 1), got {d}")));
         }
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
             return Err(config_err(format!(

@@ -134,7 +134,7 @@ pub fn nicv<T: Copy + Into<f64>>(
 
 /// Checks that `len` values make whole rows of `d`.
 fn check_rows(len: usize, d: usize) -> Result<(), LearnError> {
-    if d == 0 || len % d != 0 {
+    if d == 0 || !len.is_multiple_of(d) {
         return Err(LearnError::Shape {
             len,
             n: len / d.max(1),

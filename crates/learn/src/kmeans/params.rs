@@ -331,19 +331,19 @@ impl KMeansParams {
         if self.restarts == 0 {
             return Err(LearnError::invalid("restarts", "must be >= 1", 0));
         }
-        if let Init::Histogram { share } = self.init {
-            if !(share > 0.0 && share < 1.0) {
-                return Err(LearnError::invalid(
-                    "init share",
-                    "must be in (0, 1)",
-                    share,
-                ));
-            }
+        if let Init::Histogram { share } = self.init
+            && !(share > 0.0 && share < 1.0)
+        {
+            return Err(LearnError::invalid(
+                "init share",
+                "must be in (0, 1)",
+                share,
+            ));
         }
-        if let SplitRule::CountShare(s) = self.split {
-            if !(s > 0.0 && s < 1.0) {
-                return Err(LearnError::invalid("count share", "must be in (0, 1)", s));
-            }
+        if let SplitRule::CountShare(s) = self.split
+            && !(s > 0.0 && s < 1.0)
+        {
+            return Err(LearnError::invalid("count share", "must be in (0, 1)", s));
         }
         Ok(())
     }

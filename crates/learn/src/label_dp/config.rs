@@ -182,15 +182,15 @@ impl LabelDpConfig {
                 self.mechanism.name()
             )));
         }
-        if let Some(p) = self.postprocess {
-            if self.effective_postprocess().is_none() {
-                return Err(config_err(format!(
-                    "postprocess {} applies to task classification with mechanism laplace only, got task {} with mechanism {}",
-                    p.name(),
-                    self.task.name(),
-                    self.mechanism.name()
-                )));
-            }
+        if let Some(p) = self.postprocess
+            && self.effective_postprocess().is_none()
+        {
+            return Err(config_err(format!(
+                "postprocess {} applies to task classification with mechanism laplace only, got task {} with mechanism {}",
+                p.name(),
+                self.task.name(),
+                self.mechanism.name()
+            )));
         }
         match (self.mechanism, self.stages) {
             (LabelMechanism::RrPrior, Some(s)) if !(2..=MAX_STAGES).contains(&s) => {

@@ -290,7 +290,7 @@ pub fn perturb_records<T: FeatureValue>(
     budget: InputBudget,
     rng: &mut DpRng,
 ) -> Result<PerturbationReport, PerturbationError> {
-    if d == 0 || ranges.len() != d || x.len() % d != 0 {
+    if d == 0 || ranges.len() != d || !x.len().is_multiple_of(d) {
         return Err(invalid(format!(
             "{} feature ranges for records of {d} features ({} values)",
             ranges.len(),

@@ -126,7 +126,7 @@ impl OutputPerturbation {
     /// [`PerturbationError::Invalid`] naming the first bad row and its values.
     pub fn check_rows(&self, probs: &[f64]) -> Result<(), PerturbationError> {
         let k = self.classes;
-        if probs.len() % k != 0 {
+        if !probs.len().is_multiple_of(k) {
             return Err(invalid(format!(
                 "{} probabilities are not rows of {k} classes",
                 probs.len()
