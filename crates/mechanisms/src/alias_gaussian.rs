@@ -247,7 +247,7 @@ impl AliasDiscreteGaussian {
 
     /// Fills `out` with independent exact samples, the same law as [`Self::sample`] but drawn
     /// in bulk: per block of 512 samples, one 48-bit word each comes from the stream in one fill
-    /// (ChaCha20 makes four blocks at a time; a call per word costs about as much as the rest
+    /// (the stream is made 16 blocks at a time; a call per word costs about as much as the rest
     /// of the draw), then a branch-free pass keeps every draw that the immediate test accepts
     /// (about 99%) and notes the others, which a second pass finishes as [`Self::sample`]
     /// would from the same word, taking their further words from the stream after the block's.

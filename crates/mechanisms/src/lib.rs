@@ -12,6 +12,7 @@
 
 mod alias_gaussian;
 pub mod calibration;
+mod chacha;
 pub mod coins;
 pub mod discrete;
 pub mod event;
@@ -35,6 +36,7 @@ pub use calibration::{
     analytic_gaussian_delta, analytic_gaussian_sigma, classic_gaussian_sigma,
     discrete_gaussian_delta,
 };
+pub use chacha::ChaChaStream;
 pub use coins::Coins;
 pub use discrete::{DiscreteGaussianMechanism, DiscreteLaplaceMechanism};
 pub use event::PrivacyEvent;

@@ -7,15 +7,15 @@
 //! a weaker generator.
 
 use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::MechanismError;
+use crate::chacha::ChaChaStream;
 
 /// A ChaCha20 cryptographically secure generator that remembers whether it was seeded by a user.
 #[derive(Debug, Clone)]
 pub struct DpRng {
-    inner: ChaCha20Rng,
+    inner: ChaChaStream,
     seeded: bool,
 }
 
@@ -26,7 +26,7 @@ impl DpRng {
     /// [`MechanismError::Entropy`] when the operating system cannot supply entropy.
     pub fn from_os() -> Result<Self, MechanismError> {
         let inner =
-            ChaCha20Rng::try_from_os_rng().map_err(|e| MechanismError::Entropy(e.to_string()))?;
+            ChaChaStream::try_from_os_rng().map_err(|e| MechanismError::Entropy(e.to_string()))?;
         Ok(Self {
             inner,
             seeded: false,
@@ -37,7 +37,7 @@ impl DpRng {
     /// releases and are reported as seeded.
     pub fn seeded(seed: u64) -> Self {
         Self {
-            inner: ChaCha20Rng::seed_from_u64(seed),
+            inner: ChaChaStream::seed_from_u64(seed),
             seeded: true,
         }
     }
@@ -59,7 +59,7 @@ impl DpRng {
     /// Not flagged as seeded: the key is as secret as an operating-system seed.
     pub fn from_shared_key(key: [u8; 32]) -> Self {
         Self {
-            inner: ChaCha20Rng::from_seed(key),
+            inner: ChaChaStream::from_seed(key),
             seeded: false,
         }
     }
@@ -75,7 +75,7 @@ impl DpRng {
         let mut seed = [0u8; 32];
         self.inner.fill_bytes(&mut seed);
         Self {
-            inner: ChaCha20Rng::from_seed(seed),
+            inner: ChaChaStream::from_seed(seed),
             seeded: self.seeded,
         }
     }
@@ -128,17 +128,16 @@ impl DpRng {
     /// release it made).
     pub fn snapshot(&self) -> Option<RngSnapshot> {
         self.seeded.then(|| RngSnapshot {
-            key: self.inner.get_seed(),
-            stream: self.inner.get_stream(),
-            word_pos: self.inner.get_word_pos(),
+            key: self.inner.key(),
+            stream: self.inner.stream(),
+            word_pos: self.inner.word_pos(),
         })
     }
 
     /// The user-seeded generator at the position `snap` recorded: its next output is the one
     /// the snapshotted generator would have drawn next, so no draw is ever repeated.
     pub fn restore(snap: &RngSnapshot) -> Self {
-        let mut inner = ChaCha20Rng::from_seed(snap.key);
-        inner.set_stream(snap.stream);
+        let mut inner = ChaChaStream::new(snap.key, snap.stream);
         inner.set_word_pos(snap.word_pos);
         Self {
             inner,
@@ -147,7 +146,7 @@ impl DpRng {
     }
 
     /// Access as a `rand` generator, for shuffles and other non-release uses.
-    pub fn as_rng(&mut self) -> &mut ChaCha20Rng {
+    pub fn as_rng(&mut self) -> &mut ChaChaStream {
         &mut self.inner
     }
 }
@@ -177,10 +176,8 @@ impl std::fmt::Debug for StreamKey {
 impl StreamKey {
     /// Stream number `index` under this key, as a generator (seeded flag inherited).
     pub fn stream(&self, index: u64) -> DpRng {
-        let mut inner = ChaCha20Rng::from_seed(self.key);
-        inner.set_stream(index);
         DpRng {
-            inner,
+            inner: ChaChaStream::new(self.key, index),
             seeded: self.seeded,
         }
     }

@@ -139,7 +139,7 @@ impl StandardNormal32 {
     /// Adds `scale`·z to every value, with independent z ~ N(0, 1) drawn from `rng`.
     ///
     /// Works in blocks of [`BLOCK`] values: the block's first words come from the stream in
-    /// one bulk fill (ChaCha20 makes four blocks at once; a call per word costs as much as
+    /// one bulk fill (the stream is made 16 blocks at a time; a call per word costs as much as
     /// the arithmetic), then one branch-free pass accepts the ~97% of words that land inside
     /// their layer's rectangle, in `f32`, and notes the others; a second pass finishes those
     /// with [`Self::finish`] in `f64` (wedges and the tail), drawing their extra words from
