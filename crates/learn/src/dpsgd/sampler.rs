@@ -17,9 +17,8 @@
 //! interrupted one would have. The key must stay secret (the amplification by subsampling
 //! assumes the batch is hidden); it comes from the run's generator.
 
-use dpml_mechanisms::DpRng;
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha20Rng;
+use dpml_mechanisms::{ChaChaStream, DpRng};
+use rand::RngCore;
 use rayon::prelude::*;
 
 use super::error::{Result, config_err};
@@ -162,13 +161,22 @@ impl PoissonSampler {
             .enumerate()
             .for_each(|(p, words)| {
                 // Record i's word at step t is the 128-bit output number t·N + i of the key's
-                // stream (4 words of 32 bits each): one seek per piece, then a sequential read.
+                // stream (4 words of 32 bits each, read as two `u64`, the first the high
+                // half): one seek per piece, then the stream in bulk fills.
                 let first = p * PIECE;
-                let mut prf = ChaCha20Rng::from_seed(self.key.0);
+                let mut prf = ChaChaStream::new(self.key.0, 0);
                 prf.set_word_pos((u128::from(step) * self.n as u128 + first as u128) * 4);
-                for i in first..(first + PIECE).min(self.n) {
-                    let word = (u128::from(prf.next_u64()) << 64) | u128::from(prf.next_u64());
-                    words[(i - first) / 64] |= u64::from(word < t) << (i % 64);
+                let end = (first + PIECE).min(self.n);
+                let mut bytes = [0u8; 16 * FILL];
+                for start in (first..end).step_by(FILL) {
+                    let bytes = &mut bytes[..16 * FILL.min(end - start)];
+                    prf.fill_bytes(bytes);
+                    for (i, b) in (start..).zip(bytes.chunks_exact(16)) {
+                        let (hi, lo) = b.split_at(8);
+                        let word = u128::from(u64::from_le_bytes(hi.try_into().expect("8"))) << 64
+                            | u128::from(u64::from_le_bytes(lo.try_into().expect("8")));
+                        words[(i - first) / 64] |= u64::from(word < t) << (i % 64);
+                    }
                 }
             });
         for (w, &word) in bits.iter().enumerate() {
@@ -186,6 +194,8 @@ impl PoissonSampler {
 
 /// Records per parallel piece of a step's sampling (a multiple of 64: whole words of bits).
 const PIECE: usize = 4096;
+/// Records whose stream words are read in one fill (4 KiB).
+const FILL: usize = 256;
 
 /// ⌊q·2¹²⁸⌋ for q in (0, 1), exactly: q = m·2^e with m the 53-bit significand.
 fn threshold(q: f64) -> u128 {
@@ -209,6 +219,7 @@ fn threshold(q: f64) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
 
     fn key(seed: u64) -> SamplingKey {
         SamplingKey::from_rng(&mut DpRng::seeded(seed))
@@ -326,7 +337,8 @@ mod tests {
         let (n, q, step) = (2 * PIECE + 77, 0.3, 5u64);
         let s = PoissonSampler::new(n, q, key(9)).unwrap();
         let t = threshold(q);
-        let mut prf = ChaCha20Rng::from_seed(s.key.0);
+        // rand_chacha's ChaCha20, independently of the sampler's.
+        let mut prf = rand_chacha::ChaCha20Rng::from_seed(s.key.0);
         prf.set_word_pos(u128::from(step) * n as u128 * 4);
         let want: Vec<usize> = (0..n)
             .filter(|_| ((u128::from(prf.next_u64()) << 64) | u128::from(prf.next_u64())) < t)
