@@ -50,10 +50,12 @@
 //! - A. Walker. *An Efficient Method for Generating Discrete Random Variables with General
 //!   Distributions.* ACM TOMS 1977; M. Vose, IEEE TSE 1991 (the alias table).
 
+use multiversion::multiversion;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use rand::RngCore;
 
+use crate::bulk::for_each_flagged;
 use crate::exp_compare::{ExpProb, uniform_below};
 use crate::validate::invalid;
 use crate::{DpRng, MechanismError, Rational};
@@ -260,52 +262,22 @@ impl AliasDiscreteGaussian {
     pub fn fill(&self, out: &mut [f64], rng: &mut DpRng) {
         // Two spare bytes let every word be read as a `u64` (its top 16 bits unused).
         let mut bytes = [0u8; WORD_BYTES * BULK + 2];
-        let word = |bytes: &[u8], i: usize| {
-            u64::from_le_bytes(bytes[WORD_BYTES * i..][..8].try_into().expect("8 bytes"))
-        };
-        let mut deferred = [0u16; BULK];
+        let mut undecided = [0u8; BULK];
         for block in out.chunks_mut(BULK) {
             rng.as_rng()
                 .fill_bytes(&mut bytes[..WORD_BYTES * block.len()]);
-            let mut pending = 0;
-            for (i, y) in block.iter_mut().enumerate() {
-                let f = self.fields(word(&bytes, i));
-                let pair = &self.descriptors[f.slot];
-                let threshold = pair[0] >> THRESHOLD_SHIFT;
-                let own = f.coin < threshold;
-                // A tie may go either way (the next 16 coin bits decide): finished later.
-                let tie = f.coin == threshold;
-                let d = pair[usize::from(!own)];
-                let x = (d & FIRST_MASK) | f.offset;
-                // The tail's threshold is 0: its draws are always finished in the second pass.
-                let decided = !tie
-                    & (f.u_prefix < (d >> FIRST_BITS) & IMMEDIATE_MASK)
-                    & !(f.negative & (x == 0));
-                // x < 2²³: converted from 32 bits.
-                *y = f64::from(signed(x as i64, f.negative) as i32);
-                // Unconditional store, conditional advance: no branch on a random bit
-                // (pending ≤ i < BULK: the modulo only spares a bounds check).
-                deferred[pending % BULK] = i as u16;
-                pending += usize::from(!decided);
-            }
-            for &i in &deferred[..pending] {
-                let i = usize::from(i);
+            decide(
+                &self.descriptors,
+                self.width_bits,
+                &bytes,
+                block,
+                &mut undecided,
+            );
+            for_each_flagged(&undecided[..block.len()], |i| {
                 block[i] = self
                     .attempt(word(&bytes, i), rng)
                     .unwrap_or_else(|| self.sample(rng)) as f64;
-            }
-        }
-    }
-
-    /// The fields of one attempt's word (module docs, "Bits per draw").
-    #[inline(always)]
-    fn fields(&self, word: u64) -> Fields {
-        Fields {
-            slot: (word as usize) & (SLOTS - 1),
-            coin: (word >> COIN_SHIFT) & ((1 << COIN_BITS) - 1),
-            negative: (word >> SIGN_SHIFT) & 1 == 1,
-            u_prefix: (word >> U_SHIFT) & IMMEDIATE_MASK,
-            offset: (word >> OFFSET_SHIFT) & ((1 << self.width_bits) - 1),
+            });
         }
     }
 
@@ -313,7 +285,7 @@ impl AliasDiscreteGaussian {
     /// not decide): the sample, or `None` when the proposal is rejected.
     #[inline(always)]
     fn attempt(&self, word: u64, rng: &mut DpRng) -> Option<i64> {
-        let f = self.fields(word);
+        let f = Fields::of(word, self.width_bits);
         let block = self.block(rng, f.slot, f.coin);
         let x = if block < self.blocks {
             let x = ((block as u64) << self.width_bits) | f.offset;
@@ -441,6 +413,59 @@ struct Fields {
     offset: u64,
     negative: bool,
     u_prefix: u64,
+}
+
+impl Fields {
+    /// The fields of one attempt's word (module docs, "Bits per draw"), for blocks of
+    /// 2^`width_bits` points.
+    #[inline(always)]
+    fn of(word: u64, width_bits: u32) -> Self {
+        Self {
+            slot: (word as usize) & (SLOTS - 1),
+            coin: (word >> COIN_SHIFT) & ((1 << COIN_BITS) - 1),
+            negative: (word >> SIGN_SHIFT) & 1 == 1,
+            u_prefix: (word >> U_SHIFT) & IMMEDIATE_MASK,
+            offset: (word >> OFFSET_SHIFT) & ((1 << width_bits) - 1),
+        }
+    }
+}
+
+/// Attempt i's word: the `WORD_BYTES` bytes from 6·i, read as a `u64` (its top 16 bits unused).
+#[inline(always)]
+fn word(bytes: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(bytes[WORD_BYTES * i..][..8].try_into().expect("8 bytes"))
+}
+
+/// The first pass of [`AliasDiscreteGaussian::fill`] over one block: every draw that its word
+/// decides (the alias coin not tied, the immediate test passed, not a negative zero) is
+/// written to `out`; the others are flagged (1 in `undecided`, else 0) for the second pass.
+/// No branch on a random bit; compiled for each SIMD level and chosen at run time (the
+/// descriptor look-ups are gathers, which the baseline x86-64 build does not have).
+#[multiversion(targets = "simd")]
+fn decide(
+    descriptors: &[[u64; 2]; SLOTS],
+    width_bits: u32,
+    bytes: &[u8],
+    out: &mut [f64],
+    undecided: &mut [u8; BULK],
+) {
+    assert!(bytes.len() >= WORD_BYTES * out.len() + 2 && out.len() <= BULK);
+    for (i, (y, flag)) in out.iter_mut().zip(undecided.iter_mut()).enumerate() {
+        let f = Fields::of(word(bytes, i), width_bits);
+        let pair = &descriptors[f.slot];
+        let threshold = pair[0] >> THRESHOLD_SHIFT;
+        let own = f.coin < threshold;
+        // A tie may go either way (the next 16 coin bits decide): finished later.
+        let tie = f.coin == threshold;
+        let d = pair[usize::from(!own)];
+        let x = (d & FIRST_MASK) | f.offset;
+        // The tail's threshold is 0: its draws are always finished in the second pass.
+        let decided =
+            !tie & (f.u_prefix < (d >> FIRST_BITS) & IMMEDIATE_MASK) & !(f.negative & (x == 0));
+        // x < 2²³: converted from 32 bits.
+        *y = f64::from(signed(x as i64, f.negative) as i32);
+        *flag = u8::from(!decided);
+    }
 }
 
 /// Per slot, the packed descriptors (module docs) of its own block and of its alias: the

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 mod alias_gaussian;
+pub mod bulk;
 pub mod calibration;
 mod chacha;
 pub mod coins;

@@ -25,6 +25,7 @@
 
 use std::sync::OnceLock;
 
+use dpml_mechanisms::bulk::for_each_flagged;
 use multiversion::multiversion;
 use rand::RngCore;
 
@@ -154,7 +155,7 @@ impl StandardNormal32 {
             let bytes = &mut bytes[..4 * block.len()];
             rng.fill_bytes(bytes);
             add_inside(t, scale32, bytes, block, &mut outside);
-            for_each_marked(&outside[..block.len()], |i| {
+            for_each_flagged(&outside[..block.len()], |i| {
                 let w = &bytes[4 * i..4 * i + 4];
                 let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
                 block[i] += (scale * self.finish(word, rng)) as f32;
@@ -187,25 +188,6 @@ fn add_inside(t: &Tables, scale: f32, bytes: &[u8], block: &mut [f32], outside: 
         *v += if inside { scale * x } else { 0.0 };
         *out = u8::from(!inside);
     }
-}
-
-/// Calls `f(i)` for every i with `flags[i]` = 1 (the others 0), in ascending order: eight flags
-/// at a time, so the few marked ones cost a branch each and the rest almost nothing.
-fn for_each_marked(flags: &[u8], mut f: impl FnMut(usize)) {
-    let groups = flags.chunks_exact(8);
-    let rest = groups.remainder();
-    for (g, group) in groups.enumerate() {
-        let mut bits = u64::from_le_bytes(group.try_into().expect("8 flags"));
-        while bits != 0 {
-            f(8 * g + bits.trailing_zeros() as usize / 8);
-            bits &= bits - 1;
-        }
-    }
-    let base = flags.len() - rest.len();
-    rest.iter()
-        .enumerate()
-        .filter(|(_, flag)| **flag != 0)
-        .for_each(|(j, _)| f(base + j));
 }
 
 /// Values per bulk block of [`StandardNormal32::add_scaled`]: its words (4 KiB) and the
