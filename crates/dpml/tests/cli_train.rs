@@ -148,6 +148,31 @@ fn non_private_and_noise_multiplier_runs() {
     assert_eq!(sigma["noise_multiplier"], 1.0);
     assert_eq!(sigma["accountant"], "rdp");
     assert!(sigma["epsilon"].as_f64().unwrap() > 0.0);
+    // Private noise is exact by default: the report says so, with the sensitivity the grid
+    // adds to C; `--float-noise` draws floating-point noise at sensitivity C.
+    assert_eq!(sigma["exact_noise"], true, "{sigma}");
+    assert!(sigma["sensitivity"].as_f64().unwrap() > 1.0, "{sigma}");
+    assert_eq!(np["exact_noise"], false, "{np}");
+    let float = dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--noise-multiplier",
+        "1.0",
+        "--float-noise",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "30",
+        "--seed",
+        "2",
+        "--json",
+    ])
+    .json();
+    assert_eq!(float["exact_noise"], false, "{float}");
+    assert_eq!(float["sensitivity"], 1.0, "{float}");
 }
 
 #[test]
@@ -179,6 +204,18 @@ fn train_rejects_bad_input_by_name() {
     .assert_usage_error("0");
     base(&["--model", "logreg", "--epsilon", "NaN"]).assert_usage_error("NaN");
     base(&["--model", "logreg"]).assert_usage_error("--epsilon");
+    for flag in ["--exact-noise", "--float-noise"] {
+        base(&["--model", "logreg", "--non-private", flag]).assert_usage_error(flag);
+    }
+    base(&[
+        "--model",
+        "logreg",
+        "--epsilon",
+        "1",
+        "--exact-noise",
+        "--float-noise",
+    ])
+    .assert_usage_error("--float-noise");
     dpml(&[
         "train",
         "--dataset",

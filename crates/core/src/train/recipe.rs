@@ -64,8 +64,11 @@ pub struct RecipeOptions {
     pub schedule: Option<ScheduleChoice>,
     /// Accountant reporting (and calibrating) ε.
     pub accountant: Option<AccountantKind>,
-    /// Draw the noise from the exact discrete Gaussian.
+    /// Draw the noise from the exact discrete Gaussian (the default of private recipes; kept
+    /// for scripts that ask for it).
     pub exact_noise: bool,
+    /// Draw the noise from the floating-point Gaussian instead.
+    pub float_noise: bool,
     /// Largest number of records through the model at once.
     pub physical_batch: Option<usize>,
     /// Decay of an exponential moving average of the parameters.
@@ -114,7 +117,24 @@ impl RecipeOptions {
         if let Some(e) = self.ema {
             cfg.ema = Some(e as f32);
         }
-        cfg.exact_noise |= self.exact_noise;
+        if self.exact_noise || self.float_noise {
+            let flag = if self.exact_noise {
+                "--exact-noise"
+            } else {
+                "--float-noise"
+            };
+            if self.exact_noise && self.float_noise {
+                return Err(Error::usage(
+                    "--exact-noise and --float-noise exclude each other",
+                ));
+            }
+            if matches!(cfg.privacy, Privacy::NonPrivate) {
+                return Err(Error::usage(format!(
+                    "{flag} needs a private run (--epsilon or --noise-multiplier)"
+                )));
+            }
+            cfg.exact_noise = self.exact_noise;
+        }
         cfg.per_layer_clipping |= self.per_layer_clipping;
         let adam_momentum =
             |m: f64| Error::usage(format!("--momentum {m} applies to sgd, not adam"));

@@ -103,9 +103,13 @@ pub struct TrainingArgs {
     /// Accountant reporting (and calibrating) ε.
     #[arg(long, value_enum)]
     pub accountant: Option<AccountantArg>,
-    /// Draw the noise from the exact discrete Gaussian on a fine grid.
+    /// Draw the noise from the exact discrete Gaussian on a fine grid (the default of private
+    /// runs; accepted for scripts that ask for it).
     #[arg(long)]
     pub exact_noise: bool,
+    /// Draw the noise from the floating-point Gaussian instead of the exact discrete one.
+    #[arg(long, conflicts_with = "exact_noise")]
+    pub float_noise: bool,
     /// Largest number of records through the model at once (virtual batching).
     #[arg(long = "physical-batch-size", value_name = "N", alias = "physical-batch", value_parser = args::at_least_one)]
     pub physical_batch: Option<u64>,
@@ -150,6 +154,7 @@ impl TrainingArgs {
                 AccountantArg::Gdp => AccountantKind::Gdp,
             }),
             exact_noise: self.exact_noise,
+            float_noise: self.float_noise,
             physical_batch: self.physical_batch.map(|b| b as usize),
             ema: self.ema,
             per_layer_clipping: self.per_layer_clipping,

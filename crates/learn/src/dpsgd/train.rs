@@ -456,6 +456,7 @@ fn run_training(
         Noise::Exact(g) => g.sensitivity(),
         _ => crate::f32_json::decimal(cfg.max_grad_norm),
     });
+    let exact_noise = matches!(noise, Noise::Exact(_));
     let clip = match plan.noise_multiplier {
         None => None,
         Some(_) if cfg.per_layer_clipping => Some(ClipConfig::per_layer(cfg.max_grad_norm)?),
@@ -621,7 +622,7 @@ fn run_training(
         epochs: cfg.epochs,
         max_grad_norm: crate::f32_json::decimal(cfg.max_grad_norm),
         sensitivity,
-        exact_noise: cfg.exact_noise,
+        exact_noise,
         samples_per_sec: if state.loop_seconds > 0.0 {
             state.samples as f64 / state.loop_seconds
         } else {
