@@ -181,7 +181,7 @@ class _DPSGDClassifier(_NetworkClassifier):
 
 class DPMLPClassifier(_DPSGDClassifier):
     """A multilayer perceptron trained with DP-SGD (Poisson sampling, per-example clipping to
-    ``max_grad_norm``, Gaussian noise), from ``dpml train``'s tabular recipe.
+    ``max_grad_norm``, exact discrete Gaussian noise), from ``dpml train``'s tabular recipe.
 
     Give ``epsilon`` (the noise is calibrated so that the final epsilon at ``delta`` does not
     exceed it, PLD accountant) or ``noise_multiplier``. Features are min-max scaled from the

@@ -153,24 +153,7 @@ fn non_private_and_noise_multiplier_runs() {
     assert_eq!(sigma["exact_noise"], true, "{sigma}");
     assert!(sigma["sensitivity"].as_f64().unwrap() > 1.0, "{sigma}");
     assert_eq!(np["exact_noise"], false, "{np}");
-    let float = dpml(&[
-        "train",
-        "--dataset",
-        "iris",
-        "--model",
-        "logreg",
-        "--noise-multiplier",
-        "1.0",
-        "--float-noise",
-        "--epochs",
-        "1",
-        "--batch-size",
-        "30",
-        "--seed",
-        "2",
-        "--json",
-    ])
-    .json();
+    let float = iris_run(&["--float-noise", "--seed", "2"]).json();
     assert_eq!(float["exact_noise"], false, "{float}");
     assert_eq!(float["sensitivity"], 1.0, "{float}");
 }
