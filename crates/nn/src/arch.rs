@@ -513,4 +513,20 @@ mod tests {
             3 * fwd - 2 * 16
         );
     }
+
+    /// The working-set estimate: the input, every output with its gradient, and the
+    /// convolutions' unfolded inputs and per-sample gradients.
+    #[test]
+    fn floats_per_record_count_outputs_gradients_and_conv_state() {
+        let cnn = ModelSpec::named("cnn", &[1, 28, 28], 10, &[]).unwrap();
+        // Outputs: conv1 16·14·14, relu, pool 16·13·13, conv2 32·5·5, relu, pool 32·4·4,
+        // flatten 512, linear 32, relu, linear 10; each with its gradient.
+        let outputs = 3136 + 3136 + 2704 + 800 + 800 + 512 + 512 + 32 + 32 + 10;
+        // conv1: unfolded 64·196 and 16·64 + 16; conv2: unfolded 256·25 and 32·256 + 32.
+        let conv = 64 * 196 + 1040 + 256 * 25 + 8224;
+        assert_eq!(
+            cnn.check().unwrap().floats_per_record(),
+            784 + 2 * outputs + conv
+        );
+    }
 }

@@ -176,6 +176,18 @@ impl Sequential {
         3 * self.flops_per_sample() - skipped
     }
 
+    /// Values a training step keeps per record: the input and what every layer keeps
+    /// ([`Layer::floats_per_record`]). An estimate of the working set.
+    pub fn floats_per_record(&self) -> usize {
+        let input: usize = self.spec.input_shape.iter().product();
+        input
+            + self
+                .layers
+                .iter()
+                .map(|l| l.floats_per_record())
+                .sum::<usize>()
+    }
+
     /// Runs the model on a batch `[n, input_shape...]` and returns the outputs `[n, ...]`.
     /// The input and every activation are kept for [`Sequential::backward`].
     ///

@@ -110,7 +110,8 @@ pub struct TrainingArgs {
     /// Draw the noise from the floating-point Gaussian instead of the exact discrete one.
     #[arg(long, conflicts_with = "exact_noise")]
     pub float_noise: bool,
-    /// Largest number of records through the model at once (virtual batching).
+    /// Largest number of records through the model at once (virtual batching; models that keep
+    /// much per record, such as convolutions, use fewer, about 32 MiB of state a chunk).
     #[arg(long = "physical-batch-size", value_name = "N", alias = "physical-batch", value_parser = args::at_least_one)]
     pub physical_batch: Option<u64>,
     /// Evaluate an exponential moving average of the parameters with this decay.

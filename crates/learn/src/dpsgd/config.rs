@@ -183,7 +183,8 @@ pub struct TrainConfig {
     /// [`super::noise`]), the default; `false` draws floating-point Gaussian noise. No effect on
     /// a non-private run.
     pub exact_noise: bool,
-    /// At most this many records go through the model at once (virtual batching). JSON
+    /// At most this many records go through the model at once (virtual batching; fewer where
+    /// the model keeps much per record, about 32 MiB of state per chunk at most). JSON
     /// `physical_batch_size` as the CLI's `--physical-batch-size`; `physical_batch` is still read.
     #[serde(rename = "physical_batch_size", alias = "physical_batch")]
     pub physical_batch: usize,

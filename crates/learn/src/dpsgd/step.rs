@@ -29,6 +29,19 @@ use super::objective::Objective;
 use super::sampler::{PoissonSampler, Shard};
 use super::step_hook::{StepContext, StepHook};
 
+/// Values of per-record state (8 Mi `f32`, 32 MiB) that one physical chunk keeps at most.
+/// Models that carry much per record between the forward and backward passes (`cnn`: its
+/// convolutions' unfolded inputs and per-sample gradients, about 52k values a record) run
+/// faster in chunks that stay nearer the caches: on the 2-core Xeon, at batch 256, chunks of
+/// 96–160 records made private CNN steps 7–12% faster than the whole batch at once, while the
+/// MLP (about 3k values a record) is fastest in one chunk, which this bound leaves it.
+const CHUNK_FLOATS: usize = 1 << 23;
+
+/// The most records a physical chunk of `model` holds by [`CHUNK_FLOATS`] (at least 32).
+fn cache_friendly_chunk(model: &Sequential) -> usize {
+    (CHUNK_FLOATS / model.floats_per_record().max(1)).max(32)
+}
+
 /// What one step saw (on private data: diagnostics for the operator, not a private release).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct StepStats {
@@ -80,13 +93,14 @@ impl Stepper {
         input: InputTransform,
     ) -> Self {
         let mode = clip.map_or(BackwardMode::NonPrivate, BackwardMode::Private);
+        let chunk = cache_friendly_chunk(&model);
         Self {
             model,
             optimizer,
             sampler,
             noise,
             mode,
-            physical_batch: physical_batch.max(1),
+            physical_batch: physical_batch.min(chunk).max(1),
             input,
             start_layer: 0,
             idx: Vec::new(),

@@ -364,6 +364,10 @@ impl Layer for Conv2d {
         }
     }
 
+    fn floats_per_record(&self) -> usize {
+        2 * self.out_ch * self.win.t() + self.win.d() * self.win.t() + self.grad_len()
+    }
+
     fn accumulate_clipped(&mut self, x: &Tensor, gy: &Tensor, factors: &[f32]) {
         let (n, win, p) = (x.batch(), self.win, self.out_ch);
         let (d, t) = (win.d(), win.t());

@@ -109,6 +109,15 @@ pub trait Layer: Send + Sync + std::fmt::Debug {
         2 * macs as u64
     }
 
+    /// Values a training step keeps per record for this layer, from the forward pass to the
+    /// end of the backward pass: its output and that output's gradient, and a convolution's
+    /// unfolded input and per-sample gradient too (a residual block: its own and its layers').
+    /// An estimate of the working set, for choosing how many records go through the model at
+    /// once.
+    fn floats_per_record(&self) -> usize {
+        2 * self.out_shape().iter().product::<usize>()
+    }
+
     /// Floating-point operations of the gradient with respect to this layer's input, which
     /// backward leaves out when nothing upstream learns (the model's first layer with
     /// parameters): as many as the forward pass for Linear and Conv2d; a residual block's

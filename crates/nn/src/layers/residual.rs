@@ -155,6 +155,15 @@ impl Layer for Residual {
         self.layers.iter().map(|l| l.flops()).sum()
     }
 
+    fn floats_per_record(&self) -> usize {
+        let own = 2 * self.out_shape().iter().product::<usize>();
+        own + self
+            .layers
+            .iter()
+            .map(|l| l.floats_per_record())
+            .sum::<usize>()
+    }
+
     fn input_grad_flops(&self) -> u64 {
         // Without a wanted input gradient only the first inner layer skips its own.
         self.layers.first().map_or(0, |l| l.input_grad_flops())
