@@ -364,8 +364,8 @@ impl Layer for Conv2d {
         }
     }
 
-    fn floats_per_record(&self) -> usize {
-        2 * self.out_ch * self.win.t() + self.win.d() * self.win.t() + self.grad_len()
+    fn own_floats_per_record(&self) -> usize {
+        self.win.d() * self.win.t() + self.grad_len()
     }
 
     fn accumulate_clipped(&mut self, x: &Tensor, gy: &Tensor, factors: &[f32]) {

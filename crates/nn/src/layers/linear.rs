@@ -156,12 +156,12 @@ impl Layer for Linear {
         // c = 0 marks a dropped sample (non-finite norm): its x row may be non-finite, so it
         // must not enter the GEMM at all. The common case drops nothing and uses x in place;
         // otherwise the kept rows of x are gathered (a copy of the size of `scaled`).
-        let gather_x = factors.contains(&0.0);
         let mut scaled = std::mem::take(&mut self.scaled);
         let mut kept_x = std::mem::take(&mut self.kept_x);
         let mut kept = std::mem::take(&mut self.kept);
         kept.clear();
         kept.extend((0..factors.len()).filter(|&i| factors[i] != 0.0));
+        let gather_x = kept.len() < factors.len();
         // The rows in parallel: on a wide layer this copy is a few percent of a step.
         let rows = rows_per_task(self.inp + self.out);
         scaled.resize(kept.len() * self.out, 0.0);

@@ -110,12 +110,17 @@ pub trait Layer: Send + Sync + std::fmt::Debug {
     }
 
     /// Values a training step keeps per record for this layer, from the forward pass to the
-    /// end of the backward pass: its output and that output's gradient, and a convolution's
-    /// unfolded input and per-sample gradient too (a residual block: its own and its layers').
-    /// An estimate of the working set, for choosing how many records go through the model at
-    /// once.
+    /// end of the backward pass: its output and that output's gradient, and what the layer
+    /// keeps of its own ([`Layer::own_floats_per_record`]). An estimate of the working set,
+    /// for choosing how many records go through the model at once.
     fn floats_per_record(&self) -> usize {
-        2 * self.out_shape().iter().product::<usize>()
+        2 * self.out_shape().iter().product::<usize>() + self.own_floats_per_record()
+    }
+
+    /// Values this layer keeps per record besides its output and that output's gradient: a
+    /// convolution's unfolded input and per-sample gradient, a residual block's layers.
+    fn own_floats_per_record(&self) -> usize {
+        0
     }
 
     /// Floating-point operations of the gradient with respect to this layer's input, which

@@ -155,13 +155,8 @@ impl Layer for Residual {
         self.layers.iter().map(|l| l.flops()).sum()
     }
 
-    fn floats_per_record(&self) -> usize {
-        let own = 2 * self.out_shape().iter().product::<usize>();
-        own + self
-            .layers
-            .iter()
-            .map(|l| l.floats_per_record())
-            .sum::<usize>()
+    fn own_floats_per_record(&self) -> usize {
+        self.layers.iter().map(|l| l.floats_per_record()).sum()
     }
 
     fn input_grad_flops(&self) -> u64 {
