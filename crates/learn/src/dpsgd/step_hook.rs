@@ -34,8 +34,8 @@ pub struct StepContext {
 }
 
 /// Called once before training, then around the noise of every private step (never on
-/// non-private steps).
-pub trait StepHook {
+/// non-private steps). `Send`: a step runs on a thread of the rayon pool.
+pub trait StepHook: Send {
     /// Called once on the freshly initialised model before the first step: a hook may set the
     /// initial parameters (an auditor's worst-case initialisation). DP-SGD's guarantee holds
     /// for every initialisation chosen without the private data.
