@@ -256,6 +256,19 @@ impl Sequential {
         Ok(&self.acts[self.layers.len()])
     }
 
+    /// As [`Sequential::forward_from`], taking the batch's buffer rather than copying it: `x`
+    /// gets the buffer the model held before (contents unspecified) for the caller to reuse.
+    ///
+    /// # Errors
+    /// As [`Sequential::forward_from`] (and `x` is then left as it was).
+    pub fn forward_from_taking(&mut self, start: usize, x: &mut Tensor) -> Result<&Tensor> {
+        self.check_prefix(start)?;
+        self.check_batch(x, start)?;
+        std::mem::swap(&mut self.acts[start], x);
+        self.run_layers(start, self.layers.len());
+        Ok(&self.acts[self.layers.len()])
+    }
+
     fn check_prefix(&self, k: usize) -> Result<()> {
         let p = self.fixed_prefix_len();
         if k > p {
@@ -390,7 +403,12 @@ impl Sequential {
 
     /// Sets every parameter gradient to zero.
     pub fn zero_grad(&mut self) {
-        self.for_each_param_mut(|_, p| p.grad.iter_mut().for_each(|g| *g = 0.0));
+        use rayon::prelude::*;
+        self.for_each_param_mut(|_, p| {
+            p.grad
+                .par_chunks_mut(crate::optim::UPDATE_CHUNK)
+                .for_each(|g| g.fill(0.0));
+        });
     }
 
     /// Calls `f(index, param)` for every parameter in a fixed order (allocation-free; the

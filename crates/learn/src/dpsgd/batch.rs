@@ -4,6 +4,7 @@
 
 use dpml_data::Dataset;
 use dpml_nn::{LayerSpec, Sequential, Tensor};
+use rayon::prelude::*;
 
 use super::error::{Result, data_err};
 use super::normalize::InputTransform;
@@ -11,22 +12,26 @@ use super::normalize::InputTransform;
 /// Records per forward pass when mapping a data set through the fixed prefix.
 const PREFIX_CHUNK: usize = 512;
 
-/// Copies the records at `idx` of `data`, transformed by `input`, into `x` (shape
-/// `[idx.len(), record_shape...]`, allocation reused) and their labels into `labels`.
+/// Copies the `n` records `index(0), …, index(n − 1)` of `data`, transformed by `input`, into
+/// `x` (shape `[n, record_shape...]`, allocation reused) and their labels into `labels`. The
+/// rows are copied in parallel: on one thread this pass was a few percent of an MLP step.
 pub(crate) fn gather(
     data: &Dataset,
-    idx: impl ExactSizeIterator<Item = usize>,
+    n: usize,
+    index: impl Fn(usize) -> usize + Sync,
     input: &InputTransform,
     x: &mut Tensor,
     labels: &mut Vec<usize>,
 ) {
     let d = data.n_features();
-    x.reset(idx.len(), &data.record_shape);
+    x.reset(n, &data.record_shape);
+    x.data_mut()
+        .par_chunks_exact_mut(d.max(1))
+        .with_min_len(((1 << 14) / d.max(1)).max(1))
+        .enumerate()
+        .for_each(|(j, row)| input.apply(data.row(index(j)), row));
     labels.clear();
-    for (row, i) in x.data_mut().chunks_exact_mut(d).zip(idx) {
-        input.apply(data.row(i), row);
-        labels.push(data.y[i] as usize);
-    }
+    labels.extend((0..n).map(|j| data.y[index(j)] as usize));
 }
 
 /// Checks that `model` takes `data`'s records and has an output for every class (or one
@@ -102,7 +107,14 @@ pub(crate) fn map_through_prefix(
     let (mut x, mut labels) = (Tensor::default(), Vec::new());
     for start in (0..data.n).step_by(PREFIX_CHUNK) {
         let stop = (start + PREFIX_CHUNK).min(data.n);
-        gather(data, start..stop, input, &mut x, &mut labels);
+        gather(
+            data,
+            stop - start,
+            |j| start + j,
+            input,
+            &mut x,
+            &mut labels,
+        );
         out.extend_from_slice(model.forward_prefix(&x, end)?.data());
         progress(stop, data.n);
     }

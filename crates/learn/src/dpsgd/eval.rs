@@ -49,7 +49,7 @@ fn for_each_chunk(
     let (mut x, mut labels) = (Tensor::default(), Vec::new());
     for start in (0..data.n).step_by(EVAL_CHUNK) {
         let end = (start + EVAL_CHUNK).min(data.n);
-        gather(data, start..end, input, &mut x, &mut labels);
+        gather(data, end - start, |j| start + j, input, &mut x, &mut labels);
         let logits = model.forward_from(start_layer, &x)?;
         f(logits, &labels)?;
     }

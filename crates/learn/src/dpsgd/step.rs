@@ -258,12 +258,15 @@ impl Stepper {
         for chunk in self.idx.chunks(self.physical_batch) {
             gather(
                 data,
-                chunk.iter().copied(),
+                chunk.len(),
+                |j| chunk[j],
                 &self.input,
                 &mut self.x,
                 &mut self.labels,
             );
-            let logits = self.model.forward_from(self.start_layer, &self.x)?;
+            let logits = self
+                .model
+                .forward_from_taking(self.start_layer, &mut self.x)?;
             stats.correct += self.objective.loss(
                 logits,
                 &self.labels,
