@@ -1,11 +1,15 @@
 //! CPU kernels kept apart from layer logic: a safe single-threaded SGEMM wrapper around
 //! `matrixmultiply` (chosen over the `gemm` crate by measurement at the CNN's shapes, see the
-//! crate docs), im2col/col2im for convolutions, and the sample-range split used for
+//! crate docs), a packing-free product for the convolutions' small per-sample products
+//! ([`broadcast_gemm`]), im2col/col2im for convolutions, and the sample-range split used for
 //! data-parallel work over a batch.
 
 use std::ops::Range;
 
 use multiversion::multiversion;
+
+mod broadcast_gemm;
+pub(crate) use broadcast_gemm::broadcast_gemm;
 
 /// `C = alpha · op(A) · op(B) + beta · C` for contiguous row-major matrices, single-threaded.
 ///

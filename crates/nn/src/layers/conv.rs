@@ -7,7 +7,9 @@ use rayon::prelude::*;
 
 use super::{GradMode, Layer, LayerSpec, weighted_row_sum};
 use crate::error::{Result, invalid};
-use crate::kernels::{UnfoldMap, Window, add_into, gemm, sample_ranges, split_mut, sq_norm};
+use crate::kernels::{
+    UnfoldMap, Window, add_into, broadcast_gemm, gemm, sample_ranges, split_mut, sq_norm,
+};
 use crate::param::{Param, kaiming_bound};
 use crate::tensor::Tensor;
 
@@ -42,6 +44,8 @@ const MATERIALIZE_MAX: usize = 1 << 16;
 struct Scratch {
     acc: Vec<f32>,
     buf: Vec<f32>,
+    /// One sample's output gradient transposed (`t × p`), for [`add_sample_grad`].
+    gt: Vec<f32>,
 }
 
 /// The unfolded input of the last forward pass, for the whole batch (`n × d × t`), so that the
@@ -181,17 +185,33 @@ impl Conv2d {
 
     /// Adds the per-thread accumulators into the parameter gradients.
     fn reduce_scratch(&mut self, parts: usize) {
-        let pd = self.out_ch * self.win.d();
-        for s in &self.scratch[..parts] {
-            add_into(&mut self.weight.grad, &s.acc[..pd]);
-            add_into(&mut self.bias.grad, &s.acc[pd..]);
+        let scratch = std::mem::take(&mut self.scratch);
+        for s in &scratch[..parts] {
+            self.add_grad(&s.acc);
         }
+        self.scratch = scratch;
+    }
+
+    /// Adds one gradient in [`add_sample_grad`]'s layout (weights transposed, then bias) into
+    /// the parameter gradients.
+    fn add_grad(&mut self, grad: &[f32]) {
+        let (p, d) = (self.out_ch, self.win.d());
+        let (wt, b) = grad.split_at(p * d);
+        for (j, row) in wt.chunks_exact(p).enumerate() {
+            for (i, &v) in row.iter().enumerate() {
+                self.weight.grad[i * d + j] += v;
+            }
+        }
+        add_into(&mut self.bias.grad, b);
     }
 }
 
-/// acc = alpha·[Gᵢ Aᵢᵀ, row sums of Gᵢ] + beta·acc. With `beta == 0` the old contents of
-/// `acc` are not read (as in [`gemm`]): a reused buffer may hold a dropped sample's NaN from an
-/// earlier batch, and 0·NaN = NaN would carry it over to whichever sample reuses the row.
+/// acc = alpha·[(Gᵢ Aᵢᵀ)ᵀ, row sums of Gᵢ] + beta·acc: sample i's weight gradient TRANSPOSED
+/// (`d × p`, formed as Aᵢ Gᵢᵀ by [`broadcast_gemm`], which reads the unfolded input in place;
+/// `gt` holds Gᵢᵀ), then its bias gradient. Norms and weighted sums do not depend on the
+/// layout; [`Conv2d::add_grad`] transposes once per batch. With `beta == 0` the old contents
+/// of `acc` are not read (as in [`gemm`]): a reused buffer may hold a dropped sample's NaN
+/// from an earlier batch, and 0·NaN = NaN would carry it over to whichever sample reuses it.
 fn add_sample_grad(
     (p, t, d): (usize, usize, usize),
     alpha: f32,
@@ -199,9 +219,16 @@ fn add_sample_grad(
     a: &[f32],
     beta: f32,
     acc: &mut [f32],
+    gt: &mut Vec<f32>,
 ) {
     let (w, b) = acc.split_at_mut(p * d);
-    gemm(p, t, d, alpha, g, false, a, true, beta, w);
+    gt.resize(t * p, 0.0);
+    for (i, row) in g.chunks_exact(t).enumerate() {
+        for (l, &v) in row.iter().enumerate() {
+            gt[l * p + i] = v;
+        }
+    }
+    broadcast_gemm((d, t, p), alpha, a, (t, 1), gt, beta, w);
     for (bj, row) in b.iter_mut().zip(g.chunks_exact(t)) {
         let sum = alpha * row.iter().sum::<f32>();
         *bj = if beta == 0.0 { sum } else { beta * *bj + sum };
@@ -230,7 +257,7 @@ fn forward_samples(
         for (row, b) in yi.chunks_exact_mut(t).zip(bv) {
             row.iter_mut().for_each(|v| *v = *b);
         }
-        gemm(p, d, t, 1.0, wv, false, a, false, 1.0, yi);
+        broadcast_gemm((p, d, t), 1.0, wv, (d, 1), a, 1.0, yi);
     }
 }
 
@@ -338,14 +365,14 @@ impl Layer for Conv2d {
                     let g = &gy.data()[i * p * t..(i + 1) * p * t];
                     if want_gx {
                         let dcols = &mut s.buf[..d * t];
-                        gemm(d, p, t, 1.0, wv, true, g, false, 0.0, dcols);
+                        broadcast_gemm((d, p, t), 1.0, wv, (1, d), g, 0.0, dcols);
                         map.col2im(dcols, &mut gx[k * in_len..(k + 1) * in_len]);
                     }
                     if !private {
-                        add_sample_grad((p, t, d), 1.0, g, a, 1.0, &mut s.acc);
+                        add_sample_grad((p, t, d), 1.0, g, a, 1.0, &mut s.acc, &mut s.gt);
                     } else if norm_mode == ConvNormMode::Materialize {
                         let psi = &mut ps[k * glen..(k + 1) * glen];
-                        add_sample_grad((p, t, d), 1.0, g, a, 0.0, psi);
+                        add_sample_grad((p, t, d), 1.0, g, a, 0.0, psi, &mut s.gt);
                         sq[k] = sq_norm(psi);
                     } else {
                         let (ga, gg) = s.buf[..2 * t * t].split_at_mut(t * t);
@@ -373,16 +400,14 @@ impl Layer for Conv2d {
         let (d, t) = (win.d(), win.t());
         if self.effective_norm_mode() == ConvNormMode::Materialize {
             let glen = self.grad_len();
-            let pd = p * d;
-            // One pass over the kept per-sample gradients: weight part then bias part
-            // (`weighted_row_sum` skips factor-0 rows, which may be non-finite).
+            // One pass over the kept per-sample gradients (`weighted_row_sum` skips factor-0
+            // rows, which may be non-finite).
             let mut tmp = std::mem::take(&mut self.scratch);
             tmp.resize_with(1, Scratch::default);
             tmp[0].acc.clear();
             tmp[0].acc.resize(glen, 0.0);
             weighted_row_sum(&self.per_sample[..n * glen], factors, &mut tmp[0].acc);
-            add_into(&mut self.weight.grad, &tmp[0].acc[..pd]);
-            add_into(&mut self.bias.grad, &tmp[0].acc[pd..]);
+            self.add_grad(&tmp[0].acc);
             self.scratch = tmp;
             return;
         }
@@ -397,7 +422,7 @@ impl Layer for Conv2d {
             for i in r.filter(|&i| factors[i] != 0.0) {
                 let g = &gy.data()[i * p * t..(i + 1) * p * t];
                 let a = unfolded.sample(i, d * t);
-                add_sample_grad((p, t, d), factors[i], g, a, 1.0, &mut s.acc);
+                add_sample_grad((p, t, d), factors[i], g, a, 1.0, &mut s.acc, &mut s.gt);
             }
         });
         self.reduce_scratch(parts);
