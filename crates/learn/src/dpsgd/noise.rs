@@ -148,18 +148,32 @@ impl GridNoise {
 
     /// Rounds `values` to the grid and adds exact discrete Gaussian noise, in place: chunk
     /// `first_chunk + i` of [`CHUNK`] coordinates draws from stream `first_chunk + i` of `key`.
-    fn add_to(&self, values: &mut [f32], key: &StreamKey, first_chunk: u64) {
-        let (g, sampler) = (self.granularity, &self.sampler);
-        // g is a power of two: dividing by it is this exact multiplication.
-        let inv_g = 1.0 / g;
-        for_each_chunk(values, key, first_chunk, |chunk, r| {
-            let mut noise = [0f64; NOISE_BLOCK];
+    #[cfg(test)]
+    pub(crate) fn add_to(&self, values: &mut [f32], key: &StreamKey, first_chunk: u64) {
+        let mut noise = vec![0.0; values.len()];
+        self.draw(&mut noise, key, first_chunk);
+        self.round_and_add(values, &noise);
+    }
+
+    /// Fills `noise` with exact discrete Gaussian integers (chunked as [`for_each_chunk`]).
+    fn draw(&self, noise: &mut [f64], key: &StreamKey, first_chunk: u64) {
+        for_each_chunk(noise, key, first_chunk, |chunk, r| {
             for block in chunk.chunks_mut(NOISE_BLOCK) {
-                let noise = &mut noise[..block.len()];
-                sampler.fill(noise, r);
-                add_on_grid(block, noise, g, inv_g);
+                self.sampler.fill(block, r);
             }
         });
+    }
+
+    /// Rounds `values` to the grid and adds g times the integers `noise` (from
+    /// [`GridNoise::draw`]), in parallel pieces.
+    fn round_and_add(&self, values: &mut [f32], noise: &[f64]) {
+        let g = self.granularity;
+        // g is a power of two: dividing by it is this exact multiplication.
+        let inv_g = 1.0 / g;
+        values
+            .par_chunks_mut(CHUNK)
+            .zip(noise.par_chunks(CHUNK))
+            .for_each(|(v, z)| add_on_grid(v, z, g, inv_g));
     }
 }
 
@@ -175,7 +189,7 @@ fn add_on_grid(values: &mut [f32], noise: &[f64], g: f64, inv_g: f64) {
     }
 }
 
-/// Coordinates whose exact noise is drawn at once (8 KiB of `f64`, in the L1 cache).
+/// Coordinates whose exact noise is drawn in one call of the sampler.
 const NOISE_BLOCK: usize = 1024;
 
 /// Bound on |S/g| before rounding, far above any clipped sum on the grid (C is at most 2¹⁷
@@ -201,11 +215,11 @@ fn round_to_integer(x: f64) -> f64 {
 /// Runs `draw(chunk, rng)` on every [`CHUNK`]-coordinate piece of `values` in parallel, piece
 /// `i` with stream `first_chunk + i` of `key`. The piece → stream map is fixed, so the result
 /// is the same whatever the number of threads.
-fn for_each_chunk(
-    values: &mut [f32],
+fn for_each_chunk<T: Send>(
+    values: &mut [T],
     key: &StreamKey,
     first_chunk: u64,
-    draw: impl Fn(&mut [f32], &mut DpRng) + Sync,
+    draw: impl Fn(&mut [T], &mut DpRng) + Sync,
 ) {
     values
         .par_chunks_mut(CHUNK)
@@ -214,23 +228,41 @@ fn for_each_chunk(
 }
 
 /// Adds N(0, std²) to every coordinate of `values` (chunked as [`for_each_chunk`]).
+#[cfg(test)]
+pub(crate) fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
+    let mut noise = vec![0.0; values.len()];
+    draw_gaussian(&mut noise, std, key, first_chunk);
+    add_drawn(values, &noise);
+}
+
+/// Fills `noise` with N(0, std²) draws (chunked as [`for_each_chunk`]).
 ///
 /// The normal draws come from a 128-layer ziggurat on 32-bit words of the ChaCha20 stream
-/// ([`StandardNormal32`]), added straight into `values` in bulk
-/// ([`StandardNormal32::add_scaled`]), exact up to floating-point rounding: like every floating-point
-/// Gaussian it is not an exact release (Mironov 2012: the low-order bits of the result can
-/// carry information); use exact noise where that matters.
-fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
+/// ([`StandardNormal32`]), in bulk ([`StandardNormal32::add_scaled`] on zeros), exact up to
+/// floating-point rounding: like every floating-point Gaussian it is not an exact release
+/// (Mironov 2012: the low-order bits of the result can carry information); use exact noise
+/// where that matters.
+fn draw_gaussian(noise: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
     let normal = StandardNormal32::new();
-    for_each_chunk(values, key, first_chunk, |chunk, r| {
+    for_each_chunk(noise, key, first_chunk, |chunk, r| {
+        chunk.fill(0.0);
         normal.add_scaled(chunk, std, r.as_rng());
     });
 }
 
+/// `values += noise`, in parallel pieces.
+fn add_drawn(values: &mut [f32], noise: &[f32]) {
+    values
+        .par_chunks_mut(CHUNK)
+        .zip(noise.par_chunks(CHUNK))
+        .for_each(|(v, z)| v.iter_mut().zip(z).for_each(|(v, z)| *v += z));
+}
+
 /// The noise of one run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) enum Noise {
     /// Non-private: nothing is added.
+    #[default]
     None,
     /// N(0, std²) per coordinate from a floating-point sampler on the ChaCha20 stream.
     Gaussian {
@@ -259,24 +291,84 @@ impl Noise {
         })
     }
 
-    /// Adds the noise to every parameter gradient of `model` (which holds the clipped sum).
-    ///
-    /// One [`StreamKey`] is drawn from `rng` per step; the model's parameters, in order, are
-    /// cut into chunks of [`CHUNK`] coordinates (a new chunk at each parameter tensor), and
-    /// chunk j draws its noise from stream j of that key, in parallel.
+    /// Adds one step's noise to every parameter gradient of `model` (which holds the clipped
+    /// sum): [`StepNoise::draw`] then [`StepNoise::add`].
+    #[cfg(test)]
     pub(crate) fn add(&self, model: &mut Sequential, rng: &mut DpRng) {
-        if let Noise::None = self {
+        let mut step = StepNoise::new(self.clone(), model);
+        step.draw(rng);
+        step.add(model);
+    }
+}
+
+/// One step's noise, drawn before the clipped sum it is added to: the draws do not depend on
+/// the data, so the DP-SGD step draws them while it forms the sum (the pool's threads take
+/// noise chunks whenever the gradient work leaves one idle) and adds them after.
+#[derive(Debug, Default)]
+pub(crate) struct StepNoise {
+    /// What is drawn.
+    pub noise: Noise,
+    /// The lengths of the model's parameter tensors, in order.
+    lens: Vec<usize>,
+    /// The last floating-point draws (σC·z), parameter after parameter.
+    float: Vec<f32>,
+    /// The last exact draws (integers in grid units), parameter after parameter.
+    exact: Vec<f64>,
+}
+
+impl StepNoise {
+    /// `noise` for the parameters of `model`.
+    pub(crate) fn new(noise: Noise, model: &Sequential) -> Self {
+        Self {
+            noise,
+            lens: model.params().iter().map(|p| p.len()).collect(),
+            float: Vec::new(),
+            exact: Vec::new(),
+        }
+    }
+
+    /// Draws one step's noise. One [`StreamKey`] is drawn from `rng` per step; the model's
+    /// parameters, in order, are cut into chunks of [`CHUNK`] coordinates (a new chunk at
+    /// each parameter tensor), and chunk j draws its noise from stream j of that key, in
+    /// parallel.
+    pub(crate) fn draw(&mut self, rng: &mut DpRng) {
+        if let Noise::None = self.noise {
             return;
         }
         let key = rng.stream_key();
-        let mut first_chunk = 0u64;
-        model.for_each_param_mut(|_, p| {
-            match self {
+        let total = self.lens.iter().sum();
+        let (mut first_chunk, mut start) = (0u64, 0);
+        match &self.noise {
+            Noise::None => {}
+            Noise::Gaussian { .. } => self.float.resize(total, 0.0),
+            Noise::Exact(_) => self.exact.resize(total, 0.0),
+        }
+        for &len in &self.lens {
+            let range = start..start + len;
+            match &self.noise {
                 Noise::None => {}
-                Noise::Gaussian { std } => add_gaussian(&mut p.grad, *std, &key, first_chunk),
-                Noise::Exact(grid) => grid.add_to(&mut p.grad, &key, first_chunk),
+                Noise::Gaussian { std } => {
+                    draw_gaussian(&mut self.float[range], *std, &key, first_chunk);
+                }
+                Noise::Exact(grid) => grid.draw(&mut self.exact[range], &key, first_chunk),
             }
-            first_chunk += p.grad.len().div_ceil(CHUNK) as u64;
+            first_chunk += len.div_ceil(CHUNK) as u64;
+            start += len;
+        }
+    }
+
+    /// Adds the last [`StepNoise::draw`] to every parameter gradient of `model` (exact noise:
+    /// to the gradient rounded to the grid).
+    pub(crate) fn add(&self, model: &mut Sequential) {
+        let mut start = 0;
+        model.for_each_param_mut(|_, p| {
+            let range = start..start + p.grad.len();
+            match &self.noise {
+                Noise::None => {}
+                Noise::Gaussian { .. } => add_drawn(&mut p.grad, &self.float[range]),
+                Noise::Exact(grid) => grid.round_and_add(&mut p.grad, &self.exact[range]),
+            }
+            start += p.grad.len();
         });
     }
 }
