@@ -11,7 +11,7 @@
 //! same loops shuffled values between registers and ran three times slower than
 //! `matrixmultiply`. On the 2-core Xeon, using it for the convolutions' forward, input-gradient
 //! and per-sample weight-gradient products made CNN steps 22% faster (private) and 14%
-//! (non-private); for the MLP's large products `matrixmultiply` stays faster (8%), its packing
+//! (non-private); for the MLP's large products `matrixmultiply` stays faster (7%), its packing
 //! being spread over many more uses.
 
 /// `C = alpha · A · B + beta · C` with C row-major `m × n`, B row-major `k × n`, and A's element
