@@ -38,9 +38,9 @@
 //! core, the `cnn`'s five per-sample shapes and the MLP's two 784×512 products at batch 128):
 //! `matrixmultiply` was 1.2–1.7× faster at six shapes and 2% slower at conv2's forward.
 //! Both pack their operands on every call, which at a convolution's per-sample shapes costs as
-//! much as the multiply-adds; on processors with AVX-512 the convolutions now use a small
-//! product of our own that reads its operands in place (`kernels::broadcast_gemm`, 22% faster
-//! private CNN steps on the Xeon) and `matrixmultiply` elsewhere.
+//! much as the multiply-adds; on processors with AVX-512 or AVX2 the convolutions now use a
+//! small product of our own that reads its operands in place (`kernels::broadcast_gemm`, 22%
+//! faster private CNN steps on the Xeon) and `matrixmultiply` elsewhere.
 //!
 //! # Vector width
 //! The binary targets any x86-64 processor, so the loops the compiler vectorises would use
