@@ -102,7 +102,8 @@ pub struct Conv2d {
     /// Bias `[out]`.
     pub bias: Param,
     mode: ConvNormMode,
-    /// Materialised per-sample gradients `n × (p·d + p)` from the last private backward pass.
+    /// Materialised per-sample gradients `n × (d·p + p)` from the last private backward pass,
+    /// each in [`add_sample_grad`]'s layout (weights transposed, then bias).
     per_sample: Vec<f32>,
     unfolded: Unfolded,
     scratch: Vec<Scratch>,
