@@ -175,10 +175,16 @@ pub(crate) fn weighted_row_sum(rows: &[f32], c: &[f32], dst: &mut [f32]) {
             if ci == 0.0 {
                 continue;
             }
-            let r = &rows[i * width + off..i * width + off + d.len()];
-            d.iter_mut().zip(r).for_each(|(d, r)| *d += ci * r);
+            axpy(ci, &rows[i * width + off..i * width + off + d.len()], d);
         }
     });
+}
+
+/// `y += a·x`. Compiled for each SIMD level and chosen at run time (crate docs, "Vector
+/// width"): the clipped sum of materialised per-sample gradients runs through it.
+#[multiversion::multiversion(targets = "simd")]
+fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    y.iter_mut().zip(x).for_each(|(y, x)| *y += a * x);
 }
 
 #[cfg(test)]
