@@ -6,9 +6,8 @@
 //!    parameters' `grad` (virtual batching: clipping is per sample, so the accumulated sum is
 //!    exactly the clipped sum of the whole batch, and memory depends only on the chunk size);
 //! 3. add noise N(0, σ²C²) per coordinate to the clipped sum ([`super::noise`]), even when the
-//!    batch is empty (the noise is drawn while step 2 runs: it does not depend on the data;
-//!    on the Xeon this made exact-noise MLP steps 4% faster and float-noise ones 3% slower,
-//!    and exact noise is the default);
+//!    batch is empty (exact noise is drawn while step 2 runs: it does not depend on the data;
+//!    see [`StepNoise`]);
 //! 4. divide by the EXPECTED batch size q·N (not the realised one, which would leak the batch
 //!    size) and let the optimizer step.
 //!
@@ -220,7 +219,7 @@ impl Stepper {
             ..StepStats::default()
         };
         let comm_is_root = comm.is_root();
-        // The noise is drawn (on the root) while the batch's gradients are formed.
+        // Exact noise is drawn (on the root) while the batch's gradients are formed.
         let mut noise = std::mem::take(&mut self.noise);
         let (summed, ()) = on_pool(|| {
             rayon::join(
