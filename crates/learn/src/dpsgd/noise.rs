@@ -53,6 +53,8 @@
 //! [`GridNoise::new`] refuses parameters for which no grid keeps the discrete Gaussian within
 //! the exact sampler's integer range (σ·√d above about 2¹⁹).
 
+use std::ops::Range;
+
 use dpml_mechanisms::rational::{Rational, ulps_up};
 use dpml_mechanisms::{AliasDiscreteGaussian, DpRng, StreamKey};
 use dpml_nn::Sequential;
@@ -293,9 +295,11 @@ impl Noise {
 #[derive(Default)]
 pub(crate) struct StepNoise {
     /// What is drawn.
-    pub noise: Noise,
-    /// The lengths of the model's parameter tensors, in order.
-    lens: Vec<usize>,
+    pub kind: Noise,
+    /// Per parameter tensor of the model, in order: its coordinates in the flat buffer of a
+    /// step's draws, and the stream its first chunk draws from (chunk numbering runs on
+    /// across tensors, a new chunk at each).
+    spans: Vec<(Range<usize>, u64)>,
     /// This step's key, from [`StepNoise::draw`].
     key: Option<StreamKey>,
     /// This step's exact draws (integers in grid units), parameter after parameter.
@@ -303,32 +307,40 @@ pub(crate) struct StepNoise {
 }
 
 impl StepNoise {
-    /// `noise` for the parameters of `model`.
-    pub(crate) fn new(noise: Noise, model: &Sequential) -> Self {
+    /// `kind` of noise for the parameters of `model`.
+    pub(crate) fn new(kind: Noise, model: &Sequential) -> Self {
+        let (mut start, mut first_chunk) = (0, 0u64);
+        let spans = model
+            .params()
+            .iter()
+            .map(|p| {
+                let span = (start..start + p.len(), first_chunk);
+                start += p.len();
+                first_chunk += p.len().div_ceil(CHUNK) as u64;
+                span
+            })
+            .collect();
         Self {
-            noise,
-            lens: model.params().iter().map(|p| p.len()).collect(),
+            kind,
+            spans,
             key: None,
             exact: Vec::new(),
         }
     }
 
     /// Starts one step's noise: draws its [`StreamKey`] from `rng` (exact noise: and its
-    /// draws). The model's parameters, in order, are cut into chunks of [`CHUNK`] coordinates
-    /// (a new chunk at each parameter tensor), and chunk j draws its noise from stream j of
-    /// that key, in parallel.
+    /// draws). Chunk j of [`CHUNK`] coordinates (numbered as in `spans`) draws its noise from
+    /// stream j of that key, in parallel.
     pub(crate) fn draw(&mut self, rng: &mut DpRng) {
-        if let Noise::None = self.noise {
+        if let Noise::None = self.kind {
             return;
         }
         let key = rng.stream_key();
-        if let Noise::Exact(grid) = &self.noise {
-            self.exact.resize(self.lens.iter().sum(), 0.0);
-            let (mut first_chunk, mut start) = (0u64, 0);
-            for &len in &self.lens {
-                grid.draw(&mut self.exact[start..start + len], &key, first_chunk);
-                first_chunk += len.div_ceil(CHUNK) as u64;
-                start += len;
+        if let Noise::Exact(grid) = &self.kind {
+            self.exact
+                .resize(self.spans.last().map_or(0, |(r, _)| r.end), 0.0);
+            for (range, first_chunk) in &self.spans {
+                grid.draw(&mut self.exact[range.clone()], &key, *first_chunk);
             }
         }
         self.key = Some(key);
@@ -340,18 +352,13 @@ impl StepNoise {
         let Some(key) = self.key.take() else {
             return;
         };
-        let (mut first_chunk, mut start) = (0u64, 0);
-        model.for_each_param_mut(|_, p| {
-            let len = p.grad.len();
-            match &self.noise {
+        model.for_each_param_mut(|k, p| {
+            let (range, first_chunk) = &self.spans[k];
+            match &self.kind {
                 Noise::None => {}
-                Noise::Gaussian { std } => add_gaussian(&mut p.grad, *std, &key, first_chunk),
-                Noise::Exact(grid) => {
-                    grid.round_and_add(&mut p.grad, &self.exact[start..start + len]);
-                }
+                Noise::Gaussian { std } => add_gaussian(&mut p.grad, *std, &key, *first_chunk),
+                Noise::Exact(grid) => grid.round_and_add(&mut p.grad, &self.exact[range.clone()]),
             }
-            first_chunk += len.div_ceil(CHUNK) as u64;
-            start += len;
         });
     }
 }

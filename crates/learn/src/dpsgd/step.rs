@@ -160,12 +160,7 @@ impl Stepper {
         comm: &dyn Collective,
     ) -> Result<StepStats> {
         if comm.size() == 1 {
-            // The whole step on one pool thread: its parallel loops start there at no cost.
-            let solo = super::collective::Solo;
-            return on_pool(|| {
-                self.sample(t, &solo);
-                self.apply(data, lr, rng, &solo, None)
-            });
+            return self.step_solo(data, lr, rng, t, None);
         }
         self.sample(t, comm);
         self.apply(data, lr, rng, comm, None)
@@ -182,14 +177,31 @@ impl Stepper {
         ctx: StepContext,
         hook: &mut dyn StepHook,
     ) -> Result<StepStats> {
+        self.step_solo(data, lr, rng, t, Some((ctx, hook)))
+    }
+
+    /// A one-process step, wholly on one pool thread (its parallel loops start there at no
+    /// cost), with `hook` as in [`Stepper::step_hooked`].
+    fn step_solo(
+        &mut self,
+        data: &Dataset,
+        lr: f32,
+        rng: &mut DpRng,
+        t: u64,
+        hook: Option<(StepContext, &mut dyn StepHook)>,
+    ) -> Result<StepStats> {
         let solo = super::collective::Solo;
         on_pool(|| {
             self.sample(t, &solo);
-            let ctx = StepContext {
-                sampling_rate: self.sampler.sampling_rate(),
-                ..ctx
-            };
-            self.apply(data, lr, rng, &solo, Some((ctx, hook)))
+            let sampling_rate = self.sampler.sampling_rate();
+            let hook = hook.map(|(ctx, h)| {
+                let ctx = StepContext {
+                    sampling_rate,
+                    ..ctx
+                };
+                (ctx, h)
+            });
+            self.apply(data, lr, rng, &solo, hook)
         })
     }
 
@@ -236,12 +248,12 @@ impl Stepper {
         if comm.size() > 1 {
             self.combine(&mut stats, comm);
         }
-        let divisor = match self.noise.noise {
+        let divisor = match self.noise.kind {
             Noise::None if stats.batch == 0 => return Ok(stats),
             Noise::None => stats.batch as f64,
             _ => self.sampler.expected_batch(),
         };
-        let private = !matches!(self.noise.noise, Noise::None);
+        let private = !matches!(self.noise.kind, Noise::None);
         if let (true, Some((ctx, h))) = (private, hook.as_mut()) {
             h.before_noise(ctx, &mut self.model, rng);
         }
