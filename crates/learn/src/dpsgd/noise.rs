@@ -243,6 +243,16 @@ pub(crate) fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_
     });
 }
 
+/// Sets every coordinate of `values` to an N(0, std²) draw: [`add_gaussian`] onto zeros, each
+/// chunk zeroed just before its draws.
+pub(crate) fn write_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
+    let normal = StandardNormal32::new();
+    for_each_chunk(values, key, first_chunk, |chunk, r| {
+        chunk.fill(0.0);
+        normal.add_scaled(chunk, std, r.as_rng());
+    });
+}
+
 /// The noise of one run.
 #[derive(Debug, Clone, Default)]
 pub(crate) enum Noise {
@@ -289,9 +299,11 @@ impl Noise {
 /// One step's noise. Its draws do not depend on the data, so exact noise is drawn before the
 /// clipped sum it is added to: the DP-SGD step draws it while it forms the sum (the pool's
 /// threads take noise chunks whenever the gradient work leaves one idle) and adds it after.
-/// Float noise, half as costly to draw, goes straight into the sum afterwards: drawn ahead,
-/// its extra pass over a buffer cost more than the overlap gained (on the Xeon's MLP, 3%
-/// slower steps, where exact noise drawn ahead made them 4% faster).
+/// Float noise, half as costly to draw, is not worth a buffer of its own (drawn ahead like
+/// that, its extra pass cost more than the overlap gained: on the Xeon's MLP, 3% slower
+/// steps, where exact noise drawn ahead made them 4% faster); it is written into the gradient
+/// buffers themselves before the sum ([`StepNoise::write`]), or added after it where a step
+/// hook must see the sum alone.
 #[derive(Default)]
 pub(crate) struct StepNoise {
     /// What is drawn.
@@ -344,6 +356,27 @@ impl StepNoise {
             }
         }
         self.key = Some(key);
+    }
+
+    /// Whether this noise can be written before the clipped sum is formed (float noise: the
+    /// sum is then added onto it; exact noise is rounded together with the sum).
+    pub(crate) fn goes_first(&self) -> bool {
+        matches!(self.kind, Noise::Gaussian { .. })
+    }
+
+    /// Writes the step's float noise, started by [`StepNoise::draw`], into `grads` (the
+    /// parameters' gradient buffers, in order; their old values are overwritten), after which
+    /// [`StepNoise::add`] adds nothing. Nothing for other noise.
+    pub(crate) fn write(&mut self, grads: &mut [Vec<f32>]) {
+        let Noise::Gaussian { std } = self.kind else {
+            return;
+        };
+        let Some(key) = self.key.take() else {
+            return;
+        };
+        for (grad, (_, first_chunk)) in grads.iter_mut().zip(&self.spans) {
+            write_gaussian(grad, std, &key, *first_chunk);
+        }
     }
 
     /// Adds the step's noise, started by [`StepNoise::draw`], to every parameter gradient of

@@ -6,8 +6,9 @@
 //!    parameters' `grad` (virtual batching: clipping is per sample, so the accumulated sum is
 //!    exactly the clipped sum of the whole batch, and memory depends only on the chunk size);
 //! 3. add noise N(0, σ²C²) per coordinate to the clipped sum ([`super::noise`]), even when the
-//!    batch is empty (exact noise is drawn while step 2 runs: it does not depend on the data;
-//!    see [`StepNoise`]);
+//!    batch is empty. The noise does not depend on the data, so it is drawn while step 2 runs
+//!    ([`StepNoise`]): float noise straight into the gradient buffers, which the clipped sums
+//!    are then added onto; exact noise into a buffer added (with rounding) after step 2;
 //! 4. divide by the EXPECTED batch size q·N (not the realised one, which would leak the batch
 //!    size) and let the optimizer step.
 //!
@@ -91,6 +92,8 @@ pub(crate) struct Stepper {
     targets: Tensor,
     /// Scratch: the flattened gradient sent between processes.
     flat: Vec<f32>,
+    /// Scratch: the parameters' gradient buffers while noise is written into them.
+    grads: Vec<Vec<f32>>,
 }
 
 impl Stepper {
@@ -124,6 +127,7 @@ impl Stepper {
             objective: Objective::Classification,
             targets: Tensor::default(),
             flat: Vec::new(),
+            grads: Vec::new(),
         }
     }
 
@@ -231,18 +235,28 @@ impl Stepper {
             ..StepStats::default()
         };
         let comm_is_root = comm.is_root();
-        // Exact noise is drawn (on the root) while the batch's gradients are formed.
         let mut noise = std::mem::take(&mut self.noise);
-        let (summed, ()) = on_pool(|| {
-            rayon::join(
-                || self.accumulate(data, &mut stats),
-                || {
-                    if comm_is_root {
-                        noise.draw(rng);
-                    }
-                },
-            )
-        });
+        // Float noise goes into the gradient buffers first (the clipped sums then add onto
+        // it), while the first chunk's forward pass runs; exact noise, which is rounded with
+        // the sum, is drawn then and added after. A hook sees the sum before the noise, so
+        // hooked steps add float noise after too.
+        let noise_first = comm_is_root && hook.is_none() && noise.goes_first();
+        let summed = if noise_first {
+            noise.draw(rng);
+            on_pool(|| self.accumulate(data, &mut stats, Some(&mut noise)))
+        } else {
+            on_pool(|| {
+                rayon::join(
+                    || self.accumulate(data, &mut stats, None),
+                    || {
+                        if comm_is_root {
+                            noise.draw(rng);
+                        }
+                    },
+                )
+                .0
+            })
+        };
         self.noise = noise;
         summed?;
         if comm.size() > 1 {
@@ -278,8 +292,18 @@ impl Stepper {
 
     /// Step 2 of the module docs: the clipped (or, non-private, plain) gradient sum of the
     /// batch in `self.idx` into the parameters' `grad`, chunk by chunk.
-    fn accumulate(&mut self, data: &Dataset, stats: &mut StepStats) -> Result<()> {
-        self.model.zero_grad();
+    /// Step 2 for the sampled batch: the clipped (or plain) gradient sum into the parameters'
+    /// `grad`, on top of `noise_first`'s noise when given (written while the first chunk's
+    /// forward pass runs), else on zeros.
+    fn accumulate(
+        &mut self,
+        data: &Dataset,
+        stats: &mut StepStats,
+        mut noise_first: Option<&mut StepNoise>,
+    ) -> Result<()> {
+        if noise_first.is_none() {
+            self.model.zero_grad();
+        }
         // Dropout draws per-sample masks only inside the step; evaluation sees the identity.
         self.model.set_training(true);
         // Equal chunks of at most `physical_batch` (a batch of 256 under a bound of 160 runs as
@@ -287,34 +311,81 @@ impl Stepper {
         // to step instead of shrinking and regrowing (zero-filling) twice a step.
         let parts = self.idx.len().div_ceil(self.physical_batch).max(1);
         let size = self.idx.len().div_ceil(parts).max(1);
-        for chunk in self.idx.chunks(size) {
-            gather(
-                data,
-                chunk.len(),
-                |j| chunk[j],
-                &self.input,
-                &mut self.x,
-                &mut self.labels,
-            );
-            let logits = self
-                .model
-                .forward_from_taking(self.start_layer, &mut self.x)?;
-            stats.correct += self.objective.loss(
-                logits,
-                &self.labels,
-                Some(&mut self.grad),
-                &mut self.losses,
-                &mut self.targets,
-            )?;
-            stats.loss_sum += self.losses.iter().map(|&l| f64::from(l)).sum::<f64>();
-            self.model.backward(&self.grad, self.mode)?;
+        let idx = std::mem::take(&mut self.idx);
+        let result = self.accumulate_chunks(data, idx.chunks(size), stats, &mut noise_first);
+        self.idx = idx;
+        if noise_first.is_some() {
+            // No records: `StepNoise::add` adds the noise onto zeros.
+            self.model.zero_grad();
         }
         self.model.set_training(false);
+        result
+    }
+
+    /// The loop of [`Stepper::accumulate`] over the physical chunks.
+    fn accumulate_chunks<'a>(
+        &mut self,
+        data: &Dataset,
+        chunks: impl Iterator<Item = &'a [usize]>,
+        stats: &mut StepStats,
+        noise_first: &mut Option<&mut StepNoise>,
+    ) -> Result<()> {
+        for chunk in chunks {
+            match noise_first.take() {
+                None => self.forward_chunk(data, chunk, stats)?,
+                Some(noise) => {
+                    // The gradient buffers leave the model while its forward pass runs (which
+                    // does not touch them) and come back holding the noise.
+                    let mut grads = std::mem::take(&mut self.grads);
+                    self.model
+                        .for_each_param_mut(|_, p| grads.push(std::mem::take(&mut p.grad)));
+                    let (forward, ()) = rayon::join(
+                        || self.forward_chunk(data, chunk, stats),
+                        || noise.write(&mut grads),
+                    );
+                    let mut back = grads.drain(..);
+                    self.model
+                        .for_each_param_mut(|_, p| p.grad = back.next().unwrap_or_default());
+                    drop(back);
+                    self.grads = grads;
+                    forward?;
+                }
+            }
+            self.model.backward(&self.grad, self.mode)?;
+        }
         Ok(())
     }
 
-    /// The processes' partial clipped sums and step statistics added up on the root; the
-    /// statistics (which the non-private divisor needs) sent back to every process.
+    /// Gathers `chunk`'s records, runs them forward and leaves the loss's gradient in
+    /// `self.grad`.
+    fn forward_chunk(
+        &mut self,
+        data: &Dataset,
+        chunk: &[usize],
+        stats: &mut StepStats,
+    ) -> Result<()> {
+        gather(
+            data,
+            chunk.len(),
+            |j| chunk[j],
+            &self.input,
+            &mut self.x,
+            &mut self.labels,
+        );
+        let logits = self
+            .model
+            .forward_from_taking(self.start_layer, &mut self.x)?;
+        stats.correct += self.objective.loss(
+            logits,
+            &self.labels,
+            Some(&mut self.grad),
+            &mut self.losses,
+            &mut self.targets,
+        )?;
+        stats.loss_sum += self.losses.iter().map(|&l| f64::from(l)).sum::<f64>();
+        Ok(())
+    }
+
     fn combine(&mut self, stats: &mut StepStats, comm: &dyn Collective) {
         flatten_grads(&self.model, &mut self.flat);
         comm.sum_to_root_f32(&mut self.flat);
@@ -453,6 +524,53 @@ mod tests {
         let (a, b) = (run(3), run(64));
         for (x, y) in a.iter().zip(&b) {
             assert!((x - y).abs() < 1e-6, "{x} vs {y}");
+        }
+    }
+
+    /// Float noise written into the gradient buffers before the clipped sum (an unhooked step)
+    /// gives the update of the same noise added after the sum (a hooked step, whose hook must
+    /// see the sum alone), up to f32 summation order: neither the noise nor any chunk's sum is
+    /// lost or counted twice. Physical chunks of 3 put the noise under the first of 6.
+    #[test]
+    fn float_noise_written_first_equals_noise_added_after() {
+        struct Watch(usize);
+        impl StepHook for Watch {
+            fn before_noise(&mut self, _: &StepContext, _: &mut Sequential, _: &mut DpRng) {
+                self.0 += 1;
+            }
+            fn after_noise(&mut self, _: &StepContext, _: &mut Sequential) {}
+        }
+        let data = tiny_data(40);
+        let batch: Vec<usize> = (0..17).map(|i| i * 2).collect();
+        let noise = Noise::Gaussian { std: 0.7 };
+        let mut first = stepper(noise.clone(), 40, 0.5, 3, 5);
+        let mut after = stepper(noise, 40, 0.5, 3, 5);
+        let before = values(&first.model);
+        first
+            .step_on(&data, &batch, 0.1, &mut DpRng::seeded(6))
+            .unwrap();
+        let mut watch = Watch(0);
+        let ctx = StepContext {
+            step: 0,
+            sampling_rate: 0.5,
+            max_grad_norm: 1.0,
+            noise_multiplier: 0.7,
+        };
+        after.idx = batch.clone();
+        after
+            .apply(
+                &data,
+                0.1,
+                &mut DpRng::seeded(6),
+                &super::super::collective::Solo,
+                Some((ctx, &mut watch)),
+            )
+            .unwrap();
+        assert_eq!(watch.0, 1, "the hooked step adds its noise after the sum");
+        let (a, b) = (values(&first.model), values(&after.model));
+        for ((x, y), w) in a.iter().zip(&b).zip(&before) {
+            assert!((x - y).abs() < 1e-5, "{x} vs {y}");
+            assert!((x - w).abs() > 1e-7, "parameter unchanged: no noise");
         }
     }
 
