@@ -55,6 +55,51 @@ fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     rayon::scope(|_| work())
 }
 
+/// [`on_pool`], with the pool's other threads kept awake until `work` ends: each waits for
+/// work by taking it from the pool's queues in a loop (`rayon::yield_now`) instead of going to
+/// sleep. A step starts a dozen parallel loops with short serial stretches between them, long
+/// enough for idle threads to fall asleep, and waking one costs a system call and a wait each
+/// time: on the 2-core Xeon, steps ran 7–15% faster awake (MLP and CNN, private and not). The
+/// waiting threads spin, as OpenMP's do by default, but only for the length of one step, and
+/// they yield the core to other processes now and then.
+fn on_pool_awake<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    /// Idle polls between two yields of the core to the operating system.
+    const POLLS_PER_OS_YIELD: u32 = 64;
+    let done = AtomicBool::new(false);
+    on_pool(|| {
+        let worker = rayon::current_thread_index();
+        let keep_awake = || {
+            // A keeper that the working thread itself picks up (while it waits for a piece of
+            // its own work) must not wait for that work to end: it returns at once.
+            if rayon::current_thread_index() == worker {
+                return;
+            }
+            let mut idle = 0u32;
+            while !done.load(Ordering::Acquire) {
+                if rayon::yield_now() == Some(rayon::Yield::Executed) {
+                    idle = 0;
+                } else {
+                    idle += 1;
+                    if idle.is_multiple_of(POLLS_PER_OS_YIELD) {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+        };
+        rayon::scope(|s| {
+            for _ in 1..rayon::current_num_threads() {
+                s.spawn(|_| keep_awake());
+            }
+            let result = work();
+            done.store(true, Ordering::Release);
+            result
+        })
+    })
+}
+
 /// What one step saw (on private data: diagnostics for the operator, not a private release).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct StepStats {
@@ -195,7 +240,7 @@ impl Stepper {
         hook: Option<(StepContext, &mut dyn StepHook)>,
     ) -> Result<StepStats> {
         let solo = super::collective::Solo;
-        on_pool(|| {
+        on_pool_awake(|| {
             self.sample(t, &solo);
             let sampling_rate = self.sampler.sampling_rate();
             let hook = hook.map(|(ctx, h)| {
