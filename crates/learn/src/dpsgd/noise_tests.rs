@@ -130,28 +130,34 @@ fn parameter_tensors_draw_from_different_streams() {
     assert_ne!(grads[0][0], grads[1][0]);
 }
 
-/// Trains `cfg` on the digits data with `threads` rayon threads; the parameters' bits.
-fn trained_bits(cfg: &TrainConfig, threads: usize) -> Vec<u32> {
+/// Trains `cfg` on the digits data in a pool of `threads` rayon threads (`None`: called from
+/// outside any pool, on the global one); the parameters' bits.
+fn trained_bits(cfg: &TrainConfig, threads: Option<usize>) -> Vec<u32> {
     let data = dpml_data::load(
         &"digits".parse::<dpml_data::Source>().unwrap(),
         &dpml_data::LoadOptions::default(),
     )
     .unwrap()
     .train;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap();
-    let out = pool.install(|| train(cfg, &data, None, &mut DpRng::seeded(5), &mut |_| {}));
-    let out = out.unwrap();
-    out.model
+    let run = || train(cfg, &data, None, &mut DpRng::seeded(5), &mut |_| {});
+    let out = match threads {
+        Some(threads) => rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(run),
+        None => run(),
+    };
+    out.unwrap()
+        .model
         .params()
         .iter()
         .flat_map(|p| p.value.iter().map(|v| v.to_bits()))
         .collect()
 }
 
-/// A seeded run gives the same model on 1 and 2 threads, with either noise. The MLP has
+/// A seeded run gives the same model on 1 and 2 threads, and on the global pool kept awake,
+/// with either noise. The MLP has
 /// 64·200 = 12,800 first-layer weights: two chunks, one partial.
 #[test]
 fn seeded_runs_are_identical_on_one_and_two_threads() {
@@ -166,9 +172,16 @@ fn seeded_runs_are_identical_on_one_and_two_threads() {
             normalize: Normalization::PublicRange,
             ..TrainConfig::default()
         };
-        let one = trained_bits(&cfg, 1);
+        let one = trained_bits(&cfg, Some(1));
         assert!(one.len() > CHUNK);
-        assert_eq!(one, trained_bits(&cfg, 2), "exact_noise = {exact_noise}");
+        assert_eq!(
+            one,
+            trained_bits(&cfg, Some(2)),
+            "exact_noise = {exact_noise}"
+        );
+        // Started from outside any pool, the steps keep the global pool's other threads
+        // awake (`on_pool_awake`), which changes who runs each piece, not what it computes.
+        assert_eq!(one, trained_bits(&cfg, None), "exact_noise = {exact_noise}");
     }
 }
 

@@ -60,32 +60,46 @@ fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
 /// sleep. A step starts a dozen parallel loops with short serial stretches between them, long
 /// enough for idle threads to fall asleep, and waking one costs a system call and a wait each
 /// time: on the 2-core Xeon, steps ran 7–15% faster awake (MLP and CNN, private and not). The
-/// waiting threads spin, as OpenMP's do by default, but only for the length of one step, and
-/// they yield the core to other processes now and then.
+/// waiting threads spin, as OpenMP's do by default, but only while the step runs, and they
+/// yield the core to other processes now and then.
+///
+/// Only a step started from outside the pool keeps it awake: one started on a pool thread runs
+/// beside other work of the pool (an audit trains many models at once), which keeps the
+/// threads busy anyway. A keeper that has found nothing to do for [`KEEPER_IDLE_LIMIT`]
+/// returns: a keeper that ended up above a piece of the step's own work on its thread's stack
+/// (rayon runs stolen jobs on top of a waiting one) would otherwise wait for a step that waits
+/// for it.
 fn on_pool_awake<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
     /// Idle polls between two yields of the core to the operating system.
     const POLLS_PER_OS_YIELD: u32 = 64;
+    if rayon::current_thread_index().is_some() {
+        return on_pool(work);
+    }
     let done = AtomicBool::new(false);
     on_pool(|| {
         let worker = rayon::current_thread_index();
         let keep_awake = || {
-            // A keeper that the working thread itself picks up (while it waits for a piece of
-            // its own work) must not wait for that work to end: it returns at once.
+            // The step's own thread, picking a keeper up while it waits for a piece of its
+            // work, returns at once.
             if rayon::current_thread_index() == worker {
                 return;
             }
-            let mut idle = 0u32;
+            let (mut idle, mut since) = (0u32, Instant::now());
             while !done.load(Ordering::Acquire) {
                 if rayon::yield_now() == Some(rayon::Yield::Executed) {
-                    idle = 0;
-                } else {
-                    idle += 1;
-                    if idle.is_multiple_of(POLLS_PER_OS_YIELD) {
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
+                    (idle, since) = (0, Instant::now());
+                    continue;
+                }
+                idle += 1;
+                if idle.is_multiple_of(POLLS_PER_OS_YIELD) {
+                    if since.elapsed() > KEEPER_IDLE_LIMIT {
+                        return;
                     }
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
                 }
             }
         };
@@ -99,6 +113,10 @@ fn on_pool_awake<R: Send>(work: impl FnOnce() -> R + Send) -> R {
         })
     })
 }
+
+/// How long a thread kept awake by [`on_pool_awake`] polls without finding work before it
+/// stops (far longer than the serial stretches of a step, far shorter than a step's work).
+const KEEPER_IDLE_LIMIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// What one step saw (on private data: diagnostics for the operator, not a private release).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
