@@ -114,6 +114,11 @@ pub(crate) fn par_gemm(
     if by_cols {
         let cols = block(n);
         let c = SharedC(c.as_mut_ptr());
+        let (rsa, csa) = if a_t {
+            (1, m as isize)
+        } else {
+            (k as isize, 1)
+        };
         (0..n.div_ceil(cols)).into_par_iter().for_each(|j| {
             let (j0, nj) = (j * cols, cols.min(n - j * cols));
             // Columns j0.. of op(B) start at b[j0] (stored k × n) or row j0 (stored n × k).
@@ -121,11 +126,6 @@ pub(crate) fn par_gemm(
                 (j0 * k, 1, k as isize)
             } else {
                 (j0, n as isize, 1)
-            };
-            let (rsa, csa) = if a_t {
-                (1, m as isize)
-            } else {
-                (k as isize, 1)
             };
             // SAFETY: A and B are read through indices inside their slices (asserted above:
             // the block's columns j0 + nj ≤ n of B, all of A); the tasks write disjoint column

@@ -237,18 +237,26 @@ fn for_each_chunk<T: Send>(
 /// floating-point Gaussian it is not an exact release (Mironov 2012: the low-order bits of the
 /// result can carry information); use exact noise where that matters.
 pub(crate) fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
-    let normal = StandardNormal32::new();
-    for_each_chunk(values, key, first_chunk, |chunk, r| {
-        normal.add_scaled(chunk, std, r.as_rng());
-    });
+    gaussian_chunks(values, std, key, first_chunk, |_| {});
 }
 
 /// Sets every coordinate of `values` to an N(0, std²) draw: [`add_gaussian`] onto zeros, each
 /// chunk zeroed just before its draws.
-pub(crate) fn write_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
+fn write_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
+    gaussian_chunks(values, std, key, first_chunk, |chunk| chunk.fill(0.0));
+}
+
+/// [`add_gaussian`] with `prepare` run on each chunk before its draws are added.
+fn gaussian_chunks(
+    values: &mut [f32],
+    std: f64,
+    key: &StreamKey,
+    first_chunk: u64,
+    prepare: impl Fn(&mut [f32]) + Sync,
+) {
     let normal = StandardNormal32::new();
     for_each_chunk(values, key, first_chunk, |chunk, r| {
-        chunk.fill(0.0);
+        prepare(chunk);
         normal.add_scaled(chunk, std, r.as_rng());
     });
 }

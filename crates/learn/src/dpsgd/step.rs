@@ -354,10 +354,9 @@ impl Stepper {
     }
 
     /// Step 2 of the module docs: the clipped (or, non-private, plain) gradient sum of the
-    /// batch in `self.idx` into the parameters' `grad`, chunk by chunk.
-    /// Step 2 for the sampled batch: the clipped (or plain) gradient sum into the parameters'
-    /// `grad`, on top of `noise_first`'s noise when given (written while the first chunk's
-    /// forward pass runs), else on zeros.
+    /// batch in `self.idx` into the parameters' `grad`, chunk by chunk, on top of
+    /// `noise_first`'s noise when given (written while the first chunk's forward pass runs),
+    /// else on zeros.
     fn accumulate(
         &mut self,
         data: &Dataset,
