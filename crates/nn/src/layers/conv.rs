@@ -404,7 +404,11 @@ impl Layer for Conv2d {
             // One pass over the kept per-sample gradients (`weighted_row_sum` skips factor-0
             // rows, which may be non-finite).
             let mut tmp = std::mem::take(&mut self.scratch);
-            tmp.resize_with(1, Scratch::default);
+            // The first thread's scratch serves; the others' are kept for the next backward
+            // pass (dropping them here made every chunk allocate them again).
+            if tmp.is_empty() {
+                tmp.push(Scratch::default());
+            }
             tmp[0].acc.clear();
             tmp[0].acc.resize(glen, 0.0);
             weighted_row_sum(&self.per_sample[..n * glen], factors, &mut tmp[0].acc);
