@@ -36,32 +36,43 @@ fn params(path: &Path) -> Vec<f32> {
 /// One epoch of digits, seeded: 2 ranks (each clipping its share of every Poisson batch, the
 /// root adding the noise) give the model of 1 process up to the order of the f32 sums (max
 /// parameter difference < 1e-5), the same per-epoch batch statistics (so the same batch
-/// membership), the same ε and the same JSON fields; only the root writes.
+/// membership), the same ε and the same JSON fields; only the root writes. Exact noise (the
+/// default), added to the sum of the ranks' shares on the root.
 #[test]
 fn two_ranks_train_the_model_of_one() {
+    two_ranks_match_one(&[]);
+}
+
+/// As [`two_ranks_train_the_model_of_one`] with float noise, which the root writes into its
+/// gradient buffers before its own share is added and the other ranks' shares are summed in.
+#[test]
+fn two_ranks_train_the_model_of_one_with_float_noise() {
+    two_ranks_match_one(&["--float-noise"]);
+}
+
+fn two_ranks_match_one(extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let run = |ranks: usize| {
         let model = dir.path().join(format!("m{ranks}.safetensors"));
         let log = dir.path().join(format!("log{ranks}.csv"));
-        let r = mpirun(
-            ranks,
-            &[
-                "train",
-                "--dataset",
-                "digits",
-                "--epsilon",
-                "1",
-                "--epochs",
-                "1",
-                "--seed",
-                "11",
-                "--save-model",
-                model.to_str().unwrap(),
-                "--log",
-                log.to_str().unwrap(),
-                "--json",
-            ],
-        );
+        let mut args = vec![
+            "train",
+            "--dataset",
+            "digits",
+            "--epsilon",
+            "1",
+            "--epochs",
+            "1",
+            "--seed",
+            "11",
+            "--save-model",
+            model.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let r = mpirun(ranks, &args);
         (
             r.json(),
             params(&model),
