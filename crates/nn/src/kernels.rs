@@ -36,16 +36,8 @@ pub(crate) fn gemm(
     if m == 0 || n == 0 {
         return;
     }
-    let (rsa, csa) = if a_t {
-        (1, m as isize)
-    } else {
-        (k as isize, 1)
-    };
-    let (rsb, csb) = if b_t {
-        (1, k as isize)
-    } else {
-        (n as isize, 1)
-    };
+    let (rsa, csa) = strides(m, k, a_t);
+    let (rsb, csb) = strides(k, n, b_t);
     // SAFETY: the assertion above guarantees every index the strides can reach
     // (max (m-1)·rs + (k-1)·cs < m·k, and likewise for B and C) lies inside the slices, and
     // `c` is a unique borrow so it does not alias `a` or `b`.
@@ -66,6 +58,16 @@ pub(crate) fn gemm(
             n as isize,
             1,
         );
+    }
+}
+
+/// Row and column strides of a `rows × cols` operand stored row-major, or transposed (stored
+/// `cols × rows`) when `t`.
+fn strides(rows: usize, cols: usize, t: bool) -> (isize, isize) {
+    if t {
+        (1, rows as isize)
+    } else {
+        (cols as isize, 1)
     }
 }
 
@@ -114,23 +116,15 @@ pub(crate) fn par_gemm(
     if by_cols {
         let cols = block(n);
         let c = SharedC(c.as_mut_ptr());
-        let (rsa, csa) = if a_t {
-            (1, m as isize)
-        } else {
-            (k as isize, 1)
-        };
+        let (rsa, csa) = strides(m, k, a_t);
+        let (rsb, csb) = strides(k, n, b_t);
         (0..n.div_ceil(cols)).into_par_iter().for_each(|j| {
             let (j0, nj) = (j * cols, cols.min(n - j * cols));
-            // Columns j0.. of op(B) start at b[j0] (stored k × n) or row j0 (stored n × k).
-            let (b_off, rsb, csb) = if b_t {
-                (j0 * k, 1, k as isize)
-            } else {
-                (j0, n as isize, 1)
-            };
             // SAFETY: A and B are read through indices inside their slices (asserted above:
-            // the block's columns j0 + nj ≤ n of B, all of A); the tasks write disjoint column
-            // blocks j0..j0 + nj of C's rows (row stride n, inside c's m·n values), and `c`
-            // is a unique borrow held until every task has finished.
+            // column j0 of op(B) starts j0 column strides in, and j0 + nj ≤ n; all of A is
+            // read); the tasks write disjoint column blocks j0..j0 + nj of C's rows (row
+            // stride n, inside c's m·n values), and `c` is a unique borrow held until every
+            // task has finished.
             unsafe {
                 matrixmultiply::sgemm(
                     m,
@@ -140,7 +134,7 @@ pub(crate) fn par_gemm(
                     a.as_ptr(),
                     rsa,
                     csa,
-                    b.as_ptr().add(b_off),
+                    b.as_ptr().add(j0 * csb as usize),
                     rsb,
                     csb,
                     beta,
@@ -216,11 +210,7 @@ fn gemm_cols_of_at(
     if mj == 0 || n == 0 {
         return;
     }
-    let (rsb, csb) = if b_t {
-        (1, k as isize)
-    } else {
-        (n as isize, 1)
-    };
+    let (rsb, csb) = strides(k, n, b_t);
     // SAFETY: element (i, l) of Aᵀ is a[l·lda + i] with i < mj ≤ lda and l < k, at most
     // (k−1)·lda + mj − 1 < a.len() (asserted); B and C as in `gemm`; `c` is a unique borrow.
     unsafe {
