@@ -87,6 +87,27 @@ pub struct Sequential {
     norms: Vec<f32>,
 }
 
+/// A sample's clip factor in one of `layers` parameterised layers, from its total gradient
+/// norm over all of them and its squared norm `layer_sq` in this one (used by per-layer
+/// clipping only).
+///
+/// A non-finite total (a diverged sample, or a norm that overflows f32) gives factor 0 in
+/// every layer, even where the layer's own norm is finite, and every layer leaves a factor-0
+/// sample out of its clipped sum entirely (never 0·inf = NaN), so the step is exactly as if
+/// the sample had a zero gradient. A finite norm gives a factor in (0, 1] (or an underflowed
+/// 0, which is dropped the same way).
+fn sample_factor(clip: ClipConfig, layers: usize, total: f32, layer_sq: f32) -> f32 {
+    if !total.is_finite() {
+        return 0.0;
+    }
+    let (c, norm) = if clip.per_layer {
+        (clip.max_grad_norm / (layers as f32).sqrt(), layer_sq.sqrt())
+    } else {
+        (clip.max_grad_norm, total)
+    };
+    (c / (norm + TINY)).min(1.0)
+}
+
 impl Sequential {
     /// Builds the model, checking every layer's input shape and initialising parameters from
     /// `rng` (PyTorch-style Kaiming-uniform).
@@ -332,10 +353,12 @@ impl Sequential {
         self.grads[nl].copy_from(grad_out);
         let first = self.param_layers.first().copied().unwrap_or(nl);
         let private = matches!(mode, BackwardMode::Private(_));
+        let in_place = if private { self.clips_in_place() } else { None };
         for l in (first..nl).rev() {
             let (lo, hi) = self.grads.split_at_mut(l + 1);
             let gx = if l > first { Some(&mut lo[l]) } else { None };
             let gmode = match self.param_layers.iter().position(|&q| q == l) {
+                Some(k) if in_place == Some(k) => GradMode::InputOnly,
                 Some(k) if private => {
                     self.sq[k].resize(n, 0.0);
                     GradMode::PerSample(&mut self.sq[k])
@@ -348,8 +371,14 @@ impl Sequential {
             self.norms.clear();
             return Ok(&self.norms);
         };
+        if let Some(k) = in_place {
+            self.clip_in_place(k, n, clip);
+        }
         self.clip_factors(n, clip);
         for (k, &l) in self.param_layers.iter().enumerate() {
+            if in_place == Some(k) {
+                continue;
+            }
             let f = if clip.per_layer {
                 &self.factors[k]
             } else {
@@ -358,6 +387,35 @@ impl Sequential {
             self.layers[l].accumulate_clipped(&self.acts[l], &self.grads[l + 1], f);
         }
         Ok(&self.norms)
+    }
+
+    /// The parameterised layer (its index among them) that clips in place in private mode:
+    /// of those that can ([`Layer::clip_in_place_len`]), the one with the longest per-sample
+    /// gradient.
+    fn clips_in_place(&self) -> Option<usize> {
+        self.param_layers
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &l)| Some((self.layers[l].clip_in_place_len()?, k)))
+            .max()
+            .map(|(_, k)| k)
+    }
+
+    /// Layer `k`'s norms and clipped sum ([`Layer::clip_in_place`]), every other layer's
+    /// norms being in `self.sq`: each sample's factor is the one [`Sequential::clip_factors`]
+    /// then gives it, from the same total summed in the same order.
+    fn clip_in_place(&mut self, k: usize, n: usize, clip: ClipConfig) {
+        let mut own = std::mem::take(&mut self.sq[k]);
+        own.resize(n, 0.0);
+        let (sq, layers) = (&self.sq, self.param_layers.len());
+        let factor = |i: usize, s: f32| {
+            let total =
+                (sq.iter().enumerate()).fold(0.0f32, |t, (j, v)| t + if j == k { s } else { v[i] });
+            sample_factor(clip, layers, total.sqrt(), s)
+        };
+        let l = self.param_layers[k];
+        self.layers[l].clip_in_place(&self.acts[l], &self.grads[l + 1], &mut own, &factor);
+        self.sq[k] = own;
     }
 
     /// Total per-sample norms into `self.norms` and clip factors into `self.factors` (one
@@ -369,35 +427,24 @@ impl Sequential {
             self.norms.iter_mut().zip(sq).for_each(|(t, s)| *t += s);
         }
         self.norms.iter_mut().for_each(|t| *t = t.sqrt());
-        // A non-finite norm (a diverged sample, or a norm that overflows f32) gets factor 0,
-        // and every layer leaves a factor-0 sample out of its clipped sum entirely (never
-        // 0·inf = NaN), so the step is exactly as if the sample had a zero gradient. A finite
-        // norm gives a factor in (0, 1] (or an underflowed 0, which is dropped the same way).
-        let factor = |c: f32, norm: f32| {
-            if norm.is_finite() {
-                (c / (norm + TINY)).min(1.0)
-            } else {
-                0.0
-            }
-        };
+        let layers = self.param_layers.len();
+        let norms = &self.norms;
         if clip.per_layer {
-            // The total norm decides too: a sample with a non-finite norm in any layer is
-            // dropped from every layer, not only from the layers where it diverged.
-            let cl = clip.max_grad_norm / (self.param_layers.len() as f32).sqrt();
             for (f, sq) in self.factors.iter_mut().zip(&self.sq) {
                 f.clear();
-                f.extend(sq.iter().zip(&self.norms).map(|(s, total)| {
-                    if total.is_finite() {
-                        factor(cl, s.sqrt())
-                    } else {
-                        0.0
-                    }
-                }));
+                f.extend(
+                    (sq.iter().zip(norms))
+                        .map(|(&s, &total)| sample_factor(clip, layers, total, s)),
+                );
             }
         } else {
             let f = &mut self.factors[0];
             f.clear();
-            f.extend(self.norms.iter().map(|&nm| factor(clip.max_grad_norm, nm)));
+            f.extend(
+                norms
+                    .iter()
+                    .map(|&total| sample_factor(clip, layers, total, 0.0)),
+            );
         }
     }
 

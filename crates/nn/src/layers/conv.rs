@@ -5,7 +5,7 @@ use dpml_mechanisms::DpRng;
 use multiversion::multiversion;
 use rayon::prelude::*;
 
-use super::{GradMode, Layer, LayerSpec, weighted_row_sum};
+use super::{GradMode, Layer, LayerSpec, axpy, weighted_row_sum};
 use crate::error::{Result, invalid};
 use crate::kernels::{
     UnfoldMap, Window, add_into, broadcast_gemm, gemm, sample_ranges, split_mut, sq_norm,
@@ -29,14 +29,22 @@ pub enum ConvNormMode {
     /// ‖Gᵢ Aᵢᵀ‖²_F = Σ_{t,s} (aᵢₜ·aᵢₛ)(gᵢₜ·gᵢₛ): two T×T Gram matrices per sample; the clipped
     /// sum is then Σᵢ cᵢ Gᵢ Aᵢᵀ over the unfolded columns.
     Ghost,
-    /// Form each Gᵢ Aᵢᵀ (kept, `p·d` values per sample), take its norm, and form the clipped
-    /// sum as Σᵢ cᵢ (Gᵢ Aᵢᵀ) — no second product.
+    /// Form each Gᵢ Aᵢᵀ, take its norm, and form the clipped sum as Σᵢ cᵢ (Gᵢ Aᵢᵀ) — no
+    /// second product. The per-sample gradients are kept for the clipped sum (`p·d` values per
+    /// sample), except in the layer that the model lets clip in place
+    /// ([`Layer::clip_in_place`]): that one adds each sample's as soon as its norm is known.
     Materialize,
 }
 
 /// Largest per-sample gradient (weights and bias) that [`ConvNormMode::Auto`] materialises:
 /// 64 Ki values, 64 MiB for a physical batch of 256.
 const MATERIALIZE_MAX: usize = 1 << 16;
+
+/// Samples whose clipped gradients [`Conv2d`] sums into one accumulator in private mode (in
+/// place, or by the ghost norm's second product): the groups depend on the batch alone, not
+/// on the number of threads, so a seeded run sums in the same order and gives the same model
+/// whatever the thread count.
+const CLIP_GROUP: usize = 16;
 
 /// Per-thread scratch space for [`Conv2d`]: gradient accumulator and unfolded-gradient/Gram
 /// buffers.
@@ -184,11 +192,15 @@ impl Conv2d {
         }
     }
 
-    /// Adds the per-thread accumulators into the parameter gradients.
+    /// Adds the first `parts` accumulators, in order, into the parameter gradients (summed
+    /// first, so that [`Conv2d::add_grad`] transposes once).
     fn reduce_scratch(&mut self, parts: usize) {
-        let scratch = std::mem::take(&mut self.scratch);
-        for s in &scratch[..parts] {
-            self.add_grad(&s.acc);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if let Some((first, rest)) = scratch[..parts].split_first_mut() {
+            for s in rest {
+                add_into(&mut first.acc, &s.acc);
+            }
+            self.add_grad(&first.acc);
         }
         self.scratch = scratch;
     }
@@ -313,7 +325,9 @@ impl Layer for Conv2d {
         let glen = self.grad_len();
         let ranges = sample_ranges(n);
         let norm_mode = self.effective_norm_mode();
-        let private = matches!(mode, GradMode::PerSample(_));
+        let private = !matches!(mode, GradMode::Sum);
+        let input_only = matches!(mode, GradMode::InputOnly);
+        let keep = !input_only && private && norm_mode == ConvNormMode::Materialize;
         let buf_len = if private && norm_mode == ConvNormMode::Ghost {
             2 * t * t
         } else {
@@ -321,7 +335,7 @@ impl Layer for Conv2d {
         };
         self.prepare_scratch(ranges.len(), buf_len.max(d * t));
         self.unfolded.ensure(&self.map, d * t, x);
-        if private && norm_mode == ConvNormMode::Materialize {
+        if keep {
             self.per_sample.resize(n * glen, 0.0);
         }
         let mut empty = Tensor::default();
@@ -339,11 +353,11 @@ impl Layer for Conv2d {
         let mut no_sq: [f32; 0] = [];
         let sq = match mode {
             GradMode::PerSample(sq) => sq,
-            GradMode::Sum => &mut no_sq[..],
+            GradMode::Sum | GradMode::InputOnly => &mut no_sq[..],
         };
         let sqs = split_mut(sq, 1, &ranges);
         let pss = split_mut(
-            if private && norm_mode == ConvNormMode::Materialize {
+            if keep {
                 &mut self.per_sample[..]
             } else {
                 &mut []
@@ -368,6 +382,9 @@ impl Layer for Conv2d {
                         let dcols = &mut s.buf[..d * t];
                         broadcast_gemm((d, p, t), 1.0, wv, (1, d), g, 0.0, dcols);
                         map.col2im(dcols, &mut gx[k * in_len..(k + 1) * in_len]);
+                    }
+                    if input_only {
+                        continue;
                     }
                     if !private {
                         add_sample_grad((p, t, d), 1.0, g, a, 1.0, &mut s.acc, &mut s.gt);
@@ -416,21 +433,75 @@ impl Layer for Conv2d {
             self.scratch = tmp;
             return;
         }
-        let ranges = sample_ranges(n);
-        self.prepare_scratch(ranges.len(), 0);
+        // In fixed groups of samples, as in `clip_in_place`, so that the sums do not depend on
+        // the number of threads.
+        let groups = n.div_ceil(CLIP_GROUP);
+        self.prepare_scratch(groups, 0);
         self.unfolded.ensure(&self.map, d * t, x);
         let unfolded = &self.unfolded;
-        let scratch = &mut self.scratch[..ranges.len()];
-        let parts = ranges.len();
-        ranges.into_par_iter().zip(scratch).for_each(|(r, s)| {
-            // Factor-0 samples are skipped: their unfolded input may be non-finite.
-            for i in r.filter(|&i| factors[i] != 0.0) {
-                let g = &gy.data()[i * p * t..(i + 1) * p * t];
-                let a = unfolded.sample(i, d * t);
-                add_sample_grad((p, t, d), factors[i], g, a, 1.0, &mut s.acc, &mut s.gt);
-            }
-        });
-        self.reduce_scratch(parts);
+        self.scratch[..groups]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(group, s)| {
+                let samples = group * CLIP_GROUP..((group + 1) * CLIP_GROUP).min(n);
+                // Factor-0 samples are skipped: their unfolded input may be non-finite.
+                for i in samples.filter(|&i| factors[i] != 0.0) {
+                    let g = &gy.data()[i * p * t..(i + 1) * p * t];
+                    let a = unfolded.sample(i, d * t);
+                    add_sample_grad((p, t, d), factors[i], g, a, 1.0, &mut s.acc, &mut s.gt);
+                }
+            });
+        self.reduce_scratch(groups);
+    }
+
+    fn clip_in_place_len(&self) -> Option<usize> {
+        (self.effective_norm_mode() == ConvNormMode::Materialize).then(|| self.grad_len())
+    }
+
+    /// Each sample's gradient formed into its group's scratch buffer, its norm taken and its
+    /// clipped value added into the group's accumulator while the buffer is still in the
+    /// cache; the groups' sums then go into `grad` in order.
+    fn clip_in_place(
+        &mut self,
+        x: &Tensor,
+        gy: &Tensor,
+        sq: &mut [f32],
+        factor: &(dyn Fn(usize, f32) -> f32 + Sync),
+    ) {
+        let (n, win, p) = (x.batch(), self.win, self.out_ch);
+        let (d, t) = (win.d(), win.t());
+        let glen = self.grad_len();
+        let groups = n.div_ceil(CLIP_GROUP);
+        self.prepare_scratch(groups, glen);
+        self.unfolded.ensure(&self.map, d * t, x);
+        let unfolded = &self.unfolded;
+        self.scratch[..groups]
+            .par_iter_mut()
+            .zip(sq[..n].par_chunks_mut(CLIP_GROUP))
+            .enumerate()
+            .for_each(|(group, (s, sq))| {
+                for (k, sq) in sq.iter_mut().enumerate() {
+                    let i = group * CLIP_GROUP + k;
+                    let g = &gy.data()[i * p * t..(i + 1) * p * t];
+                    let grad = &mut s.buf[..glen];
+                    add_sample_grad(
+                        (p, t, d),
+                        1.0,
+                        g,
+                        unfolded.sample(i, d * t),
+                        0.0,
+                        grad,
+                        &mut s.gt,
+                    );
+                    *sq = sq_norm(grad);
+                    // Factor 0: a dropped sample, whose gradient may be non-finite.
+                    let c = factor(i, *sq);
+                    if c != 0.0 {
+                        axpy(c, grad, &mut s.acc);
+                    }
+                }
+            });
+        self.reduce_scratch(groups);
     }
 
     fn set_conv_norm_mode(&mut self, mode: ConvNormMode) {

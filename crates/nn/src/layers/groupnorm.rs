@@ -166,6 +166,7 @@ impl Layer for GroupNorm {
                 }
                 self.per_sample = ps;
             }
+            GradMode::InputOnly => {}
         }
     }
 

@@ -125,6 +125,7 @@ impl Layer for LayerNorm {
                         .sum();
                 }
             }
+            GradMode::InputOnly => {}
         }
     }
 

@@ -149,6 +149,7 @@ impl Layer for Linear {
                     .enumerate()
                     .for_each(|(i, s)| *s = (sq_norm(x.record(i)) + 1.0) * sq_norm(gy.record(i)));
             }
+            GradMode::InputOnly => {}
         }
     }
 

@@ -43,6 +43,10 @@ pub enum GradMode<'a> {
     /// parameters into the slice (one entry per sample) and keep what
     /// [`Layer::accumulate_clipped`] needs to form the clipped sum afterwards.
     PerSample(&'a mut [f32]),
+    /// Do not touch `grad`: the input gradient only. The layer's norms and clipped sum come
+    /// later from [`Layer::clip_in_place`] (the model asks this only of a layer with a
+    /// [`Layer::clip_in_place_len`]).
+    InputOnly,
 }
 
 /// One layer of a sequential model. Tensors are batches `[n, record...]`.
@@ -81,6 +85,30 @@ pub trait Layer: Send + Sync + std::fmt::Debug {
     /// has to be skipped, never multiplied by 0 (0·inf = NaN would poison the whole sum).
     /// Every sample with cᵢ ≠ 0 had a finite norm, so its per-sample gradient is finite.
     fn accumulate_clipped(&mut self, _x: &Tensor, _gy: &Tensor, _factors: &[f32]) {}
+
+    /// The length of one per-sample gradient when this layer can clip in place (see
+    /// [`Layer::clip_in_place`]); `None`, the default, when it cannot. A private model lets
+    /// the layer with the longest one do so: a layer that otherwise keeps every sample's
+    /// gradient for [`Layer::accumulate_clipped`] then writes and reads each one while it is
+    /// still in the cache, rather than reading the batch's back from memory after the pass.
+    fn clip_in_place_len(&self) -> Option<usize> {
+        None
+    }
+
+    /// After a [`GradMode::InputOnly`] backward, once every other layer's per-sample norms are
+    /// known: writes each sample's squared gradient norm over this layer's parameters into `sq`
+    /// and adds Σᵢ cᵢ·gᵢ into the parameters' `grad`, with cᵢ = `factor(i, sq[i])` (the model's
+    /// clip factor from the other layers' norms and this one). Samples with cᵢ = 0 are
+    /// skipped, as in [`Layer::accumulate_clipped`]. Called only on a layer with a
+    /// [`Layer::clip_in_place_len`].
+    fn clip_in_place(
+        &mut self,
+        _x: &Tensor,
+        _gy: &Tensor,
+        _sq: &mut [f32],
+        _factor: &(dyn Fn(usize, f32) -> f32 + Sync),
+    ) {
+    }
 
     /// Sets how a convolution computes per-sample norms; other layers ignore it.
     fn set_conv_norm_mode(&mut self, _mode: ConvNormMode) {}
@@ -169,13 +197,27 @@ pub(crate) fn weighted_row_sum(rows: &[f32], c: &[f32], dst: &mut [f32]) {
     use rayon::prelude::*;
     let width = dst.len();
     let chunk = width.div_ceil(rayon::current_num_threads().max(1)).max(256);
+    let kept: Vec<(usize, f32)> = c
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, ci)| ci != 0.0)
+        .collect();
     dst.par_chunks_mut(chunk).enumerate().for_each(|(j, d)| {
-        let off = j * chunk;
-        for (i, &ci) in c.iter().enumerate() {
-            if ci == 0.0 {
-                continue;
-            }
-            axpy(ci, &rows[i * width + off..i * width + off + d.len()], d);
+        let (off, len) = (j * chunk, d.len());
+        let row = |i: usize| &rows[i * width + off..i * width + off + len];
+        // Four rows a pass: four streams in flight from memory, and `d` loaded and stored a
+        // quarter as often.
+        let mut fours = kept.chunks_exact(4);
+        for f in &mut fours {
+            axpy4(
+                [f[0].1, f[1].1, f[2].1, f[3].1],
+                [row(f[0].0), row(f[1].0), row(f[2].0), row(f[3].0)],
+                d,
+            );
+        }
+        for &(i, ci) in fours.remainder() {
+            axpy(ci, row(i), d);
         }
     });
 }
@@ -183,8 +225,17 @@ pub(crate) fn weighted_row_sum(rows: &[f32], c: &[f32], dst: &mut [f32]) {
 /// `y += a·x`. Compiled for each SIMD level and chosen at run time (crate docs, "Vector
 /// width"): the clipped sum of materialised per-sample gradients runs through it.
 #[multiversion::multiversion(targets = "simd")]
-fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+pub(crate) fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     y.iter_mut().zip(x).for_each(|(y, x)| *y += a * x);
+}
+
+/// `y += a₀·x₀ + a₁·x₁ + a₂·x₂ + a₃·x₃`, as [`axpy`].
+#[multiversion::multiversion(targets = "simd")]
+fn axpy4(a: [f32; 4], x: [&[f32]; 4], y: &mut [f32]) {
+    let [x0, x1, x2, x3] = x;
+    for ((((y, x0), x1), x2), x3) in y.iter_mut().zip(x0).zip(x1).zip(x2).zip(x3) {
+        *y += a[0] * x0 + a[1] * x1 + a[2] * x2 + a[3] * x3;
+    }
 }
 
 #[cfg(test)]

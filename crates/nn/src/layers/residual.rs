@@ -93,12 +93,13 @@ impl Layer for Residual {
     ) {
         let (n, m) = (x.batch(), self.layers.len());
         self.grads[m - 1].copy_from(gy);
+        let input_only = matches!(mode, GradMode::InputOnly);
         let mut total = match mode {
             GradMode::PerSample(sq) => {
                 sq[..n].iter_mut().for_each(|s| *s = 0.0);
                 Some(sq)
             }
-            GradMode::Sum => None,
+            GradMode::Sum | GradMode::InputOnly => None,
         };
         let want_gx = gx.is_some();
         for j in (0..m).rev() {
@@ -120,7 +121,14 @@ impl Layer for Residual {
                     self.layers[j].backward(inp, &self.acts[j], &hi[0], g_in, layer_sq);
                     sq.iter_mut().zip(&self.sq).for_each(|(t, s)| *t += s);
                 }
-                _ => self.layers[j].backward(inp, &self.acts[j], &hi[0], g_in, GradMode::Sum),
+                _ => {
+                    let mode = if input_only {
+                        GradMode::InputOnly
+                    } else {
+                        GradMode::Sum
+                    };
+                    self.layers[j].backward(inp, &self.acts[j], &hi[0], g_in, mode);
+                }
             }
         }
         if let Some(gx) = gx {
