@@ -353,7 +353,7 @@ impl Sequential {
         self.grads[nl].copy_from(grad_out);
         let first = self.param_layers.first().copied().unwrap_or(nl);
         let private = matches!(mode, BackwardMode::Private(_));
-        let in_place = if private { self.clips_in_place() } else { None };
+        let in_place = if private { self.in_place_layer() } else { None };
         for l in (first..nl).rev() {
             let (lo, hi) = self.grads.split_at_mut(l + 1);
             let gx = if l > first { Some(&mut lo[l]) } else { None };
@@ -392,7 +392,7 @@ impl Sequential {
     /// The parameterised layer (its index among them) that clips in place in private mode:
     /// of those that can ([`Layer::clip_in_place_len`]), the one with the longest per-sample
     /// gradient.
-    fn clips_in_place(&self) -> Option<usize> {
+    fn in_place_layer(&self) -> Option<usize> {
         self.param_layers
             .iter()
             .enumerate()
