@@ -1,6 +1,8 @@
 //! 2-D convolution (im2col + GEMM) with per-sample gradient norms by either the unfolded ghost
 //! norm or materialised per-sample gradients, chosen per layer (mixed ghost clipping).
 
+use std::ops::Range;
+
 use dpml_mechanisms::DpRng;
 use multiversion::multiversion;
 use rayon::prelude::*;
@@ -203,6 +205,34 @@ impl Conv2d {
             self.add_grad(&first.acc);
         }
         self.scratch = scratch;
+    }
+
+    /// Runs `work(samples, scratch, unfolded, out)` on the batch `x` in fixed groups of
+    /// [`CLIP_GROUP`] samples, in parallel, each group with its own scratch (accumulator
+    /// zeroed, `buf` of `buf_len`) and its samples' entries of `out` (one per sample, or none
+    /// when `out` is empty), then adds the groups' accumulators into `grad` in order.
+    fn sum_in_groups(
+        &mut self,
+        x: &Tensor,
+        buf_len: usize,
+        out: &mut [f32],
+        work: impl Fn(Range<usize>, &mut Scratch, &Unfolded, &mut [f32]) + Sync,
+    ) {
+        let n = x.batch();
+        let groups: Vec<Range<usize>> = (0..n.div_ceil(CLIP_GROUP))
+            .map(|g| g * CLIP_GROUP..((g + 1) * CLIP_GROUP).min(n))
+            .collect();
+        let parts = groups.len();
+        self.prepare_scratch(parts, buf_len);
+        self.unfolded
+            .ensure(&self.map, self.win.d() * self.win.t(), x);
+        let outs = split_mut(out, 1, &groups);
+        let unfolded = &self.unfolded;
+        (self.scratch[..parts].par_iter_mut())
+            .zip(groups)
+            .zip(outs)
+            .for_each(|((s, samples), out)| work(samples, s, unfolded, out));
+        self.reduce_scratch(parts);
     }
 
     /// Adds one gradient in [`add_sample_grad`]'s layout (weights transposed, then bias) into
@@ -433,25 +463,15 @@ impl Layer for Conv2d {
             self.scratch = tmp;
             return;
         }
-        // In fixed groups of samples, as in `clip_in_place`, so that the sums do not depend on
-        // the number of threads.
-        let groups = n.div_ceil(CLIP_GROUP);
-        self.prepare_scratch(groups, 0);
-        self.unfolded.ensure(&self.map, d * t, x);
-        let unfolded = &self.unfolded;
-        self.scratch[..groups]
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(group, s)| {
-                let samples = group * CLIP_GROUP..((group + 1) * CLIP_GROUP).min(n);
-                // Factor-0 samples are skipped: their unfolded input may be non-finite.
-                for i in samples.filter(|&i| factors[i] != 0.0) {
-                    let g = &gy.data()[i * p * t..(i + 1) * p * t];
-                    let a = unfolded.sample(i, d * t);
-                    add_sample_grad((p, t, d), factors[i], g, a, 1.0, &mut s.acc, &mut s.gt);
-                }
-            });
-        self.reduce_scratch(groups);
+        // In fixed groups of samples, so that the sums do not depend on the number of threads.
+        self.sum_in_groups(x, 0, &mut [], |samples, s, unfolded, _| {
+            // Factor-0 samples are skipped: their unfolded input may be non-finite.
+            for i in samples.filter(|&i| factors[i] != 0.0) {
+                let g = &gy.data()[i * p * t..(i + 1) * p * t];
+                let a = unfolded.sample(i, d * t);
+                add_sample_grad((p, t, d), factors[i], g, a, 1.0, &mut s.acc, &mut s.gt);
+            }
+        });
     }
 
     fn clip_in_place_len(&self) -> Option<usize> {
@@ -471,37 +491,20 @@ impl Layer for Conv2d {
         let (n, win, p) = (x.batch(), self.win, self.out_ch);
         let (d, t) = (win.d(), win.t());
         let glen = self.grad_len();
-        let groups = n.div_ceil(CLIP_GROUP);
-        self.prepare_scratch(groups, glen);
-        self.unfolded.ensure(&self.map, d * t, x);
-        let unfolded = &self.unfolded;
-        self.scratch[..groups]
-            .par_iter_mut()
-            .zip(sq[..n].par_chunks_mut(CLIP_GROUP))
-            .enumerate()
-            .for_each(|(group, (s, sq))| {
-                for (k, sq) in sq.iter_mut().enumerate() {
-                    let i = group * CLIP_GROUP + k;
-                    let g = &gy.data()[i * p * t..(i + 1) * p * t];
-                    let grad = &mut s.buf[..glen];
-                    add_sample_grad(
-                        (p, t, d),
-                        1.0,
-                        g,
-                        unfolded.sample(i, d * t),
-                        0.0,
-                        grad,
-                        &mut s.gt,
-                    );
-                    *sq = sq_norm(grad);
-                    // Factor 0: a dropped sample, whose gradient may be non-finite.
-                    let c = factor(i, *sq);
-                    if c != 0.0 {
-                        axpy(c, grad, &mut s.acc);
-                    }
+        self.sum_in_groups(x, glen, &mut sq[..n], |samples, s, unfolded, sq| {
+            for (i, sq) in samples.zip(sq) {
+                let g = &gy.data()[i * p * t..(i + 1) * p * t];
+                let a = unfolded.sample(i, d * t);
+                let grad = &mut s.buf[..glen];
+                add_sample_grad((p, t, d), 1.0, g, a, 0.0, grad, &mut s.gt);
+                *sq = sq_norm(grad);
+                // Factor 0: a dropped sample, whose gradient may be non-finite.
+                let c = factor(i, *sq);
+                if c != 0.0 {
+                    axpy(c, grad, &mut s.acc);
                 }
-            });
-        self.reduce_scratch(groups);
+            }
+        });
     }
 
     fn set_conv_norm_mode(&mut self, mode: ConvNormMode) {
