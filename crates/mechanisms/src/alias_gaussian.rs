@@ -250,7 +250,9 @@ impl AliasDiscreteGaussian {
     /// Fills `out` with independent exact samples, the same law as [`Self::sample`] but drawn
     /// in bulk: per block of 512 samples, one 48-bit word each comes from the stream in one fill
     /// (the stream is made 16 blocks at a time; a call per word costs about as much as the rest
-    /// of the draw), then a branch-free pass keeps every draw that the immediate test accepts
+    /// of the draw): the words' low 32 bits side by side, then their high 16 bits, so that a
+    /// vector of words loads from two places in order instead of being gathered from every
+    /// sixth byte. Then a branch-free pass keeps every draw that the immediate test accepts
     /// (about 99%) and notes the others, which a second pass finishes as [`Self::sample`]
     /// would from the same word, taking their further words from the stream after the block's.
     /// Every word is used by one draw only, so the draws stay independent; the result depends
@@ -260,22 +262,20 @@ impl AliasDiscreteGaussian {
     /// would need its geometric tail to run through more than 2⁴⁷ words of the stream.
     /// (Callers add them to other `f64` integers, where `i64` would need scalar conversions.)
     pub fn fill(&self, out: &mut [f64], rng: &mut DpRng) {
-        // Two spare bytes let every word be read as a `u64` (its top 16 bits unused).
-        let mut bytes = [0u8; WORD_BYTES * BULK + 2];
+        let mut bytes = [0u8; WORD_BYTES * BULK];
         let mut undecided = [0u8; BULK];
         for block in out.chunks_mut(BULK) {
-            rng.as_rng()
-                .fill_bytes(&mut bytes[..WORD_BYTES * block.len()]);
+            let words = Words::fill(&mut bytes, block.len(), rng);
             decide(
                 &self.descriptors,
                 self.width_bits,
-                &bytes,
+                &words,
                 block,
                 &mut undecided,
             );
             for_each_flagged(&undecided[..block.len()], |i| {
                 block[i] = self
-                    .attempt(word(&bytes, i), rng)
+                    .attempt(words.word(i), rng)
                     .unwrap_or_else(|| self.sample(rng)) as f64;
             });
         }
@@ -430,10 +430,38 @@ impl Fields {
     }
 }
 
-/// Attempt i's word: the `WORD_BYTES` bytes from 6·i, read as a `u64` (its top 16 bits unused).
+/// A bulk block's 48-bit words, drawn from the stream in one fill: the low 32 bits of each,
+/// then the high 16 bits of each.
+struct Words<'a> {
+    low: &'a [u8],
+    high: &'a [u8],
+}
+
+impl<'a> Words<'a> {
+    /// `n` words from `rng` into the first `WORD_BYTES · n` bytes of `bytes`.
+    fn fill(bytes: &'a mut [u8], n: usize, rng: &mut DpRng) -> Self {
+        let bytes = &mut bytes[..WORD_BYTES * n];
+        rng.as_rng().fill_bytes(bytes);
+        let (low, high) = bytes.split_at(4 * n);
+        Self { low, high }
+    }
+
+    /// Word i.
+    #[inline(always)]
+    fn word(&self, i: usize) -> u64 {
+        join(&self.low[4 * i..][..4], &self.high[2 * i..][..2])
+    }
+
+    fn len(&self) -> usize {
+        self.high.len() / 2
+    }
+}
+
+/// A word from its low 4 and high 2 bytes (little-endian).
 #[inline(always)]
-fn word(bytes: &[u8], i: usize) -> u64 {
-    u64::from_le_bytes(bytes[WORD_BYTES * i..][..8].try_into().expect("8 bytes"))
+fn join(low: &[u8], high: &[u8]) -> u64 {
+    u64::from(u32::from_le_bytes([low[0], low[1], low[2], low[3]]))
+        | u64::from(u16::from_le_bytes([high[0], high[1]])) << 32
 }
 
 /// The first pass of [`AliasDiscreteGaussian::fill`] over one block: every draw that its word
@@ -445,13 +473,16 @@ fn word(bytes: &[u8], i: usize) -> u64 {
 fn decide(
     descriptors: &[[u64; 2]; SLOTS],
     width_bits: u32,
-    bytes: &[u8],
+    words: &Words,
     out: &mut [f64],
     undecided: &mut [u8; BULK],
 ) {
-    assert!(bytes.len() >= WORD_BYTES * out.len() + 2 && out.len() <= BULK);
-    for (i, (y, flag)) in out.iter_mut().zip(undecided.iter_mut()).enumerate() {
-        let f = Fields::of(word(bytes, i), width_bits);
+    assert!(words.len() == out.len() && out.len() <= BULK);
+    // Zipped slices rather than an iterator of words: the compiler vectorises this form (loads
+    // of both halves, widened), not a mapped iterator.
+    let halves = words.low.chunks_exact(4).zip(words.high.chunks_exact(2));
+    for ((y, flag), (low, high)) in out.iter_mut().zip(undecided.iter_mut()).zip(halves) {
+        let f = Fields::of(join(low, high), width_bits);
         let pair = &descriptors[f.slot];
         let threshold = pair[0] >> THRESHOLD_SHIFT;
         let own = f.coin < threshold;
