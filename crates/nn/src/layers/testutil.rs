@@ -117,6 +117,17 @@ pub fn check_layer(layer: &mut dyn Layer, x_shape: &[usize], seed: u64) {
             k += 1;
         }
     }
+    // The input gradient alone (`GradMode::InputOnly`): the same as above, and no parameter
+    // gradient touched.
+    layer.forward(&x, &mut y);
+    zero_grads(layer);
+    let mut gx_only = Tensor::default();
+    layer.backward(&x, &y, &r, Some(&mut gx_only), GradMode::InputOnly);
+    assert_eq!(gx_only.data(), gx.data(), "input gradient alone");
+    assert!(
+        all_grads(layer).iter().all(|&g| g == 0.0),
+        "an input-only backward pass changed a parameter gradient"
+    );
 }
 
 /// Per-sample squared norms and the clipped sum against brute force: one forward and backward
