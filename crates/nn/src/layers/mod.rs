@@ -197,26 +197,23 @@ pub(crate) fn weighted_row_sum(rows: &[f32], c: &[f32], dst: &mut [f32]) {
     use rayon::prelude::*;
     let width = dst.len();
     let chunk = width.div_ceil(rayon::current_num_threads().max(1)).max(256);
-    let kept: Vec<(usize, f32)> = c
-        .iter()
-        .copied()
-        .enumerate()
-        .filter(|&(_, ci)| ci != 0.0)
-        .collect();
     dst.par_chunks_mut(chunk).enumerate().for_each(|(j, d)| {
         let (off, len) = (j * chunk, d.len());
         let row = |i: usize| &rows[i * width + off..i * width + off + len];
         // Four rows a pass: four streams in flight from memory, and `d` loaded and stored a
         // quarter as often.
-        let mut fours = kept.chunks_exact(4);
-        for f in &mut fours {
-            axpy4(
-                [f[0].1, f[1].1, f[2].1, f[3].1],
-                [row(f[0].0), row(f[1].0), row(f[2].0), row(f[3].0)],
-                d,
-            );
+        let mut four = [(0, 0.0); 4];
+        let mut held = 0;
+        for (i, &ci) in c.iter().enumerate().filter(|&(_, &ci)| ci != 0.0) {
+            four[held] = (i, ci);
+            held += 1;
+            if held == 4 {
+                let [(i0, c0), (i1, c1), (i2, c2), (i3, c3)] = four;
+                axpy4([c0, c1, c2, c3], [row(i0), row(i1), row(i2), row(i3)], d);
+                held = 0;
+            }
         }
-        for &(i, ci) in fours.remainder() {
+        for &(i, ci) in &four[..held] {
             axpy(ci, row(i), d);
         }
     });
