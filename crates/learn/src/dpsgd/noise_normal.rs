@@ -17,8 +17,9 @@
 //! (rather than counting them as it goes), so nothing links one word to the next and it runs
 //! 16 words to a vector on AVX-512, table look-ups as gathers. On the project's 2-core Xeon
 //! this takes 1.8 ns per value on one core, of which the ChaCha20 stream is 0.7 ns (2.2–2.4 ns
-//! with 128 layers; 4.2 ns with `rand_chacha`'s keystream and a fast pass that ran one word at a time; 10.5 ns
-//! one `next_u32` call and one `f64` draw at a time on the earlier Zen 3 machine).
+//! with 128 layers; 4.2 ns with `rand_chacha`'s keystream and a fast pass that ran one word
+//! at a time; 10.5 ns one `next_u32` call and one `f64` draw at a time on the earlier Zen 3
+//! machine).
 //!
 //! # Citations
 //! - G. Marsaglia, W. W. Tsang. *The Ziggurat Method for Generating Random Variables.*
@@ -52,7 +53,7 @@ const POSITION_SCALE: f64 = (1u64 << (32 - POSITION_SHIFT)) as f64;
 struct Tables {
     /// Positions below `k[i]` lie inside layer i's rectangle under the curve: accepted at once.
     k: [u32; LAYERS],
-    /// Layer i's width / 2²⁴: a position times `w[i]` is the sample.
+    /// Layer i's width / 2²³: a position times `w[i]` is the sample.
     w: [f64; LAYERS],
     /// `w` in single precision, for the bulk fast path (a 23-bit position is exact in `f32`,
     /// so the product is within one `f32` rounding of the `f64` one).

@@ -157,8 +157,8 @@ fn trained_bits(cfg: &TrainConfig, threads: Option<usize>) -> Vec<u32> {
 }
 
 /// A seeded run gives the same model on 1 and 2 threads, and on the global pool kept awake,
-/// with either noise. The MLP has
-/// 64·200 = 12,800 first-layer weights: two chunks, one partial.
+/// with either noise. The MLP has 64·200 = 12,800 first-layer weights: two chunks, one
+/// partial.
 #[test]
 fn seeded_runs_are_identical_on_one_and_two_threads() {
     for exact_noise in [false, true] {
