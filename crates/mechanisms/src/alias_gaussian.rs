@@ -119,6 +119,9 @@ pub struct AliasDiscreteGaussian {
     immediate: Vec<u32>,
     /// Per block and the tail: the integer weight.
     weights: Vec<u64>,
+    /// Per block and the tail: ln of the weight, for the floating-point stage (computed once:
+    /// a logarithm per full test made `exact_bench 8000000 bulk` 3.3 ns a draw, now 3.1).
+    log_weights: Vec<f64>,
     /// K, an exact dyadic rational.
     scale: f64,
     /// ln K, for the floating-point stage.
@@ -224,6 +227,7 @@ impl AliasDiscreteGaussian {
             descriptors: descriptors(&slots, &immediate, width_bits),
             slots,
             immediate,
+            log_weights: weights.iter().map(|&w| libm::log(w as f64)).collect(),
             weights,
             scale,
             log_scale: libm::log(scale),
@@ -342,24 +346,26 @@ impl AliasDiscreteGaussian {
     #[inline(never)]
     fn accept_in_block(&self, rng: &mut DpRng, block: usize, x: u64, u_prefix: u64) -> bool {
         let log_width = f64::from(self.width_bits) * std::f64::consts::LN_2;
-        self.accept(rng, u_prefix, x, self.weights[block], log_width, || {
+        self.accept(rng, u_prefix, x, block, log_width, || {
             BigInt::from(1u64 << self.width_bits).into()
         })
     }
 
     /// Whether U < K·E·f(x)/w for an envelope factor E ≥ 1 (W in a block, 2^q·ρ^−m in the
-    /// tail) and weight w: `log_envelope` is ln E in `f64`, `envelope` gives E exactly.
+    /// tail) and the weight w of block `block` (B: the tail): `log_envelope` is ln E in `f64`,
+    /// `envelope` gives E exactly.
     fn accept(
         &self,
         rng: &mut DpRng,
         u_prefix: u64,
         x: u64,
-        weight: u64,
+        block: usize,
         log_envelope: f64,
         envelope: impl FnOnce() -> BigRational,
     ) -> bool {
         let gamma = self.gamma(x);
-        let (log_scale, log_weight) = (self.log_scale, libm::log(weight as f64));
+        let weight = self.weights[block];
+        let (log_scale, log_weight) = (self.log_scale, self.log_weights[block]);
         let log_p = log_scale + log_envelope - log_weight - gamma;
         let magnitude = log_scale.abs() + log_envelope + log_weight.abs() + gamma;
         uniform_below(rng, u_prefix, ACCEPT_BITS, log_p, magnitude, || ExpProb {
@@ -390,18 +396,11 @@ impl AliasDiscreteGaussian {
         // E = 2^q·ρ^−m, ln E = q·ln 2 − m·ln ρ.
         let log_envelope = f64::from(q) * std::f64::consts::LN_2
             - (m as f64) * libm::log1p(-(-f64::from(q)).exp2());
-        let accepted = self.accept(
-            rng,
-            u_prefix,
-            x,
-            self.weights[self.blocks],
-            log_envelope,
-            || {
-                let two_q = BigInt::from(1u64) << q;
-                let inv_rho = BigRational::new(two_q.clone(), two_q.clone() - 1);
-                num_traits::pow::pow(inv_rho, m as usize) * two_q
-            },
-        );
+        let accepted = self.accept(rng, u_prefix, x, self.blocks, log_envelope, || {
+            let two_q = BigInt::from(1u64) << q;
+            let inv_rho = BigRational::new(two_q.clone(), two_q.clone() - 1);
+            num_traits::pow::pow(inv_rho, m as usize) * two_q
+        });
         accepted.then_some(x)
     }
 }

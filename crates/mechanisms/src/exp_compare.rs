@@ -62,14 +62,15 @@ pub(crate) fn uniform_below(
         let tiny = f64::from_bits(1);
         let lo = (libm::exp(log_p - margin) * (1.0 - LOG_MARGIN) - tiny).max(0.0);
         let hi = libm::exp(log_p + margin) * (1.0 + LOG_MARGIN) + tiny;
-        let scale = (-(f64::from(bits))).exp2();
+        // 2^−bits, exactly (a power of two), without the libm call `exp2` makes.
+        let scale = 1.0 / (1u64 << bits) as f64;
         if let Some(decided) = settle(prefix as f64 * scale, (prefix + 1) as f64 * scale, lo, hi) {
             return decided;
         }
         // Extend U to 53 bits (still exact in f64) and try again.
         let more = F64_BITS - bits;
         let prefix = (prefix << more) | (rng.next_u64() >> (64 - more));
-        let scale = (-(f64::from(F64_BITS))).exp2();
+        let scale = 1.0 / (1u64 << F64_BITS) as f64;
         if let Some(decided) = settle(prefix as f64 * scale, (prefix + 1) as f64 * scale, lo, hi) {
             return decided;
         }
