@@ -372,19 +372,16 @@ impl StepNoise {
         matches!(self.kind, Noise::Gaussian { .. })
     }
 
-    /// Writes the step's float noise, started by [`StepNoise::draw`], into `grads` (the
-    /// parameters' gradient buffers, in order; their old values are overwritten), after which
-    /// [`StepNoise::add`] adds nothing. Nothing for other noise.
-    pub(crate) fn write(&mut self, grads: &mut [Vec<f32>]) {
-        let Noise::Gaussian { std } = self.kind else {
+    /// Writes the step's float noise, started by [`StepNoise::draw`], into every parameter
+    /// gradient of `model` (their old values are overwritten), after which [`StepNoise::add`]
+    /// adds nothing. Other noise: the gradients are zeroed and [`StepNoise::add`] adds it.
+    pub(crate) fn write(&mut self, model: &mut Sequential) {
+        let (Noise::Gaussian { std }, Some(key)) = (&self.kind, &self.key) else {
+            model.zero_grad();
             return;
         };
-        let Some(key) = self.key.take() else {
-            return;
-        };
-        for (grad, (_, first_chunk)) in grads.iter_mut().zip(&self.spans) {
-            write_gaussian(grad, std, &key, *first_chunk);
-        }
+        model.for_each_param_mut(|k, p| write_gaussian(&mut p.grad, *std, key, self.spans[k].1));
+        self.key = None;
     }
 
     /// Adds the step's noise, started by [`StepNoise::draw`], to every parameter gradient of
