@@ -53,7 +53,6 @@
 use multiversion::multiversion;
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use rand::RngCore;
 
 use crate::bulk::for_each_flagged;
 use crate::exp_compare::{ExpProb, uniform_below};
@@ -78,8 +77,6 @@ const IMMEDIATE_MASK: u64 = (1 << ACCEPT_BITS) - 1;
 const THRESHOLD_SHIFT: u32 = FIRST_BITS + ACCEPT_BITS;
 /// Bits of U taken from the sample's word for the immediate acceptance test.
 const ACCEPT_BITS: u32 = 8;
-/// Bytes of the stream per attempt in the bulk path (the fields take 48 bits).
-const WORD_BYTES: usize = 6;
 /// Samples per block of [`AliasDiscreteGaussian::fill`]: their words (3 KiB) and the samples
 /// stay in the L1 cache between its two passes.
 const BULK: usize = 512;
@@ -266,10 +263,10 @@ impl AliasDiscreteGaussian {
     /// would need its geometric tail to run through more than 2⁴⁷ words of the stream.
     /// (Callers add them to other `f64` integers, where `i64` would need scalar conversions.)
     pub fn fill(&self, out: &mut [f64], rng: &mut DpRng) {
-        let mut bytes = [0u8; WORD_BYTES * BULK];
+        let mut words = Words::default();
         let mut undecided = [0u8; BULK];
         for block in out.chunks_mut(BULK) {
-            let words = Words::fill(&mut bytes, block.len(), rng);
+            words.fill(block.len(), rng);
             decide(
                 &self.descriptors,
                 self.width_bits,
@@ -429,38 +426,60 @@ impl Fields {
     }
 }
 
-/// A bulk block's 48-bit words, drawn from the stream in one fill: the low 32 bits of each,
-/// then the high 16 bits of each.
-struct Words<'a> {
-    low: &'a [u8],
-    high: &'a [u8],
+/// A bulk block's 48-bit words: the stream's next 6 · `len` bytes, read as the low
+/// 32 bits of each word (little-endian), then the high 16 bits of each. Held as `u32` and
+/// `u16` rather than bytes: the vectorised first pass then loads them whole (built from
+/// single bytes, a word took a dozen shuffles).
+struct Words {
+    low: [u32; BULK],
+    high: [u16; BULK],
+    len: usize,
 }
 
-impl<'a> Words<'a> {
-    /// `n` words from `rng` into the first `WORD_BYTES · n` bytes of `bytes`.
-    fn fill(bytes: &'a mut [u8], n: usize, rng: &mut DpRng) -> Self {
-        let bytes = &mut bytes[..WORD_BYTES * n];
-        rng.as_rng().fill_bytes(bytes);
-        let (low, high) = bytes.split_at(4 * n);
-        Self { low, high }
+impl Default for Words {
+    fn default() -> Self {
+        Self {
+            low: [0; BULK],
+            high: [0; BULK],
+            len: 0,
+        }
+    }
+}
+
+impl Words {
+    /// The next `n` words of `rng` (two fills of whole 32-bit stream words, the bytes that a
+    /// single fill of 6 · `n` would give).
+    fn fill(&mut self, n: usize, rng: &mut DpRng) {
+        use rand::Rng;
+        let rng = rng.as_rng();
+        rng.fill(&mut self.low[..n]);
+        rng.fill(&mut self.high[..n]);
+        self.len = n;
+    }
+
+    fn low(&self) -> &[u32] {
+        &self.low[..self.len]
+    }
+
+    fn high(&self) -> &[u16] {
+        &self.high[..self.len]
     }
 
     /// Word i.
     #[inline(always)]
     fn word(&self, i: usize) -> u64 {
-        join(&self.low[4 * i..][..4], &self.high[2 * i..][..2])
+        join(self.low()[i], self.high()[i])
     }
 
     fn len(&self) -> usize {
-        self.high.len() / 2
+        self.len
     }
 }
 
-/// A word from its low 4 and high 2 bytes (little-endian).
+/// A word from its low 32 and high 16 bits.
 #[inline(always)]
-fn join(low: &[u8], high: &[u8]) -> u64 {
-    u64::from(u32::from_le_bytes([low[0], low[1], low[2], low[3]]))
-        | u64::from(u16::from_le_bytes([high[0], high[1]])) << 32
+fn join(low: u32, high: u16) -> u64 {
+    u64::from(low) | u64::from(high) << 32
 }
 
 /// The first pass of [`AliasDiscreteGaussian::fill`] over one block: every draw that its word
@@ -479,8 +498,8 @@ fn decide(
     assert!(words.len() == out.len() && out.len() <= BULK);
     // Zipped slices rather than an iterator of words: the compiler vectorises this form (loads
     // of both halves, widened), not a mapped iterator.
-    let halves = words.low.chunks_exact(4).zip(words.high.chunks_exact(2));
-    for ((y, flag), (low, high)) in out.iter_mut().zip(undecided.iter_mut()).zip(halves) {
+    let halves = words.low().iter().zip(words.high());
+    for ((y, flag), (&low, &high)) in out.iter_mut().zip(undecided.iter_mut()).zip(halves) {
         let f = Fields::of(join(low, high), width_bits);
         let pair = &descriptors[f.slot];
         let threshold = pair[0] >> THRESHOLD_SHIFT;

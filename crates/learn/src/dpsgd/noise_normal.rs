@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 
 use dpml_mechanisms::bulk::for_each_flagged;
 use multiversion::multiversion;
-use rand::RngCore;
+use rand::{Rng, RngCore};
 
 /// Bits of the word that pick the layer (the low bits); the next bit is the sign, the rest
 /// the position in the layer.
@@ -160,16 +160,16 @@ impl StandardNormal32 {
     pub(crate) fn add_scaled(&self, values: &mut [f32], scale: f64, rng: &mut impl RngCore) {
         let t = self.tables;
         let scale32 = scale as f32;
-        let mut bytes = [0u8; 4 * BLOCK];
+        let mut words = [0u32; BLOCK];
         let mut outside = [0u8; BLOCK];
         for block in values.chunks_mut(BLOCK) {
-            let bytes = &mut bytes[..4 * block.len()];
-            rng.fill_bytes(bytes);
-            add_inside(t, scale32, bytes, block, &mut outside);
+            // Whole `u32`s (the stream's bytes, little-endian): the vectorised fast pass loads
+            // them as they are, where words built from single bytes took a dozen shuffles.
+            let words = &mut words[..block.len()];
+            rng.fill(words);
+            add_inside(t, scale32, words, block, &mut outside);
             for_each_flagged(&outside[..block.len()], |i| {
-                let w = &bytes[4 * i..4 * i + 4];
-                let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                block[i] += (scale * self.finish(word, rng)) as f32;
+                block[i] += (scale * self.finish(words[i], rng)) as f32;
             });
         }
     }
@@ -181,13 +181,8 @@ impl StandardNormal32 {
 /// words, the loop runs 16 words to a vector on AVX-512 (the table look-ups are gathers, which
 /// the baseline x86-64 build does not have).
 #[multiversion(targets = "simd")]
-fn add_inside(t: &Tables, scale: f32, bytes: &[u8], block: &mut [f32], outside: &mut [u8; BLOCK]) {
-    for ((v, w), out) in block
-        .iter_mut()
-        .zip(bytes.chunks_exact(4))
-        .zip(outside.iter_mut())
-    {
-        let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+fn add_inside(t: &Tables, scale: f32, words: &[u32], block: &mut [f32], outside: &mut [u8; BLOCK]) {
+    for ((v, &word), out) in block.iter_mut().zip(words).zip(outside.iter_mut()) {
         let layer = word as usize % LAYERS;
         let position = word >> POSITION_SHIFT;
         // The word's sign bit moved onto the float's. (A 23-bit position converts as a
