@@ -107,9 +107,7 @@ pub struct AliasDiscreteGaussian {
     blocks: usize,
     /// Per slot: probability of the slot's own block (units of 2⁻³²) | alias block << 33.
     slots: Vec<u64>,
-    /// Per slot: the packed descriptors of its own block and its alias (module docs), picked
-    /// by indexing with the coin's outcome (a select by mask is turned back into a branch on
-    /// the random coin by the compiler).
+    /// Per slot: the packed descriptors of its own block and its alias (module docs).
     descriptors: Box<[[u64; 2]; SLOTS]>,
     /// Per block: U below immediate\[b\]/2⁸ accepts any point of the block; 0 for the tail
     /// (index B), whose draws always take the full test.
@@ -501,12 +499,16 @@ fn decide(
     let halves = words.low().iter().zip(words.high());
     for ((y, flag), (&low, &high)) in out.iter_mut().zip(undecided.iter_mut()).zip(halves) {
         let f = Fields::of(join(low, high), width_bits);
-        let pair = &descriptors[f.slot];
-        let threshold = pair[0] >> THRESHOLD_SHIFT;
+        // Both descriptors are loaded, then one kept: the two loads need not wait for each
+        // other, as they did when the coin's outcome indexed the second. `select_unpredictable`
+        // keeps the choice a conditional move in the scalar builds (a plain select became a
+        // branch on the random coin there).
+        let [mine, alias] = descriptors[f.slot];
+        let threshold = mine >> THRESHOLD_SHIFT;
         let own = f.coin < threshold;
         // A tie may go either way (the next 16 coin bits decide): finished later.
         let tie = f.coin == threshold;
-        let d = pair[usize::from(!own)];
+        let d = std::hint::select_unpredictable(own, mine, alias);
         let x = (d & FIRST_MASK) | f.offset;
         // The tail's threshold is 0: its draws are always finished in the second pass.
         let decided =
