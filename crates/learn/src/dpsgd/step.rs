@@ -8,8 +8,7 @@
 //! 3. add noise N(0, σ²C²) per coordinate to the clipped sum ([`super::noise`]), even when the
 //!    batch is empty. The noise does not depend on the data ([`StepNoise`]): float noise is
 //!    written straight into the gradient buffers before step 2, which adds the clipped sums
-//!    onto it; exact noise is drawn into a buffer while step 2 runs and added (with rounding)
-//!    after it;
+//!    onto it; exact noise is drawn and added (with rounding) after step 2;
 //! 4. divide by the EXPECTED batch size q·N (not the realised one, which would leak the batch
 //!    size) and let the optimizer step.
 //!
@@ -298,26 +297,14 @@ impl Stepper {
         let comm_is_root = comm.is_root();
         let mut noise = std::mem::take(&mut self.noise);
         // Float noise goes into the gradient buffers first (the clipped sums then add onto
-        // it); exact noise, which is rounded with the sum, is drawn while the sum forms and
-        // added after. A hook sees the sum before the noise, so hooked steps add float noise
-        // after too.
+        // it); exact noise, which is rounded with the sum, is drawn and added after it. A hook
+        // sees the sum before the noise, so hooked steps add float noise after too.
         let noise_first = comm_is_root && hook.is_none() && noise.goes_first();
-        let summed = if noise_first {
+        if comm_is_root {
             noise.draw(rng);
-            on_pool(|| self.accumulate(data, &mut stats, Some(&mut noise)))
-        } else {
-            on_pool(|| {
-                rayon::join(
-                    || self.accumulate(data, &mut stats, None),
-                    || {
-                        if comm_is_root {
-                            noise.draw(rng);
-                        }
-                    },
-                )
-                .0
-            })
-        };
+        }
+        let summed =
+            on_pool(|| self.accumulate(data, &mut stats, noise_first.then_some(&mut noise)));
         self.noise = noise;
         summed?;
         if comm.size() > 1 {
