@@ -235,14 +235,14 @@ fn cnn_private_backward_matches_brute_force_in_both_conv_modes() {
     }
 }
 
-/// A batch of several clipping groups (40 samples: 16 + 16 + 8) matches brute force in both
+/// A batch of several clipping groups (72 samples: 32 + 32 + 8) matches brute force in both
 /// conv modes, and its private backward pass gives the same gradients bit for bit on 1, 2 and
 /// 3 threads: the groups, and so the order of the sums, do not depend on the thread count.
 #[test]
 fn private_backward_over_several_groups_is_exact_and_the_same_on_any_thread_count() {
     let mut rng = DpRng::seeded(8);
-    let x = random(&[40, 2, 8, 8], &mut rng);
-    let y = labels(40);
+    let x = random(&[72, 2, 8, 8], &mut rng);
+    let y = labels(72);
     for mode in [ConvNormMode::Ghost, ConvNormMode::Materialize] {
         let model = || {
             let mut m = Sequential::new(small_spec(false), &mut DpRng::seeded(3)).unwrap();
