@@ -16,7 +16,7 @@
 //! word, then the few wedge and tail draws in `f64`. The fast pass flags the draws it leaves
 //! (rather than counting them as it goes), so nothing links one word to the next and it runs
 //! 16 words to a vector on AVX-512, table look-ups as gathers. On the project's 2-core Xeon
-//! this takes 1.8 ns per value on one core, of which the ChaCha20 stream is 0.7 ns (2.2–2.4 ns
+//! this takes 1.75 ns per value on one core, of which the ChaCha20 stream is 0.7 ns (2.2–2.4 ns
 //! with 128 layers; 4.2 ns with `rand_chacha`'s keystream and a fast pass that ran one word
 //! at a time; 10.5 ns one `next_u32` call and one `f64` draw at a time on the earlier Zen 3
 //! machine).
