@@ -126,7 +126,7 @@ impl RngCore for ChaChaStream {
     }
 
     /// The stream's bytes in order, whole words at a time: the unused bytes of a last
-    /// partial word are dropped with it. Past the buffer, whole groups of [`BLOCKS`] blocks
+    /// partial word are dropped with it. Past the buffer, whole groups of 16 blocks
     /// are written straight into `dst` and the rest comes through a refilled buffer: the
     /// AVX-512 code makes 16 blocks at a time and takes slower narrow paths for fewer (a fill
     /// that started inside the buffer used to leave such a remainder in every bulk block of
