@@ -64,6 +64,13 @@ fn small_spec(smooth: bool) -> ModelSpec {
     }
 }
 
+/// The non-smooth [`small_spec`] model from `seed`, its convolutions' norms in `mode`.
+fn small_model(mode: ConvNormMode, seed: u64) -> Sequential {
+    let mut m = Sequential::new(small_spec(false), &mut DpRng::seeded(seed)).unwrap();
+    m.set_conv_norm_mode(mode);
+    m
+}
+
 fn labels(n: usize) -> Vec<usize> {
     (0..n).map(|i| i % 3).collect()
 }
@@ -211,8 +218,7 @@ fn private_backward_matches_brute_force_flat_and_per_layer() {
     let y = labels(6);
     for mode in [ConvNormMode::Ghost, ConvNormMode::Materialize] {
         for per_layer in [false, true] {
-            let mut m = Sequential::new(small_spec(false), &mut DpRng::seeded(3)).unwrap();
-            m.set_conv_norm_mode(mode);
+            let mut m = small_model(mode, 3);
             check_private(&mut m, &x, &y, per_layer);
         }
     }
@@ -244,11 +250,7 @@ fn private_backward_over_several_groups_is_exact_and_the_same_on_any_thread_coun
     let x = random(&[72, 2, 8, 8], &mut rng);
     let y = labels(72);
     for mode in [ConvNormMode::Ghost, ConvNormMode::Materialize] {
-        let model = || {
-            let mut m = Sequential::new(small_spec(false), &mut DpRng::seeded(3)).unwrap();
-            m.set_conv_norm_mode(mode);
-            m
-        };
+        let model = || small_model(mode, 3);
         check_private(&mut model(), &x, &y, false);
         let grads_on = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new()
@@ -471,8 +473,7 @@ fn poisoned_record_is_left_out_in_every_layer_and_clipping_mode() {
     let x = random(&[5, 2, 8, 8], &mut rng);
     let y = labels(5);
     for mode in [ConvNormMode::Ghost, ConvNormMode::Materialize] {
-        let mut m = Sequential::new(small_spec(false), &mut DpRng::seeded(9)).unwrap();
-        m.set_conv_norm_mode(mode);
+        let mut m = small_model(mode, 9);
         check_poisoned(&mut m, &x, &y, &poisons(2 * 8 * 8), &[0]);
     }
 }
