@@ -4,23 +4,43 @@
 //! draws, leave the first pass without a dependence from one draw to the next, so it runs
 //! several draws to a vector.
 
-/// Calls `f(i)` for every i with `flags[i]` = 1 (the others 0), in ascending order: eight flags
-/// at a time, so the few set ones cost a branch each and the rest almost nothing.
+/// Calls `f(i)` for every i with `flags[i]` = 1 (the others 0), in ascending order. Flags are
+/// rare (a few in a thousand to a few in a hundred), so the scan first asks whether any of 64
+/// flags is set (eight words or-ed together, one branch), and only then looks at their eight
+/// words; each set flag then costs a branch.
 pub fn for_each_flagged(flags: &[u8], mut f: impl FnMut(usize)) {
-    let groups = flags.chunks_exact(8);
-    let rest = groups.remainder();
-    for (g, group) in groups.enumerate() {
-        let mut bits = u64::from_le_bytes(group.try_into().expect("8 flags"));
-        while bits != 0 {
-            f(8 * g + bits.trailing_zeros() as usize / 8);
-            bits &= bits - 1;
+    let word = |group: &[u8]| u64::from_le_bytes(group.try_into().expect("8 flags"));
+    let wide = flags.chunks_exact(64);
+    let rest = wide.remainder();
+    for (w, group) in wide.enumerate() {
+        let words: [u64; 8] = std::array::from_fn(|j| word(&group[8 * j..8 * j + 8]));
+        if words.iter().fold(0, |a, b| a | b) == 0 {
+            continue;
+        }
+        for (j, &bits) in words.iter().enumerate() {
+            each_set_byte(bits, 64 * w + 8 * j, &mut f);
         }
     }
     let base = flags.len() - rest.len();
-    rest.iter()
+    let narrow = rest.chunks_exact(8);
+    let tail = narrow.remainder();
+    for (j, group) in narrow.enumerate() {
+        each_set_byte(word(group), base + 8 * j, &mut f);
+    }
+    let base = flags.len() - tail.len();
+    tail.iter()
         .enumerate()
         .filter(|(_, flag)| **flag != 0)
         .for_each(|(j, _)| f(base + j));
+}
+
+/// `f(base + j)` for every byte j of `bits` that is not zero, in ascending order.
+#[inline(always)]
+fn each_set_byte(mut bits: u64, base: usize, f: &mut impl FnMut(usize)) {
+    while bits != 0 {
+        f(base + bits.trailing_zeros() as usize / 8);
+        bits &= bits - 1;
+    }
 }
 
 #[cfg(test)]
@@ -29,7 +49,7 @@ mod tests {
 
     #[test]
     fn finds_exactly_the_set_flags_in_order() {
-        for len in [0, 1, 7, 8, 9, 64, 75] {
+        for len in [0, 1, 7, 8, 9, 64, 75, 128, 200, 1024] {
             let flags: Vec<u8> = (0..len).map(|i| u8::from(i % 3 == 0 || i == 6)).collect();
             let mut got = Vec::new();
             for_each_flagged(&flags, |i| got.push(i));
