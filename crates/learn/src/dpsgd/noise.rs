@@ -229,27 +229,31 @@ fn for_each_chunk<T: Send>(
 /// floating-point Gaussian it is not an exact release (Mironov 2012: the low-order bits of the
 /// result can carry information); use exact noise where that matters.
 pub(crate) fn add_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
-    gaussian_chunks(values, std, key, first_chunk, |_| {});
+    gaussian_chunks(values, std, key, first_chunk, false);
 }
 
-/// Sets every coordinate of `values` to an N(0, std²) draw: [`add_gaussian`] onto zeros, each
-/// chunk zeroed just before its draws.
+/// Sets every coordinate of `values` to an N(0, std²) draw, the draws [`add_gaussian`] would
+/// add (the old values are not read).
 fn write_gaussian(values: &mut [f32], std: f64, key: &StreamKey, first_chunk: u64) {
-    gaussian_chunks(values, std, key, first_chunk, |chunk| chunk.fill(0.0));
+    gaussian_chunks(values, std, key, first_chunk, true);
 }
 
-/// [`add_gaussian`] with `prepare` run on each chunk before its draws are added.
+/// [`add_gaussian`], or [`write_gaussian`] when `overwrite`.
 fn gaussian_chunks(
     values: &mut [f32],
     std: f64,
     key: &StreamKey,
     first_chunk: u64,
-    prepare: impl Fn(&mut [f32]) + Sync,
+    overwrite: bool,
 ) {
     let normal = StandardNormal32::new();
     for_each_chunk(values, key, first_chunk, |chunk, r| {
-        prepare(chunk);
-        normal.add_scaled(chunk, std, r.as_rng());
+        let r = r.as_rng();
+        if overwrite {
+            normal.write_scaled(chunk, std, r);
+        } else {
+            normal.add_scaled(chunk, std, r);
+        }
     });
 }
 

@@ -1,25 +1,26 @@
 //! The standard normal sampler of the floating-point noise path: Marsaglia and Tsang's
-//! ziggurat with 256 layers, drawn from one 32-bit word of the ChaCha20 stream per sample
-//! (about 99% of draws; the rest take more words).
+//! ziggurat with 1,024 layers, drawn from one 32-bit word of the ChaCha20 stream per sample
+//! (99.6% of draws; the rest take more words).
 //!
 //! Generating the ChaCha20 stream is most of the cost of a normal draw, and rand_distr's
-//! sampler spends a 64-bit word on each; here the word is split into 8 bits for the layer, 1
-//! for the sign and 23 for the position in the layer, so a step's noise needs half the stream.
+//! sampler spends a 64-bit word on each; here the word is split into 10 bits for the layer, 1
+//! for the sign and 21 for the position in the layer, so a step's noise needs half the stream.
 //! The layer and the position use separate bits (Marsaglia and Tsang's original reused the
 //! low bits of the position as the layer, a dependence Doornik (2005) showed in the output).
-//! A 23-bit position resolves each layer to 2⁻²³ of its width: the variance differs from 1
-//! by far less than any test over a training run can see, and like any floating-point
-//! Gaussian this is not an exact release (see [`super::noise`]).
+//! A 21-bit position resolves each layer to 2⁻²¹ of its width (at most 1.9·10⁻⁶ standard
+//! deviations, in the widest layer): the variance differs from 1 by far less than any test
+//! over a training run can see, and like any floating-point Gaussian this is not an exact
+//! release (see [`super::noise`]).
 //!
 //! The noise path draws in bulk ([`StandardNormal32::add_scaled`]): a block's words in one
 //! fill from the stream, then a branch-free `f32` pass for the draws decided by their first
 //! word, then the few wedge and tail draws in `f64`. The fast pass flags the draws it leaves
 //! (rather than counting them as it goes), so nothing links one word to the next and it runs
 //! 16 words to a vector on AVX-512, table look-ups as gathers. On the project's 2-core Xeon
-//! this takes 1.75 ns per value on one core, of which the ChaCha20 stream is 0.7 ns (2.2–2.4 ns
-//! with 128 layers; 4.2 ns with `rand_chacha`'s keystream and a fast pass that ran one word
-//! at a time; 10.5 ns one `next_u32` call and one `f64` draw at a time on the earlier Zen 3
-//! machine).
+//! this takes 1.2–1.3 ns per value on one core, of which the ChaCha20 stream is 0.66 ns
+//! (1.6–1.75 ns with 256 layers, whose slow draws were a third of the cost; 2.2–2.4 ns with
+//! 128; 4.2 ns with `rand_chacha`'s keystream and a fast pass that ran one word at a time;
+//! 10.5 ns one `next_u32` call and one `f64` draw at a time on the earlier Zen 3 machine).
 //!
 //! # Citations
 //! - G. Marsaglia, W. W. Tsang. *The Ziggurat Method for Generating Random Variables.*
@@ -34,36 +35,40 @@ use rand::{Rng, RngCore};
 
 /// Bits of the word that pick the layer (the low bits); the next bit is the sign, the rest
 /// the position in the layer.
-const LAYER_BITS: u32 = 8;
-/// Layers of the ziggurat. 256 rather than 128: the rectangles then decide 98.5% of the draws
-/// instead of 97.2%; the slow wedge and tail draws were more than a third of the noise's cost.
+const LAYER_BITS: u32 = 10;
+/// Layers of the ziggurat. 1,024 rather than 256 or 128: the rectangles then decide 99.57% of
+/// the draws instead of 98.5% or 97.2%, and the few wedge and tail draws left, each a scalar
+/// `f64` computation with an `exp`, cost a tenth of the noise instead of a third.
 const LAYERS: usize = 1 << LAYER_BITS;
 /// The sign bit of the word.
 const SIGN_BIT: u32 = 1 << LAYER_BITS;
-/// The position is the word's top 32 − 9 = 23 bits.
+/// The position is the word's top 32 − 11 = 21 bits.
 const POSITION_SHIFT: u32 = LAYER_BITS + 1;
-/// Right edge of the base layer for 256 layers (Marsaglia and Tsang 2000).
-const R: f64 = 3.654_152_885_361_009;
+/// Right edge of the base layer for 1,024 layers: the r for which Marsaglia and Tsang's
+/// recursion (2000) closes at the top (checked by a unit test).
+const R: f64 = 4.038_849_846_109_505;
 /// Area of each layer (and of the base layer with its tail) under exp(−x²/2).
-const V: f64 = 4.928_673_233_99e-3;
-/// Positions scale by 2⁻²³.
+const V: f64 = 1.226_324_646_353_085e-3;
+/// Positions scale by 2⁻²¹.
 const POSITION_SCALE: f64 = (1u64 << (32 - POSITION_SHIFT)) as f64;
 
 /// The ziggurat's tables, computed once from R and V.
 struct Tables {
     /// Positions below `k[i]` lie inside layer i's rectangle under the curve: accepted at once.
     k: [u32; LAYERS],
-    /// Layer i's width / 2²³: a position times `w[i]` is the sample.
+    /// Layer i's width / 2²¹: a position times `w[i]` is the sample.
     w: [f64; LAYERS],
-    /// `w` in single precision, for the bulk fast path (a 23-bit position is exact in `f32`,
-    /// so the product is within one `f32` rounding of the `f64` one).
-    w32: [f32; LAYERS],
     /// exp(−xᵢ²/2) at layer i's right edge xᵢ.
     f: [f64; LAYERS],
+    /// For the bulk fast path: `w[i]` in single precision (a 21-bit position is exact in
+    /// `f32`, so the product is within one `f32` rounding of the `f64` one) in the low 32 bits
+    /// and `k[i]` in the high 32, so that one 64-bit gather a lane fetches both (two 32-bit
+    /// gathers made the fast pass 10% slower).
+    wk: [u64; LAYERS],
 }
 
 impl Tables {
-    /// Marsaglia and Tsang's `zigset` for 256 layers, at 23-bit positions.
+    /// Marsaglia and Tsang's `zigset` for 1,024 layers, at 21-bit positions.
     fn build() -> Self {
         let (mut k, mut w, mut f) = ([0u32; LAYERS], [0f64; LAYERS], [0f64; LAYERS]);
         let mut dn = R;
@@ -82,8 +87,9 @@ impl Tables {
             f[i] = (-0.5 * dn * dn).exp();
             w[i] = dn / POSITION_SCALE;
         }
-        let w32 = w.map(|x| x as f32);
-        Self { k, w, w32, f }
+        let wk =
+            std::array::from_fn(|i| u64::from((w[i] as f32).to_bits()) | u64::from(k[i]) << 32);
+        Self { k, w, f, wk }
     }
 }
 
@@ -152,12 +158,23 @@ impl StandardNormal32 {
     ///
     /// Works in blocks of [`BLOCK`] values: the block's first words come from the stream in
     /// one bulk fill (the stream is made 16 blocks at a time; a call per word costs as much as
-    /// the arithmetic), then one branch-free pass accepts the ~98.5% of words that land inside
+    /// the arithmetic), then one branch-free pass accepts the ~99.6% of words that land inside
     /// their layer's rectangle, in `f32`, and notes the others; a second pass finishes those
     /// with [`Self::finish`] in `f64` (wedges and the tail), drawing their extra words from
     /// the stream after the block's. The word → value map is fixed, so the result depends
     /// only on the stream.
     pub(crate) fn add_scaled(&self, values: &mut [f32], scale: f64, rng: &mut impl RngCore) {
+        self.draw_scaled(values, scale, rng, false);
+    }
+
+    /// Sets every value to `scale`·z, with z as [`Self::add_scaled`] draws them from the same
+    /// stream (the old values, which may be anything, are not read).
+    pub(crate) fn write_scaled(&self, values: &mut [f32], scale: f64, rng: &mut impl RngCore) {
+        self.draw_scaled(values, scale, rng, true);
+    }
+
+    /// [`Self::add_scaled`], or [`Self::write_scaled`] when `overwrite`.
+    fn draw_scaled(&self, values: &mut [f32], scale: f64, rng: &mut impl RngCore, overwrite: bool) {
         let t = self.tables;
         let scale32 = scale as f32;
         let mut words = [0u32; BLOCK];
@@ -167,7 +184,7 @@ impl StandardNormal32 {
             // them as they are, where words built from single bytes took a dozen shuffles.
             let words = &mut words[..block.len()];
             rng.fill(words);
-            add_inside(t, scale32, words, block, &mut outside);
+            add_inside(t, scale32, words, block, &mut outside, overwrite);
             for_each_flagged(&outside[..block.len()], |i| {
                 block[i] += (scale * self.finish(words[i], rng)) as f32;
             });
@@ -176,23 +193,32 @@ impl StandardNormal32 {
 }
 
 /// The fast pass of [`StandardNormal32::add_scaled`] over one block: adds `scale ·` every draw
-/// whose word lands inside its layer's rectangle and marks the others (1 in `outside`, else
-/// 0). Compiled for each SIMD level and chosen at run time: with no dependence between the
+/// whose word lands inside its layer's rectangle (onto 0 rather than the value when
+/// `overwrite`) and marks the others (1 in `outside`, else 0). Compiled for each SIMD level and chosen at run time: with no dependence between the
 /// words, the loop runs 16 words to a vector on AVX-512 (the table look-ups are gathers, which
 /// the baseline x86-64 build does not have).
 #[multiversion(targets = "simd")]
-fn add_inside(t: &Tables, scale: f32, words: &[u32], block: &mut [f32], outside: &mut [u8; BLOCK]) {
+fn add_inside(
+    t: &Tables,
+    scale: f32,
+    words: &[u32],
+    block: &mut [f32],
+    outside: &mut [u8; BLOCK],
+    overwrite: bool,
+) {
     for ((v, &word), out) in block.iter_mut().zip(words).zip(outside.iter_mut()) {
         let layer = word as usize % LAYERS;
         let position = word >> POSITION_SHIFT;
-        // The word's sign bit moved onto the float's. (A 23-bit position converts as a
+        // The word's sign bit moved onto the float's. (A 21-bit position converts as a
         // signed integer: one instruction, unlike u32 → f32.)
+        let wk = t.wk[layer];
         let x = f32::from_bits(
-            ((position as i32) as f32 * t.w32[layer]).to_bits()
+            ((position as i32) as f32 * f32::from_bits(wk as u32)).to_bits()
                 ^ ((word & SIGN_BIT) << (31 - LAYER_BITS)),
         );
-        let inside = position < t.k[layer];
-        *v += if inside { scale * x } else { 0.0 };
+        let inside = position < (wk >> 32) as u32;
+        let base = if overwrite { 0.0 } else { *v };
+        *v = base + if inside { scale * x } else { 0.0 };
         *out = u8::from(!inside);
     }
 }
@@ -302,9 +328,9 @@ mod tests {
 
     #[test]
     fn one_word_decides_most_draws() {
-        // 1.49% of positions fall outside their layer's rectangle (layer 1 has none) and take
+        // 0.43% of positions fall outside their layer's rectangle (layer 1 has none) and take
         // a 64-bit uniform (two words), a few of them a fresh word after a rejected wedge:
-        // about 1.04 words per draw (128 layers: 2.76% outside, 1.06 words). A wrong table
+        // about 1.011 words per draw (256 layers: 1.49% outside, 1.04 words). A wrong table
         // sends far more draws to the slow paths.
         struct Counting<'a>(&'a mut DpRng, u64);
         impl RngCore for Counting<'_> {
@@ -329,8 +355,37 @@ mod tests {
         }
         let per_draw = counting.1 as f64 / f64::from(n);
         assert!(
-            per_draw > 1.02 && per_draw < 1.06,
+            per_draw > 1.006 && per_draw < 1.016,
             "{per_draw} words per draw"
         );
+    }
+
+    /// R and V are the 1,024-layer ziggurat's: V is the base layer's area (its rectangle
+    /// r·f(r) plus the tail beyond r), and the recursion that builds the layers of area V down
+    /// from r ends with a top layer of area V too. Constants for another layer count fail both.
+    #[test]
+    fn the_layers_close_at_the_top() {
+        let f = |x: f64| (-0.5 * x * x).exp();
+        let tail = (2.0 * std::f64::consts::PI).sqrt() * normal_cdf(-R);
+        assert!(((R * f(R) + tail) / V - 1.0).abs() < 1e-9, "base layer");
+        let mut x = R;
+        for _ in 0..LAYERS - 2 {
+            x = (-2.0 * (V / x + f(x)).ln()).sqrt();
+        }
+        let top = x * (1.0 - f(x));
+        assert!((top / V - 1.0).abs() < 1e-9, "top layer {top} against {V}");
+    }
+
+    /// Writing draws ignores what the values held (NaN here) and gives exactly the draws that
+    /// adding onto zeros gives from the same stream.
+    #[test]
+    fn writing_equals_adding_onto_zeros() {
+        let normal = StandardNormal32::new();
+        let key = DpRng::seeded(35).stream_key();
+        let mut added = vec![0.0f32; 3 * BLOCK + 5];
+        normal.add_scaled(&mut added, 1.5, key.stream(2).as_rng());
+        let mut written = vec![f32::NAN; added.len()];
+        normal.write_scaled(&mut written, 1.5, key.stream(2).as_rng());
+        assert_eq!(added, written);
     }
 }
