@@ -43,6 +43,6 @@ fn main() {
         let start = std::time::Instant::now();
         let acc: f64 = (0..n / 8192).map(|_| draw()).sum();
         let ns = start.elapsed().as_secs_f64() * 1e9 / (n / 8192 * 8192) as f64;
-        println!("{name}: {ns:.1} ns/sample (checksum {acc})");
+        println!("{name}: {ns:.2} ns/sample (checksum {acc})");
     }
 }

@@ -22,25 +22,26 @@
 //! The tail envelope dominates because f(BW + m)/f(BW) ≤ exp(−BW·m/σ²) ≤ ρ^m.
 //!
 //! The acceptance coin U is compared with p(x) by [`crate::exp_compare::uniform_below`]:
-//! within a block p(x) ≥ p((b+1)W − 1), and a precomputed lower bound of that (8 bits) accepts
-//! at once about 99% of draws; the rest compare U with p(x) in floating point with a margin
+//! within a block p(x) ≥ p((b+1)W − 1), and a precomputed lower bound of that (10 bits)
+//! accepts at once more than 99% of draws; the rest compare U with p(x) in floating point with a margin
 //! and, in the rare case U falls inside the margin, in exact rational arithmetic. Every bound
 //! the tables hold is computed with a relative margin of 2⁻³⁰ around `libm::exp`, a thousand
 //! times its error, and the unit tests check each of them against exact arithmetic.
 //!
 //! # Bits per draw
 //! One 48-bit word of the ChaCha20 stream gives, at fixed places, the slot (11 bits; the table
-//! always has 2¹¹ slots, the unused ones of weight 0), the first 16 bits of the alias coin (the
-//! other 16 are drawn only when those tie with the slot's threshold, probability 2⁻¹⁶), the
-//! sign, the first 8 bits of U and the offset in the block (w ≤ 12 bits). Generating the stream
-//! is the larger part of a draw's cost, so the word is as short as the fields allow: with 8
-//! bits of U the immediate test leaves about 1% of draws to the full test (which draws further
-//! bits of U), and about 1% are rejected and start over.
+//! always has 2¹¹ slots, the unused ones of weight 0), the first 14 bits of the alias coin (the
+//! other 18 are drawn only when those tie with the slot's threshold, probability 2⁻¹⁴), the
+//! sign, the first 10 bits of U and the offset in the block (w ≤ 12 bits). Generating the
+//! stream is the larger part of a draw's cost, so the word is as short as the fields allow.
+//! The bits go where a draw costs least: at σ² = 2³⁰ the immediate test leaves about 0.4% of
+//! draws to the full test (which draws further bits of U), about 0.3% of them rejected (with
+//! 16 coin bits and 8 of U: 0.8%, the full tests then a fifth of the bulk sampler's time).
 //!
-//! For the bulk path ([`AliasDiscreteGaussian::fill`]) each slot also holds two packed
-//! descriptors, its own block's and its alias's (first point, immediate threshold, and the
-//! slot's coin threshold), so that a draw decided by its word costs two loads from one cache
-//! line and a few shifts, without a branch on any random bit.
+//! For the bulk path ([`AliasDiscreteGaussian::fill`]) each slot also holds one packed
+//! 64-bit descriptor: its own block's and its alias's index and immediate threshold, and the
+//! slot's coin threshold, so that a draw decided by its word costs one load and a few shifts,
+//! without a branch on any random bit.
 //!
 //! # Citations
 //! - C. Canonne, G. Kamath, T. Steinke. *The Discrete Gaussian for Differential Privacy.*
@@ -62,26 +63,34 @@ use crate::{DpRng, MechanismError, Rational};
 /// Slots of the alias table (2¹¹): at most 2¹¹ − 1 blocks plus the tail.
 const SLOT_BITS: u32 = 11;
 const SLOTS: usize = 1 << SLOT_BITS;
-/// Where the fields of a word start (module docs, "Bits per draw").
+/// Where the fields of a word start (module docs, "Bits per draw"): the slot, the coin, the
+/// sign and the offset's first 6 bits in the low 32 bits, U and the offset's other 6 bits in
+/// the high 16, so that no field straddles the two halves.
 const COIN_SHIFT: u32 = SLOT_BITS;
 const SIGN_SHIFT: u32 = COIN_SHIFT + COIN_BITS;
-const U_SHIFT: u32 = SIGN_SHIFT + 1;
-const OFFSET_SHIFT: u32 = U_SHIFT + ACCEPT_BITS;
-/// Widest block, 2¹²: the offset takes the word's last 12 bits.
-const MAX_WIDTH_BITS: u32 = 64 - OFFSET_SHIFT;
-/// A descriptor packs a block's first point (23 bits: 2¹¹ blocks of 2¹²), its immediate
-/// threshold (8 bits) and the slot's coin threshold (17 bits: 0..=2¹⁶).
-const FIRST_BITS: u32 = SLOT_BITS + MAX_WIDTH_BITS;
-const FIRST_MASK: u64 = (1 << FIRST_BITS) - 1;
-const IMMEDIATE_MASK: u64 = (1 << ACCEPT_BITS) - 1;
-const THRESHOLD_SHIFT: u32 = FIRST_BITS + ACCEPT_BITS;
+const OFFSET_LOW_SHIFT: u32 = SIGN_SHIFT + 1;
+const OFFSET_LOW_BITS: u32 = 32 - OFFSET_LOW_SHIFT;
+/// In the high half.
+const OFFSET_HIGH_SHIFT: u32 = ACCEPT_BITS;
+/// Widest block, 2¹²: the offset takes the word's 12 bits that are not otherwise used.
+const MAX_WIDTH_BITS: u32 = OFFSET_LOW_BITS + 16 - OFFSET_HIGH_SHIFT;
+/// A slot's descriptor packs, from the low bits, its own block's index (11 bits) and immediate
+/// threshold (10 bits), the same two of its alias, and the slot's coin threshold (15 bits:
+/// 0..=2¹⁴): 57 bits.
+const BLOCK_MASK: u32 = (1 << SLOT_BITS) - 1;
+const IMMEDIATE_MASK: u32 = (1 << ACCEPT_BITS) - 1;
+/// Bits of one block's half of a descriptor (index and immediate threshold).
+const HALF_BITS: u32 = SLOT_BITS + ACCEPT_BITS;
+const THRESHOLD_SHIFT: u32 = 2 * HALF_BITS;
 /// Bits of U taken from the sample's word for the immediate acceptance test.
-const ACCEPT_BITS: u32 = 8;
+const ACCEPT_BITS: u32 = 10;
 /// Samples per block of [`AliasDiscreteGaussian::fill`]: their words (3 KiB) and the samples
 /// stay in the L1 cache between its two passes.
 const BULK: usize = 512;
 /// Bits of the alias coin taken from the sample's word (of 32).
-const COIN_BITS: u32 = 16;
+const COIN_BITS: u32 = 14;
+/// The alias coin's other bits, drawn only on a tie.
+const COIN_REST: u32 = 32 - COIN_BITS;
 /// Each slot of the alias table holds 2³² units of weight.
 const SLOT_UNITS: u64 = 1 << 32;
 /// The alias table packs the probability (0..=2³², 33 bits) and the alias block above it.
@@ -107,9 +116,9 @@ pub struct AliasDiscreteGaussian {
     blocks: usize,
     /// Per slot: probability of the slot's own block (units of 2⁻³²) | alias block << 33.
     slots: Vec<u64>,
-    /// Per slot: the packed descriptors of its own block and its alias (module docs).
-    descriptors: Box<[[u64; 2]; SLOTS]>,
-    /// Per block: U below immediate\[b\]/2⁸ accepts any point of the block; 0 for the tail
+    /// Per slot: the packed descriptor of its own block and its alias (module docs).
+    descriptors: Box<[u64; SLOTS]>,
+    /// Per block: U below immediate\[b\]/2¹⁰ accepts any point of the block; 0 for the tail
     /// (index B), whose draws always take the full test.
     immediate: Vec<u32>,
     /// Per block and the tail: the integer weight.
@@ -219,7 +228,7 @@ impl AliasDiscreteGaussian {
             half_precision,
             width_bits,
             blocks,
-            descriptors: descriptors(&slots, &immediate, width_bits),
+            descriptors: descriptors(&slots, &immediate),
             slots,
             immediate,
             log_weights: weights.iter().map(|&w| libm::log(w as f64)).collect(),
@@ -252,7 +261,7 @@ impl AliasDiscreteGaussian {
     /// of the draw): the words' low 32 bits side by side, then their high 16 bits, so that a
     /// vector of words loads from two places in order instead of being gathered from every
     /// sixth byte. Then a branch-free pass keeps every draw that the immediate test accepts
-    /// (about 99%) and notes the others, which a second pass finishes as [`Self::sample`]
+    /// (more than 99%) and notes the others, which a second pass finishes as [`Self::sample`]
     /// would from the same word, taking their further words from the stream after the block's.
     /// Every word is used by one draw only, so the draws stay independent; the result depends
     /// only on the stream.
@@ -263,15 +272,22 @@ impl AliasDiscreteGaussian {
     pub fn fill(&self, out: &mut [f64], rng: &mut DpRng) {
         let mut words = Words::default();
         let mut undecided = [0u8; BULK];
+        let mut ints = [0i32; BULK];
         for block in out.chunks_mut(BULK) {
             words.fill(block.len(), rng);
+            let ints = &mut ints[..block.len()];
             decide(
                 &self.descriptors,
                 self.width_bits,
                 &words,
-                block,
+                ints,
                 &mut undecided,
             );
+            // Widened here rather than in `decide`, whose lanes then all stay 32 bits wide.
+            block
+                .iter_mut()
+                .zip(ints.iter())
+                .for_each(|(b, &i)| *b = f64::from(i));
             for_each_flagged(&undecided[..block.len()], |i| {
                 block[i] = self
                     .attempt(words.word(i), rng)
@@ -285,17 +301,18 @@ impl AliasDiscreteGaussian {
     #[inline(always)]
     fn attempt(&self, word: u64, rng: &mut DpRng) -> Option<i64> {
         let f = Fields::of(word, self.width_bits);
-        let block = self.block(rng, f.slot, f.coin);
+        let u_prefix = u64::from(f.u_prefix);
+        let block = self.block(rng, f.slot as usize, u64::from(f.coin));
         let x = if block < self.blocks {
-            let x = ((block as u64) << self.width_bits) | f.offset;
-            if f.u_prefix >= u64::from(self.immediate[block])
-                && !self.accept_in_block(rng, block, x, f.u_prefix)
+            let x = ((block as u64) << self.width_bits) | u64::from(f.offset);
+            if u_prefix >= u64::from(self.immediate[block])
+                && !self.accept_in_block(rng, block, x, u_prefix)
             {
                 return None;
             }
             x
         } else {
-            self.tail(rng, f.u_prefix)?
+            self.tail(rng, u_prefix)?
         };
         if f.negative && x == 0 {
             return None;
@@ -303,15 +320,15 @@ impl AliasDiscreteGaussian {
         Some(signed(i64::try_from(x).ok()?, f.negative))
     }
 
-    /// The block of alias slot `slot` for a coin whose first 16 bits are `coin`: the slot's
+    /// The block of alias slot `slot` for a coin whose first 14 bits are `coin`: the slot's
     /// own block when the 32-bit coin is below its probability, its alias otherwise.
     fn block(&self, rng: &mut DpRng, slot: usize, coin: u64) -> usize {
         let entry = self.slots[slot];
         let prob = entry & PROB_MASK;
-        let own = if coin == prob >> COIN_BITS && prob & 0xFFFF != 0 {
+        let own = if coin == prob >> COIN_REST && prob & ((1 << COIN_REST) - 1) != 0 {
             tie_break(rng, coin, prob)
         } else {
-            coin < prob >> COIN_BITS
+            coin < prob >> COIN_REST
         };
         let alias = (entry >> PROB_BITS) as usize;
         if own { slot } else { alias }
@@ -400,13 +417,15 @@ impl AliasDiscreteGaussian {
     }
 }
 
-/// The fields of one attempt's word.
+/// The fields of one attempt's word, all 32-bit (none straddles the word's halves), so that
+/// the bulk pass computes in 32-bit lanes: with them and its 32-bit output, `exact_bench
+/// 8000000 bulk` went from 2.26 to 2.11 ns a draw on the 2-core Xeon.
 struct Fields {
-    slot: usize,
-    coin: u64,
-    offset: u64,
+    slot: u32,
+    coin: u32,
+    offset: u32,
     negative: bool,
-    u_prefix: u64,
+    u_prefix: u32,
 }
 
 impl Fields {
@@ -414,12 +433,20 @@ impl Fields {
     /// 2^`width_bits` points.
     #[inline(always)]
     fn of(word: u64, width_bits: u32) -> Self {
+        Self::of_halves(word as u32, (word >> 32) as u16, width_bits)
+    }
+
+    /// [`Self::of`] from the word's low 32 and high 16 bits.
+    #[inline(always)]
+    fn of_halves(low: u32, high: u16, width_bits: u32) -> Self {
+        let high = u32::from(high);
+        let offset = low >> OFFSET_LOW_SHIFT | (high >> OFFSET_HIGH_SHIFT) << OFFSET_LOW_BITS;
         Self {
-            slot: (word as usize) & (SLOTS - 1),
-            coin: (word >> COIN_SHIFT) & ((1 << COIN_BITS) - 1),
-            negative: (word >> SIGN_SHIFT) & 1 == 1,
-            u_prefix: (word >> U_SHIFT) & IMMEDIATE_MASK,
-            offset: (word >> OFFSET_SHIFT) & ((1 << width_bits) - 1),
+            slot: low & (SLOTS as u32 - 1),
+            coin: (low >> COIN_SHIFT) & ((1 << COIN_BITS) - 1),
+            negative: (low >> SIGN_SHIFT) & 1 == 1,
+            u_prefix: high & IMMEDIATE_MASK,
+            offset: offset & ((1 << width_bits) - 1),
         }
     }
 }
@@ -482,15 +509,16 @@ fn join(low: u32, high: u16) -> u64 {
 
 /// The first pass of [`AliasDiscreteGaussian::fill`] over one block: every draw that its word
 /// decides (the alias coin not tied, the immediate test passed, not a negative zero) is
-/// written to `out`; the others are flagged (1 in `undecided`, else 0) for the second pass.
+/// written to `out` (|x| < 2²³); the others are flagged (1 in `undecided`, else 0) for the
+/// second pass.
 /// No branch on a random bit; compiled for each SIMD level and chosen at run time (the
 /// descriptor look-ups are gathers, which the baseline x86-64 build does not have).
 #[multiversion(targets = "simd")]
 fn decide(
-    descriptors: &[[u64; 2]; SLOTS],
+    descriptors: &[u64; SLOTS],
     width_bits: u32,
     words: &Words,
-    out: &mut [f64],
+    out: &mut [i32],
     undecided: &mut [u8; BULK],
 ) {
     assert!(words.len() == out.len() && out.len() <= BULK);
@@ -498,45 +526,40 @@ fn decide(
     // of both halves, widened), not a mapped iterator.
     let halves = words.low().iter().zip(words.high());
     for ((y, flag), (&low, &high)) in out.iter_mut().zip(undecided.iter_mut()).zip(halves) {
-        let f = Fields::of(join(low, high), width_bits);
-        // Both descriptors are loaded, then one kept: the two loads need not wait for each
-        // other, as they did when the coin's outcome indexed the second. `select_unpredictable`
-        // keeps the choice a conditional move in the scalar builds (a plain select became a
-        // branch on the random coin there).
-        let [mine, alias] = descriptors[f.slot];
-        let threshold = mine >> THRESHOLD_SHIFT;
+        let f = Fields::of_halves(low, high, width_bits);
+        // One load holds both blocks: a vector of draws takes one gather, not one per block
+        // (or a second that waits for the coin). `select_unpredictable` keeps the choice a
+        // conditional move in the scalar builds (a plain select became a branch on the random
+        // coin there).
+        let d = descriptors[f.slot as usize];
+        let threshold = (d >> THRESHOLD_SHIFT) as u32;
         let own = f.coin < threshold;
-        // A tie may go either way (the next 16 coin bits decide): finished later.
+        // A tie may go either way (the next 18 coin bits decide): finished later.
         let tie = f.coin == threshold;
-        let d = std::hint::select_unpredictable(own, mine, alias);
-        let x = (d & FIRST_MASK) | f.offset;
+        let half = std::hint::select_unpredictable(own, d as u32, (d >> HALF_BITS) as u32);
+        // x < 2²³.
+        let x = (half & BLOCK_MASK) << width_bits | f.offset;
         // The tail's threshold is 0: its draws are always finished in the second pass.
         let decided =
-            !tie & (f.u_prefix < (d >> FIRST_BITS) & IMMEDIATE_MASK) & !(f.negative & (x == 0));
-        // x < 2²³: converted from 32 bits.
-        *y = f64::from(signed(x as i64, f.negative) as i32);
+            !tie & (f.u_prefix < (half >> SLOT_BITS) & IMMEDIATE_MASK) & !(f.negative & (x == 0));
+        *y = signed(x as i64, f.negative) as i32;
         *flag = u8::from(!decided);
     }
 }
 
-/// Per slot, the packed descriptors (module docs) of its own block and of its alias: the
-/// block's first point, its immediate threshold (0 for the tail, index B) and the slot's coin
-/// threshold, the first 16 of the 33 bits of its probability.
-fn descriptors(slots: &[u64], immediate: &[u32], width_bits: u32) -> Box<[[u64; 2]; SLOTS]> {
-    let descriptor = |block: usize, threshold: u64| {
-        ((block as u64) << width_bits)
-            | u64::from(immediate[block]) << FIRST_BITS
-            | threshold << THRESHOLD_SHIFT
-    };
-    let mut out = Box::new([[0u64; 2]; SLOTS]);
-    for (j, (&entry, pair)) in slots.iter().zip(out.iter_mut()).enumerate() {
-        let threshold = (entry & PROB_MASK) >> COIN_BITS;
+/// Per slot, the packed descriptor (module docs) of its own block and of its alias: each
+/// block's index and immediate threshold (0 for the tail, index B), and the slot's coin
+/// threshold, the first 15 of the 33 bits of its probability.
+fn descriptors(slots: &[u64], immediate: &[u32]) -> Box<[u64; SLOTS]> {
+    let half = |block: usize| block as u64 | u64::from(immediate[block]) << SLOT_BITS;
+    let mut out = Box::new([0u64; SLOTS]);
+    for (j, (&entry, descriptor)) in slots.iter().zip(out.iter_mut()).enumerate() {
+        let threshold = (entry & PROB_MASK) >> COIN_REST;
         // A slot of weight 0 is never its own block (threshold 0): any block index will do.
         let own = j.min(immediate.len() - 1);
-        *pair = [
-            descriptor(own, threshold),
-            descriptor((entry >> PROB_BITS) as usize, threshold),
-        ];
+        *descriptor = half(own)
+            | half((entry >> PROB_BITS) as usize) << HALF_BITS
+            | threshold << THRESHOLD_SHIFT;
     }
     out
 }
@@ -548,12 +571,12 @@ fn signed(y: i64, negative: bool) -> i64 {
     (y ^ minus) - minus
 }
 
-/// The alias coin's first 16 bits tie with the slot threshold's (probability 2⁻¹⁶): the next
-/// 16 decide.
+/// The alias coin's first 14 bits tie with the slot threshold's (probability 2⁻¹⁴): the next
+/// 18 decide.
 #[cold]
 #[inline(never)]
 fn tie_break(rng: &mut DpRng, coin: u64, prob: u64) -> bool {
-    (coin << COIN_BITS | rng.next_u64() >> (64 - COIN_BITS)) < prob
+    (coin << COIN_REST | rng.next_u64() >> (64 - COIN_REST)) < prob
 }
 
 /// Walker's alias table for integer weights summing to exactly n·2³² (n = the length), built
