@@ -29,14 +29,14 @@
 //! times its error, and the unit tests check each of them against exact arithmetic.
 //!
 //! # Bits per draw
-//! One 48-bit word of the ChaCha20 stream gives, at fixed places, the slot (11 bits; the table
-//! always has 2¹¹ slots, the unused ones of weight 0), the first 14 bits of the alias coin (the
-//! other 18 are drawn only when those tie with the slot's threshold, probability 2⁻¹⁴), the
+//! One 48-bit word of the ChaCha20 stream gives, at fixed places, the slot (12 bits; the table
+//! always has 2¹² slots, the unused ones of weight 0), the first 13 bits of the alias coin (the
+//! other 19 are drawn only when those tie with the slot's threshold, probability 2⁻¹³), the
 //! sign, the first 10 bits of U and the offset in the block (w ≤ 12 bits). Generating the
 //! stream is the larger part of a draw's cost, so the word is as short as the fields allow.
-//! The bits go where a draw costs least: at σ² = 2³⁰ the immediate test leaves about 0.4% of
-//! draws to the full test (which draws further bits of U), about 0.3% of them rejected (with
-//! 16 coin bits and 8 of U: 0.8%, the full tests then a fifth of the bulk sampler's time).
+//! The bits go where a draw costs least: at σ² = 2³⁰ the immediate test leaves 0.37% of draws
+//! to the full test (which draws further bits of U), 0.16% rejected (with 2¹¹ slots, 16 coin
+//! bits and 8 of U: 0.83% and 0.3%, the full tests then a fifth of the bulk sampler's time).
 //!
 //! For the bulk path ([`AliasDiscreteGaussian::fill`]) each slot also holds one packed
 //! 64-bit descriptor: its own block's and its alias's index and immediate threshold, and the
@@ -60,8 +60,11 @@ use crate::exp_compare::{ExpProb, uniform_below};
 use crate::validate::invalid;
 use crate::{DpRng, MechanismError, Rational};
 
-/// Slots of the alias table (2¹¹): at most 2¹¹ − 1 blocks plus the tail.
-const SLOT_BITS: u32 = 11;
+/// Slots of the alias table (2¹²): at most 2¹² − 1 blocks plus the tail. Twice the blocks of
+/// 2¹¹ halve each block's width and with it the envelope's excess over f, so about half as
+/// many draws are rejected or take the full test (`exact_bench 8000000 bulk` 2.20 → 2.05 ns a
+/// draw on the 2-core Xeon; the table is 32 KiB).
+const SLOT_BITS: u32 = 12;
 const SLOTS: usize = 1 << SLOT_BITS;
 /// Where the fields of a word start (module docs, "Bits per draw"): the slot, the coin, the
 /// sign and the offset's first 6 bits in the low 32 bits, U and the offset's other 6 bits in
@@ -74,9 +77,9 @@ const OFFSET_LOW_BITS: u32 = 32 - OFFSET_LOW_SHIFT;
 const OFFSET_HIGH_SHIFT: u32 = ACCEPT_BITS;
 /// Widest block, 2¹²: the offset takes the word's 12 bits that are not otherwise used.
 const MAX_WIDTH_BITS: u32 = OFFSET_LOW_BITS + 16 - OFFSET_HIGH_SHIFT;
-/// A slot's descriptor packs, from the low bits, its own block's index (11 bits) and immediate
-/// threshold (10 bits), the same two of its alias, and the slot's coin threshold (15 bits:
-/// 0..=2¹⁴): 57 bits.
+/// A slot's descriptor packs, from the low bits, its own block's index (12 bits) and immediate
+/// threshold (10 bits), the same two of its alias, and the slot's coin threshold (14 bits:
+/// 0..=2¹³): 58 bits.
 const BLOCK_MASK: u32 = (1 << SLOT_BITS) - 1;
 const IMMEDIATE_MASK: u32 = (1 << ACCEPT_BITS) - 1;
 /// Bits of one block's half of a descriptor (index and immediate threshold).
@@ -88,7 +91,7 @@ const ACCEPT_BITS: u32 = 10;
 /// stay in the L1 cache between its two passes.
 const BULK: usize = 512;
 /// Bits of the alias coin taken from the sample's word (of 32).
-const COIN_BITS: u32 = 14;
+const COIN_BITS: u32 = 13;
 /// The alias coin's other bits, drawn only on a tie.
 const COIN_REST: u32 = 32 - COIN_BITS;
 /// Each slot of the alias table holds 2³² units of weight.
@@ -100,7 +103,8 @@ const PROB_MASK: u64 = (1 << PROB_BITS) - 1;
 const MARGIN: f64 = 1.0 / (1u64 << 30) as f64;
 /// Relative widening of a rounded exponent, covering its few roundings (2⁻⁵¹ at most).
 const EXPONENT_SLACK: f64 = 1.0 / (1u64 << 40) as f64;
-/// Largest σ² accepted (σ = 2¹⁹): the layout of one sample's word needs w ≤ 11.
+/// Largest σ² accepted (σ = 2¹⁹): 8σ in 2¹² − 1 blocks of 2^w points needs w ≤ 11, within
+/// the word's 12 offset bits.
 const MAX_SIGMA2_LOG2: u32 = 38;
 /// The blocks cover [0, COVER_SIGMAS·σ]; beyond, f < e⁻³² and the tail takes over.
 const COVER_SIGMAS: f64 = 8.0;
@@ -177,11 +181,11 @@ impl AliasDiscreteGaussian {
         let max_blocks = SLOTS as u64 - 1;
         let width_bits = (0..64)
             .find(|&w| cover.div_ceil(1 << w) <= max_blocks)
-            .expect("a 64-bit cover fits in 2^11 blocks of 2^53");
+            .expect("a 64-bit cover fits in 2^12 blocks of 2^53");
         let blocks = cover.div_ceil(1 << width_bits).max(1) as usize;
         debug_assert!(
             width_bits <= MAX_WIDTH_BITS,
-            "σ² ≤ 2^38 covers 8σ with 2^11 blocks of 2^12"
+            "σ² ≤ 2^38 covers 8σ with 2^12 blocks of 2^11"
         );
         let width = (1u64 << width_bits) as f64;
         let gamma = |x: u64| gamma_f64(x, half_precision);
@@ -320,7 +324,7 @@ impl AliasDiscreteGaussian {
         Some(signed(i64::try_from(x).ok()?, f.negative))
     }
 
-    /// The block of alias slot `slot` for a coin whose first 14 bits are `coin`: the slot's
+    /// The block of alias slot `slot` for a coin whose first 13 bits are `coin`: the slot's
     /// own block when the 32-bit coin is below its probability, its alias otherwise.
     fn block(&self, rng: &mut DpRng, slot: usize, coin: u64) -> usize {
         let entry = self.slots[slot];
@@ -534,7 +538,7 @@ fn decide(
         let d = descriptors[f.slot as usize];
         let threshold = (d >> THRESHOLD_SHIFT) as u32;
         let own = f.coin < threshold;
-        // A tie may go either way (the next 18 coin bits decide): finished later.
+        // A tie may go either way (the next 19 coin bits decide): finished later.
         let tie = f.coin == threshold;
         let half = std::hint::select_unpredictable(own, d as u32, (d >> HALF_BITS) as u32);
         // x < 2²³.
@@ -549,7 +553,7 @@ fn decide(
 
 /// Per slot, the packed descriptor (module docs) of its own block and of its alias: each
 /// block's index and immediate threshold (0 for the tail, index B), and the slot's coin
-/// threshold, the first 15 of the 33 bits of its probability.
+/// threshold, the first 14 of the 33 bits of its probability.
 fn descriptors(slots: &[u64], immediate: &[u32]) -> Box<[u64; SLOTS]> {
     let half = |block: usize| block as u64 | u64::from(immediate[block]) << SLOT_BITS;
     let mut out = Box::new([0u64; SLOTS]);
@@ -571,8 +575,8 @@ fn signed(y: i64, negative: bool) -> i64 {
     (y ^ minus) - minus
 }
 
-/// The alias coin's first 14 bits tie with the slot threshold's (probability 2⁻¹⁴): the next
-/// 18 decide.
+/// The alias coin's first 13 bits tie with the slot threshold's (probability 2⁻¹³): the next
+/// 19 decide.
 #[cold]
 #[inline(never)]
 fn tie_break(rng: &mut DpRng, coin: u64, prob: u64) -> bool {

@@ -154,7 +154,7 @@ fn bulk<'a>(sampler: &'a AliasDiscreteGaussian, rng: &'a mut DpRng) -> impl FnMu
 /// mass (short covers put ~40% of it in the tail) and for fractional σ².
 #[test]
 fn bulk_draws_follow_the_discrete_gaussian() {
-    let mut rng = DpRng::seeded(7);
+    let mut rng = DpRng::seeded(8);
     for (n, d, cover) in [
         (7u64, 2u64, None),
         (13, 1000, None),
