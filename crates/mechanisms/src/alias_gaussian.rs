@@ -57,6 +57,7 @@ use num_rational::BigRational;
 
 use crate::bulk::for_each_flagged;
 use crate::exp_compare::{ExpProb, uniform_below};
+use crate::grid::round_to_integer;
 use crate::validate::invalid;
 use crate::{DpRng, MechanismError, Rational};
 
@@ -280,24 +281,58 @@ impl AliasDiscreteGaussian {
         for block in out.chunks_mut(BULK) {
             words.fill(block.len(), rng);
             let ints = &mut ints[..block.len()];
-            decide(
-                &self.descriptors,
-                self.width_bits,
-                &words,
-                ints,
-                &mut undecided,
-            );
+            let undecided = &mut undecided[..block.len()];
+            decide(&self.descriptors, self.width_bits, &words, ints, undecided);
             // Widened here rather than in `decide`, whose lanes then all stay 32 bits wide.
             block
                 .iter_mut()
                 .zip(ints.iter())
                 .for_each(|(b, &i)| *b = f64::from(i));
-            for_each_flagged(&undecided[..block.len()], |i| {
-                block[i] = self
-                    .attempt(words.word(i), rng)
-                    .unwrap_or_else(|| self.sample(rng)) as f64;
+            for_each_flagged(undecided, |i| {
+                block[i] = self.finish(words.word(i), rng) as f64;
             });
         }
+    }
+
+    /// Rounds every value v to the grid g·ℤ and adds g times an independent exact draw y of
+    /// this law, in place: v becomes the `f32` nearest to (round(v/g) + y)·g, formed exactly in
+    /// `f64` from the noisy integer (so the rounding to `f32` is post-processing of it), round
+    /// being to the nearest integer, ties to even, after clamping |v/g| at 2⁵⁰ (1-Lipschitz, so
+    /// sensitivity bounds hold) and taking NaN as 0. The draws are those [`Self::fill`] makes
+    /// from the same stream, in the same order; here each block's decided draws go onto the
+    /// values in one pass while in the cache (drawing into an `f64` buffer and adding it in a
+    /// second pass took 5–7% longer for the MLP's 407k coordinates on the 2-core Xeon).
+    ///
+    /// # Panics
+    /// When `granularity` is not a power of two of the normal `f64` range (dividing by it must
+    /// be exact).
+    pub fn add_on_grid(&self, values: &mut [f32], granularity: f64, rng: &mut DpRng) {
+        let inv_g = 1.0 / granularity;
+        assert!(
+            granularity.is_normal()
+                && inv_g.is_normal()
+                && granularity > 0.0
+                && granularity.to_bits() & ((1 << 52) - 1) == 0,
+            "grid granularity {granularity} is not a power of two"
+        );
+        let mut words = Words::default();
+        let mut undecided = [0u8; BULK];
+        let mut ints = [0i32; BULK];
+        for block in values.chunks_mut(BULK) {
+            words.fill(block.len(), rng);
+            let (ints, undecided) = (&mut ints[..block.len()], &mut undecided[..block.len()]);
+            decide(&self.descriptors, self.width_bits, &words, ints, undecided);
+            add_decided_on_grid(block, ints, undecided, granularity, inv_g);
+            for_each_flagged(undecided, |i| {
+                let y = self.finish(words.word(i), rng);
+                block[i] = on_grid(block[i], y as f64, granularity, inv_g);
+            });
+        }
+    }
+
+    /// The draw that starts with `word`, as [`Self::sample`] would finish it.
+    fn finish(&self, word: u64, rng: &mut DpRng) -> i64 {
+        self.attempt(word, rng).unwrap_or_else(|| self.sample(rng))
     }
 
     /// One attempt from its first word (and further words of `rng` where the word alone does
@@ -523,9 +558,9 @@ fn decide(
     width_bits: u32,
     words: &Words,
     out: &mut [i32],
-    undecided: &mut [u8; BULK],
+    undecided: &mut [u8],
 ) {
-    assert!(words.len() == out.len() && out.len() <= BULK);
+    assert!(words.len() == out.len() && out.len() == undecided.len());
     // Zipped slices rather than an iterator of words: the compiler vectorises this form (loads
     // of both halves, widened), not a mapped iterator.
     let halves = words.low().iter().zip(words.high());
@@ -549,6 +584,26 @@ fn decide(
         *y = signed(x as i64, f.negative) as i32;
         *flag = u8::from(!decided);
     }
+}
+
+/// The second pass of [`AliasDiscreteGaussian::add_on_grid`]: each value whose draw `decide`
+/// settled (`undecided` 0) goes onto the grid with it; the others are left for the draws that
+/// finish them. Compiled for each SIMD level and chosen at run time (the baseline x86-64 build
+/// works two `f64` at a time).
+#[multiversion(targets = "simd")]
+fn add_decided_on_grid(values: &mut [f32], ints: &[i32], undecided: &[u8], g: f64, inv_g: f64) {
+    for ((v, &y), &u) in values.iter_mut().zip(ints).zip(undecided) {
+        let out = on_grid(*v, f64::from(y), g, inv_g);
+        *v = if u == 0 { out } else { *v };
+    }
+}
+
+/// (round(v/g) + y)·g to the nearest `f32`, for an integer y. round(v/g) and y are integers
+/// below 2⁵³ in `f64`, so their sum is exact: the `f32` is a function of the noisy integer
+/// alone (post-processing of the release).
+#[inline(always)]
+fn on_grid(v: f32, y: f64, g: f64, inv_g: f64) -> f32 {
+    ((round_to_integer(f64::from(v) * inv_g) + y) * g) as f32
 }
 
 /// Per slot, the packed descriptor (module docs) of its own block and of its alias: each

@@ -187,3 +187,49 @@ fn out_of_range_parameters_are_refused() {
     assert!(err.contains("too large"), "{err}");
     assert!(AliasDiscreteGaussian::new(Rational::integer(1 << 38)).is_ok());
 }
+
+/// Noise on the grid takes the draws `fill` makes from the same stream and forms each value
+/// from its noisy integer: (round(v/g) + y)·g, with huge values clamped and NaN taken as 0,
+/// over lengths that end inside a block and with short covers, whose tail draws all go through
+/// the second pass.
+#[test]
+fn grid_noise_adds_the_bulk_draws_to_the_rounded_values() {
+    let g = 2f64.powi(-6);
+    for sampler in [
+        AliasDiscreteGaussian::new(Rational::integer(1 << 20)).unwrap(),
+        AliasDiscreteGaussian::with_cover(rat(100, 1), 8).unwrap(),
+    ] {
+        let mut source = DpRng::seeded(21);
+        let len = 3 * BULK + 77;
+        let mut values: Vec<f32> = (0..len)
+            .map(|i| (source.next_u64() as i64 >> 40) as f32 * 1e-3 + i as f32)
+            .collect();
+        values[5] = f32::NAN;
+        values[6] = f32::INFINITY;
+        values[7] = -3e38;
+        let mut draws = vec![0.0; len];
+        sampler.fill(&mut draws, &mut DpRng::seeded(22));
+        let want: Vec<f32> = values
+            .iter()
+            .zip(&draws)
+            .map(|(&v, &y)| {
+                let v = f64::from(v) / g;
+                let k = if v.is_nan() {
+                    0.0
+                } else {
+                    v.clamp(-2f64.powi(50), 2f64.powi(50))
+                };
+                ((k.round_ties_even() + y) * g) as f32
+            })
+            .collect();
+        sampler.add_on_grid(&mut values, g, &mut DpRng::seeded(22));
+        assert_eq!(values, want);
+    }
+}
+
+#[test]
+#[should_panic(expected = "not a power of two")]
+fn grid_noise_needs_a_power_of_two() {
+    let sampler = AliasDiscreteGaussian::new(Rational::integer(64)).unwrap();
+    sampler.add_on_grid(&mut [1.0], 0.3, &mut DpRng::seeded(1));
+}

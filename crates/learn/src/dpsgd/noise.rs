@@ -15,7 +15,9 @@
 //!
 //! ‖round(S/g) − round(S'/g)‖₂ ≤ ‖S − S'‖₂/g + ‖e − e'‖₂ ≤ C/g + √d
 //!
-//! (each coordinate of e − e' lies in [−1, 1]). So the integer query has L2 sensitivity
+//! (each coordinate of e − e' lies in [−1, 1]; the rounding first clamps |S/g| at 2⁵⁰, far
+//! above any clipped sum, and takes NaN as 0, and clamping is 1-Lipschitz per coordinate, so
+//! the bound holds). So the integer query has L2 sensitivity
 //! Δ_g = C/g + √d grid units, i.e. Δ = C + g·√d in gradient units, and the noise is the
 //! discrete Gaussian with parameter σ·Δ_g (its σ² rounded UP to an integer). The reported
 //! noise multiplier σ is relative to this adjusted Δ. The grid puts C at 2¹⁶–2¹⁷ grid units,
@@ -56,7 +58,6 @@
 use dpml_mechanisms::rational::{Rational, ulps_up};
 use dpml_mechanisms::{AliasDiscreteGaussian, DpRng, StreamKey};
 use dpml_nn::Sequential;
-use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::error::{Result, config_err};
@@ -146,64 +147,19 @@ impl GridNoise {
         self.std
     }
 
-    /// Rounds `values` to the grid and adds exact discrete Gaussian noise, in place: chunk
-    /// `first_chunk + i` of [`CHUNK`] coordinates draws from stream `first_chunk + i` of `key`,
-    /// [`NOISE_BLOCK`] draws at a time into a small buffer that is added while in the cache.
+    /// Rounds `values` to the grid and adds exact discrete Gaussian noise, in place
+    /// ([`AliasDiscreteGaussian::add_on_grid`]): chunk `first_chunk + i` of [`CHUNK`]
+    /// coordinates draws from stream `first_chunk + i` of `key`.
     ///
     /// Drawn and added in one pass after the clipped sum rather than drawn into a buffer of the
     /// model's size while the sum forms (as the step did before): no buffer of 8 bytes a
     /// parameter, and on the 2-core Xeon's MLP exact steps were no slower for it (exact /
     /// float noise 0.885 → 0.902 and 0.876 → 0.896, medians of 6 and 8 interleaved rounds).
     pub(crate) fn add_to(&self, values: &mut [f32], key: &StreamKey, first_chunk: u64) {
-        let g = self.granularity;
-        // g is a power of two: dividing by it is this exact multiplication.
-        let inv_g = 1.0 / g;
         for_each_chunk(values, key, first_chunk, |chunk, r| {
-            let mut noise = [0.0; NOISE_BLOCK];
-            for block in chunk.chunks_mut(NOISE_BLOCK) {
-                let noise = &mut noise[..block.len()];
-                self.sampler.fill(noise, r);
-                add_on_grid(block, noise, g, inv_g);
-            }
+            self.sampler.add_on_grid(chunk, self.granularity, r);
         });
     }
-}
-
-/// Each value rounded to the grid g·ℤ plus g times its integer noise (drawn by
-/// [`AliasDiscreteGaussian::fill`]). Compiled for each SIMD level and chosen at run time (the
-/// baseline x86-64 build works two `f64` at a time).
-#[multiversion(targets = "simd")]
-fn add_on_grid(values: &mut [f32], noise: &[f64], g: f64, inv_g: f64) {
-    for (v, z) in values.iter_mut().zip(noise) {
-        // k and z are integers below 2⁵³ in `f64`, so k + z is rounded correctly from the
-        // exact noisy integer: post-processing of the release.
-        let k = round_to_integer(f64::from(*v) * inv_g);
-        *v = ((k + z) * g) as f32;
-    }
-}
-
-/// Coordinates whose exact noise is drawn in one call of the sampler (8 KiB of draws, which
-/// stay in the L1 cache until they are added).
-const NOISE_BLOCK: usize = 1024;
-
-/// Bound on |S/g| before rounding, far above any clipped sum on the grid (C is at most 2¹⁷
-/// grid units): clamping is 1-Lipschitz per coordinate, so it keeps the sensitivity bound,
-/// and it keeps x where the rounding below is exact.
-const ROUND_LIMIT: f64 = (1u64 << 50) as f64;
-
-/// x rounded to the nearest integer (ties to even), as an `f64`; NaN (a diverged model) to 0.
-/// Adding and subtracting 1.5·2⁵² leaves no fraction bits (for |x| ≤ 2⁵¹ the sum lies where
-/// the `f64` spacing is 1): branch-free and vectorisable, where `round` is a libm call on
-/// processors without SSE4.1 in the baseline.
-#[inline(always)]
-fn round_to_integer(x: f64) -> f64 {
-    const SHIFT: f64 = (3u64 << 51) as f64;
-    let x = if x.is_nan() {
-        0.0
-    } else {
-        x.clamp(-ROUND_LIMIT, ROUND_LIMIT)
-    };
-    (x + SHIFT) - SHIFT
 }
 
 /// Runs `draw(chunk, rng)` on every [`CHUNK`]-coordinate piece of `values` in parallel, piece
@@ -418,30 +374,6 @@ mod tests {
         // Mean of 20000 draws with sd ≈ 1: |mean| < 4.5/√20000 = 0.032.
         let mean: f64 = v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len() as f64;
         assert!(mean.abs() < 4.5 / (v.len() as f64).sqrt(), "{mean}");
-    }
-
-    /// The branch-free rounding agrees with `round_ties_even` wherever it is not clamped, and
-    /// maps NaN to 0 and huge values to the clamp.
-    #[test]
-    fn rounding_to_the_grid_is_to_the_nearest_integer() {
-        let mut rng = DpRng::seeded(10);
-        for _ in 0..100_000 {
-            let x = (rng.next_u64() as i64 as f64) / (1u64 << (rng.next_u64() % 40)) as f64;
-            let expect = x.clamp(-ROUND_LIMIT, ROUND_LIMIT).round_ties_even();
-            assert_eq!(round_to_integer(x), expect, "{x}");
-        }
-        for (x, k) in [
-            (0.5, 0.0),
-            (1.5, 2.0),
-            (-2.5, -2.0),
-            (-0.49, 0.0),
-            (3.0, 3.0),
-            (f64::NAN, 0.0),
-        ] {
-            assert_eq!(round_to_integer(x), k, "{x}");
-        }
-        assert_eq!(round_to_integer(f64::INFINITY), ROUND_LIMIT);
-        assert_eq!(round_to_integer(-1e300), -ROUND_LIMIT);
     }
 
     #[test]
