@@ -66,8 +66,10 @@ use super::noise_normal::StandardNormal32;
 /// Coordinates per noise chunk, each drawn from its own ChaCha20 stream by one parallel task.
 /// Fixed (not derived from the thread count) so that a seeded run's noise, and hence its
 /// model, is the same on any number of threads; large enough that creating a stream and a
-/// task costs little against drawing the chunk.
-pub const CHUNK: usize = 8192;
+/// task costs little against drawing the chunk (about 5 µs of float noise, 10 µs of exact on
+/// the 2-core Xeon), small enough that the last chunks even out the threads' shares: the
+/// MLP's noise took 4% (float) and 7% (exact) less time a step than with 8,192.
+pub const CHUNK: usize = 4096;
 
 /// Exact discrete Gaussian noise on the grid g·ℤ^d, with the sensitivity adjustment of the
 /// module docs.
