@@ -23,10 +23,10 @@
 //!
 //! The acceptance coin U is compared with p(x) by [`crate::exp_compare::uniform_below`]:
 //! within a block p(x) ≥ p((b+1)W − 1), and a precomputed lower bound of that (10 bits)
-//! accepts at once more than 99% of draws; the rest compare U with p(x) in floating point with a margin
-//! and, in the rare case U falls inside the margin, in exact rational arithmetic. Every bound
-//! the tables hold is computed with a relative margin of 2⁻³⁰ around `libm::exp`, a thousand
-//! times its error, and the unit tests check each of them against exact arithmetic.
+//! accepts at once more than 99% of draws; the rest compare U with p(x) in floating point with
+//! a margin and, in the rare case U falls inside the margin, in exact rational arithmetic.
+//! Every bound the tables hold is computed with a relative margin of 2⁻³⁰ around `libm::exp`,
+//! a thousand times its error, and the unit tests check each of them against exact arithmetic.
 //!
 //! # Bits per draw
 //! One 48-bit word of the ChaCha20 stream gives, at fixed places, the slot (12 bits; the table

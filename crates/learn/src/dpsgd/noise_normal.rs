@@ -194,9 +194,10 @@ impl StandardNormal32 {
 
 /// The fast pass of [`StandardNormal32::add_scaled`] over one block: adds `scale ·` every draw
 /// whose word lands inside its layer's rectangle (onto 0 rather than the value when
-/// `overwrite`) and marks the others (1 in `outside`, else 0). Compiled for each SIMD level and chosen at run time: with no dependence between the
-/// words, the loop runs 16 words to a vector on AVX-512 (the table look-ups are gathers, which
-/// the baseline x86-64 build does not have).
+/// `overwrite`) and marks the others (1 in `outside`, else 0). Compiled for each SIMD level
+/// and chosen at run time: with no dependence between the words, the loop runs 16 words to a
+/// vector on AVX-512 (the table look-ups are gathers, which the baseline x86-64 build does not
+/// have).
 #[multiversion(targets = "simd")]
 fn add_inside(
     t: &Tables,
