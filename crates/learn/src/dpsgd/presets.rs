@@ -143,7 +143,8 @@ pub fn presets() -> Vec<Preset> {
             "mnist-eps3-cnn",
             "mnist",
             "epsilon = 3 (PLD, delta 1e-5) end to end, without hand-crafted features: Tramer & Boneh \
-             2021 tanh CNN, B = 512, C = 0.1, lr 0.5 momentum 0.9, 40 epochs, plus EMA 0.999; 98.10% with --seed 1",
+             2021 tanh CNN, B = 512, C = 0.1, lr 0.5 momentum 0.9, 40 epochs, plus EMA 0.999; 98.10% \
+             with --seed 1",
             tramer_boneh(
                 "cnn-tanh",
                 3.0,
