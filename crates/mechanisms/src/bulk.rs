@@ -9,11 +9,12 @@
 /// flags is set (eight words or-ed together, one branch), and only then looks at their eight
 /// words; each set flag then costs a branch.
 pub fn for_each_flagged(flags: &[u8], mut f: impl FnMut(usize)) {
-    let word = |group: &[u8]| u64::from_le_bytes(group.try_into().expect("8 flags"));
     let wide = flags.chunks_exact(64);
     let rest = wide.remainder();
     for (w, group) in wide.enumerate() {
-        let words: [u64; 8] = std::array::from_fn(|j| word(&group[8 * j..8 * j + 8]));
+        let words: [u64; 8] = std::array::from_fn(|j| {
+            u64::from_le_bytes(group[8 * j..8 * j + 8].try_into().expect("8 flags"))
+        });
         if words.iter().fold(0, |a, b| a | b) == 0 {
             continue;
         }
@@ -21,14 +22,10 @@ pub fn for_each_flagged(flags: &[u8], mut f: impl FnMut(usize)) {
             each_set_byte(bits, 64 * w + 8 * j, &mut f);
         }
     }
+    // Fewer than 64 flags left (the samplers' blocks are multiples of 64; only a chunk's last
+    // block leaves a rest): one at a time.
     let base = flags.len() - rest.len();
-    let narrow = rest.chunks_exact(8);
-    let tail = narrow.remainder();
-    for (j, group) in narrow.enumerate() {
-        each_set_byte(word(group), base + 8 * j, &mut f);
-    }
-    let base = flags.len() - tail.len();
-    tail.iter()
+    rest.iter()
         .enumerate()
         .filter(|(_, flag)| **flag != 0)
         .for_each(|(j, _)| f(base + j));
