@@ -112,6 +112,14 @@ pub fn bench_spec(
         return Err(config_err("steps must be >= 1, got 0"));
     }
     let classes: usize = spec.check()?.output_shape().iter().product();
+    let record: usize = spec.input_shape.iter().product();
+    let values = (16 * record as u128).saturating_mul(batch_size as u128);
+    if values > MAX_SYNTHETIC_VALUES {
+        return Err(config_err(format!(
+            "batch_size {batch_size} is too large for the benchmark: its synthetic data (16 \
+             batches of records of {record} values) would hold {values} values, more than 2^30"
+        )));
+    }
     let data = synthetic(16 * batch_size, &spec.input_shape, classes, rng);
     let seed = rng.next_u64();
     let mut rates: [Vec<f64>; 3] = Default::default();
@@ -179,6 +187,10 @@ pub fn bench_spec(
     })
 }
 
+/// The most values (4 GiB of `f32`) the benchmark's synthetic records may hold: beyond that a
+/// mistyped batch size would make the allocation abort the process instead of a clear error.
+const MAX_SYNTHETIC_VALUES: u128 = 1 << 30;
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -205,7 +217,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bench_reports_all_modes_and_refuses_zero_sizes() {
+    fn bench_reports_all_modes_and_refuses_bad_sizes() {
         let r = bench("logreg", &[], 8, 2, &mut DpRng::seeded(0)).unwrap();
         assert!(r.private_samples_per_sec > 0.0 && r.nonprivate_samples_per_sec > 0.0);
         assert!(r.exact_noise_samples_per_sec > 0.0);
@@ -223,6 +235,10 @@ mod tests {
                 .to_string()
                 .contains("batch_size")
         );
+        // 16 batches of 2^17 records of 784 values: beyond 2^30 values, refused before any
+        // allocation (the process aborted on it before).
+        let huge = bench("logreg", &[], 1 << 17, 2, &mut DpRng::seeded(0)).unwrap_err();
+        assert!(huge.to_string().contains("batch_size 131072"), "{huge}");
         assert!(
             bench("logreg", &[], 8, 0, &mut DpRng::seeded(0))
                 .unwrap_err()

@@ -181,7 +181,7 @@ fn for_each_chunk<T: Send>(
 
 /// Adds N(0, std²) to every coordinate of `values` (chunked as [`for_each_chunk`]).
 ///
-/// The normal draws come from a 256-layer ziggurat on 32-bit words of the ChaCha20 stream
+/// The normal draws come from a 1,024-layer ziggurat on 32-bit words of the ChaCha20 stream
 /// ([`StandardNormal32`]), added straight into `values` in bulk
 /// ([`StandardNormal32::add_scaled`]), exact up to floating-point rounding: like every
 /// floating-point Gaussian it is not an exact release (Mironov 2012: the low-order bits of the
