@@ -88,6 +88,14 @@ pub const MAX_ITERATIONS: u64 = 10_000;
 /// The widest hidden layer `--hidden` accepts: keeps a typo from allocating terabytes.
 pub const MAX_HIDDEN_WIDTH: u64 = 1 << 16;
 
+/// The most threads `--threads` starts: far more than any machine's cores, and a typo such as
+/// 4294967297 would otherwise start threads until the system refuses.
+pub const MAX_THREADS: u64 = 1 << 12;
+
+/// The most runs per ε a sweep takes: error bars settle long before, and each run's job is
+/// laid out before the first starts.
+pub const MAX_REPEATS: u64 = 10_000;
+
 /// `LO,HI` with LO < HI, both finite.
 pub fn bounds(s: &str) -> Result<(f64, f64), String> {
     let parts: Vec<&str> = s.split(',').collect();

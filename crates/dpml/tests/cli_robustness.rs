@@ -300,6 +300,62 @@ fn oversized_models_are_refused_by_name() {
     .assert_usage_error("parameters");
 }
 
+/// Counts that size an allocation or a thread pool are refused by name before it is made (each
+/// of these aborted the process on the allocation, or started threads without end).
+#[test]
+fn counts_that_size_allocations_are_refused_by_name() {
+    let out = std::env::temp_dir().join(format!("dpml-counts-{}", std::process::id()));
+    let out = out.to_str().unwrap();
+    let fit = "--dataset iris --model logreg --epochs 1 --epsilon 3";
+    for (args, want) in [
+        (format!("train {fit} --folds 4294967297"), "got 4294967297"),
+        (
+            format!(
+                "sweep --experiment dp-sgd --epsilons 1 --repeats 1 --folds 4294967297 {fit} --out {out}"
+            ),
+            "got 4294967297",
+        ),
+        (
+            format!("sweep --experiment kmeans --dataset iris --repeats 4294967297 --out {out}"),
+            "'4294967297' for '--repeats",
+        ),
+        (
+            format!("audit --attack loss --threads 4294967297 {fit}"),
+            "'4294967297' for '--threads",
+        ),
+    ] {
+        let args: Vec<&str> = args.split(' ').collect();
+        dpml_within(&args, FIVE_S).assert_usage_error(want);
+    }
+    // The benchmark announces itself on stderr before it checks the size.
+    let bench = dpml_within(
+        &[
+            "bench",
+            "dpsgd",
+            "--model",
+            "mlp",
+            "--batch-size",
+            "4294967297",
+            "--steps",
+            "1",
+        ],
+        FIVE_S,
+    );
+    assert_eq!(bench.code, 2, "{}", bench.stderr);
+    assert!(
+        bench
+            .stderr
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .contains("batch_size 4294967297"),
+        "{}",
+        bench.stderr
+    );
+    let _ = std::fs::remove_dir_all(out);
+}
+
 /// Item 2: a huge ε sizes the k-means grid in closed form (it used to step down from 2^64),
 /// and the iteration count is capped by name.
 #[test]

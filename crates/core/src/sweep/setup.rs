@@ -108,11 +108,15 @@ impl Setup {
                 let (all, schema) = load_all(&a.dataset, &opts)?;
                 require_declared(&schema, &all, private_training)?;
                 let base = recipe_for(a, &schema, &all)?;
+                let folds = a.folds.unwrap_or(0);
+                // The folds' count checked before any run starts (2 ≤ K ≤ N, no fold empty):
+                // the runs would each refuse it after the progress lines of the others.
+                dpml_data::fold_assignments(&all, folds, &key)?;
                 Ok((
                     Setup::CrossValidated {
                         base,
                         all,
-                        folds: a.folds.unwrap_or(0),
+                        folds,
                         key,
                         fold_events: Mutex::new(Vec::new()),
                     },
@@ -249,7 +253,7 @@ impl Setup {
                 fold_events,
             } => {
                 let cfg = recipe_at(base, job.epsilon);
-                let mut events = Vec::with_capacity(*folds);
+                let mut events = Vec::new();
                 let cv = k_fold::<Error>(
                     &cfg,
                     all,

@@ -36,8 +36,8 @@ pub fn cross_validate(
     let (all, schema) = load_all(source, &opts)?;
     require_declared(&schema, &all, private_needs(cfg, o.task, false))?;
     let cfg = normalized(o, source, &schema, &all, cfg)?;
-    let mut events = Vec::with_capacity(k);
-    let mut mses = Vec::with_capacity(k);
+    // Not `with_capacity(k)`: k is checked against the records only when the folds are cut.
+    let (mut events, mut mses) = (Vec::new(), Vec::new());
     let cv = k_fold::<Error>(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
         observer.observe(Event::Stage(&format!("fold {}/{k}", i + 1)));
         let outcome = train_task_observed(o.task, cfg, train, Some(test), rng, observer)?;

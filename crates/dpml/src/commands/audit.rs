@@ -97,8 +97,8 @@ pub struct AuditArgs {
     #[arg(long, value_parser = args::open_unit, default_value = "0.95")]
     pub confidence: f64,
     /// Threads training models side by side [default: the CPU count].
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[arg(long, value_parser = args::at_least_one_at_most(args::MAX_THREADS))]
+    pub threads: Option<u64>,
     /// Model cache folder [default: OUT/model-cache, or dpml-audit-cache in the system temp
     /// folder]. Only seeded runs use it.
     #[arg(long)]
@@ -161,7 +161,7 @@ impl AuditArgs {
             lira_queries: self.lira_queries.clone(),
             canaries: self.canaries,
             confidence: self.confidence,
-            threads: self.threads,
+            threads: self.threads.map(|t| t as usize),
             cache: self.cache.clone(),
             no_cache: self.no_cache,
             out: self.out.clone(),

@@ -90,7 +90,7 @@ pub struct SweepArgs {
     pub epsilons: Vec<f64>,
     /// Runs per ε (and for the baseline) [default: 3]; dp-sgd and the like only: mia refuses
     /// any value but 1.
-    #[arg(long, value_parser = args::at_least_one)]
+    #[arg(long, value_parser = args::at_least_one_at_most(args::MAX_REPEATS))]
     pub repeats: Option<u64>,
     /// Output folder.
     #[arg(long)]

@@ -37,7 +37,7 @@ pub struct MiaArgs {
     #[arg(long, value_parser = args::open_unit, default_value = "0.95")]
     pub confidence: f64,
     /// mia only: threads training models side by side [default: the CPU count].
-    #[arg(long, value_parser = args::at_least_one)]
+    #[arg(long, value_parser = args::at_least_one_at_most(args::MAX_THREADS))]
     pub threads: Option<u64>,
 }
 
