@@ -48,6 +48,7 @@ __all__ = [
     "steps_for_epochs",
     "tradeoff",
     "alpha_grid",
+    "MAX_ALPHA_GRID",
     "ACCOUNTANTS",
 ]
 
@@ -114,9 +115,18 @@ def calibrate(
     return sigma
 
 
+#: The most points :func:`alpha_grid` lays out (80 MB): a plot needs a few hundred, and a
+#: mistyped size such as ``2**31`` would otherwise fill the memory for minutes.
+MAX_ALPHA_GRID = 10**7
+
+
 def alpha_grid(n: int = 200) -> np.ndarray:
-    """``n`` type I errors log-spaced from 1e-6 to 1 (for log-log ROC plots)."""
-    return _native.alpha_grid(int(n))
+    """``n`` type I errors log-spaced from 1e-6 to 1 (for log-log ROC plots); ``n`` at most
+    :data:`MAX_ALPHA_GRID`."""
+    n = int(n)
+    if not 0 <= n <= MAX_ALPHA_GRID:
+        raise ValueError(f"n must be between 0 and {MAX_ALPHA_GRID}, got {n}")
+    return _native.alpha_grid(n)
 
 
 def tradeoff(

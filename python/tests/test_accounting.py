@@ -111,6 +111,12 @@ def test_bad_input_raises_value_error_with_the_cli_message():
         acc.epsilon(acc.dp_sgd_event(1.0, 2.0, 1), 1e-5, "rdp")
     with pytest.raises(ValueError, match="invalid privacy event"):
         acc.epsilon({"type": "cauchy"}, 1e-5)
+    # A grid of 2**31 points filled the memory for minutes before it was refused by size.
+    with pytest.raises(ValueError, match="got 2147483648"):
+        acc.alpha_grid(2**31)
+    with pytest.raises(ValueError, match="got -1"):
+        acc.alpha_grid(-1)
+    assert acc.alpha_grid(acc.MAX_ALPHA_GRID // 1000).shape == (acc.MAX_ALPHA_GRID // 1000,)
 
 
 def test_python_and_cli_agree(dpml_cli):

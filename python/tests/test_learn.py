@@ -84,6 +84,9 @@ def test_kmeans_finds_separated_clusters():
         assert np.min(np.linalg.norm(km.cluster_centers_ - c, axis=1)) < 1.0
     assert km.epsilon_ == pytest.approx(1.0)
     assert km.predict(x).shape == (6000,)
+    # An iteration count past the library's limit is refused (2**31 ran for hours before).
+    with pytest.raises(ValueError, match="iterations must be at most 10000, got 2147483648"):
+        learn.DPKMeans(n_clusters=3, epsilon=1.0, bounds=(-10, 10), max_iter=2**31).fit(x)
 
 
 def test_sklearn_clone_and_cross_val_score():

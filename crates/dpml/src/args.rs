@@ -81,9 +81,8 @@ pub fn at_least_one_at_most(max: u64) -> impl Fn(&str) -> Result<u64, String> + 
     }
 }
 
-/// The most Lloyd iterations a k-means run takes: far past convergence, and each private
-/// iteration's share of ε is already negligible long before it.
-pub const MAX_ITERATIONS: u64 = 10_000;
+/// The most Lloyd iterations a k-means run takes (the library's own limit).
+pub const MAX_ITERATIONS: u64 = dpml_learn::kmeans::MAX_ITERATIONS as u64;
 
 /// The widest hidden layer `--hidden` accepts: keeps a typo from allocating terabytes.
 pub const MAX_HIDDEN_WIDTH: u64 = 1 << 16;

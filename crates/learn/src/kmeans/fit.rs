@@ -16,6 +16,11 @@ use crate::LearnError;
 /// Iterations of plain Lloyd when none are given (it usually converges far sooner).
 pub const LLOYD_MAX_ITERATIONS: usize = 300;
 
+/// The most iterations a fit may be asked for: far past convergence, and each private
+/// iteration's share of ε is already negligible long before it (a mistyped count such as 2³¹
+/// would otherwise run for hours).
+pub const MAX_ITERATIONS: usize = 10_000;
+
 /// A fitted k-means model and, for the private algorithms, what it cost.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KMeansFit {

@@ -56,7 +56,7 @@ mod params;
 
 pub use bounds::Bounds;
 pub use budget::{BudgetSplit, SU_RHO};
-pub use fit::{KMeansFit, LLOYD_MAX_ITERATIONS, default_iterations, fit};
+pub use fit::{KMeansFit, LLOYD_MAX_ITERATIONS, MAX_ITERATIONS, default_iterations, fit};
 pub use init::InitReport;
 pub use metrics::{clustering_accuracy, inertia, nicv};
 pub use params::{

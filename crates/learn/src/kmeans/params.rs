@@ -318,8 +318,17 @@ impl KMeansParams {
             }
             _ => {}
         }
-        if self.iterations == Some(0) {
-            return Err(LearnError::invalid("iterations", "must be >= 1", 0));
+        match self.iterations {
+            Some(0) => return Err(LearnError::invalid("iterations", "must be >= 1", 0)),
+            Some(t) if t > super::MAX_ITERATIONS => {
+                // The requirement names super::MAX_ITERATIONS (a test checks the two agree).
+                return Err(LearnError::invalid(
+                    "iterations",
+                    "must be at most 10000",
+                    t,
+                ));
+            }
+            _ => {}
         }
         if !(self.count_floor.is_finite() && self.count_floor >= 0.0) {
             return Err(LearnError::invalid(
@@ -415,6 +424,12 @@ mod tests {
                 .with_epsilon(1.0)
                 .with_iterations(0)),
             "iterations must be >= 1, got 0"
+        );
+        assert_eq!(
+            err(&base(Algorithm::DpLloyd)
+                .with_epsilon(1.0)
+                .with_iterations(1 << 31)),
+            "iterations must be at most 10000, got 2147483648"
         );
         let s = base(Algorithm::DpLloyd)
             .with_epsilon(1.0)
