@@ -113,14 +113,15 @@ pub fn bench_spec(
     }
     let classes: usize = spec.check()?.output_shape().iter().product();
     let record: usize = spec.input_shape.iter().product();
-    let values = (16 * record as u128).saturating_mul(batch_size as u128);
+    let values = (BATCHES as u128 * record as u128).saturating_mul(batch_size as u128);
     if values > MAX_SYNTHETIC_VALUES {
         return Err(config_err(format!(
-            "batch_size {batch_size} is too large for the benchmark: its synthetic data (16 \
-             batches of records of {record} values) would hold {values} values, more than 2^30"
+            "batch_size {batch_size} is too large for the benchmark: its synthetic data \
+             ({BATCHES} batches of records of {record} values) would hold {values} values, more \
+             than 2^30"
         )));
     }
-    let data = synthetic(16 * batch_size, &spec.input_shape, classes, rng);
+    let data = synthetic(BATCHES * batch_size, &spec.input_shape, classes, rng);
     let seed = rng.next_u64();
     let mut rates: [Vec<f64>; 3] = Default::default();
     let mut parameters = 0;
@@ -145,7 +146,8 @@ pub fn bench_spec(
                     Some(ClipConfig::flat(1.0)?),
                 ),
             };
-            let sampler = PoissonSampler::new(data.n, 1.0 / 16.0, SamplingKey::from_rng(&mut r))?;
+            let sampler =
+                PoissonSampler::new(data.n, 1.0 / BATCHES as f64, SamplingKey::from_rng(&mut r))?;
             let opt = Box::new(Sgd::new(0.9, false, 0.0)?);
             let mut s = Stepper::new(
                 net,
@@ -186,6 +188,9 @@ pub fn bench_spec(
         },
     })
 }
+
+/// Batches of synthetic records the benchmark samples from (q = 1/16).
+const BATCHES: usize = 16;
 
 /// The most values (4 GiB of `f32`) the benchmark's synthetic records may hold: beyond that a
 /// mistyped batch size would make the allocation abort the process instead of a clear error.
