@@ -191,10 +191,17 @@ fn out_of_range_parameters_are_refused() {
 /// Noise on the grid takes the draws `fill` makes from the same stream and forms each value
 /// from its noisy integer: (round(v/g) + y)·g, with huge values clamped and NaN taken as 0,
 /// over lengths that end inside a block and with short covers, whose tail draws all go through
-/// the second pass.
+/// the second pass, on grids formed in `f32` and in `f64`.
 #[test]
 fn grid_noise_adds_the_bulk_draws_to_the_rounded_values() {
-    let g = 2f64.powi(-6);
+    // A grid where the values are formed in `f32`, and one outside `F32_GRIDS` (in `f64`).
+    for g in [2f64.powi(-6), 2f64.powi(80)] {
+        grid_noise_matches_the_bulk_draws(g);
+    }
+}
+
+fn grid_noise_matches_the_bulk_draws(g: f64) {
+    assert_eq!(F32_GRIDS.contains(&g), g < 1.0);
     for sampler in [
         AliasDiscreteGaussian::new(Rational::integer(1 << 20)).unwrap(),
         AliasDiscreteGaussian::with_cover(rat(100, 1), 8).unwrap(),
@@ -232,4 +239,45 @@ fn grid_noise_adds_the_bulk_draws_to_the_rounded_values() {
 fn grid_noise_needs_a_power_of_two() {
     let sampler = AliasDiscreteGaussian::new(Rational::integer(64)).unwrap();
     sampler.add_on_grid(&mut [1.0], 0.3, &mut DpRng::seeded(1));
+}
+
+/// The `f32` grid arithmetic gives the `f64` one's values to the bit, for values of every bit
+/// pattern (NaN, infinities, subnormals, huge and tiny magnitudes), draws as large as the bulk
+/// pass makes (below 2²³), on grids across `F32_GRIDS` and near its ends.
+#[test]
+fn grid_values_in_f32_are_those_of_f64() {
+    let mut rng = DpRng::seeded(31);
+    let mut checked = 0;
+    for e in [-99, -60, -17, -6, 0, 3, 40, 66] {
+        let g = 2f64.powi(e);
+        assert!(F32_GRIDS.contains(&g), "2^{e}");
+        let (g32, inv32) = (g as f32, (1.0 / g) as f32);
+        let special = [
+            0.0,
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            -f32::INFINITY,
+            f32::MAX,
+            f32::MIN,
+        ];
+        for i in 0..200_000 {
+            let word = rng.next_u64();
+            let v = match i % 4 {
+                // Any bit pattern.
+                0 => f32::from_bits(word as u32),
+                // Near the grid's scale, where rounding matters.
+                1 => (word as u32 as i32) as f32 * g32 / 4096.0,
+                // Where r + y leaves `f32`'s exact integers (2²⁴ and up).
+                2 => (word as u32 as i32) as f32 * g32 * 16.0,
+                _ => special[(word as u32 % 7) as usize],
+            };
+            let y = ((word >> 32) as i32) >> (8 + (word >> 60) as u32 % 8);
+            let want = on_grid(v, f64::from(y), g, 1.0 / g);
+            let got = on_grid_f32(v, y, g32, inv32);
+            assert_eq!(got.to_bits(), want.to_bits(), "v {v:e} y {y} g 2^{e}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 1_600_000);
 }
