@@ -392,3 +392,40 @@ fn progress_off_a_terminal_is_one_line_per_sweep_run() {
             .all(|l| l.contains(" elapsed, ") && l.ends_with(" runs/s"))
     );
 }
+
+#[test]
+fn progress_off_a_terminal_is_one_line_per_bench_round() {
+    let r = dpml(&[
+        "bench",
+        "dpsgd",
+        "--model",
+        "logreg",
+        "--batch-size",
+        "16",
+        "--steps",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rounds: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("bench dpsgd: round "))
+        .collect();
+    // Three modes, three rounds each, interleaved; each line names its mode and rate.
+    assert_eq!(rounds.len(), 9, "{}", r.stderr);
+    for (i, line) in rounds.iter().enumerate() {
+        let mode = ["non-private", "private", "exact noise"][i % 3];
+        assert!(
+            line.starts_with(&format!("bench dpsgd: round {}/9 ({mode}: ", i + 1)),
+            "{line}"
+        );
+        assert!(
+            line.contains(" samples/s), ") && line.ends_with(" rounds/s"),
+            "{line}"
+        );
+    }
+    // The JSON result stays alone on stdout.
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(v["ratio"].as_f64().unwrap() > 0.0, "{v}");
+}

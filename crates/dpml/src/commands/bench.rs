@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 use crate::args;
 use crate::error::CliResult;
 use crate::output::{Output, diag};
+use crate::progress::Progress;
+use dpml_learn::dpsgd::BenchRound;
+use dpml_learn::dpsgd::bench::ROUNDS;
 
 /// Benchmarks.
 #[derive(Subcommand, Debug)]
@@ -143,13 +146,25 @@ fn dpsgd(a: &DpsgdBenchArgs, out: Output) -> CliResult<()> {
         a.steps
     );
     let (b, steps) = (a.batch_size as usize, a.steps as usize);
+    // Each round's figures on a line of their own (above the bar on a terminal), printed
+    // between timed rounds, never inside one.
+    let bar = Progress::new(ROUNDS as u64, "bench dpsgd", "round", false);
+    let mut on_round = |r: &BenchRound| {
+        let head = format!(
+            "round {}/{} ({}: {:.0} samples/s)",
+            r.done, r.total, r.mode, r.samples_per_sec
+        );
+        bar.line(&head, Some((r.done as f64, "round")), "");
+        bar.inc(1);
+    };
     let r = match &a.arch {
         Some(path) => {
             let spec = crate::commands::arch::load_arch(path)?;
-            dpml_learn::dpsgd::bench_spec(spec, b, steps, &mut rng)?
+            dpml_learn::dpsgd::bench_spec(spec, b, steps, &mut rng, &mut on_round)?
         }
-        None => dpml_learn::dpsgd::bench(&a.model, &hidden, b, steps, &mut rng)?,
+        None => dpml_learn::dpsgd::bench(&a.model, &hidden, b, steps, &mut rng, &mut on_round)?,
     };
+    bar.finish_and_clear();
     let mut v = serde_json::to_value(&r).map_err(crate::error::CliError::internal)?;
     let threads = rayon_threads();
     v["threads"] = json!(threads);

@@ -26,6 +26,8 @@ use super::step::Stepper;
 
 /// Timed rounds per mode; the median is reported.
 pub const REPEATS: usize = 3;
+/// Timed rounds in all: [`REPEATS`] of each of the three modes.
+pub const ROUNDS: usize = 3 * REPEATS;
 /// Untimed steps before each timed round.
 pub const WARMUP_STEPS: usize = 2;
 
@@ -77,8 +79,32 @@ enum Mode {
     Exact,
 }
 
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::NonPrivate => "non-private",
+            Mode::Private => "private",
+            Mode::Exact => "exact noise",
+        }
+    }
+}
+
+/// One timed round of [`bench_spec`] as it ends, for a progress display: a round of long
+/// steps can take minutes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BenchRound {
+    /// Rounds ended so far, this one included.
+    pub done: usize,
+    /// Rounds in all ([`ROUNDS`]).
+    pub total: usize,
+    /// `"non-private"`, `"private"` or `"exact noise"`.
+    pub mode: &'static str,
+    /// This round's samples per second.
+    pub samples_per_sec: f64,
+}
+
 /// Measures `model` (with `hidden` sizes for `mlp`) at expected batch size `batch_size` over
-/// `steps` timed steps per round.
+/// `steps` timed steps per round, calling `on_round` as each round ends.
 ///
 /// # Errors
 /// [`super::DpSgdError::InvalidConfig`] for `batch_size` or `steps` of 0;
@@ -89,9 +115,10 @@ pub fn bench(
     batch_size: usize,
     steps: usize,
     rng: &mut DpRng,
+    on_round: &mut dyn FnMut(&BenchRound),
 ) -> Result<BenchResult> {
     let spec = ModelSpec::named(model, &[1, 28, 28], 10, hidden)?;
-    bench_spec(spec, batch_size, steps, rng)
+    bench_spec(spec, batch_size, steps, rng, on_round)
 }
 
 /// [`bench()`] for an explicit architecture, on uniform synthetic records of its input shape
@@ -104,6 +131,7 @@ pub fn bench_spec(
     batch_size: usize,
     steps: usize,
     rng: &mut DpRng,
+    on_round: &mut dyn FnMut(&BenchRound),
 ) -> Result<BenchResult> {
     if batch_size == 0 {
         return Err(config_err("batch_size must be >= 1, got 0"));
@@ -166,7 +194,14 @@ pub fn bench_spec(
             for t in WARMUP_STEPS..WARMUP_STEPS + steps {
                 seen += s.step(&data, 0.05, &mut r, t as u64, &Solo)?.batch;
             }
-            rates[k].push(seen as f64 / tick.elapsed().as_secs_f64().max(1e-9));
+            let rate = seen as f64 / tick.elapsed().as_secs_f64().max(1e-9);
+            rates[k].push(rate);
+            on_round(&BenchRound {
+                done: rates.iter().map(Vec::len).sum(),
+                total: ROUNDS,
+                mode: mode.name(),
+                samples_per_sec: rate,
+            });
         }
     }
     let [nonprivate, private, exact] = rates.map(median);
@@ -223,7 +258,28 @@ mod tests {
 
     #[test]
     fn bench_reports_all_modes_and_refuses_bad_sizes() {
-        let r = bench("logreg", &[], 8, 2, &mut DpRng::seeded(0)).unwrap();
+        let mut rounds = Vec::new();
+        let r = bench("logreg", &[], 8, 2, &mut DpRng::seeded(0), &mut |r| {
+            rounds.push(*r)
+        })
+        .unwrap();
+        // Every round reported as it ended, in order, each mode REPEATS times, and the medians
+        // are the reported rounds'.
+        assert_eq!(rounds.len(), ROUNDS);
+        assert!(
+            rounds
+                .iter()
+                .enumerate()
+                .all(|(i, r)| r.done == i + 1 && r.total == ROUNDS)
+        );
+        let rates = |mode: &str| -> Vec<f64> {
+            (rounds.iter().filter(|r| r.mode == mode))
+                .map(|r| r.samples_per_sec)
+                .collect()
+        };
+        assert_eq!(median(rates("private")), r.private_samples_per_sec);
+        assert_eq!(median(rates("non-private")), r.nonprivate_samples_per_sec);
+        assert_eq!(median(rates("exact noise")), r.exact_noise_samples_per_sec);
         assert!(r.private_samples_per_sec > 0.0 && r.nonprivate_samples_per_sec > 0.0);
         assert!(r.exact_noise_samples_per_sec > 0.0);
         assert!((r.ratio - r.private_samples_per_sec / r.nonprivate_samples_per_sec).abs() < 1e-12);
@@ -235,17 +291,25 @@ mod tests {
         assert!((r.achieved_gflops.private - want).abs() <= 1e-12 * want);
         assert!(r.achieved_gflops.nonprivate > 0.0 && r.achieved_gflops.exact_noise > 0.0);
         assert!(
-            bench("logreg", &[], 0, 2, &mut DpRng::seeded(0))
+            bench("logreg", &[], 0, 2, &mut DpRng::seeded(0), &mut |_| {})
                 .unwrap_err()
                 .to_string()
                 .contains("batch_size")
         );
         // 16 batches of 2^17 records of 784 values: beyond 2^30 values, refused before any
         // allocation (the process aborted on it before).
-        let huge = bench("logreg", &[], 1 << 17, 2, &mut DpRng::seeded(0)).unwrap_err();
+        let huge = bench(
+            "logreg",
+            &[],
+            1 << 17,
+            2,
+            &mut DpRng::seeded(0),
+            &mut |_| {},
+        )
+        .unwrap_err();
         assert!(huge.to_string().contains("batch_size 131072"), "{huge}");
         assert!(
-            bench("logreg", &[], 8, 0, &mut DpRng::seeded(0))
+            bench("logreg", &[], 8, 0, &mut DpRng::seeded(0), &mut |_| {})
                 .unwrap_err()
                 .to_string()
                 .contains("steps")
