@@ -337,18 +337,19 @@ fn human_output_is_a_summary_not_json() {
     }
 }
 
+/// The progress lines of a successful run that start with `prefix`.
+fn progress_lines<'a>(r: &'a Run, prefix: &str) -> Vec<&'a str> {
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.stderr.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
 #[test]
 fn progress_off_a_terminal_is_plain_lines_per_epoch() {
     // The test harness captures stderr through a pipe: not a terminal.
     let r = dpml(&["train", "--preset", "digits-eps1", "--seed", "1"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains('\r'), "carriage returns: {:?}", r.stderr);
     assert!(!r.stderr.contains('\x1b'), "escape codes: {:?}", r.stderr);
-    let epochs: Vec<&str> = r
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("train: epoch "))
-        .collect();
+    let epochs = progress_lines(&r, "train: epoch ");
     assert!(epochs.len() > 10, "{}", r.stderr);
     for (i, line) in epochs.iter().enumerate() {
         assert!(
@@ -378,12 +379,7 @@ fn progress_off_a_terminal_is_one_line_per_sweep_run() {
         "--seed",
         "1",
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let runs: Vec<&str> = r
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("sweep: run "))
-        .collect();
+    let runs = progress_lines(&r, "sweep: run ");
     // Baseline and one ε, two repeats each.
     assert_eq!(runs.len(), 4, "{}", r.stderr);
     assert!(runs[3].starts_with("sweep: run 4/4, "), "{}", runs[3]);
@@ -406,12 +402,7 @@ fn progress_off_a_terminal_is_one_line_per_bench_round() {
         "2",
         "--json",
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let rounds: Vec<&str> = r
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("bench dpsgd: round "))
-        .collect();
+    let rounds = progress_lines(&r, "bench dpsgd: round ");
     // Three modes, three rounds each, interleaved; each line names its mode and rate.
     assert_eq!(rounds.len(), 9, "{}", r.stderr);
     for (i, line) in rounds.iter().enumerate() {
