@@ -167,9 +167,7 @@ impl AuditPlan {
                 None => std::env::temp_dir().join("dpml-audit-cache"),
             })
         });
-        let threads = o
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let threads = threads_or_cores(o.threads);
         let mut cfg = AuditConfig {
             target_size,
             attacks,
@@ -289,4 +287,9 @@ fn label_name(
         | Source::Images(_) => Some(IDX_LABEL_COLUMN.to_string()),
         _ => Some(EMBEDDED_LABEL_COLUMN.to_string()),
     })
+}
+
+/// The threads an audit trains models on: as many as asked, else one per core.
+pub fn threads_or_cores(requested: Option<usize>) -> usize {
+    requested.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

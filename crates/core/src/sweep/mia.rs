@@ -88,9 +88,7 @@ pub fn plan(o: &MiaOptions) -> Result<MiaPlan> {
         // The default batch follows a small N; a given batch size is kept (and checked).
         recipe.batch_size = recipe.batch_size.min(train_size).max(1);
     }
-    let threads = o.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
+    let threads = crate::audit_workflow::threads_or_cores(o.threads);
     let config = MiaSweepConfig {
         audit: AuditConfig {
             target_size: train_size,

@@ -46,10 +46,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         rec.batch_size = data.n - 1;
     }
     rec.validate().map_err(CliError::usage)?;
-    let threads = a.threads.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |t| t as usize,
-    );
+    let threads = dpml_core::audit_workflow::threads_or_cores(a.threads.map(|t| t as usize));
     let cfg = WorstCaseInitConfig {
         recipe: rec.clone(),
         runs: a.runs,
