@@ -279,10 +279,10 @@ impl AliasDiscreteGaussian {
         let mut undecided = [0u8; BULK];
         let mut ints = [0i32; BULK];
         for block in out.chunks_mut(BULK) {
-            words.fill(block.len(), rng);
+            words.fill(block.len(), rng, &self.descriptors);
             let ints = &mut ints[..block.len()];
             let undecided = &mut undecided[..block.len()];
-            decide(&self.descriptors, self.width_bits, &words, ints, undecided);
+            decide(self.width_bits, &words, ints, undecided);
             // Widened here rather than in `decide`, whose lanes then all stay 32 bits wide.
             block
                 .iter_mut()
@@ -325,19 +325,12 @@ impl AliasDiscreteGaussian {
         let mut undecided = [0u8; BULK];
         let mut ints = [0i32; BULK];
         for block in values.chunks_mut(BULK) {
-            words.fill(block.len(), rng);
+            words.fill(block.len(), rng, &self.descriptors);
             let (ints, undecided) = (&mut ints[..block.len()], &mut undecided[..block.len()]);
             if let Some(grid) = narrow {
-                decide_onto_grid(
-                    &self.descriptors,
-                    self.width_bits,
-                    &words,
-                    block,
-                    undecided,
-                    grid,
-                );
+                decide_onto_grid(self.width_bits, &words, block, undecided, grid);
             } else {
-                decide(&self.descriptors, self.width_bits, &words, ints, undecided);
+                decide(self.width_bits, &words, ints, undecided);
                 add_decided_on_grid(block, ints, undecided, granularity, inv_g);
             }
             for_each_flagged(undecided, |i| {
@@ -510,10 +503,11 @@ impl Fields {
 /// A bulk block's 48-bit words: the stream's next 6 · `len` bytes, read as the low
 /// 32 bits of each word (little-endian), then the high 16 bits of each. Held as `u32` and
 /// `u16` rather than bytes: the vectorised first pass then loads them whole (built from
-/// single bytes, a word took a dozen shuffles).
+/// single bytes, a word took a dozen shuffles). Beside each word, the descriptor of its slot.
 struct Words {
     low: [u32; BULK],
     high: [u16; BULK],
+    descriptor: [u64; BULK],
     len: usize,
 }
 
@@ -522,6 +516,7 @@ impl Default for Words {
         Self {
             low: [0; BULK],
             high: [0; BULK],
+            descriptor: [0; BULK],
             len: 0,
         }
     }
@@ -529,13 +524,24 @@ impl Default for Words {
 
 impl Words {
     /// The next `n` words of `rng` (two fills of whole 32-bit stream words, the bytes that a
-    /// single fill of 6 · `n` would give).
-    fn fill(&mut self, n: usize, rng: &mut DpRng) {
+    /// single fill of 6 · `n` would give), and the descriptor of each word's slot.
+    ///
+    /// The descriptors are looked up here, one scalar load each, not in the vectorised first
+    /// pass: there the compiler makes them gathers (eight slots to an instruction), and on
+    /// the 2-core AMD EPYC (Zen 4) such a gather cost about as much as the rest of the draw
+    /// (`exact_bench 16000000 bulk`, alternated five times: 4.1–4.6 ns a draw with the gathers,
+    /// 2.7–3.5 with these loads; the same with a table of half the size, so not the cache).
+    /// This function has no `multiversion` build, so no gather: the baseline x86-64 build has
+    /// none.
+    fn fill(&mut self, n: usize, rng: &mut DpRng, descriptors: &[u64; SLOTS]) {
         use rand::Rng;
         let rng = rng.as_rng();
         rng.fill(&mut self.low[..n]);
         rng.fill(&mut self.high[..n]);
         self.len = n;
+        for (d, &low) in self.descriptor.iter_mut().zip(&self.low[..n]) {
+            *d = descriptors[(low & (SLOTS as u32 - 1)) as usize];
+        }
     }
 
     fn low(&self) -> &[u32] {
@@ -544,6 +550,17 @@ impl Words {
 
     fn high(&self) -> &[u16] {
         &self.high[..self.len]
+    }
+
+    /// The descriptor of each word's slot.
+    fn descriptors(&self) -> &[u64] {
+        &self.descriptor[..self.len]
+    }
+
+    /// Each word's halves and descriptor, as zipped slices (the form the compiler vectorises,
+    /// with loads of both halves widened; not a mapped iterator).
+    fn parts(&self) -> impl Iterator<Item = Part<'_>> {
+        self.low().iter().zip(self.high()).zip(self.descriptors())
     }
 
     /// Word i.
@@ -557,6 +574,9 @@ impl Words {
     }
 }
 
+/// One word of a [`Words`] block: its low 32 bits and high 16, and its slot's descriptor.
+type Part<'a> = ((&'a u32, &'a u16), &'a u64);
+
 /// A word from its low 32 and high 16 bits.
 #[inline(always)]
 fn join(low: u32, high: u16) -> u64 {
@@ -569,19 +589,10 @@ fn join(low: u32, high: u16) -> u64 {
 /// No branch on a random bit; compiled for each SIMD level and chosen at run time (the
 /// descriptor look-ups are gathers, which the baseline x86-64 build does not have).
 #[multiversion(targets = "simd")]
-fn decide(
-    descriptors: &[u64; SLOTS],
-    width_bits: u32,
-    words: &Words,
-    out: &mut [i32],
-    undecided: &mut [u8],
-) {
+fn decide(width_bits: u32, words: &Words, out: &mut [i32], undecided: &mut [u8]) {
     assert!(words.len() == out.len() && out.len() == undecided.len());
-    // Zipped slices rather than an iterator of words: the compiler vectorises this form (loads
-    // of both halves, widened), not a mapped iterator.
-    let halves = words.low().iter().zip(words.high());
-    for ((y, flag), (&low, &high)) in out.iter_mut().zip(undecided.iter_mut()).zip(halves) {
-        let (draw, decided) = decide_one(descriptors, width_bits, low, high);
+    for ((y, flag), word) in out.iter_mut().zip(undecided.iter_mut()).zip(words.parts()) {
+        let (draw, decided) = decide_one(word, width_bits);
         *y = draw;
         *flag = u8::from(!decided);
     }
@@ -597,7 +608,6 @@ fn decide(
 /// 0.917 (medians of 10 interleaved rounds of `dpml bench dpsgd --model mlp`).
 #[multiversion(targets = "simd")]
 fn decide_onto_grid(
-    descriptors: &[u64; SLOTS],
     width_bits: u32,
     words: &Words,
     values: &mut [f32],
@@ -605,24 +615,27 @@ fn decide_onto_grid(
     (g, inv_g): (f32, f32),
 ) {
     assert!(words.len() == values.len() && values.len() == undecided.len());
-    let halves = words.low().iter().zip(words.high());
-    for ((v, flag), (&low, &high)) in values.iter_mut().zip(undecided.iter_mut()).zip(halves) {
-        let (draw, decided) = decide_one(descriptors, width_bits, low, high);
+    for ((v, flag), word) in values
+        .iter_mut()
+        .zip(undecided.iter_mut())
+        .zip(words.parts())
+    {
+        let (draw, decided) = decide_one(word, width_bits);
         let out = on_grid_f32(*v, draw, g, inv_g);
         *v = if decided { out } else { *v };
         *flag = u8::from(!decided);
     }
 }
 
-/// The draw that the word (`low`, `high`) decides alone, and whether it does: the alias coin
-/// not tied with the slot's threshold, the immediate test passed, not a negative zero.
+/// The draw that a word (its low 32 bits, high 16 and its slot's descriptor) decides alone,
+/// and whether it does: the alias coin not tied with the slot's threshold, the immediate test
+/// passed, not a negative zero.
 #[inline(always)]
-fn decide_one(descriptors: &[u64; SLOTS], width_bits: u32, low: u32, high: u16) -> (i32, bool) {
+fn decide_one(((&low, &high), &d): Part<'_>, width_bits: u32) -> (i32, bool) {
     let f = Fields::of_halves(low, high, width_bits);
-    // One load holds both blocks: a vector of draws takes one gather, not one per block (or a
+    // One descriptor holds both blocks: a draw takes one look-up, not one per block (or a
     // second that waits for the coin). `select_unpredictable` keeps the choice a conditional
     // move in the scalar builds (a plain select became a branch on the random coin there).
-    let d = descriptors[f.slot as usize];
     let threshold = (d >> THRESHOLD_SHIFT) as u32;
     let own = f.coin < threshold;
     // A tie may go either way (the next 19 coin bits decide): finished later.
