@@ -4,14 +4,18 @@
 //! Detection is an estimate: the lane width comes from the instruction sets the CPU reports
 //! (AVX-512: 16 f32 lanes, AVX2 + FMA: 8, otherwise SSE: 4 lanes and no fused multiply-add),
 //! the FMA unit count is assumed to be 2 (every AVX2-era x86 core from Haswell and Zen 2 on;
-//! not detectable), and the clock is the nominal one the kernel reports (`cpuinfo_max_freq`,
-//! else the highest `cpu MHz` of /proc/cpuinfo), which turbo can exceed. Pass
-//! `--peak-gflops` when the real figure is known.
+//! not detectable), except on AMD's family 19h (Zen 3 and Zen 4), whose two FMA pipes are
+//! 256 bits wide: Zen 4 runs an AVX-512 instruction on both at once, one 16-lane FMA a cycle.
+//! The clock is the nominal one the kernel reports (`cpuinfo_max_freq`, else the highest
+//! `cpu MHz` of /proc/cpuinfo), which turbo can exceed. Pass `--peak-gflops` when the real
+//! figure is known.
 
 use serde_json::{Value, json};
 
 /// FMA pipes per core assumed by detection.
 const FMA_UNITS: u64 = 2;
+/// Widest FMA pipe, in f32 lanes, of AMD's family 19h (Zen 3, Zen 4: 256 bits).
+const ZEN4_PIPE_LANES: u64 = 8;
 
 /// The peak and how it was obtained, as JSON fields `peak_gflops` and `peak_source`; `None`
 /// for the peak when it cannot be detected (no clock reported).
@@ -23,18 +27,40 @@ pub fn peak(given: Option<f64>, cores: usize) -> (Option<f64>, Value) {
     let Some(ghz) = clock_ghz() else {
         return (None, json!("not detected: no CPU clock reported"));
     };
-    let peak = peak_gflops(cores, lanes, ghz);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let units = fma_units(lanes, &cpuinfo);
+    let peak = peak_gflops(cores, lanes, units, ghz);
     let how = format!(
-        "detected: {cores} cores x {lanes} f32 lanes x {FMA_UNITS} {} units x 2 flops x {ghz:.3} GHz (nominal clock)",
+        "detected: {cores} cores x {lanes} f32 lanes x {units} {} units x 2 flops x {ghz:.3} GHz (nominal clock)",
         if fma { "FMA" } else { "mul/add" }
     );
     (Some(peak), json!(how))
 }
 
-/// cores × lanes × [`FMA_UNITS`] × 2 FLOPs × GHz. Without FMA a multiply and an add each
-/// count one FLOP per lane, on the same two pipes, so the product is the same.
-fn peak_gflops(cores: usize, lanes: u64, ghz: f64) -> f64 {
-    cores as f64 * (lanes * FMA_UNITS * 2) as f64 * ghz
+/// cores × lanes × FMA units × 2 FLOPs × GHz. Without FMA a multiply and an add each count
+/// one FLOP per lane, on the same two pipes, so the product is the same.
+fn peak_gflops(cores: usize, lanes: u64, units: f64, ghz: f64) -> f64 {
+    cores as f64 * lanes as f64 * units * 2.0 * ghz
+}
+
+/// FMA units of the CPU that /proc/cpuinfo's text describes, counted at `lanes` wide:
+/// [`FMA_UNITS`], or fewer where the pipes are narrower than `lanes` (AMD family 19h with
+/// AVX-512, i.e. Zen 4: its two 8-lane pipes make one 16-lane unit).
+fn fma_units(lanes: u64, cpuinfo: &str) -> f64 {
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split(':').nth(1))
+            .map(str::trim)
+    };
+    let family_19h = field("vendor_id") == Some("AuthenticAMD")
+        && field("cpu family").and_then(|f| f.parse::<u32>().ok()) == Some(0x19);
+    if family_19h && lanes > ZEN4_PIPE_LANES {
+        (FMA_UNITS * ZEN4_PIPE_LANES) as f64 / lanes as f64
+    } else {
+        FMA_UNITS as f64
+    }
 }
 
 /// f32 lanes of the widest vector unit, and whether it has fused multiply-add.
@@ -94,6 +120,21 @@ mod tests {
     fn given_peak_wins_and_the_formula_counts_fma_pipes() {
         assert_eq!(peak(Some(12.5), 2).0, Some(12.5));
         // This project's machine: 2 Zen 3 cores, AVX2 + FMA, 2.445 GHz: 156.5 GFLOP/s.
-        assert!((peak_gflops(2, 8, 2.445) - 156.48).abs() < 1e-9);
+        assert!((peak_gflops(2, 8, 2.0, 2.445) - 156.48).abs() < 1e-9);
+    }
+
+    #[test]
+    fn zen4_counts_its_avx512_as_one_unit_of_16_lanes() {
+        let zen4 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n";
+        assert_eq!(fma_units(16, zen4), 1.0);
+        // The same family without AVX-512 (Zen 3) keeps two 8-lane units.
+        assert_eq!(fma_units(8, zen4), 2.0);
+        let zen5 = zen4.replace(": 25", ": 26");
+        assert_eq!(fma_units(16, &zen5), 2.0);
+        let intel = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n";
+        assert_eq!(fma_units(16, intel), 2.0);
+        assert_eq!(fma_units(16, ""), 2.0);
+        // 2 Zen 4 cores at 2.596 GHz: 166.1 GFLOP/s, half of what 16 lanes x 2 units claimed.
+        assert!((peak_gflops(2, 16, fma_units(16, zen4), 2.596) - 166.144).abs() < 1e-9);
     }
 }
