@@ -6,9 +6,11 @@
 //! N = 16·B records so that q = 1/16. Each mode runs the full DP-SGD step: Poisson
 //! sampling, forward, backward (private: per-sample norms, clipping, clipped sum), noise
 //! (private: σ = 1, C = 1; floating-point Gaussian or exact discrete Gaussian), division and an
-//! SGD update (lr 0.05, momentum 0.9). Modes are interleaved over [`REPEATS`] rounds, each
-//! from a fresh model after [`WARMUP_STEPS`] untimed steps, and the median of the rounds is
-//! reported, so slow phases of a shared machine hit all modes alike.
+//! SGD update (lr 0.05, momentum 0.9). Each mode runs [`REPEATS`] rounds, each from a fresh
+//! model after [`WARMUP_STEPS`] untimed steps, and the median of its rounds is reported. The
+//! three modes' rounds run side by side: their steps alternate in slices of at most
+//! [`SLICE_STEPS`], the mode that goes first turning from slice to slice, so that slow phases
+//! of a shared machine, which last from a fraction of a second to minutes, hit all modes alike.
 
 use std::time::Instant;
 
@@ -30,6 +32,16 @@ pub const REPEATS: usize = 3;
 pub const ROUNDS: usize = 3 * REPEATS;
 /// Untimed steps before each timed round.
 pub const WARMUP_STEPS: usize = 2;
+/// Most steps of one mode in a row. Rounds of whole modes one after another (a second or
+/// more each) let the 2-core AMD EPYC's swings of speed fall on one mode: private /
+/// non-private of the MLP ranged 0.80–0.99 over nine runs, and 0.85–0.89 over nine in slices
+/// of 10 or 30 steps (runs of the two builds alternated). Each switch leaves the next
+/// mode's buffers colder: in slices of 10 steps the CNN ran about 15% slower in every mode,
+/// in slices of 30 no slower than in whole rounds.
+pub const SLICE_STEPS: usize = 30;
+
+/// The modes, in the order their rounds are reported.
+const MODES: [Mode; 3] = [Mode::NonPrivate, Mode::Private, Mode::Exact];
 
 /// Samples per second of each mode, and their ratio.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -152,54 +164,29 @@ pub fn bench_spec(
     let data = synthetic(BATCHES * batch_size, &spec.input_shape, classes, rng);
     let seed = rng.next_u64();
     let mut rates: [Vec<f64>; 3] = Default::default();
-    let mut parameters = 0;
-    let mut flops_per_sample = 0;
+    let probe = Sequential::new(spec.clone(), &mut DpRng::seeded(seed))?;
+    let (parameters, flops_per_sample) = (probe.num_params(), probe.train_flops_per_sample());
     for _ in 0..REPEATS {
-        for (k, mode) in [Mode::NonPrivate, Mode::Private, Mode::Exact]
-            .into_iter()
-            .enumerate()
-        {
-            let mut r = DpRng::seeded(seed);
-            let net = Sequential::new(spec.clone(), &mut r)?;
-            parameters = net.num_params();
-            flops_per_sample = net.train_flops_per_sample();
-            let (noise, clip) = match mode {
-                Mode::NonPrivate => (Noise::None, None),
-                Mode::Private => (
-                    Noise::new(Some(1.0), 1.0, parameters, false)?,
-                    Some(ClipConfig::flat(1.0)?),
-                ),
-                Mode::Exact => (
-                    Noise::new(Some(1.0), 1.0, parameters, true)?,
-                    Some(ClipConfig::flat(1.0)?),
-                ),
-            };
-            let sampler =
-                PoissonSampler::new(data.n, 1.0 / BATCHES as f64, SamplingKey::from_rng(&mut r))?;
-            let opt = Box::new(Sgd::new(0.9, false, 0.0)?);
-            let mut s = Stepper::new(
-                net,
-                opt,
-                sampler,
-                noise,
-                clip,
-                2 * batch_size,
-                InputTransform::IDENTITY,
-            );
-            for t in 0..WARMUP_STEPS {
-                s.step(&data, 0.05, &mut r, t as u64, &Solo)?;
+        let mut rounds = Vec::with_capacity(MODES.len());
+        for mode in MODES {
+            let mut round = Round::new(mode, &spec, &data, batch_size, seed)?;
+            for _ in 0..WARMUP_STEPS {
+                round.step(&data)?;
             }
-            let tick = Instant::now();
-            let mut seen = 0usize;
-            for t in WARMUP_STEPS..WARMUP_STEPS + steps {
-                seen += s.step(&data, 0.05, &mut r, t as u64, &Solo)?.batch;
+            rounds.push(round);
+        }
+        for (slice, len) in slices(steps).enumerate() {
+            for k in 0..rounds.len() {
+                rounds[(slice + k) % MODES.len()].timed(&data, len)?;
             }
-            let rate = seen as f64 / tick.elapsed().as_secs_f64().max(1e-9);
+        }
+        for (k, round) in rounds.iter().enumerate() {
+            let rate = round.samples_per_sec();
             rates[k].push(rate);
             on_round(&BenchRound {
                 done: rates.iter().map(Vec::len).sum(),
                 total: ROUNDS,
-                mode: mode.name(),
+                mode: round.mode.name(),
                 samples_per_sec: rate,
             });
         }
@@ -222,6 +209,98 @@ pub fn bench_spec(
             exact_noise: gflops(exact),
         },
     })
+}
+
+/// The lengths of the slices a round of `steps` steps is cut into: [`SLICE_STEPS`] each, the
+/// last one shorter where `steps` is not a multiple of it.
+fn slices(steps: usize) -> impl Iterator<Item = usize> {
+    (0..steps)
+        .step_by(SLICE_STEPS)
+        .map(move |first| SLICE_STEPS.min(steps - first))
+}
+
+/// One round of one mode: its stepper from a fresh model, and the steps it has timed.
+struct Round {
+    mode: Mode,
+    stepper: Stepper,
+    rng: DpRng,
+    /// Steps taken so far (the sampler's step number).
+    t: u64,
+    /// Samples and time of the timed steps.
+    seen: usize,
+    elapsed: std::time::Duration,
+}
+
+impl Round {
+    /// `mode`'s stepper on a model of `spec` drawn from `seed` (the same model in every mode).
+    fn new(
+        mode: Mode,
+        spec: &ModelSpec,
+        data: &Dataset,
+        batch_size: usize,
+        seed: u64,
+    ) -> Result<Self> {
+        let mut rng = DpRng::seeded(seed);
+        let net = Sequential::new(spec.clone(), &mut rng)?;
+        let private = |exact| -> Result<_> {
+            Ok((
+                Noise::new(Some(1.0), 1.0, net.num_params(), exact)?,
+                Some(ClipConfig::flat(1.0)?),
+            ))
+        };
+        let (noise, clip) = match mode {
+            Mode::NonPrivate => (Noise::None, None),
+            Mode::Private => private(false)?,
+            Mode::Exact => private(true)?,
+        };
+        let sampler = PoissonSampler::new(
+            data.n,
+            1.0 / BATCHES as f64,
+            SamplingKey::from_rng(&mut rng),
+        )?;
+        let opt = Box::new(Sgd::new(0.9, false, 0.0)?);
+        let stepper = Stepper::new(
+            net,
+            opt,
+            sampler,
+            noise,
+            clip,
+            2 * batch_size,
+            InputTransform::IDENTITY,
+        );
+        Ok(Self {
+            mode,
+            stepper,
+            rng,
+            t: 0,
+            seen: 0,
+            elapsed: std::time::Duration::ZERO,
+        })
+    }
+
+    /// One step, not timed; returns its batch size.
+    fn step(&mut self, data: &Dataset) -> Result<usize> {
+        let stats = self
+            .stepper
+            .step(data, 0.05, &mut self.rng, self.t, &Solo)?;
+        self.t += 1;
+        Ok(stats.batch)
+    }
+
+    /// `steps` timed steps.
+    fn timed(&mut self, data: &Dataset, steps: usize) -> Result<()> {
+        let tick = Instant::now();
+        for _ in 0..steps {
+            self.seen += self.step(data)?;
+        }
+        self.elapsed += tick.elapsed();
+        Ok(())
+    }
+
+    /// Samples per second of the timed steps.
+    fn samples_per_sec(&self) -> f64 {
+        self.seen as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
 }
 
 /// Batches of synthetic records the benchmark samples from (q = 1/16).
@@ -255,6 +334,17 @@ fn synthetic(n: usize, shape: &[usize], classes: usize, rng: &mut DpRng) -> Data
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slices_cover_a_round_exactly() {
+        for steps in [1, 29, 30, 31, 100, 150] {
+            let lens: Vec<usize> = slices(steps).collect();
+            assert_eq!(lens.iter().sum::<usize>(), steps, "{steps}: {lens:?}");
+            assert_eq!(lens.len(), steps.div_ceil(SLICE_STEPS), "{steps}: {lens:?}");
+            assert!(lens.iter().all(|&l| (1..=SLICE_STEPS).contains(&l)));
+        }
+        assert_eq!(slices(0).count(), 0);
+    }
 
     #[test]
     fn bench_reports_all_modes_and_refuses_bad_sizes() {
