@@ -15,8 +15,8 @@ use crate::args;
 use crate::error::CliResult;
 use crate::output::{Output, diag};
 use crate::progress::Progress;
-use dpml_learn::dpsgd::BenchRound;
-use dpml_learn::dpsgd::bench::ROUNDS;
+use dpml_learn::dpsgd::BenchEvent;
+use dpml_learn::dpsgd::bench::{REPEATS, ROUNDS};
 
 /// Benchmarks.
 #[derive(Subcommand, Debug)]
@@ -48,7 +48,8 @@ pub struct DpsgdBenchArgs {
     #[arg(long, value_parser = args::at_least_one, default_value = "30")]
     pub steps: u64,
     /// The machine's peak GFLOP/s for `peak_gflops` and the `peak_fraction` of each mode
-    /// (default: detected as cores × FMA lanes × 2 FMA units × 2 × nominal clock).
+    /// (default: detected as cores × FMA lanes × FMA units (2, or 1 of 16 lanes on AMD's Zen 4)
+    /// × 2 × nominal clock).
     #[arg(long, value_name = "GFLOPS", value_parser = args::positive)]
     pub peak_gflops: Option<f64>,
     #[command(flatten)]
@@ -140,29 +141,36 @@ fn dpsgd(a: &DpsgdBenchArgs, out: Output) -> CliResult<()> {
     let hidden: Vec<usize> = a.hidden.iter().map(|&h| h as usize).collect();
     let mut rng = a.seed.rng()?;
     diag!(
-        "bench dpsgd: {} at batch {} for {} steps per mode ...",
+        "bench dpsgd: {} at batch {} for {REPEATS} rounds of {} steps per mode ...",
         a.model,
         a.batch_size,
         a.steps
     );
     let (b, steps) = (a.batch_size as usize, a.steps as usize);
-    // Each round's figures on a line of their own (above the bar on a terminal), printed
-    // between timed rounds, never inside one.
-    let bar = Progress::new(ROUNDS as u64, "bench dpsgd", "round", false);
-    let mut on_round = |r: &BenchRound| {
-        let head = format!(
-            "round {}/{} ({}: {:.0} samples/s)",
-            r.done, r.total, r.mode, r.samples_per_sec
-        );
-        bar.line(&head, Some((r.done as f64, "round")), "");
-        bar.inc(1);
+    // The bar counts timed steps; each round's figures go on a line of their own (above the
+    // bar on a terminal), printed between slices of steps, never inside one.
+    let bar = Progress::new(
+        (ROUNDS as u64).saturating_mul(a.steps),
+        "bench dpsgd",
+        "step",
+        false,
+    );
+    let mut on_event = |e: &BenchEvent| match e {
+        BenchEvent::Steps { done, .. } => bar.set_position(*done as u64),
+        BenchEvent::Round(r) => {
+            let head = format!(
+                "round {}/{} ({}: {:.0} samples/s)",
+                r.done, r.total, r.mode, r.samples_per_sec
+            );
+            bar.line(&head, Some((r.done as f64, "round")), "");
+        }
     };
     let r = match &a.arch {
         Some(path) => {
             let spec = crate::commands::arch::load_arch(path)?;
-            dpml_learn::dpsgd::bench_spec(spec, b, steps, &mut rng, &mut on_round)?
+            dpml_learn::dpsgd::bench_spec(spec, b, steps, &mut rng, &mut on_event)?
         }
-        None => dpml_learn::dpsgd::bench(&a.model, &hidden, b, steps, &mut rng, &mut on_round)?,
+        None => dpml_learn::dpsgd::bench(&a.model, &hidden, b, steps, &mut rng, &mut on_event)?,
     };
     bar.finish_and_clear();
     let mut v = serde_json::to_value(&r).map_err(crate::error::CliError::internal)?;

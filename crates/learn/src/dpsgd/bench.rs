@@ -101,8 +101,22 @@ impl Mode {
     }
 }
 
-/// One timed round of [`bench_spec`] as it ends, for a progress display: a round of long
-/// steps can take minutes.
+/// What [`bench_spec`] reports as it goes, for a progress display: a round of long steps can
+/// take minutes, and the three modes' rounds end together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BenchEvent {
+    /// A slice of timed steps ended.
+    Steps {
+        /// Timed steps taken so far, of every mode.
+        done: usize,
+        /// Timed steps in all: [`ROUNDS`] × the steps of a round.
+        total: usize,
+    },
+    /// A timed round ended.
+    Round(BenchRound),
+}
+
+/// One timed round of [`bench_spec`] as it ends.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BenchRound {
     /// Rounds ended so far, this one included.
@@ -116,7 +130,8 @@ pub struct BenchRound {
 }
 
 /// Measures `model` (with `hidden` sizes for `mlp`) at expected batch size `batch_size` over
-/// `steps` timed steps per round, calling `on_round` as each round ends.
+/// `steps` timed steps per round, calling `on_event` as each slice of steps and each round
+/// ends.
 ///
 /// # Errors
 /// [`super::DpSgdError::InvalidConfig`] for `batch_size` or `steps` of 0;
@@ -127,10 +142,10 @@ pub fn bench(
     batch_size: usize,
     steps: usize,
     rng: &mut DpRng,
-    on_round: &mut dyn FnMut(&BenchRound),
+    on_event: &mut dyn FnMut(&BenchEvent),
 ) -> Result<BenchResult> {
     let spec = ModelSpec::named(model, &[1, 28, 28], 10, hidden)?;
-    bench_spec(spec, batch_size, steps, rng, on_round)
+    bench_spec(spec, batch_size, steps, rng, on_event)
 }
 
 /// [`bench()`] for an explicit architecture, on uniform synthetic records of its input shape
@@ -143,7 +158,7 @@ pub fn bench_spec(
     batch_size: usize,
     steps: usize,
     rng: &mut DpRng,
-    on_round: &mut dyn FnMut(&BenchRound),
+    on_event: &mut dyn FnMut(&BenchEvent),
 ) -> Result<BenchResult> {
     if batch_size == 0 {
         return Err(config_err("batch_size must be >= 1, got 0"));
@@ -166,6 +181,7 @@ pub fn bench_spec(
     let mut rates: [Vec<f64>; 3] = Default::default();
     let probe = Sequential::new(spec.clone(), &mut DpRng::seeded(seed))?;
     let (parameters, flops_per_sample) = (probe.num_params(), probe.train_flops_per_sample());
+    let mut timed = 0;
     for _ in 0..REPEATS {
         let mut rounds = Vec::with_capacity(MODES.len());
         for mode in MODES {
@@ -178,17 +194,22 @@ pub fn bench_spec(
         for (slice, len) in slices(steps).enumerate() {
             for k in 0..rounds.len() {
                 rounds[(slice + k) % MODES.len()].timed(&data, len)?;
+                timed += len;
+                on_event(&BenchEvent::Steps {
+                    done: timed,
+                    total: ROUNDS.saturating_mul(steps),
+                });
             }
         }
         for (k, round) in rounds.iter().enumerate() {
             let rate = round.samples_per_sec();
             rates[k].push(rate);
-            on_round(&BenchRound {
+            on_event(&BenchEvent::Round(BenchRound {
                 done: rates.iter().map(Vec::len).sum(),
                 total: ROUNDS,
                 mode: round.mode.name(),
                 samples_per_sec: rate,
-            });
+            }));
         }
     }
     let [nonprivate, private, exact] = rates.map(median);
@@ -348,11 +369,29 @@ mod tests {
 
     #[test]
     fn bench_reports_all_modes_and_refuses_bad_sizes() {
-        let mut rounds = Vec::new();
-        let r = bench("logreg", &[], 8, 2, &mut DpRng::seeded(0), &mut |r| {
-            rounds.push(*r)
+        // 35 steps a round: two slices of each mode's round (30 and 5 steps).
+        let mut events = Vec::new();
+        let r = bench("logreg", &[], 8, 35, &mut DpRng::seeded(0), &mut |e| {
+            events.push(*e)
         })
         .unwrap();
+        // Every slice of every mode reported as it ended, the timed steps counted up to all.
+        let steps: Vec<(usize, usize)> = (events.iter())
+            .filter_map(|e| match e {
+                BenchEvent::Steps { done, total } => Some((*done, *total)),
+                BenchEvent::Round(_) => None,
+            })
+            .collect();
+        assert_eq!(steps.len(), ROUNDS * 2);
+        assert!(steps.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(steps.iter().all(|&(_, total)| total == ROUNDS * 35));
+        assert_eq!(steps.last().map(|s| s.0), Some(ROUNDS * 35));
+        let rounds: Vec<BenchRound> = (events.iter())
+            .filter_map(|e| match e {
+                BenchEvent::Round(r) => Some(*r),
+                BenchEvent::Steps { .. } => None,
+            })
+            .collect();
         // Every round reported as it ended, in order, each mode REPEATS times, and the medians
         // are the reported rounds'.
         assert_eq!(rounds.len(), ROUNDS);

@@ -48,7 +48,7 @@ pub mod step_hook;
 pub mod train;
 
 pub use accounting::{PrivacyPlan, accountant};
-pub use bench::{BenchResult, BenchRound, ModeGflops, bench, bench_spec};
+pub use bench::{BenchEvent, BenchResult, BenchRound, ModeGflops, bench, bench_spec};
 pub use checkpoint::{Checkpoint, CheckpointPlan};
 pub use collective::{Collective, Solo, model_checksum};
 pub use config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConfig};
