@@ -491,7 +491,7 @@ impl Fields {
         let high = u32::from(high);
         let offset = low >> OFFSET_LOW_SHIFT | (high >> OFFSET_HIGH_SHIFT) << OFFSET_LOW_BITS;
         Self {
-            slot: low & (SLOTS as u32 - 1),
+            slot: slot_of(low),
             coin: (low >> COIN_SHIFT) & ((1 << COIN_BITS) - 1),
             negative: (low >> SIGN_SHIFT) & 1 == 1,
             u_prefix: high & IMMEDIATE_MASK,
@@ -540,7 +540,7 @@ impl Words {
         rng.fill(&mut self.high[..n]);
         self.len = n;
         for (d, &low) in self.descriptor.iter_mut().zip(&self.low[..n]) {
-            *d = descriptors[(low & (SLOTS as u32 - 1)) as usize];
+            *d = descriptors[slot_of(low) as usize];
         }
     }
 
@@ -577,6 +577,12 @@ impl Words {
 /// One word of a [`Words`] block: its low 32 bits and high 16, and its slot's descriptor.
 type Part<'a> = ((&'a u32, &'a u16), &'a u64);
 
+/// The alias slot a word names: its lowest [`SLOT_BITS`] bits.
+#[inline(always)]
+fn slot_of(low: u32) -> u32 {
+    low & (SLOTS as u32 - 1)
+}
+
 /// A word from its low 32 and high 16 bits.
 #[inline(always)]
 fn join(low: u32, high: u16) -> u64 {
@@ -587,7 +593,7 @@ fn join(low: u32, high: u16) -> u64 {
 /// decides ([`decide_one`]) is written to `out` (|x| < 2²³); the others are flagged (1 in
 /// `undecided`, else 0) for the second pass.
 /// No branch on a random bit; compiled for each SIMD level and chosen at run time (the
-/// descriptor look-ups are gathers, which the baseline x86-64 build does not have).
+/// descriptors come looked up already, [`Words::fill`]).
 #[multiversion(targets = "simd")]
 fn decide(width_bits: u32, words: &Words, out: &mut [i32], undecided: &mut [u8]) {
     assert!(words.len() == out.len() && out.len() == undecided.len());

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 /// FMA pipes per core assumed by detection.
 const FMA_UNITS: u64 = 2;
 /// Widest FMA pipe, in f32 lanes, of AMD's family 19h (Zen 3, Zen 4: 256 bits).
-const ZEN4_PIPE_LANES: u64 = 8;
+const FAMILY_19H_PIPE_LANES: u64 = 8;
 
 /// The peak and how it was obtained, as JSON fields `peak_gflops` and `peak_source`; `None`
 /// for the peak when it cannot be detected (no clock reported).
@@ -24,10 +24,10 @@ pub fn peak(given: Option<f64>, cores: usize) -> (Option<f64>, Value) {
         return (Some(p), json!("--peak-gflops"));
     }
     let (lanes, fma) = simd_lanes();
-    let Some(ghz) = clock_ghz() else {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let Some(ghz) = clock_ghz(&cpuinfo) else {
         return (None, json!("not detected: no CPU clock reported"));
     };
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let units = fma_units(lanes, &cpuinfo);
     let peak = peak_gflops(cores, lanes, units, ghz);
     let how = format!(
@@ -47,17 +47,11 @@ fn peak_gflops(cores: usize, lanes: u64, units: f64, ghz: f64) -> f64 {
 /// [`FMA_UNITS`], or fewer where the pipes are narrower than `lanes` (AMD family 19h with
 /// AVX-512, i.e. Zen 4: its two 8-lane pipes make one 16-lane unit).
 fn fma_units(lanes: u64, cpuinfo: &str) -> f64 {
-    let field = |name: &str| {
-        cpuinfo
-            .lines()
-            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
-            .and_then(|l| l.split(':').nth(1))
-            .map(str::trim)
-    };
+    let field = |name| cpuinfo_values(cpuinfo, name).next();
     let family_19h = field("vendor_id") == Some("AuthenticAMD")
         && field("cpu family").and_then(|f| f.parse::<u32>().ok()) == Some(0x19);
-    if family_19h && lanes > ZEN4_PIPE_LANES {
-        (FMA_UNITS * ZEN4_PIPE_LANES) as f64 / lanes as f64
+    if family_19h && lanes > FAMILY_19H_PIPE_LANES {
+        (FMA_UNITS * FAMILY_19H_PIPE_LANES) as f64 / lanes as f64
     } else {
         FMA_UNITS as f64
     }
@@ -86,21 +80,29 @@ fn simd_lanes() -> (u64, bool) {
     }
 }
 
-/// The nominal clock in GHz: the kernel's maximum frequency, else the fastest `cpu MHz`.
-fn clock_ghz() -> Option<f64> {
+/// The nominal clock in GHz: the kernel's maximum frequency, else the fastest `cpu MHz` of
+/// `cpuinfo` (the text of /proc/cpuinfo).
+fn clock_ghz(cpuinfo: &str) -> Option<f64> {
     let sys = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
     if let Some(khz) = sys.ok().and_then(|s| s.trim().parse::<f64>().ok()) {
         return Some(khz / 1e6).filter(|g| *g > 0.0);
     }
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    max_cpu_mhz(&info).map(|mhz| mhz / 1e3)
+    max_cpu_mhz(cpuinfo).map(|mhz| mhz / 1e3)
+}
+
+/// The values of the field `name` in a /proc/cpuinfo text (one per core for most fields),
+/// trimmed.
+fn cpuinfo_values<'a>(info: &'a str, name: &'a str) -> impl Iterator<Item = &'a str> {
+    info.lines().filter_map(move |l| {
+        let (key, value) = l.split_once(':')?;
+        (key.trim() == name).then(|| value.trim())
+    })
 }
 
 /// The highest `cpu MHz` line of a /proc/cpuinfo text.
 fn max_cpu_mhz(info: &str) -> Option<f64> {
-    info.lines()
-        .filter(|l| l.starts_with("cpu MHz"))
-        .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+    cpuinfo_values(info, "cpu MHz")
+        .filter_map(|v| v.parse::<f64>().ok())
         .filter(|m| m.is_finite() && *m > 0.0)
         .reduce(f64::max)
 }

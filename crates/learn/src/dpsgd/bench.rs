@@ -166,7 +166,9 @@ pub fn bench_spec(
     if steps == 0 {
         return Err(config_err("steps must be >= 1, got 0"));
     }
-    let classes: usize = spec.check()?.output_shape().iter().product();
+    // The model as built from the spec (with the layers chained), for its sizes.
+    let probe = spec.check()?;
+    let classes: usize = probe.output_shape().iter().product();
     let record: usize = spec.input_shape.iter().product();
     let values = (BATCHES as u128 * record as u128).saturating_mul(batch_size as u128);
     if values > MAX_SYNTHETIC_VALUES {
@@ -179,9 +181,8 @@ pub fn bench_spec(
     let data = synthetic(BATCHES * batch_size, &spec.input_shape, classes, rng);
     let seed = rng.next_u64();
     let mut rates: [Vec<f64>; 3] = Default::default();
-    let probe = Sequential::new(spec.clone(), &mut DpRng::seeded(seed))?;
     let (parameters, flops_per_sample) = (probe.num_params(), probe.train_flops_per_sample());
-    let mut timed = 0;
+    let (mut timed, total) = (0, ROUNDS.saturating_mul(steps));
     for _ in 0..REPEATS {
         let mut rounds = Vec::with_capacity(MODES.len());
         for mode in MODES {
@@ -195,10 +196,7 @@ pub fn bench_spec(
             for k in 0..rounds.len() {
                 rounds[(slice + k) % MODES.len()].timed(&data, len)?;
                 timed += len;
-                on_event(&BenchEvent::Steps {
-                    done: timed,
-                    total: ROUNDS.saturating_mul(steps),
-                });
+                on_event(&BenchEvent::Steps { done: timed, total });
             }
         }
         for (k, round) in rounds.iter().enumerate() {
