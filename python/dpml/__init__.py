@@ -7,6 +7,7 @@ Submodules:
 - :mod:`dpml.audit` -- audit any model from its membership-inference scores.
 - :mod:`dpml.mechanisms` and :mod:`dpml.stats` -- exact noise samplers and DP statistics.
 - :mod:`dpml.learn` -- scikit-learn style private estimators.
+- :func:`dpml.sql` -- differentially private SQL over Parquet and CSV tables.
 
 Every failure on bad input raises :class:`ValueError` with the message the ``dpml`` command
 line prints after ``error:``.
@@ -15,7 +16,9 @@ line prints after ``error:``.
 from . import _native
 from . import accounting, audit, learn, mechanisms, stats
 from .ledger import Ledger
+from .sql import sql, sql_explain, sql_report
 
 __version__: str = _native.__version__
 
 __all__ = ["accounting", "audit", "learn", "mechanisms", "stats", "Ledger", "__version__"]
+__all__ += ["sql", "sql_explain", "sql_report"]

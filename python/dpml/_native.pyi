@@ -1,6 +1,6 @@
 """Type stubs of the compiled module (the Rust half of dpml)."""
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -130,3 +130,28 @@ def kmeans_fit(
     iterations: Optional[int] = None,
     seed: Optional[int] = None,
 ) -> Tuple[npt.NDArray[np.float64], str]: ...
+
+# sql
+class SqlTable:
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
+
+def sql_run(
+    query: str,
+    tables: List[Tuple[str, str]],
+    schema: str,
+    epsilon: float,
+    delta: float = 0.0,
+    weights: Optional[Dict[str, float]] = None,
+    ledger: Optional[str] = None,
+    budget: Optional[float] = None,
+    budget_delta: Optional[float] = None,
+    seed: Optional[int] = None,
+) -> Tuple[SqlTable, str]: ...
+def sql_explain(
+    query: str,
+    tables: List[Tuple[str, str]],
+    schema: str,
+    epsilon: float,
+    delta: float = 0.0,
+    weights: Optional[Dict[str, float]] = None,
+) -> str: ...
