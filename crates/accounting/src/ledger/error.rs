@@ -83,9 +83,8 @@ pub enum LedgerError {
     },
     /// A ledger was opened with the budget stored in it, but no file is there.
     #[error(
-        "ledger {} does not exist; create it first with `dpml ledger create --ledger {} \
-         --budget-epsilon E`",
-        path.display(),
+        "ledger {} does not exist; a ledger is created once, with its budget: give the budget \
+         to create it",
         path.display()
     )]
     Missing {
@@ -101,6 +100,26 @@ pub enum LedgerError {
         /// The ledger file.
         path: PathBuf,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// A row does not match its seal: the file was changed outside dpml (a stored ε, event or
+    /// budget edited, an entry removed or reordered). It is refused and left untouched.
+    #[error(
+        "ledger {} was changed outside dpml: {reason}; it is refused, and was left untouched",
+        path.display()
+    )]
+    Tampered {
+        /// The ledger file.
+        path: PathBuf,
+        /// Which row.
+        reason: String,
+    },
+    /// The ledger's key cannot be had, is not private, or does not open this ledger.
+    #[error("ledger {}: {reason}", path.display())]
+    Key {
+        /// The ledger file.
+        path: PathBuf,
+        /// What is wrong with the key.
         reason: String,
     },
     /// SQLite failed for a reason other than a damaged file (locked too long, disk full,
