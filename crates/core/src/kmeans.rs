@@ -6,9 +6,10 @@ use std::path::PathBuf;
 
 use dpml_data::{Dataset, Schema, Source};
 use dpml_learn::kmeans::{Algorithm, Bounds, KMeansParams, clustering_accuracy, fit, nicv};
-use dpml_mechanisms::DpRng;
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Value, json};
 
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 use crate::schema::{Declarations, Needs, provenance_report, require_declared};
@@ -51,12 +52,22 @@ pub fn declared_bounds(schema: &Schema, data: &Dataset) -> Result<Bounds> {
 }
 
 /// Clusters as `o` says, drawing from `rng`: the release (centroids, ε, δ, the privacy event)
-/// with the clustering quality as diagnostics.
+/// with the clustering quality as diagnostics; with a `ledger`, the total ε is checked before
+/// the data is read and the run's event recorded before the release is returned (plain Lloyd
+/// cannot be charged).
 ///
 /// # Errors
 /// Usage errors for data that do not load, missing bounds, an ε given to (or missing from)
 /// the algorithm, or parameters the algorithm refuses.
-pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng) -> Result<Value> {
+pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Result<Value> {
+    if !o.algorithm.is_private() {
+        budget::refuse_non_private(ledger, o.algorithm.name())?;
+    }
+    if let (Some(l), Some(epsilon)) = (ledger, o.epsilon) {
+        let delta = o.delta.unwrap_or(0.0);
+        let planned = PrivacyEvent::EpsilonDelta { epsilon, delta };
+        budget::check(Some(l), &Charge::new("kmeans", o.dataset.name(), planned, epsilon, delta))?;
+    }
     let opts = o
         .declarations
         .load_options(o.data_dir.as_deref(), o.label_column.as_deref())?;
@@ -87,6 +98,20 @@ pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng) -> Result<Value> {
         params = params.with_iterations(t);
     }
     let result = fit(&params, &data.x, data.n, d, rng)?;
+    let balance = match &result.event {
+        Some(event) => budget::charge(
+            ledger,
+            &Charge::new(
+                "kmeans",
+                o.dataset.name(),
+                event.clone(),
+                result.epsilon.unwrap_or(0.0),
+                result.delta.unwrap_or(0.0),
+            )
+            .labelled(format!("{} with k = {}", o.algorithm.name(), o.k)),
+        )?,
+        None => None,
+    };
     let accuracy = clustering_accuracy(&result.assignments, &data.y, result.k, data.n_classes)?;
     let nicv = nicv(&data.x, d, &result.centroids, &bounds)?;
     let centroids: Vec<&[f64]> = result.centroids.chunks(d).collect();
@@ -118,5 +143,8 @@ pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng) -> Result<Value> {
         .diagnostic("accuracy", json!(accuracy))
         .diagnostic("nicv", json!(nicv))
         .diagnostic("inertia", json!(result.inertia));
+    if let Some(b) = balance {
+        release.insert("ledger", json!(b));
+    }
     Ok(release.into_value())
 }

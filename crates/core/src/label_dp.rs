@@ -12,9 +12,10 @@ use dpml_learn::label_dp::{
     run as run_label_dp,
 };
 use dpml_learn::model_facts::ModelFacts;
-use dpml_mechanisms::DpRng;
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Value, json};
 
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
 use crate::observe::{Event, Observer};
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
@@ -119,12 +120,19 @@ fn training(
 
 /// Privatises each training label once as `a` says, trains on the noisy labels drawing from
 /// `rng`, and returns the release (ε-label-DP: the features are not protected) with the test
-/// utility, measured against the true labels, as diagnostics.
+/// utility, measured against the true labels, as diagnostics. With a `ledger`, each label's ε
+/// is checked before any label is privatised and recorded before the model is written or the
+/// release returned.
 ///
 /// # Errors
 /// Usage errors for refused combinations (before any data is read), data that do not load,
 /// a label domain not declared, or a recipe that does not fit the data.
-pub fn label_dp(a: &LabelDpOptions, rng: &mut DpRng, observer: &mut dyn Observer) -> Result<Value> {
+pub fn label_dp(
+    a: &LabelDpOptions,
+    rng: &mut DpRng,
+    observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
+) -> Result<Value> {
     let cfg_probe = LabelDpConfig {
         task: a.task,
         mechanism: a.mechanism,
@@ -140,6 +148,14 @@ pub fn label_dp(a: &LabelDpOptions, rng: &mut DpRng, observer: &mut dyn Observer
     };
     // Combinations are refused before any data is read.
     cfg_probe.validate().map_err(Error::usage)?;
+    let planned = PrivacyEvent::EpsilonDelta {
+        epsilon: a.epsilon,
+        delta: 0.0,
+    };
+    budget::check(
+        ledger,
+        &Charge::new("label-dp", a.dataset.name(), planned, a.epsilon, 0.0),
+    )?;
     let key = a.split.key(rng);
     let opts = a
         .declarations
@@ -178,6 +194,18 @@ pub fn label_dp(a: &LabelDpOptions, rng: &mut DpRng, observer: &mut dyn Observer
     });
     observer.observe(Event::RunFinished);
     let outcome = outcome.map_err(Error::usage)?;
+    // Recorded before the model is written: ε-label-DP, each label used once.
+    let balance = budget::charge(
+        ledger,
+        &Charge::new(
+            "label-dp",
+            a.dataset.name(),
+            outcome.event.clone(),
+            a.epsilon,
+            0.0,
+        )
+        .labelled(format!("label DP ({:?}), epsilon {} per label", a.mechanism, a.epsilon).to_lowercase()),
+    )?;
     if let Some(path) = &a.save_model {
         let facts = ModelFacts::from_label_dp(
             &outcome.report,
@@ -221,6 +249,9 @@ pub fn label_dp(a: &LabelDpOptions, rng: &mut DpRng, observer: &mut dyn Observer
     }
     // Regression has no accuracy and classification no MSE: drop the empty fields.
     release.drop_nulls();
+    if let Some(b) = balance {
+        release.insert("ledger", json!(b));
+    }
     Ok(release.into_value())
 }
 
