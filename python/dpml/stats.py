@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _native
 from .events import DpEvent, event_from_dict
-from .ledger import Ledger
+from .ledger import Ledger, record
 
 __all__ = ["Release", "count", "sum", "mean", "histogram"]
 
@@ -74,7 +74,7 @@ def _release(
         delta=d["delta"],
         sensitivity=d["sensitivity"],
         event=event_from_dict(d["event"]),
-        ledger=d.get("ledger"),
+        ledger=None if d.get("ledger") is None else record(d["ledger"]),
         seeded=d["seeded"],
     )
 

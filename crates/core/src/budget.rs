@@ -166,8 +166,13 @@ impl Charge {
 
     /// The ledger spend it makes.
     pub fn spend(&self) -> Spend {
-        Spend::new(self.label.clone(), self.event.clone(), self.epsilon, self.delta)
-            .by(self.command.clone(), self.dataset.clone())
+        Spend::new(
+            self.label.clone(),
+            self.event.clone(),
+            self.epsilon,
+            self.delta,
+        )
+        .by(self.command.clone(), self.dataset.clone())
     }
 }
 
@@ -234,10 +239,14 @@ mod tests {
         let ledger = open(&o).unwrap();
         assert!(refuse_non_private(None, "lloyd").is_ok());
         let err = refuse_non_private(Some(&ledger), "lloyd").unwrap_err();
-        assert!(err.to_string().contains("lloyd is not differentially private"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("lloyd is not differentially private"),
+            "{err}"
+        );
         // A charge accounted from its event states the PLD's ε.
-        let c = Charge::accounted("train", "iris", PrivacyEvent::dp_sgd(1.0, 0.1, 50), 1e-5)
-            .unwrap();
+        let c =
+            Charge::accounted("train", "iris", PrivacyEvent::dp_sgd(1.0, 0.1, 50), 1e-5).unwrap();
         assert!(c.epsilon > 0.0 && c.epsilon.is_finite());
         assert_eq!(c.spend().command, "train");
         assert_ne!(random_id().unwrap(), random_id().unwrap());

@@ -66,7 +66,10 @@ pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Re
     if let (Some(l), Some(epsilon)) = (ledger, o.epsilon) {
         let delta = o.delta.unwrap_or(0.0);
         let planned = PrivacyEvent::EpsilonDelta { epsilon, delta };
-        budget::check(Some(l), &Charge::new("kmeans", o.dataset.name(), planned, epsilon, delta))?;
+        budget::check(
+            Some(l),
+            &Charge::new("kmeans", o.dataset.name(), planned, epsilon, delta),
+        )?;
     }
     let opts = o
         .declarations

@@ -204,7 +204,13 @@ pub fn label_dp(
             a.epsilon,
             0.0,
         )
-        .labelled(format!("label DP ({:?}), epsilon {} per label", a.mechanism, a.epsilon).to_lowercase()),
+        .labelled(
+            format!(
+                "label DP ({:?}), epsilon {} per label",
+                a.mechanism, a.epsilon
+            )
+            .to_lowercase(),
+        ),
     )?;
     if let Some(path) = &a.save_model {
         let facts = ModelFacts::from_label_dp(

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::budget::{self, Balance, Charge, Ledger};
 use dpml_data::{LoadOptions, Source, load_table};
-use dpml_mechanisms::{DpRng, PrivacyEvent};
 use dpml_mechanisms::stats::{self, Noise, StatValue};
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -115,7 +115,13 @@ pub fn query(
             epsilon: a.epsilon,
             delta: a.delta.unwrap_or(0.0),
         };
-        let c = Charge::new("query", a.dataset.name(), planned, a.epsilon, a.delta.unwrap_or(0.0));
+        let c = Charge::new(
+            "query",
+            a.dataset.name(),
+            planned,
+            a.epsilon,
+            a.delta.unwrap_or(0.0),
+        );
         budget::check(Some(l), &c)?;
     }
     let opts = LoadOptions {

@@ -98,7 +98,13 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> 
     let total = |x: f64| x * a.count as f64;
     budget::check(
         ledger,
-        &Charge::new("release", "--value", planned, total(a.epsilon), total(delta)),
+        &Charge::new(
+            "release",
+            "--value",
+            planned,
+            total(a.epsilon),
+            total(delta),
+        ),
     )?;
     let n = a.count as usize;
     let mut fields = Map::new();

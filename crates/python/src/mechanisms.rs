@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use dpml_accounting::ledger::{Ledger, Spend};
+use dpml_core::budget::{self, LedgerOptions};
 use dpml_mechanisms::stats::{self, Noise, StatRelease};
 use dpml_mechanisms::{
     DiscreteGaussianMechanism, DiscreteLaplaceMechanism, GaussianMechanism, LaplaceMechanism,
@@ -155,8 +156,8 @@ fn randomized_response<'py>(
     )
 }
 
-/// A budget ledger (SQLite file) composing with RDP where that is tighter than adding up, as
-/// the CLI's `--ledger` does.
+/// A budget ledger (SQLite file, its rows sealed with a key file or a passphrase) composing
+/// with the tightest accountant that covers its entries, as the CLI's `--ledger` does.
 #[pyclass(name = "Ledger", unsendable)]
 pub struct PyLedger {
     inner: Ledger,
@@ -165,12 +166,28 @@ pub struct PyLedger {
 #[pymethods]
 impl PyLedger {
     /// Opens the ledger at `path`, creating it with the budget (ε, δ) when missing; an existing
-    /// one must have the same budget when one is given.
+    /// one must have the same budget when one is given. Its key: `passphrase` if given, else
+    /// `key_file`, else the key file beside it (`path` + `.key`).
     #[new]
-    #[pyo3(signature = (path, budget=None, budget_delta=None))]
-    fn new(path: PathBuf, budget: Option<f64>, budget_delta: Option<f64>) -> PyResult<Self> {
-        let inner = Ledger::open_or_create(&path, budget, budget_delta).map_err(value_error)?;
+    #[pyo3(signature = (path, budget=None, budget_delta=None, key_file=None, passphrase=None))]
+    fn new(
+        path: PathBuf,
+        budget: Option<f64>,
+        budget_delta: Option<f64>,
+        key_file: Option<PathBuf>,
+        passphrase: Option<String>,
+    ) -> PyResult<Self> {
+        let mut options = LedgerOptions::new(path).with_key(key_file, passphrase);
+        options.budget = budget;
+        options.budget_delta = budget_delta;
+        let inner = budget::open(&options).map_err(value_error)?;
         Ok(PyLedger { inner })
+    }
+
+    /// Every entry with its ε at the ledger's δ and the composed ε after it, as JSON.
+    fn history_json(&self) -> PyResult<String> {
+        let h = self.inner.history().map_err(value_error)?;
+        guard::json(&h).map_err(pyo3::exceptions::PyValueError::new_err)
     }
 
     /// The balance as JSON.
@@ -191,12 +208,7 @@ impl PyLedger {
             .map_err(|e| value_error(format!("invalid privacy event: {e}")))?;
         let b = self
             .inner
-            .spend(&Spend {
-                label,
-                event,
-                epsilon,
-                delta,
-            })
+            .spend(&Spend::new(label, event, epsilon, delta).by("python", ""))
             .map_err(value_error)?;
         guard::json(&b).map_err(pyo3::exceptions::PyValueError::new_err)
     }

@@ -3,6 +3,7 @@
 //! on locally perturbed inputs, checkpointed, data-parallel), K-fold cross-validation, and the
 //! JSON release of each, its diagnostics kept apart ([`crate::privacy_model`]).
 
+mod charging;
 pub mod checkpoint;
 pub mod crossval;
 pub mod eval;
@@ -10,6 +11,7 @@ pub mod recipe;
 pub mod run;
 pub mod split;
 
+pub use charging::planned_event;
 pub use checkpoint::CheckpointOptions;
 pub use crossval::cross_validate;
 pub use eval::{EvalOptions, eval, presets};

@@ -8,12 +8,14 @@ use dpml_data::Source;
 use dpml_learn::dpsgd::{self, Collective, EpochLog, Objective, Task, TrainConfig, TrainOutcome};
 use dpml_learn::model_facts::ModelFacts;
 use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
-use dpml_mechanisms::DpRng;
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Value, json};
 
+use super::charging;
 use super::checkpoint::{self, CheckpointOptions};
 use super::recipe::{RecipeOptions, private_needs, recipe};
 use super::split::{Loaded, SplitOptions, load_split, public_normalization};
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
 use crate::observe::{Event, Observer};
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
@@ -104,7 +106,10 @@ pub enum TrainEnd {
 }
 
 /// Trains as `o` says on the processes of `comm` (the root, rank 0, alone writes files),
-/// drawing the split, initialisation and noise from `rng` (every process's the same).
+/// drawing the split, initialisation and noise from `rng` (every process's the same). With a
+/// `ledger`, the run's cost is checked before it trains and recorded (by the root) before the
+/// model, the log or the release is written; a checkpointed run is charged once, when its first
+/// checkpoint is written (see [`super::charging`]).
 ///
 /// # Errors
 /// Usage errors for a bad recipe, missing declarations, data that do not load or do not fit
@@ -114,7 +119,9 @@ pub fn train(
     rng: &mut DpRng,
     comm: &dyn Collective,
     observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
 ) -> Result<TrainEnd> {
+    let seed = charging::seed_digest(rng);
     let (source, cfg) = recipe(o.dataset.as_ref(), o.preset.as_deref(), &o.recipe, o.task)?;
     cfg.validate()?;
     if let Some(k) = o.folds {
@@ -123,10 +130,13 @@ pub fn train(
                 "--folds {k} cannot be checkpointed: drop --checkpoint/--resume"
             )));
         }
-        return super::crossval::cross_validate(o, &source, &cfg, k, rng, observer)
+        return super::crossval::cross_validate(o, &source, &cfg, k, rng, observer, ledger)
             .map(TrainEnd::Released);
     }
     let resumed = o.checkpoint.resumed()?;
+    if let Some(ck) = &resumed {
+        charging::check_seed(ck, seed.as_deref())?;
+    }
     let checkpoint_plan = o.checkpoint.plan()?;
     // The key is drawn either way, so a seeded resumed run consumes its generator as the
     // original did; a resumed run holds out the records its checkpoint's run held out.
@@ -174,6 +184,40 @@ pub fn train(
         }
         None => None,
     };
+    let root = comm.rank() == 0;
+    let charges = match ledger {
+        Some(_) => Some(run_charges(
+            &source,
+            &cfg,
+            train.n,
+            resumed.as_ref(),
+            perturbation.as_ref(),
+        )?),
+        None => None,
+    };
+    let checkpointed = checkpoint_plan.is_some() || resumed.is_some();
+    let run_charge = if checkpointed {
+        Some(charging::RunCharge::start(
+            ledger,
+            resumed.as_ref(),
+            charges.clone(),
+            seed,
+        )?)
+    } else {
+        if let Some((first, _)) = &charges {
+            budget::check(ledger, first)?;
+        }
+        None
+    };
+    let before_save =
+        |ck: &mut dpml_learn::dpsgd::Checkpoint| -> dpml_learn::dpsgd::error::Result<()> {
+            let Some(rc) = &run_charge else { return Ok(()) };
+            rc.before_save(ck).map_err(|e| {
+                let message = e.to_string();
+                *rc.failure.borrow_mut() = Some(e);
+                dpml_learn::dpsgd::DpSgdError::Runtime(message)
+            })
+        };
     let run = dpsgd::Run {
         task: o.task,
         comm,
@@ -181,8 +225,17 @@ pub fn train(
         resume: resumed,
         stop_after: o.checkpoint.stop_after_steps,
         context: checkpoint::context(split_key),
+        before_save: Some(&before_save),
     };
-    let outcome = match train_observed(&run, &cfg, &train, Some(&test), rng, observer)? {
+    let trained = train_observed(&run, &cfg, &train, Some(&test), rng, observer);
+    // A ledger's refusal while saving comes back as itself, not as the training error.
+    if let Some(e) = run_charge
+        .as_ref()
+        .and_then(|rc| rc.failure.borrow_mut().take())
+    {
+        return Err(e);
+    }
+    let outcome = match trained? {
         dpsgd::RunEnd::Finished(o) => *o,
         dpsgd::RunEnd::Stopped { step, steps } => {
             return Ok(TrainEnd::Stopped {
@@ -192,8 +245,14 @@ pub fn train(
             });
         }
     };
-    // Only the root of a job of several processes writes files.
-    let root = comm.rank() == 0;
+    // Only the root of a job of several processes charges and writes files; the charge is
+    // recorded before anything is written.
+    let balance = match (root, &run_charge, &charges) {
+        (false, _, _) => None,
+        (true, Some(rc), _) => rc.before_release()?,
+        (true, None, Some((first, _))) => budget::charge(ledger, first)?,
+        (true, None, None) => None,
+    };
     // Local DP on the features alone protects neither labels nor membership; with DP-SGD on
     // top, ε is DP-SGD's over whole records.
     let model = match (&perturbation, &outcome.event) {
@@ -236,6 +295,9 @@ pub fn train(
         .insert("schema", provenance_report(&schema))
         .insert("split_key", json!(split_key.map(|k| k.to_string())))
         .diagnostic("test_size", json!(test.n));
+    if let Some(b) = balance {
+        release.insert("ledger", json!(b));
+    }
     if let Some(p) = &perturbation {
         release
             .insert("epsilon_per_record", json!(p.epsilon_per_record))
@@ -243,6 +305,55 @@ pub fn train(
             .insert("input_perturbation", json!(p));
     }
     Ok(TrainEnd::Released(release.into_value()))
+}
+
+/// What the run costs the ledger: its whole cost when first charged, and the steps a fork of
+/// `resumed` adds. DP-SGD's event (over whole records, with or without perturbed inputs);
+/// without DP-SGD, the local perturbation's ε per record; a non-private run is refused.
+///
+/// # Errors
+/// A usage error for a non-private run; the accountant's errors.
+fn run_charges(
+    source: &Source,
+    cfg: &TrainConfig,
+    n: usize,
+    resumed: Option<&dpml_learn::dpsgd::Checkpoint>,
+    perturbation: Option<&dpml_learn::perturbation::PerturbationReport>,
+) -> Result<(Charge, Charge)> {
+    let plan = dpsgd::PrivacyPlan::new(cfg, n)?;
+    let done = resumed.map_or(0, |ck| ck.step);
+    let dataset = source.name();
+    match (
+        plan.event(plan.steps),
+        plan.event(plan.steps - done.min(plan.steps)),
+        perturbation,
+    ) {
+        (Some(whole), Some(rest), _) => Ok((
+            Charge::accounted("train", dataset.clone(), whole, cfg.delta)?
+                .labelled(format!("DP-SGD, {} steps", plan.steps)),
+            Charge::accounted("train", dataset, rest, cfg.delta)?
+                .labelled(format!("DP-SGD fork from step {done}")),
+        )),
+        (None, _, Some(p)) => {
+            let event = PrivacyEvent::EpsilonDelta {
+                epsilon: p.epsilon_per_record,
+                delta: p.delta_per_record,
+            };
+            let c = Charge::new(
+                "train",
+                dataset,
+                event,
+                p.epsilon_per_record,
+                p.delta_per_record,
+            )
+            .labelled("input perturbation (local DP on the features)");
+            Ok((c.clone(), c))
+        }
+        _ => Err(Error::usage(
+            "a non-private training run cannot be charged to a ledger: its ε is unbounded; \
+             drop --ledger or train privately",
+        )),
+    }
 }
 
 /// The fields of a [`dpsgd::TrainReport`] computed from the training or test records without

@@ -136,7 +136,8 @@ impl Checkpoint {
     /// [`DpSgdError::Runtime`] when it cannot be read.
     pub fn load(dir: &Path) -> Result<Self> {
         let path = dir.join(FILE);
-        let refuse = |why: String| DpSgdError::CheckpointMismatch(format!("{}: {why}", path.display()));
+        let refuse =
+            |why: String| DpSgdError::CheckpointMismatch(format!("{}: {why}", path.display()));
         let meta = fs::metadata(&path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => DpSgdError::CheckpointMismatch(format!(
                 "no checkpoint in {}: {} does not exist",
@@ -180,7 +181,9 @@ impl Checkpoint {
     fn check_numbers(&self) -> std::result::Result<(), String> {
         let all_finite = |bits: &[u32]| bits.iter().all(|&b| f32::from_bits(b).is_finite());
         if let Some(i) = self.params.iter().position(|p| !all_finite(p)) {
-            return Err(format!("parameter tensor {i} holds a NaN or infinite value"));
+            return Err(format!(
+                "parameter tensor {i} holds a NaN or infinite value"
+            ));
         }
         if self.optimizer.iter().flatten().any(|b| !all_finite(b)) {
             return Err("the optimizer state holds a NaN or infinite value".into());
@@ -190,7 +193,9 @@ impl Checkpoint {
         {
             return Err("the averaged parameters hold a NaN or infinite value".into());
         }
-        let sigma_ok = self.noise_multiplier.is_none_or(|s| s.is_finite() && s > 0.0);
+        let sigma_ok = self
+            .noise_multiplier
+            .is_none_or(|s| s.is_finite() && s > 0.0);
         let q_ok = self.sampling_rate > 0.0 && self.sampling_rate <= 1.0;
         if !(sigma_ok && q_ok) {
             return Err(format!(
@@ -199,7 +204,10 @@ impl Checkpoint {
             ));
         }
         if !(self.loop_seconds.is_finite() && self.loop_seconds >= 0.0) {
-            return Err(format!("loop_seconds {} is not finite and >= 0", self.loop_seconds));
+            return Err(format!(
+                "loop_seconds {} is not finite and >= 0",
+                self.loop_seconds
+            ));
         }
         Ok(())
     }
@@ -268,7 +276,10 @@ impl Checkpoint {
                 .iter()
                 .zip(1u64..)
                 .all(|(e, i)| e.steps == i * steps_per_epoch);
-        if !logged || (self.optimizer_updates != 0 && i64::from(self.optimizer_updates) != self.step as i64) {
+        if !logged
+            || (self.optimizer_updates != 0
+                && i64::from(self.optimizer_updates) != self.step as i64)
+        {
             return refuse(format!(
                 "the checkpoint's step {} does not agree with its epoch log and optimizer state",
                 self.step
@@ -430,11 +441,19 @@ mod tests {
         ] {
             let msg = back.check(&id, 10, 5).unwrap_err().to_string();
             assert!(msg.contains(part), "{msg}");
-            assert!(!msg.contains(&"ab".repeat(8)) && !msg.contains(&"cd".repeat(8)), "{msg}");
+            assert!(
+                !msg.contains(&"ab".repeat(8)) && !msg.contains(&"cd".repeat(8)),
+                "{msg}"
+            );
         }
         let mut old = back.clone();
         old.dpml_version = "0.0.1".into();
-        assert!(old.check(&identity(Some(1.1), 0.1), 10, 5).unwrap_err().to_string().contains("dpml 0.0.1"));
+        assert!(
+            old.check(&identity(Some(1.1), 0.1), 10, 5)
+                .unwrap_err()
+                .to_string()
+                .contains("dpml 0.0.1")
+        );
         fs::write(dir.join(FILE), "{").unwrap();
         assert!(refusal(&dir).contains("not a dpml checkpoint"));
         fs::remove_dir_all(&dir).unwrap();
@@ -457,9 +476,19 @@ mod tests {
         let mut ck = saved(dir.path());
         ck.step = 10;
         let id = identity(Some(1.1), 0.1);
-        assert!(ck.check(&id, 10, 5).unwrap_err().to_string().contains("past it"));
+        assert!(
+            ck.check(&id, 10, 5)
+                .unwrap_err()
+                .to_string()
+                .contains("past it")
+        );
         ck.step = 6;
-        assert!(ck.check(&id, 10, 5).unwrap_err().to_string().contains("epoch log"));
+        assert!(
+            ck.check(&id, 10, 5)
+                .unwrap_err()
+                .to_string()
+                .contains("epoch log")
+        );
     }
 
     #[cfg(unix)]
