@@ -181,7 +181,13 @@ const SPECIFIC: &[Summary] = &[
                 field(v, "budget.delta")
             )
         },
-        fields: &["ledger", "key", "budget.epsilon", "budget.delta", "composition"],
+        fields: &[
+            "ledger",
+            "key",
+            "budget.epsilon",
+            "budget.delta",
+            "composition",
+        ],
         rows: None,
     },
     Summary {
