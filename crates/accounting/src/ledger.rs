@@ -126,10 +126,29 @@ impl Spend {
         }
     }
 
+    /// A spend of (`epsilon`, `delta`) for `event`, made by `command` on `dataset` (described
+    /// as "`command` on `dataset`" until [`Spend::labelled`]).
+    pub fn of(
+        command: impl Into<String>,
+        dataset: impl Into<String>,
+        event: PrivacyEvent,
+        epsilon: f64,
+        delta: f64,
+    ) -> Self {
+        let (command, dataset) = (command.into(), dataset.into());
+        Spend::new(format!("{command} on {dataset}"), event, epsilon, delta).by(command, dataset)
+    }
+
     /// This spend, made by `command` on `dataset`.
     pub fn by(mut self, command: impl Into<String>, dataset: impl Into<String>) -> Self {
         self.command = command.into();
         self.dataset = dataset.into();
+        self
+    }
+
+    /// This spend described by `label`.
+    pub fn labelled(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
         self
     }
 }

@@ -17,7 +17,7 @@ use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig};
 use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
 
-use crate::budget::Charge;
+use crate::budget::{self, Charge};
 use crate::error::{Error, Result};
 use crate::privacy_model;
 use crate::schema::Declarations;
@@ -221,7 +221,7 @@ impl AuditPlan {
             } else {
                 0
             };
-        Ok(Charge::accounted(
+        Ok(budget::accounted(
             "audit",
             dataset,
             dpml_mechanisms::PrivacyEvent::Composed { events },

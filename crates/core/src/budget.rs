@@ -22,7 +22,7 @@
 //! # let dir = tempfile::tempdir().unwrap();
 //! let options = LedgerOptions::new(dir.path().join("iris.ledger")).with_budget(1.0, None);
 //! let ledger = budget::open(&options)?; // created with ε = 1 (δ 1e-5), key file beside it
-//! let count = Charge::new("query", "iris", PrivacyEvent::Laplace { noise_multiplier: 4.0 }, 0.25, 0.0);
+//! let count = Charge::of("query", "iris", PrivacyEvent::Laplace { noise_multiplier: 4.0 }, 0.25, 0.0);
 //! budget::check(Some(&ledger), &count)?; // before the private work
 //! let balance = budget::charge(Some(&ledger), &count)?; // before the release is returned
 //! assert_eq!(balance.unwrap().spent_epsilon, 0.25);
@@ -106,74 +106,24 @@ pub fn open(o: &LedgerOptions) -> Result<Ledger> {
     )?)
 }
 
-/// What one release costs, and where it comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Charge {
-    /// The command or function releasing: `"train"`, `"query"`, `"stats.mean"`, …
-    pub command: String,
-    /// The data set the release is computed from.
-    pub dataset: String,
-    /// A short description for the ledger's history (default: the command and data set).
-    pub label: String,
-    /// The release's privacy event (what the ledger's accountants compose).
-    pub event: PrivacyEvent,
-    /// Its ε by itself at `delta` (what adding up composes).
-    pub epsilon: f64,
-    /// Its δ by itself.
-    pub delta: f64,
-}
+/// What one release costs, and where it comes from: a ledger [`Spend`] (the command, the data
+/// set, a label, the privacy event, its ε and δ by itself), made with [`Spend::of`] or
+/// [`accounted`].
+pub type Charge = Spend;
 
-impl Charge {
-    /// A charge of (`epsilon`, `delta`) for `event`, released by `command` from `dataset`.
-    pub fn new(
-        command: impl Into<String>,
-        dataset: impl Into<String>,
-        event: PrivacyEvent,
-        epsilon: f64,
-        delta: f64,
-    ) -> Self {
-        let (command, dataset) = (command.into(), dataset.into());
-        Charge {
-            label: format!("{command} on {dataset}"),
-            command,
-            dataset,
-            event,
-            epsilon,
-            delta,
-        }
-    }
-
-    /// A charge for `event` whose ε at `delta` is the PLD accountant's upper bound (RDP's
-    /// below its floor in δ): for events that state no ε of their own (DP-SGD's).
-    ///
-    /// # Errors
-    /// The accountant's refusal of the event or of δ.
-    pub fn accounted(
-        command: impl Into<String>,
-        dataset: impl Into<String>,
-        event: PrivacyEvent,
-        delta: f64,
-    ) -> Result<Self> {
-        let (epsilon, _) = PldAccountant::pessimistic().upper_epsilon(&event, delta)?;
-        Ok(Self::new(command, dataset, event, epsilon, delta))
-    }
-
-    /// This charge with `label` as its description.
-    pub fn labelled(mut self, label: impl Into<String>) -> Self {
-        self.label = label.into();
-        self
-    }
-
-    /// The ledger spend it makes.
-    pub fn spend(&self) -> Spend {
-        Spend::new(
-            self.label.clone(),
-            self.event.clone(),
-            self.epsilon,
-            self.delta,
-        )
-        .by(self.command.clone(), self.dataset.clone())
-    }
+/// A charge for `event` whose ε at `delta` is the PLD accountant's upper bound (RDP's below its
+/// floor in δ): for events that state no ε of their own (DP-SGD's).
+///
+/// # Errors
+/// The accountant's refusal of the event or of δ.
+pub fn accounted(
+    command: impl Into<String>,
+    dataset: impl Into<String>,
+    event: PrivacyEvent,
+    delta: f64,
+) -> Result<Charge> {
+    let (epsilon, _) = PldAccountant::pessimistic().upper_epsilon(&event, delta)?;
+    Ok(Spend::of(command, dataset, event, epsilon, delta))
 }
 
 /// Whether `charge` would fit `ledger` (nothing is recorded). Call it before the private work.
@@ -183,7 +133,7 @@ impl Charge {
 /// ledger, …) and failures; `Ok` without a ledger.
 pub fn check(ledger: Option<&Ledger>, charge: &Charge) -> Result<()> {
     if let Some(l) = ledger {
-        l.check(&charge.spend())?;
+        l.check(charge)?;
     }
     Ok(())
 }
@@ -196,7 +146,7 @@ pub fn check(ledger: Option<&Ledger>, charge: &Charge) -> Result<()> {
 /// As [`check`]; nothing is recorded on error.
 pub fn charge(ledger: Option<&Ledger>, charge: &Charge) -> Result<Option<Balance>> {
     ledger
-        .map(|l| l.spend(&charge.spend()))
+        .map(|l| l.spend(charge))
         .transpose()
         .map_err(Error::from)
 }
@@ -246,7 +196,7 @@ mod tests {
         );
         // A charge accounted from its event states the PLD's ε.
         let c =
-            Charge::accounted("train", "iris", PrivacyEvent::dp_sgd(1.0, 0.1, 50), 1e-5).unwrap();
+            budget::accounted("train", "iris", PrivacyEvent::dp_sgd(1.0, 0.1, 50), 1e-5).unwrap();
         assert!(c.epsilon > 0.0 && c.epsilon.is_finite());
         assert_eq!(c.spend().command, "train");
         assert_ne!(random_id().unwrap(), random_id().unwrap());

@@ -68,7 +68,7 @@ pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Re
         let planned = PrivacyEvent::EpsilonDelta { epsilon, delta };
         budget::check(
             Some(l),
-            &Charge::new("kmeans", o.dataset.name(), planned, epsilon, delta),
+            &Charge::of("kmeans", o.dataset.name(), planned, epsilon, delta),
         )?;
     }
     let opts = o
@@ -104,7 +104,7 @@ pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Re
     let balance = match &result.event {
         Some(event) => budget::charge(
             ledger,
-            &Charge::new(
+            &Charge::of(
                 "kmeans",
                 o.dataset.name(),
                 event.clone(),

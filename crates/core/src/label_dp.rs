@@ -154,7 +154,7 @@ pub fn label_dp(
     };
     budget::check(
         ledger,
-        &Charge::new("label-dp", a.dataset.name(), planned, a.epsilon, 0.0),
+        &Charge::of("label-dp", a.dataset.name(), planned, a.epsilon, 0.0),
     )?;
     let key = a.split.key(rng);
     let opts = a
@@ -197,7 +197,7 @@ pub fn label_dp(
     // Recorded before the model is written: ε-label-DP, each label used once.
     let balance = budget::charge(
         ledger,
-        &Charge::new(
+        &Charge::of(
             "label-dp",
             a.dataset.name(),
             outcome.event.clone(),

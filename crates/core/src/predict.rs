@@ -113,7 +113,7 @@ pub fn answer(
     })?;
     let queries = data.n as u64;
     let epsilon_total = op.epsilon_for(queries);
-    let charge = Charge::new(
+    let charge = Charge::of(
         "predict",
         data.name.clone(),
         op.event_for(queries),

@@ -115,7 +115,7 @@ pub fn query(
             epsilon: a.epsilon,
             delta: a.delta.unwrap_or(0.0),
         };
-        let c = Charge::new(
+        let c = Charge::of(
             "query",
             a.dataset.name(),
             planned,
@@ -174,7 +174,7 @@ pub fn query(
         _ => None,
     };
     // Durably recorded before anything is returned; over budget → error, nothing released.
-    let charge = Charge::new(
+    let charge = Charge::of(
         "query",
         a.dataset.name(),
         release.event.clone(),

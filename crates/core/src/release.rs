@@ -98,7 +98,7 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> 
     let total = |x: f64| x * a.count as f64;
     budget::check(
         ledger,
-        &Charge::new(
+        &Charge::of(
             "release",
             "--value",
             planned,
@@ -150,7 +150,7 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> 
             )
         }
     };
-    let charge = Charge::new(
+    let charge = Charge::of(
         "release",
         "--value",
         event.clone().repeated(a.count),

@@ -62,7 +62,7 @@ pub fn rr(a: &RrOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Result<Val
         (false, Some(eps)) => RandomizedResponse::k_ary(eps, categories.len() as u32)?,
         (false, None) => return Err(Error::usage("give --epsilon E or --coin fair")),
     };
-    let charge = Charge::new("rr", a.dataset.name(), rr.event(), rr.epsilon(), 0.0)
+    let charge = Charge::of("rr", a.dataset.name(), rr.event(), rr.epsilon(), 0.0)
         .labelled(format!("randomized response on {}", a.column));
     budget::check(ledger, &charge)?;
     let opts = LoadOptions {

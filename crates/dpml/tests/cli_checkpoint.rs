@@ -197,6 +197,23 @@ fn only_seeded_runs_keep_their_generator_in_a_checkpoint() {
     );
 }
 
+/// A new ledger of ε = 10 in `dir`.
+fn new_ledger(dir: &Path) -> std::path::PathBuf {
+    let ledger = dir.join("l.db");
+    let l = ledger.to_str().unwrap();
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        l,
+        "--budget-epsilon",
+        "10",
+        "--json",
+    ])
+    .json();
+    ledger
+}
+
 /// `dpml ledger show --json` of `ledger`.
 fn ledger_entries(ledger: &Path) -> Vec<serde_json::Value> {
     dpml(&[
@@ -219,18 +236,8 @@ fn ledger_entries(ledger: &Path) -> Vec<serde_json::Value> {
 #[test]
 fn a_checkpointed_run_is_one_spend_and_a_fork_is_charged_again() {
     let dir = tempfile::tempdir().unwrap();
-    let ledger = dir.path().join("l.db");
+    let ledger = new_ledger(dir.path());
     let l = ledger.to_str().unwrap();
-    dpml(&[
-        "ledger",
-        "create",
-        "--ledger",
-        l,
-        "--budget-epsilon",
-        "10",
-        "--json",
-    ])
-    .json();
     let ck = dir.path().join("ck");
     let ck_s = ck.to_str().unwrap();
     let stopped = run(&[
@@ -276,18 +283,8 @@ fn a_checkpointed_run_is_one_spend_and_a_fork_is_charged_again() {
 #[test]
 fn a_run_killed_after_its_charge_keeps_it() {
     let dir = tempfile::tempdir().unwrap();
-    let ledger = dir.path().join("l.db");
+    let ledger = new_ledger(dir.path());
     let l = ledger.to_str().unwrap();
-    dpml(&[
-        "ledger",
-        "create",
-        "--ledger",
-        l,
-        "--budget-epsilon",
-        "10",
-        "--json",
-    ])
-    .json();
     let ck = dir.path().join("ck");
     let mut child = common::command(&[
         "train",

@@ -152,6 +152,32 @@ fn predict_refuses_a_model_that_does_not_fit_before_charging_the_ledger() {
     assert_eq!(again["ledger"]["entries"], 2);
 }
 
+/// Logistic regression on iris, two epochs of batches of 32 (ε and seed to add).
+const IRIS_LOGREG: &[&str] = &[
+    "train",
+    "--dataset",
+    "iris",
+    "--model",
+    "logreg",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "32",
+];
+
+/// A count of iris' petal lengths at ε = 0.5.
+const COUNT_QUERY: &[&str] = &[
+    "query",
+    "--dataset",
+    "iris",
+    "--column",
+    "petal_length",
+    "--aggregate",
+    "count",
+    "--epsilon",
+    "0.5",
+];
+
 /// Runs `dpml ARGS --ledger L --json` and returns the run.
 fn charged(ledger: &Path, args: &[&str]) -> common::Run {
     let l = ledger.to_str().unwrap();
@@ -199,23 +225,11 @@ fn every_releasing_command_charges_the_ledger() {
     let runs: Vec<(&str, Vec<&str>)> = vec![
         (
             "train",
-            vec![
-                "train",
-                "--dataset",
-                "iris",
-                "--model",
-                "logreg",
-                "--epochs",
-                "2",
-                "--batch-size",
-                "32",
-                "--epsilon",
-                "1",
-                "--seed",
-                "1",
-                "--save-model",
-                m,
-            ],
+            [
+                IRIS_LOGREG,
+                &["--epsilon", "1", "--seed", "1", "--save-model", m],
+            ]
+            .concat(),
         ),
         (
             "label-dp",
@@ -344,22 +358,17 @@ fn an_overspending_run_is_refused_before_it_trains() {
         charged(
             &ledger,
             &[
-                "train",
-                "--dataset",
-                "iris",
-                "--model",
-                "logreg",
-                "--epochs",
-                "2",
-                "--batch-size",
-                "32",
-                "--epsilon",
-                epsilon,
-                "--seed",
-                "1",
-                "--save-model",
-                model.to_str().unwrap(),
-            ],
+                IRIS_LOGREG,
+                &[
+                    "--epsilon",
+                    epsilon,
+                    "--seed",
+                    "1",
+                    "--save-model",
+                    model.to_str().unwrap(),
+                ],
+            ]
+            .concat(),
         )
     };
     let before = std::fs::read(&ledger).unwrap();
@@ -459,21 +468,7 @@ fn pure_epsilon_spends_leave_delta_unspent() {
     let ledger = dir.path().join("pure.db");
     create(&ledger, "3");
     for _ in 0..4 {
-        charged(
-            &ledger,
-            &[
-                "query",
-                "--dataset",
-                "iris",
-                "--column",
-                "petal_length",
-                "--aggregate",
-                "count",
-                "--epsilon",
-                "0.5",
-            ],
-        )
-        .json();
+        charged(&ledger, COUNT_QUERY).json();
     }
     let v = show(&ledger);
     assert_eq!(v["spent"], 2.0, "{v}");
@@ -490,21 +485,7 @@ fn show_names_the_accountant_and_plots_the_spend() {
     create(&ledger, "20");
     charged(
         &ledger,
-        &[
-            "train",
-            "--dataset",
-            "iris",
-            "--model",
-            "logreg",
-            "--epochs",
-            "2",
-            "--batch-size",
-            "32",
-            "--epsilon",
-            "1",
-            "--seed",
-            "1",
-        ],
+        &[IRIS_LOGREG, &["--epsilon", "1", "--seed", "1"]].concat(),
     )
     .json();
     charged(
@@ -562,21 +543,7 @@ fn a_ledger_edited_outside_dpml_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("sealed.db");
     create(&ledger, "1");
-    charged(
-        &ledger,
-        &[
-            "query",
-            "--dataset",
-            "iris",
-            "--column",
-            "petal_length",
-            "--aggregate",
-            "count",
-            "--epsilon",
-            "0.5",
-        ],
-    )
-    .json();
+    charged(&ledger, COUNT_QUERY).json();
     let conn = rusqlite::Connection::open(&ledger).unwrap();
     conn.execute_batch(
         "DROP TRIGGER ledger_entries_append_only_update;
@@ -586,21 +553,7 @@ fn a_ledger_edited_outside_dpml_is_refused() {
     drop(conn);
     dpml(&["ledger", "show", "--ledger", ledger.to_str().unwrap()])
         .assert_usage_error("changed outside dpml");
-    charged(
-        &ledger,
-        &[
-            "query",
-            "--dataset",
-            "iris",
-            "--column",
-            "petal_length",
-            "--aggregate",
-            "count",
-            "--epsilon",
-            "0.5",
-        ],
-    )
-    .assert_usage_error("entry 1 does not match its seal");
+    charged(&ledger, COUNT_QUERY).assert_usage_error("entry 1 does not match its seal");
 
     #[cfg(unix)]
     {

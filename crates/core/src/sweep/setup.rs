@@ -443,7 +443,7 @@ impl Setup {
             let (ei, di) = stated(ev);
             (e + ei, d + di)
         });
-        Charge::new(
+        Charge::of(
             "sweep",
             o.dataset.name(),
             PrivacyEvent::Composed { events },

@@ -144,10 +144,7 @@ impl<'l> RunCharge<'l> {
                 parent: self.parent.borrow().clone(),
                 child: child.to_string(),
             };
-            balance = Some(
-                l.record_segment(&segment, &first.spend(), &fork.spend())?
-                    .balance,
-            );
+            balance = Some(l.record_segment(&segment, first, fork)?.balance);
         }
         *self.parent.borrow_mut() = Some(child.to_string());
         Ok(balance)

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::recipe::private_needs;
 use super::run::{TrainOptions, normalized, train_task_observed};
 use super::split::load_all;
-use crate::budget::{self, Charge, Ledger};
+use crate::budget::{self, Ledger};
 use crate::error::{Error, Result};
 use crate::observe::{Event, Observer};
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
@@ -44,7 +44,7 @@ pub fn cross_validate(
         let event = super::charging::planned_event(&cfg, fold_n, "--folds")?.repeated(k as u64);
         budget::check(
             Some(l),
-            &Charge::accounted("train", source.name(), event, cfg.delta)?,
+            &budget::accounted("train", source.name(), event, cfg.delta)?,
         )?;
     }
     // Not `with_capacity(k)`: k is checked against the records only when the folds are cut.
@@ -61,7 +61,7 @@ pub fn cross_validate(
     let balance = match (ledger, events.iter().cloned().collect::<Option<Vec<_>>>()) {
         (Some(l), Some(events)) => {
             let event = dpml_mechanisms::PrivacyEvent::Composed { events };
-            let charge = Charge::accounted("train", source.name(), event, cfg.delta)?
+            let charge = budget::accounted("train", source.name(), event, cfg.delta)?
                 .labelled(format!("{k}-fold cross-validation"));
             budget::charge(Some(l), &charge)?
         }

@@ -329,9 +329,9 @@ fn run_charges(
         perturbation,
     ) {
         (Some(whole), Some(rest), _) => Ok((
-            Charge::accounted("train", dataset.clone(), whole, cfg.delta)?
+            budget::accounted("train", dataset.clone(), whole, cfg.delta)?
                 .labelled(format!("DP-SGD, {} steps", plan.steps)),
-            Charge::accounted("train", dataset, rest, cfg.delta)?
+            budget::accounted("train", dataset, rest, cfg.delta)?
                 .labelled(format!("DP-SGD fork from step {done}")),
         )),
         (None, _, Some(p)) => {
@@ -339,7 +339,7 @@ fn run_charges(
                 epsilon: p.epsilon_per_record,
                 delta: p.delta_per_record,
             };
-            let c = Charge::new(
+            let c = Charge::of(
                 "train",
                 dataset,
                 event,
