@@ -195,10 +195,12 @@ mod tests {
             "{err}"
         );
         // A charge accounted from its event states the PLD's ε.
-        let c =
-            budget::accounted("train", "iris", PrivacyEvent::dp_sgd(1.0, 0.1, 50), 1e-5).unwrap();
+        let c = accounted("train", "iris", PrivacyEvent::dp_sgd(1.0, 0.1, 50), 1e-5).unwrap();
         assert!(c.epsilon > 0.0 && c.epsilon.is_finite());
-        assert_eq!(c.spend().command, "train");
+        assert_eq!(
+            (c.command.as_str(), c.label.as_str()),
+            ("train", "train on iris")
+        );
         assert_ne!(random_id().unwrap(), random_id().unwrap());
     }
 }
