@@ -11,8 +11,8 @@
 //! # Citations
 //! - RFC 2104 (HMAC), FIPS 180-4 (SHA-256), RFC 8018 §5.2 (PBKDF2).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::{self, File};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -140,32 +140,17 @@ fn key_error(ledger: &Path, reason: String) -> LedgerError {
     }
 }
 
-/// Makes a new key file at `path` (mode 0600, never replacing one: an existing file is used as
-/// it is).
+/// Makes a new key file at `path` (mode 0600, complete before it appears under its name, never
+/// replacing one: an existing file is used as it is, whoever made it).
 fn create_key_file(path: &Path, ledger: &Path) -> Result<(), LedgerError> {
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = match options.open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
-        Err(e) => {
-            return Err(key_error(
-                ledger,
-                format!("cannot create the key file {}: {e}", path.display()),
-            ));
-        }
-    };
     let mut bytes = [0u8; KEY_BYTES];
     random_bytes(&mut bytes).map_err(|e| key_error(ledger, e))?;
-    file.write_all(format!("{}\n", hex(&bytes)).as_bytes())
-        .and_then(|()| file.sync_all())
+    super::store::publish(format!("{}\n", hex(&bytes)).as_bytes(), path, 0o600)
+        .map(|_| ())
         .map_err(|e| {
-            let _ = fs::remove_file(path);
             key_error(
                 ledger,
-                format!("cannot write the key file {}: {e}", path.display()),
+                format!("cannot create the key file {}: {e}", path.display()),
             )
         })
 }

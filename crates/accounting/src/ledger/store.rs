@@ -169,12 +169,12 @@ pub(super) fn create(
     budget: &Budget,
     source: &LedgerKey,
 ) -> Result<bool, LedgerError> {
-    let name = path.file_name().ok_or_else(|| {
-        LedgerError::InvalidParameter(format!(
+    if path.file_name().is_none() {
+        return Err(LedgerError::InvalidParameter(format!(
             "ledger path {} does not name a file",
             path.display()
-        ))
-    })?;
+        )));
+    }
     let mut salt = [0u8; 16];
     let mut id = [0u8; 16];
     random_bytes(&mut salt)
@@ -183,8 +183,7 @@ pub(super) fn create(
     let salt = hex(&salt);
     let key = Key::resolve(source, path, source.kind(), salt.as_bytes(), true)?;
     let bytes = build(path, budget, &key, source.kind(), &salt, &hex(&id))?;
-    let dir = parent_dir(path);
-    publish(&bytes, path, &dir, &name.to_string_lossy())
+    publish(&bytes, path, 0o644).map_err(|e| io_error(path, e))
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -257,58 +256,82 @@ fn meta_seal(
     ])
 }
 
-/// Writes `bytes` as the new file `path`, failing (`Ok(false)`) if one is there.
-fn publish(bytes: &[u8], path: &Path, dir: &Path, name: &str) -> Result<bool, LedgerError> {
+/// Writes `bytes` as the new file `path` with permissions `mode` (Unix), complete and synced
+/// before it appears under its name; `Ok(false)` if a file is already there (it is never
+/// replaced). The ledger and its key file are both made this way, so a process racing another
+/// to create them never reads a half-written one.
+///
+/// # Errors
+/// The I/O error, without any temporary name in it.
+pub(super) fn publish(bytes: &[u8], path: &Path, mode: u32) -> std::io::Result<bool> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the path does not name a file"))?;
+    let dir = parent_dir(path);
     #[cfg(target_os = "linux")]
-    if let Some(done) = publish_unnamed(bytes, path, dir)? {
+    if let Some(done) = publish_unnamed(bytes, path, &dir, mode)? {
         return Ok(done);
     }
-    publish_named(bytes, path, dir, name)
+    publish_named(bytes, path, &dir, &name.to_string_lossy(), mode)
 }
 
 /// Linux: the bytes in an `O_TMPFILE` file of `dir`, linked to `path` once synced. `None` when
 /// the file system has no `O_TMPFILE` (or `/proc` is missing): the caller falls back.
 #[cfg(target_os = "linux")]
-fn publish_unnamed(bytes: &[u8], path: &Path, dir: &Path) -> Result<Option<bool>, LedgerError> {
+fn publish_unnamed(
+    bytes: &[u8],
+    path: &Path,
+    dir: &Path,
+    mode: u32,
+) -> std::io::Result<Option<bool>> {
     use rustix::fs::{AtFlags, CWD, Mode, OFlags};
     use std::os::fd::AsRawFd;
     let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
-    let fd = match rustix::fs::open(dir, flags, Mode::from_bits_truncate(0o644)) {
+    let fd = match rustix::fs::open(dir, flags, Mode::from_bits_truncate(mode)) {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR) => {
-            return Ok(None);
-        }
-        Err(e) => return Err(io_error(path, e.into())),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR) => return Ok(None),
+        Err(e) => return Err(e.into()),
     };
     let mut file = File::from(fd);
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|e| io_error(path, e))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
     let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
     match rustix::fs::linkat(CWD, proc_path.as_str(), CWD, path, AtFlags::SYMLINK_FOLLOW) {
         Ok(()) => sync_dir(dir).map(|()| Some(true)),
         Err(rustix::io::Errno::EXIST) => Ok(Some(false)),
         Err(rustix::io::Errno::NOENT) if !Path::new("/proc/self/fd").exists() => Ok(None),
-        Err(e) => Err(io_error(path, e.into())),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// Elsewhere: the bytes under a temporary name in `dir`, hard-linked to `path`, the temporary
 /// name removed. Errors name `path`, never the temporary name.
-fn publish_named(bytes: &[u8], path: &Path, dir: &Path, name: &str) -> Result<bool, LedgerError> {
+fn publish_named(
+    bytes: &[u8],
+    path: &Path,
+    dir: &Path,
+    name: &str,
+    mode: u32,
+) -> std::io::Result<bool> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let tmp = dir.join(format!(
         ".{name}.{}-{}.creating",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    let result = File::create(&tmp)
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    let result = options
+        .open(&tmp)
         .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .map_err(|e| io_error(path, e))
         .and_then(|()| match fs::hard_link(&tmp, path) {
             Ok(()) => sync_dir(dir).map(|()| true),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(io_error(path, e)),
+            Err(e) => Err(e),
         });
     // The temporary name is only scaffolding; the published file keeps its own link.
     let _ = fs::remove_file(&tmp);
@@ -316,11 +339,9 @@ fn publish_named(bytes: &[u8], path: &Path, dir: &Path, name: &str) -> Result<bo
 }
 
 /// Makes a new directory entry durable (a no-op where directories cannot be synced).
-fn sync_dir(dir: &Path) -> Result<(), LedgerError> {
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io_error(dir, e))?;
+    File::open(dir).and_then(|d| d.sync_all())?;
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
