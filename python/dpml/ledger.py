@@ -101,7 +101,8 @@ class Ledger:
         return record(json.loads(self._inner.entries_json()))
 
     def history(self) -> List[Dict[str, Any]]:
-        """Every entry with ``epsilon_at_ledger_delta`` and ``spent_after`` (the spend over time)."""
+        """Every entry with ``epsilon_at_ledger_delta`` and ``spent_after`` (the spend over time:
+        one composition per entry)."""
         return record(json.loads(self._inner.history_json()))
 
     def spend(self, label: str, event: DpEvent, epsilon: float, delta: float = 0.0) -> Dict[str, Any]:

@@ -271,8 +271,10 @@ pub struct EntryReport {
     /// The entry's ε by itself at the ledger's δ (the tightest bound the ledger's composition
     /// finds for it alone).
     pub epsilon_at_ledger_delta: f64,
-    /// The composed ε of this entry and all before it.
-    pub spent_after: f64,
+    /// The composed ε of this entry and all before it (when the spend over time was asked
+    /// for: each is a composition of its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent_after: Option<f64>,
 }
 
 /// How a ledger composes its entries.
@@ -678,22 +680,25 @@ impl Ledger {
         store::read_entries(&conn, &self.path, &self.sealing).map(|(e, _)| e)
     }
 
-    /// Every entry with its ε at the ledger's δ and the composed ε once it was recorded (the
-    /// spend over time), oldest first.
+    /// Every entry with its ε at the ledger's δ and, with `over_time`, the composed ε once it
+    /// was recorded (the spend over time: one composition per entry, so it costs as many
+    /// balances as there are entries), oldest first.
     ///
     /// # Errors
     /// As [`Ledger::balance`].
-    pub fn history(&self) -> Result<Vec<EntryReport>, LedgerError> {
+    pub fn history(&self, over_time: bool) -> Result<Vec<EntryReport>, LedgerError> {
         let entries = self.entries()?;
         let costs: Vec<Cost<'_>> = entries.iter().map(Cost::from).collect();
         (0..entries.len())
             .map(|i| {
                 let alone = compose(&self.budget, &self.composition, &costs[i..=i])?;
-                let after = compose(&self.budget, &self.composition, &costs[..=i])?;
+                let after = over_time
+                    .then(|| compose(&self.budget, &self.composition, &costs[..=i]))
+                    .transpose()?;
                 Ok(EntryReport {
                     entry: entries[i].clone(),
                     epsilon_at_ledger_delta: alone.epsilon,
-                    spent_after: after.epsilon,
+                    spent_after: after.map(|a| a.epsilon),
                 })
             })
             .collect()

@@ -186,7 +186,7 @@ impl PyLedger {
 
     /// Every entry with its ε at the ledger's δ and the composed ε after it, as JSON.
     fn history_json(&self) -> PyResult<String> {
-        let h = self.inner.history().map_err(value_error)?;
+        let h = self.inner.history(true).map_err(value_error)?;
         guard::json(&h).map_err(pyo3::exceptions::PyValueError::new_err)
     }
 

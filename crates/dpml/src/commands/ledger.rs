@@ -56,7 +56,8 @@ pub struct ShowArgs {
     /// The key file that seals it (default: the ledger's path with `.key` appended).
     #[arg(long, value_name = "FILE")]
     pub ledger_key: Option<PathBuf>,
-    /// Also plot the spend over time to this file (.png or .svg).
+    /// Also plot the spend over time to this file (.png or .svg); each entry then says the
+    /// total after it (`spent_after`).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 }
@@ -82,7 +83,8 @@ pub fn run(cmd: &LedgerCommand, out: Output) -> CliResult<()> {
                 .with_key(a.ledger_key.clone(), passphrase())
                 .key;
             let ledger = Ledger::open_stored_with(&a.ledger, &key)?.with_tightest();
-            let history = ledger.history()?;
+            // The spend over time costs a composition per entry: only for the plot.
+            let history = ledger.history(a.plot.is_some())?;
             let mut v = report(&ledger, Some(&history))?;
             if let Some(path) = &a.plot {
                 plot::write_file(&[spend_chart(&ledger, &history)], path)?;
@@ -117,7 +119,7 @@ fn spend_chart(ledger: &Ledger, history: &[EntryReport]) -> Chart {
     points.extend(
         history
             .iter()
-            .map(|e| (hours(e.entry.time_unix), e.spent_after)),
+            .filter_map(|e| Some((hours(e.entry.time_unix), e.spent_after?))),
     );
     let end = points.last().map_or(1.0, |p| p.0.max(1.0 / 60.0));
     let budget = ledger.budget().epsilon;
