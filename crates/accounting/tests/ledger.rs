@@ -229,6 +229,18 @@ fn kill_9_during_creation_leaves_no_half_ledger() {
             .unwrap_or_else(|e| panic!("after a kill at {delay_ms} ms: {e}"));
         ledger.spend(&laplace("after", 0.5)).unwrap();
     }
+    // Issue 35: a kill while creating left the temporary `.creating` file behind. The file is
+    // written without a name (Linux: O_TMPFILE) and only linked once complete.
+    #[cfg(target_os = "linux")]
+    {
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".creating"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
 }
 
 #[test]
