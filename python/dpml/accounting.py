@@ -260,7 +260,9 @@ def alpha_grid(n: int = 200) -> np.ndarray:
 
 
 def tradeoff(
-    event: EventLike, alphas: Optional[Sequence[float]] = None, accountant: str = "pld"
+    event: EventLike,
+    alphas: Optional[Union[Sequence[float], np.ndarray]] = None,
+    accountant: str = "pld",
 ) -> Tuple[np.ndarray, np.ndarray]:
     """The f-DP trade-off curve of ``event`` (Dong, Roth, Su 2019).
 
@@ -310,8 +312,18 @@ class _Accountant:
             Its Poisson sampling rate (``sample_rate`` is Opacus's name).
         sample_rate : float, optional
             Opacus's name for ``sampling_rate``.
+
+        Raises
+        ------
+        ValueError
+            For a noise multiplier or sampling rate out of range.
         """
         step = (float(noise_multiplier), _rate(sampling_rate, sample_rate))
+        # Refused here, where the bad value is passed, not at the next get_epsilon.
+        if not (math.isfinite(step[0]) and step[0] > 0):
+            raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier}")
+        if not 0 < step[1] <= 1:
+            raise ValueError(f"sampling_rate must be in (0, 1], got {step[1]}")
         if self.history and self.history[-1][:2] == step:
             nm, sr, n = self.history[-1]
             self.history[-1] = (nm, sr, n + 1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -28,6 +28,10 @@ __all__ = [
 ]
 
 
+def __dir__() -> List[str]:
+    return sorted(__all__)
+
+
 def _scores(name: str, a: Any) -> np.ndarray:
     arr = np.ascontiguousarray(a, dtype=np.float64)
     if arr.ndim != 1:
@@ -37,7 +41,13 @@ def _scores(name: str, a: Any) -> np.ndarray:
 
 class FprTable(Dict[float, Any]):
     """A table keyed by false-positive rate: ``t[0.01]``; the command line's text keys
-    (``t["0.01"]``) are read too."""
+    (``t["0.01"]``) are read too.
+
+    Parameters
+    ----------
+    items : dict
+        Rates (numbers or the command line's text) and their values.
+    """
 
     def __init__(self, items: Dict[Any, Any]) -> None:
         super().__init__((float(k), v) for k, v in items.items())
@@ -51,7 +61,7 @@ class FprTable(Dict[float, Any]):
         except (TypeError, ValueError):
             return False
 
-    def get(self, key: Any, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default
 
     def to_json(self) -> Dict[str, Any]:
@@ -87,6 +97,8 @@ class AuditResult:
         Numbers of member and non-member scores.
     delta, confidence : float
         Delta and confidence of the bound.
+    extra : dict
+        Further fields, when there are any.
     """
 
     fpr: np.ndarray

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 __all__ = [
     "DpEvent",
@@ -26,6 +26,10 @@ __all__ = [
     "event_from_dict",
     "from_dp_accounting",
 ]
+
+
+def __dir__() -> List[str]:
+    return sorted(__all__)
 
 
 class DpEvent:
@@ -348,5 +352,6 @@ def to_event(event: Any) -> DpEvent:
     if type(event).__module__.split(".")[0] == "dp_accounting":
         return from_dp_accounting(event)
     raise ValueError(
-        f"event must be a dpml DpEvent, a dict or a dp_accounting DpEvent, got {type(event).__name__}"
+        "event must be a dpml DpEvent, a dict or a dp_accounting DpEvent, got "
+        f"{type(event).__name__}"
     )

@@ -35,6 +35,10 @@ __all__ = [
     "DEFAULTS",
 ]
 
+
+def __dir__() -> List[str]:
+    return sorted(__all__)
+
 #: The defaults of every front, from dpml's Rust core: ``"table"`` (the recipe of ``dpml
 #: train`` on a table), ``"label_dp"``, ``"kmeans"``, ``"calibration_accountant"`` and
 #: ``"top_k_rule"``. A keyword left at ``None`` takes its value from here.
@@ -228,12 +232,12 @@ class _NetworkClassifier(_ClassifierMixin, _Params):
             raise ValueError(f"y must have one label per row of X ({x.shape[0]}), got {yy.shape}")
         # The label set is a declared domain, like the bounds: read off the labels it would
         # reveal which classes the private records contain.
-        if self.classes is None:  # type: ignore[attr-defined]
+        if self.classes is None:
             raise ValueError(
                 "classes are required: declare the label set (classes=[...]); it is never read "
                 "from the private labels"
             )
-        classes = np.asarray(self.classes)  # type: ignore[attr-defined]
+        classes = np.asarray(self.classes)
         index = {c: i for i, c in enumerate(classes.tolist())}
         try:
             labels = np.array([index[v] for v in yy.tolist()], dtype=np.int64)
@@ -356,16 +360,16 @@ class _DPSGDClassifier(_NetworkClassifier):
             x,
             labels,
             _class_names(classes),
-            _required_ranges(self.bounds, x.shape[1]),  # type: ignore[attr-defined]
+            _required_ranges(self.bounds, x.shape[1]),
             model=self._model,
-            epsilon=_opt(float, self.epsilon),  # type: ignore[attr-defined]
-            noise_multiplier=_opt(float, self.noise_multiplier),  # type: ignore[attr-defined]
-            delta=_opt(float, self.delta),  # type: ignore[attr-defined]
-            max_grad_norm=_opt(float, self.max_grad_norm),  # type: ignore[attr-defined]
-            epochs=_opt(float, self.epochs),  # type: ignore[attr-defined]
-            batch_size=_opt(int, self.batch_size),  # type: ignore[attr-defined]
-            learning_rate=_opt(float, self.learning_rate),  # type: ignore[attr-defined]
-            seed=self.random_state,  # type: ignore[attr-defined]
+            epsilon=_opt(float, self.epsilon),
+            noise_multiplier=_opt(float, self.noise_multiplier),
+            delta=_opt(float, self.delta),
+            max_grad_norm=_opt(float, self.max_grad_norm),
+            epochs=_opt(float, self.epochs),
+            batch_size=_opt(int, self.batch_size),
+            learning_rate=_opt(float, self.learning_rate),
+            seed=self.random_state,
             **recipe,
         )
         self._fitted(fitted, classes, x)
@@ -435,7 +439,7 @@ _CLASSIFIER_ATTRIBUTES = """
 
 
 class DPMLPClassifier(_DPSGDClassifier):
-    __doc__ = f"""A multilayer perceptron trained with DP-SGD, as ``dpml train`` trains one on a table.
+    __doc__ = f"""A multilayer perceptron trained with DP-SGD, as ``dpml train`` on a table.
 
     Poisson sampling, per-example clipping to ``max_grad_norm`` and exact discrete Gaussian
     noise; the guarantee is (epsilon, delta)-DP for adding or removing one record. A keyword
@@ -513,14 +517,15 @@ class DPMLPClassifier(_DPSGDClassifier):
             For undeclared bounds or classes, a label outside the classes, or a recipe the
             training refuses (named by its keyword).
         """
-        hidden = None if self.hidden_layer_sizes is None else [int(h) for h in self.hidden_layer_sizes]
+        sizes = self.hidden_layer_sizes
+        hidden = None if sizes is None else [int(h) for h in sizes]
         arch = None if self.arch is None else json.dumps(self.arch)
         self._fit(X, y, hidden=hidden, arch_json=arch)
         return self
 
 
 class DPLogisticRegression(_DPSGDClassifier):
-    __doc__ = f"""Multinomial logistic regression trained with DP-SGD, as ``dpml train --model logreg``.
+    __doc__ = f"""Logistic regression trained with DP-SGD (``dpml train --model logreg``).
 
     The table recipe of :class:`DPMLPClassifier` with a linear model: (epsilon, delta)-DP for
     adding or removing one record.
@@ -921,7 +926,7 @@ def load_model(path: Any, classes: Optional[Sequence[Any]] = None) -> _NetworkCl
         names = facts.get("classes") or [str(i) for i in range(model.outputs)]
         whole = all(re.fullmatch(r"-?\d+", n) for n in names)
         classes = [int(n) for n in names] if whole else names
-    est.classes = list(classes)  # type: ignore[attr-defined]
+    est.classes = list(classes)
     est.model_ = model
     est.classes_ = np.asarray(classes)
     est.n_features_in_ = model.n_features

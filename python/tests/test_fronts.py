@@ -36,7 +36,8 @@ def test_dpsgd_from_python_and_from_the_command_line(dpml_cli, table):
         assert r[key] == cli[key], key
     assert set(r["diagnostics"]) - {"epoch_log"} <= set(cli["diagnostics"])
     table_defaults = learn.DEFAULTS["table"]
-    assert cli["epochs"] == table_defaults["epochs"] and cli["batch_size"] == table_defaults["batch_size"]
+    assert cli["epochs"] == table_defaults["epochs"]
+    assert cli["batch_size"] == table_defaults["batch_size"]
     assert cli["recipe"]["hidden"] == table_defaults["hidden"]
 
 

@@ -171,7 +171,7 @@ def test_rr_with_prior_defaults_to_the_command_lines_rule():
 
 
 def test_public_modules_list_only_their_names():
-    for module in (accounting, mechanisms, stats):
+    for module in (accounting, mechanisms, stats, dpml.audit, dpml.events, dpml.learn):
         listed = dir(module)
         assert not {"Any", "np", "math", "json", "Optional"} & set(listed), listed
         assert set(module.__all__) <= set(listed)

@@ -543,25 +543,32 @@ fn train(v: &Value, d: Option<&Value>) -> String {
 /// The audit's headline: the best attack's AUC and TPR at 0.1% FPR, the empirical lower bound
 /// and what it is checked against (or that there is no claim to check).
 fn audit(v: &Value, _: Option<&Value>) -> String {
-    let best = field(v, "best_attack");
-    let attack = v.get("attacks").and_then(|a| a.get(&best));
-    let metrics = match attack {
-        Some(a) => format!(
-            " (AUC {}, TPR {} at 0.1% FPR)",
+    // The attack with the best bound; when none bounds ε above 0, the one of highest AUC.
+    let attacks = v.get("attacks").and_then(Value::as_object);
+    let auc = |a: &Value| a.get("auc").and_then(Value::as_f64).unwrap_or(0.0);
+    let best = v
+        .get("best_attack")
+        .and_then(Value::as_str)
+        .filter(|b| !b.is_empty())
+        .and_then(|b| attacks?.get_key_value(b))
+        .or_else(|| attacks?.iter().max_by(|x, y| auc(x.1).total_cmp(&auc(y.1))));
+    let attack = match best {
+        Some((name, a)) => format!(
+            "{name} (AUC {}, TPR {} at 0.1% FPR)",
             field(a, "auc"),
             a.get("tpr_at_fpr")
                 .and_then(|t| t.get("0.001"))
                 .and_then(Value::as_f64)
                 .map_or("-".into(), percent)
         ),
-        None => String::new(),
+        None => "-".into(),
     };
     let claim = match v.get("epsilon_theoretical").filter(|e| !e.is_null()) {
         Some(e) => format!("the model's ε {}: {}", text(e), field(v, "verdict")),
         None => "no claim to check (the model states no ε)".into(),
     };
     format!(
-        "audit on {}: best attack {best}{metrics}, empirical ε ≥ {} (confidence {}); {claim}",
+        "audit on {}: attack {attack}, empirical ε ≥ {} (confidence {}); {claim}",
         field(v, "dataset"),
         field(v, "epsilon_lower_bound"),
         field(v, "confidence"),
@@ -907,6 +914,36 @@ mod tests {
             text.starts_with("trained mlp on breast-cancer: test MSE 1.25, ε = 3.00"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn headlines_lead_with_pld_and_say_how_totals_compose() {
+        let v = json!({"mu": 0.5, "epsilon": {"pld": 1.2, "rdp": 1.5}, "delta": 1e-5});
+        assert!(render("tradeoff", &v, None).contains("ε = 1.20 (PLD"));
+        let v = json!({"queries": 10, "epsilon": 5.0, "epsilon_total": 50.0,
+                       "ledger": {"spent": 30.0, "composition": "rdp"}});
+        let text = render("predict", &v, None);
+        assert!(
+            text.contains("50 in all by adding them up; the ledger's spend is 30 (composed: rdp)"),
+            "{text}"
+        );
+        let v = json!({"ledger": "l.db", "spent": 1.0, "remaining": 2.0, "entries": [],
+                       "budget": {"epsilon": 3.0, "delta": 1e-5}, "spent_delta": 1e-5,
+                       "composition": "rdp"});
+        let text = render("ledger show", &v, None);
+        assert!(text.contains("holds at the budget's δ = 1e-5"), "{text}");
+        let v = json!({"experiment": "dpsgd", "dataset": "iris", "runs": 18, "folds": 3,
+                       "epsilons": [1.0]});
+        assert!(render("sweep", &v, None).contains("18 runs of 3 folds each"));
+    }
+
+    #[test]
+    fn kmeans_shows_the_centroids_it_released() {
+        let v = json!({"k": 2, "centroids": [[0.5, 1.25], [3.0, 4.0]]});
+        let text = render("kmeans", &v, None);
+        assert!(text.contains("  #  x0     x1\n"), "{text}");
+        assert!(text.contains("  0  0.500  1.25\n"), "{text}");
+        assert!(text.contains("  1  3      4\n"), "{text}");
     }
 
     #[test]
