@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
+from . import events as _events
 from .events import (
     ComposedDpEvent,
     DpEvent,
@@ -37,17 +38,8 @@ __all__ = [
     "RDPAccountant",
     "PLDAccountant",
     "GDPAccountant",
-    "DpEvent",
-    "GaussianDpEvent",
-    "LaplaceDpEvent",
-    "RandomizedResponse",
-    "EpsilonDeltaDpEvent",
-    "PoissonSampledDpEvent",
-    "SelfComposedDpEvent",
-    "ComposedDpEvent",
-    "dp_sgd_event",
-    "event_from_dict",
-    "from_dp_accounting",
+    # The events, re-exported (dp_accounting keeps them beside its accountants too).
+    *_events.__all__,
     "epsilon",
     "delta",
     "pld_epsilon_bounds",

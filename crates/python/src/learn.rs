@@ -276,15 +276,7 @@ fn label_dp_fit(
         }
         None => Normalization::None,
     };
-    let ctx = RunContext {
-        dataset: MEMORY_DATASET.into(),
-        dataset_label: MEMORY_DATASET.into(),
-        preset: None,
-        schema: &schema,
-        split: None,
-        test_size: None,
-        notes: Vec::new(),
-    };
+    let ctx = RunContext::in_memory(&schema);
     let fitted = guard::run(py, || {
         fit_label_dp(&recipe, &data, None, normalize, &ctx, &mut rng, &mut Silent)
     })?;

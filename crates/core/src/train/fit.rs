@@ -79,7 +79,7 @@ pub fn save_bytes(
 pub struct RunContext<'a> {
     /// The data set as reported (`"iris"`, `"csv:PATH"`, `"array"`).
     pub dataset: String,
-    /// The data set as the model file names it ([`privacy_model::dataset_label`]).
+    /// The data set as the model file names it ([`crate::privacy_model::dataset_label`]).
     pub dataset_label: String,
     /// The named recipe, if any.
     pub preset: Option<&'a str>,
@@ -91,6 +91,22 @@ pub struct RunContext<'a> {
     pub test_size: Option<usize>,
     /// Notes on choices made for the caller (a default batch fitted to the data).
     pub notes: Vec<String>,
+}
+
+impl<'a> RunContext<'a> {
+    /// The context of records handed in memory (no source, preset or split), declared as
+    /// `schema` says.
+    pub fn in_memory(schema: &'a Schema) -> Self {
+        Self {
+            dataset: MEMORY_DATASET.into(),
+            dataset_label: MEMORY_DATASET.into(),
+            preset: None,
+            schema,
+            split: None,
+            test_size: None,
+            notes: Vec::new(),
+        }
+    }
 }
 
 /// The fields of a [`dpsgd::TrainReport`] computed from the training or test records without
@@ -241,13 +257,8 @@ pub fn fit(
     let task = Task::Classification;
     let outcome = train_task_observed(task, &cfg, data, None, rng, observer)?;
     let ctx = RunContext {
-        dataset: MEMORY_DATASET.into(),
-        dataset_label: MEMORY_DATASET.into(),
-        preset: None,
-        schema: &schema,
-        split: None,
-        test_size: None,
         notes,
+        ..RunContext::in_memory(&schema)
     };
     finish(outcome, &cfg, task, data, None, &ctx)
 }
