@@ -11,7 +11,61 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
-use crate::schema::{Declarations, Needs, provenance_report, require_declared};
+use crate::schema::{Declarations, Needs, clamp_diagnostics, provenance_report, require_declared};
+
+/// How to cluster: the algorithm and its budget.
+#[derive(Debug, Clone)]
+pub struct KMeansRecipe {
+    /// Number of clusters.
+    pub k: usize,
+    /// The algorithm (default: DPLloyd).
+    pub algorithm: Algorithm,
+    /// Total ε (per record for input perturbation); required exactly when private.
+    pub epsilon: Option<f64>,
+    /// δ (Gaussian DPLloyd only).
+    pub delta: Option<f64>,
+    /// Lloyd iterations (default: chosen for the algorithm and budget).
+    pub iterations: Option<usize>,
+}
+
+/// The number of clusters when none is given (scikit-learn's `KMeans` default).
+pub const DEFAULT_CLUSTERS: usize = 8;
+
+/// The algorithm when none is named: DPLloyd (Laplace noise on each iteration's counts and
+/// sums).
+pub const DEFAULT_ALGORITHM: Algorithm = Algorithm::DpLloyd;
+
+impl KMeansRecipe {
+    /// The library's parameters for clustering inside `bounds`.
+    ///
+    /// # Errors
+    /// A usage error for an ε given to (or missing from) the algorithm.
+    fn params(&self, bounds: Bounds) -> Result<KMeansParams> {
+        let mut params = KMeansParams::new(self.k, self.algorithm, bounds);
+        match (self.algorithm.is_private(), self.epsilon) {
+            (true, Some(e)) => params = params.with_epsilon(e),
+            (true, None) => {
+                return Err(Error::usage(format!(
+                    "--epsilon is required for {}",
+                    self.algorithm.name()
+                )));
+            }
+            (false, Some(e)) => {
+                return Err(Error::usage(format!(
+                    "--epsilon {e} given, but lloyd is not private"
+                )));
+            }
+            (false, None) => {}
+        }
+        if let Some(delta) = self.delta {
+            params = params.with_delta(delta);
+        }
+        if let Some(t) = self.iterations {
+            params = params.with_iterations(t);
+        }
+        Ok(params)
+    }
+}
 
 /// What to cluster, and how.
 #[derive(Debug, Clone)]
@@ -24,16 +78,8 @@ pub struct KMeansOptions {
     pub data_dir: Option<PathBuf>,
     /// What is declared about the data: its feature bounds bound every sensitivity.
     pub declarations: Declarations,
-    /// Number of clusters.
-    pub k: usize,
-    /// The algorithm.
-    pub algorithm: Algorithm,
-    /// Total ε (per record for input perturbation); required exactly when private.
-    pub epsilon: Option<f64>,
-    /// δ (Gaussian DPLloyd only).
-    pub delta: Option<f64>,
-    /// Lloyd iterations (default: chosen for the algorithm and budget).
-    pub iterations: Option<usize>,
+    /// The algorithm and its budget.
+    pub recipe: KMeansRecipe,
 }
 
 /// The clamping box of k-means: the schema's feature bounds (declared, or the data set's
@@ -62,36 +108,52 @@ pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng) -> Result<Value> {
         .load_options(o.data_dir.as_deref(), o.label_column.as_deref())?;
     let splits = dpml_data::load(&o.dataset, &opts)?;
     let data = splits.train;
-    let d = data.n_features();
     let bounds = declared_bounds(&splits.schema, &data)?;
-    let mut params = KMeansParams::new(o.k, o.algorithm, bounds.clone());
-    match (o.algorithm.is_private(), o.epsilon) {
-        (true, Some(e)) => params = params.with_epsilon(e),
-        (true, None) => {
-            return Err(Error::usage(format!(
-                "--epsilon is required for {}",
-                o.algorithm.name()
-            )));
-        }
-        (false, Some(e)) => {
-            return Err(Error::usage(format!(
-                "--epsilon {e} given, but lloyd is not private"
-            )));
-        }
-        (false, None) => {}
-    }
-    if let Some(delta) = o.delta {
-        params = params.with_delta(delta);
-    }
-    if let Some(t) = o.iterations {
-        params = params.with_iterations(t);
-    }
+    let mut fitted = fit_kmeans(&o.recipe, &data, bounds, &splits.schema, true, rng)?;
+    crate::privacy_model::add_diagnostics(
+        &mut fitted.release,
+        clamp_diagnostics(&splits.clamped, &data.feature_names, data.n),
+    );
+    Ok(fitted.release)
+}
+
+/// Clustered records: the released centroids, each record's nearest centroid, and the release.
+#[derive(Debug, Clone)]
+pub struct KMeansFitted {
+    /// The centroids, `k × d` row by row.
+    pub centroids: Vec<f64>,
+    /// Each record's cluster (post-processing of the centroids on the records).
+    pub assignments: Vec<usize>,
+    /// The release: centroids, ε, δ, the event at top level; the clustering quality under
+    /// diagnostics.
+    pub release: Value,
+}
+
+/// Clusters the records of `data` inside `bounds` (declared, as `schema` says) as `recipe`
+/// says, drawing from `rng`. With `labelled`, the clustering accuracy against the records'
+/// labels is a diagnostic too.
+///
+/// # Errors
+/// Usage errors for an ε given to (or missing from) the algorithm, or parameters the
+/// algorithm refuses.
+pub fn fit_kmeans(
+    recipe: &KMeansRecipe,
+    data: &Dataset,
+    bounds: Bounds,
+    schema: &Schema,
+    labelled: bool,
+    rng: &mut DpRng,
+) -> Result<KMeansFitted> {
+    let d = data.n_features();
+    let params = recipe.params(bounds.clone())?;
     let result = fit(&params, &data.x, data.n, d, rng)?;
-    let accuracy = clustering_accuracy(&result.assignments, &data.y, result.k, data.n_classes)?;
+    let accuracy = labelled
+        .then(|| clustering_accuracy(&result.assignments, &data.y, result.k, data.n_classes))
+        .transpose()?;
     let nicv = nicv(&data.x, d, &result.centroids, &bounds)?;
     let centroids: Vec<&[f64]> = result.centroids.chunks(d).collect();
     // Input perturbation protects each record's features on their own (local DP).
-    let relation = match o.algorithm {
+    let relation = match recipe.algorithm {
         Algorithm::InputPerturbation => neighbouring::FEATURES,
         _ => neighbouring::ADD_REMOVE,
     };
@@ -107,16 +169,22 @@ pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng) -> Result<Value> {
         .insert("iterations", json!(result.iterations))
         .insert("budget_split", json!(result.budget_split))
         .insert("init", json!(result.init))
-        .insert("algorithm", json!(o.algorithm.name()))
+        .insert("algorithm", json!(recipe.algorithm.name()))
         .insert("k", json!(result.k))
         .insert("train_size", json!(data.n))
         .insert("bounds", json!({"lo": bounds.lo(), "hi": bounds.hi()}))
-        .insert("schema", provenance_report(&splits.schema))
+        .insert("schema", provenance_report(schema))
         .insert("event", json!(result.event))
         .insert("seeded", json!(result.seeded))
-        // Against the true labels and the true records, without noise.
-        .diagnostic("accuracy", json!(accuracy))
+        // Against the true records (and labels), without noise.
         .diagnostic("nicv", json!(nicv))
         .diagnostic("inertia", json!(result.inertia));
-    Ok(release.into_value())
+    if let Some(a) = accuracy {
+        release.diagnostic("accuracy", json!(a));
+    }
+    Ok(KMeansFitted {
+        centroids: result.centroids,
+        assignments: result.assignments,
+        release: release.into_value(),
+    })
 }

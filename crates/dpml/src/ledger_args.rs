@@ -7,8 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 #[cfg(test)]
 use dpml_accounting::ledger::Budget;
-use dpml_accounting::ledger::{Balance, Ledger};
-use serde_json::{Value, json};
+use dpml_accounting::ledger::Ledger;
 
 use crate::args;
 use crate::error::CliResult;
@@ -60,9 +59,5 @@ pub fn open_ledger(path: &std::path::Path, epsilon: f64, delta: f64) -> CliResul
     Ok(Ledger::open(path, Budget { epsilon, delta })?.with_rdp())
 }
 
-/// The `"ledger"` object of a command's JSON output.
-pub fn balance_json(b: &Balance) -> Value {
-    json!({"spent": b.spent_epsilon, "remaining": b.remaining_epsilon,
-           "spent_delta": b.spent_delta, "remaining_delta": b.remaining_delta,
-           "entries": b.entries, "composition": b.composition})
-}
+/// The `"ledger"` object of a command's JSON output (the library's, shared with Python).
+pub use dpml_core::ledger_json::balance as balance_json;

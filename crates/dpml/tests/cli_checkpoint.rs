@@ -30,12 +30,12 @@ fn run(extra: &[&str]) -> common::Run {
     dpml(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// The data rows of a `--log` CSV (after its comment and header lines).
+/// The data rows of a `--log` CSV (after its header line).
 fn log_rows(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
-        .skip(2)
+        .skip(1)
         .map(str::to_string)
         .collect()
 }

@@ -3,16 +3,16 @@
 
 use std::path::PathBuf;
 
-use dpml_accounting::ledger::{Ledger, Spend};
-use dpml_mechanisms::stats::{self, Noise, StatRelease};
-use dpml_mechanisms::{
+use dpml_core::accounting::ledger::{Ledger, LedgerError, Spend};
+use dpml_core::mechanisms::stats::{self, Noise, StatRelease};
+use dpml_core::mechanisms::{
     DiscreteGaussianMechanism, DiscreteLaplaceMechanism, GaussianMechanism, LaplaceMechanism,
-    MechanismError, PrivacyEvent, RandomizedResponse, gaussian::Calibration,
+    MechanismError, PrivacyEvent, RandomizedResponse, gaussian::Calibration, vector,
 };
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-use crate::guard;
+use crate::guard::{self, value_error};
 
 type Released<'py, T> = (Bound<'py, PyArray1<T>>, String);
 
@@ -27,7 +27,9 @@ fn release_all<'py, T, M>(
     values: PyReadonlyArray1<'py, T>,
     seed: Option<u64>,
     mech: impl FnOnce() -> Result<M, MechanismError> + Send,
-    release: impl Fn(&M, &mut dpml_mechanisms::DpRng, T) -> Result<T, MechanismError> + Send + Sync,
+    release: impl Fn(&M, &mut dpml_core::mechanisms::DpRng, T) -> Result<T, MechanismError>
+    + Send
+    + Sync,
     event: impl FnOnce(&M) -> PrivacyEvent + Send,
 ) -> PyResult<Released<'py, T>>
 where
@@ -47,7 +49,8 @@ where
     Ok((out.into_pyarray(py), json))
 }
 
-/// Laplace noise calibrated to ε for a query of L1 sensitivity `sensitivity`.
+/// Laplace noise calibrated to ε for an array-valued query of L1 sensitivity `sensitivity`
+/// (the whole array's, its rounding to the noise grid included: [`vector::laplace`]).
 #[pyfunction]
 #[pyo3(signature = (values, sensitivity, epsilon, seed=None))]
 fn laplace<'py>(
@@ -57,17 +60,20 @@ fn laplace<'py>(
     epsilon: f64,
     seed: Option<u64>,
 ) -> PyResult<Released<'py, f64>> {
+    let dim = values.as_array().len().max(1);
     release_all(
         py,
         values,
         seed,
-        || LaplaceMechanism::new(sensitivity, epsilon),
+        || vector::laplace(sensitivity, dim, epsilon),
         |m, rng, v| m.release(rng, v),
         LaplaceMechanism::event,
     )
 }
 
-/// Analytic Gaussian noise calibrated to (ε, δ) for a query of L2 sensitivity `sensitivity`.
+/// Analytic Gaussian noise calibrated to (ε, δ) for an array-valued query of L2 sensitivity
+/// `sensitivity` (the whole array's, its rounding to the noise grid included:
+/// [`vector::gaussian`]).
 #[pyfunction]
 #[pyo3(signature = (values, sensitivity, epsilon, delta, seed=None))]
 fn gaussian<'py>(
@@ -78,11 +84,12 @@ fn gaussian<'py>(
     delta: f64,
     seed: Option<u64>,
 ) -> PyResult<Released<'py, f64>> {
+    let dim = values.as_array().len().max(1);
     release_all(
         py,
         values,
         seed,
-        || GaussianMechanism::new(sensitivity, epsilon, delta, Calibration::Analytic),
+        || vector::gaussian(sensitivity, dim, epsilon, delta, Calibration::Analytic),
         |m, rng, v| m.release(rng, v),
         GaussianMechanism::event,
     )
@@ -155,8 +162,7 @@ fn randomized_response<'py>(
     )
 }
 
-/// A budget ledger (SQLite file) composing with RDP where that is tighter than adding up, as
-/// the CLI's `--ledger` does.
+/// A budget ledger (SQLite file), as the CLI's `--ledger` opens one.
 #[pyclass(name = "Ledger", unsendable)]
 pub struct PyLedger {
     inner: Ledger,
@@ -169,20 +175,29 @@ impl PyLedger {
     #[new]
     #[pyo3(signature = (path, budget=None, budget_delta=None))]
     fn new(path: PathBuf, budget: Option<f64>, budget_delta: Option<f64>) -> PyResult<Self> {
-        let inner = Ledger::open_or_create(&path, budget, budget_delta).map_err(value_error)?;
+        let inner = Ledger::open_or_create(&path, budget, budget_delta).map_err(|e| match e {
+            // The library's message tells a shell user which command creates one.
+            LedgerError::Missing { path } => value_error(format!(
+                "ledger {} does not exist; create it with dpml.Ledger(path, budget=EPSILON) \
+                 (and budget_delta=DELTA)",
+                path.display()
+            )),
+            other => value_error(other),
+        })?;
         Ok(PyLedger { inner })
     }
 
-    /// The balance as JSON.
+    /// The balance as JSON (the command line's `"ledger"` object).
     fn balance_json(&self) -> PyResult<String> {
         let b = self.inner.balance().map_err(value_error)?;
-        guard::json(&b).map_err(pyo3::exceptions::PyValueError::new_err)
+        Ok(dpml_core::ledger_json::balance(&b).to_string())
     }
 
-    /// Every entry as JSON.
+    /// Every entry as JSON (as `dpml ledger show` lists them).
     fn entries_json(&self) -> PyResult<String> {
         let e = self.inner.entries().map_err(value_error)?;
-        guard::json(&e).map_err(pyo3::exceptions::PyValueError::new_err)
+        let list: Vec<serde_json::Value> = e.iter().map(dpml_core::ledger_json::entry).collect();
+        Ok(serde_json::Value::from(list).to_string())
     }
 
     /// Records a spend (refused over budget); returns the balance after it as JSON.
@@ -198,12 +213,8 @@ impl PyLedger {
                 delta,
             })
             .map_err(value_error)?;
-        guard::json(&b).map_err(pyo3::exceptions::PyValueError::new_err)
+        Ok(dpml_core::ledger_json::balance(&b).to_string())
     }
-}
-
-fn value_error(e: impl std::fmt::Display) -> PyErr {
-    pyo3::exceptions::PyValueError::new_err(e.to_string())
 }
 
 /// A DP statistic of `values` (count, sum, mean, histogram) with Laplace noise, or analytic

@@ -3,10 +3,9 @@
 //! `show` lists what was spent against it and what remains.
 
 use std::path::PathBuf;
-use std::time::{Duration, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
-use dpml_accounting::ledger::{Budget, Entry, Ledger};
+use dpml_accounting::ledger::{Budget, Ledger};
 use serde_json::{Value, json};
 
 use crate::args;
@@ -69,18 +68,14 @@ fn report(ledger: &Ledger, list_entries: bool) -> CliResult<Value> {
     let balance = ledger.balance()?;
     let mut v = balance_json(&balance);
     if list_entries {
-        let entries: Vec<Value> = ledger.entries()?.iter().map(entry_json).collect();
+        let entries: Vec<Value> = ledger
+            .entries()?
+            .iter()
+            .map(dpml_core::ledger_json::entry)
+            .collect();
         v["entries"] = json!(entries);
     }
     v["ledger"] = json!(ledger.path());
     v["budget"] = json!({"epsilon": budget.epsilon, "delta": budget.delta});
     Ok(v)
-}
-
-/// One entry, its time in UTC as RFC 3339.
-fn entry_json(e: &Entry) -> Value {
-    let secs = u64::try_from(e.time_unix).unwrap_or(0);
-    let time = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs));
-    json!({"id": e.id, "time": time.to_string(), "label": e.label,
-           "epsilon": e.epsilon, "delta": e.delta, "event": e.event})
 }

@@ -182,7 +182,9 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         "repeats": a.repeats(),
         "folds": a.folds,
         "epsilon_all_folds": all_folds,
-        "runs": rows.len(),
+        // Runs trained (the baseline's included; each cross-validates over its folds), not
+        // the rows of results.csv (one per metric and fold).
+        "runs": grid.len(),
         "split_key": split_key.map(|k| k.to_string()),
         privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note(
             "the utility figures (summary, results.csv, summary.csv and the plots)"

@@ -68,6 +68,8 @@ pub enum Progress {
         steps: u64,
         /// Steps per epoch ⌈N/B⌉.
         steps_per_epoch: u64,
+        /// The epochs the run logs (⌈E⌉ for E epochs: [`Progress::Epoch`] comes that often).
+        epochs: u64,
         /// σ (`None` when non-private).
         noise_multiplier: Option<f64>,
         /// q = B/N.
@@ -506,6 +508,7 @@ fn run_training(
     observer(&Progress::Started {
         steps: plan.steps,
         steps_per_epoch: plan.steps_per_epoch,
+        epochs: plan.epochs(),
         noise_multiplier: plan.noise_multiplier,
         sampling_rate: plan.sampling_rate,
     });
@@ -552,7 +555,7 @@ fn run_training(
                 stats.loss_sum / stats.batch as f64
             },
         });
-        if done % plan.steps_per_epoch == 0 || done == plan.steps {
+        if plan.ends_epoch(done) {
             check_models_agree(&stepper.model, comm)?;
             let test_eval = with_averaged(&mut stepper.model, ema.as_mut(), |m| {
                 test.map(|d| evaluate_for(objective, m, start, &feed, d))
