@@ -266,6 +266,7 @@ impl AuditPlan {
                 ),
             );
         }
+        state_verdict(&mut result, &report);
         if self.cfg.needs_reference_models() {
             result["lira_settings"] = json!({
                 "variance": match self.cfg.lira_variance {
@@ -276,6 +277,33 @@ impl AuditPlan {
             });
         }
         Ok(Some(AuditOutcome { report, result }))
+    }
+}
+
+/// The verdict of an audit that compares a model's claimed ε with what the attacks found.
+pub const VERDICT_CONSISTENT: &str = "consistent";
+/// The verdict of an audit whose attacks found more than the model claims.
+pub const VERDICT_INCONSISTENT: &str = "inconsistent";
+/// The verdict of an audit of a model that claims no ε (non-private, or scores without
+/// `--epsilon`): there is nothing to compare the attacks with.
+pub const VERDICT_NO_CLAIM: &str = "no claim to check";
+
+/// The audit's verdict: [`VERDICT_NO_CLAIM`] when the model claims no ε, else whether every
+/// lower bound is at or below it.
+pub fn verdict(report: &AuditReport) -> &'static str {
+    match (report.epsilon_theoretical, report.consistent) {
+        (None, _) => VERDICT_NO_CLAIM,
+        (Some(_), true) => VERDICT_CONSISTENT,
+        (Some(_), false) => VERDICT_INCONSISTENT,
+    }
+}
+
+/// States the verdict in an audit's `result`: `"verdict"`, and `"consistent"` `null` when
+/// there is no claimed ε to be consistent with (a `true` there would check nothing).
+pub fn state_verdict(result: &mut Value, report: &AuditReport) {
+    result["verdict"] = json!(verdict(report));
+    if report.epsilon_theoretical.is_none() {
+        result["consistent"] = Value::Null;
     }
 }
 

@@ -151,6 +151,23 @@ pub fn charge(ledger: Option<&Ledger>, charge: &Charge) -> Result<Option<Balance
         .map_err(Error::from)
 }
 
+/// Runs the private work `release` charged to `ledger` as `charge` says: checked before it
+/// starts, recorded after it succeeds and before its result is returned (a release that fails
+/// charges nothing). For releases whose cost is known before they run (a mechanism's).
+///
+/// # Errors
+/// As [`check`] and [`charge`], and `release`'s own errors.
+pub fn charged<T>(
+    ledger: Option<&Ledger>,
+    charge: &Charge,
+    release: impl FnOnce() -> Result<T>,
+) -> Result<(T, Option<Balance>)> {
+    check(ledger, charge)?;
+    let released = release()?;
+    let balance = self::charge(ledger, charge)?;
+    Ok((released, balance))
+}
+
 /// Refuses to run non-private work against a ledger: what it releases has no finite ε, so no
 /// budget can account for it.
 ///
@@ -160,7 +177,7 @@ pub fn refuse_non_private(ledger: Option<&Ledger>, what: &str) -> Result<()> {
     match ledger {
         Some(l) => Err(Error::usage(format!(
             "{what} is not differentially private, so ledger {} cannot account for it (its ε \
-             is unbounded); drop --ledger, or make it private",
+             is unbounded); drop the ledger, or make it private",
             l.path().display()
         ))),
         None => Ok(()),
@@ -178,15 +195,23 @@ pub fn random_id() -> Result<String> {
     Ok(format!("{:016x}{:016x}", rng.next_u64(), rng.next_u64()))
 }
 
+/// A fresh ledger of budget ε = `epsilon` (δ 1e-5) in a folder of its own, for tests: the
+/// folder goes when the guard is dropped.
+#[cfg(test)]
+pub(crate) fn test_ledger(epsilon: f64) -> (tempfile::TempDir, Ledger) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let o = LedgerOptions::new(dir.path().join("test.ledger")).with_budget(epsilon, None);
+    let ledger = open(&o).expect("a fresh ledger");
+    (dir, ledger)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn non_private_work_is_refused_only_with_a_ledger() {
-        let dir = tempfile::tempdir().unwrap();
-        let o = LedgerOptions::new(dir.path().join("l.db")).with_budget(1.0, None);
-        let ledger = open(&o).unwrap();
+        let (_dir, ledger) = test_ledger(1.0);
         assert!(refuse_non_private(None, "lloyd").is_ok());
         let err = refuse_non_private(Some(&ledger), "lloyd").unwrap_err();
         assert!(

@@ -24,6 +24,7 @@ pub mod budget;
 pub mod error;
 pub mod kmeans;
 pub mod label_dp;
+pub mod ledger_json;
 pub mod model_file;
 pub mod observe;
 pub mod predict;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::budget::{self, Balance, Charge, Ledger};
-use dpml_data::{LoadOptions, Source, load_table};
+use dpml_data::{FeatureBounds, LoadOptions, Schema, Source, load_table};
 use dpml_mechanisms::stats::{self, Noise, StatValue};
 use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Map, Value, json};
@@ -49,8 +49,12 @@ pub struct QueryOptions {
     pub column: String,
     /// The statistic.
     pub aggregate: Aggregate,
-    /// Declared clamping bounds (required for sum, mean and histogram).
+    /// Declared clamping bounds (required for sum, mean and histogram, unless the schema
+    /// declares the column's).
     pub bounds: Option<(f64, f64)>,
+    /// A schema file (as `dpml train --schema`): its delimiter, fills and categories read the
+    /// table, and its bounds for the column are the clamping bounds when none are given.
+    pub schema: Option<PathBuf>,
     /// Histogram bins.
     pub bins: u64,
     /// ε of this release.
@@ -96,6 +100,18 @@ impl QueryOptions {
     }
 }
 
+/// The bounds `schema` declares for `column`: one range for every feature, or the range of
+/// the column among its named features.
+fn column_bounds(schema: &Schema, column: &str) -> Option<(f64, f64)> {
+    match schema.bounds.as_ref()? {
+        FeatureBounds::Uniform(r) => Some(*r),
+        FeatureBounds::PerFeature(ranges) => {
+            let at = schema.features.as_ref()?.iter().position(|f| f == column)?;
+            ranges.get(at).copied()
+        }
+    }
+}
+
 /// Releases the statistic `a` asks for, with noise drawn from `rng`; with a `ledger`, the
 /// spend is recorded durably before the release is returned (over budget: an error, and
 /// nothing released), and the ledger's balance after it comes back beside the release.
@@ -124,17 +140,21 @@ pub fn query(
         );
         budget::check(Some(l), &c)?;
     }
+    let schema = a.schema.as_deref().map(Schema::from_file).transpose()?;
+    let declared = a
+        .bounds
+        .or_else(|| schema.as_ref().and_then(|s| column_bounds(s, &a.column)));
     let opts = LoadOptions {
         data_dir: a.data_dir.clone(),
         label_column: a.label_column.clone(),
-        ..LoadOptions::default()
+        schema,
     };
     let table = load_table(&a.dataset, &opts)?;
     let column = table.column(&a.column)?;
     let bounds = || {
-        a.bounds.ok_or_else(|| {
+        declared.ok_or_else(|| {
             Error::usage(format!(
-                "--bounds LO,HI is required for {:?}: sensitivity comes from declared bounds, never from the data",
+                "--bounds LO,HI (or a --schema declaring the column's bounds) is required for {:?}: sensitivity comes from declared bounds, never from the data",
                 a.aggregate
             ))
         })

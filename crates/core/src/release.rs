@@ -108,46 +108,39 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> 
     )?;
     let n = a.count as usize;
     let mut fields = Map::new();
-    let (values, event): (Vec<f64>, PrivacyEvent) = match a.mechanism {
+    // Integer-valued mechanisms release integers, and their values are printed as such.
+    let (values, event): (Value, PrivacyEvent) = match a.mechanism {
         Mechanism::Laplace => {
             let m = LaplaceMechanism::new(a.sensitivity, a.epsilon)?;
             fields.insert("scale".into(), json!(m.scale()));
             fields.insert("granularity".into(), json!(m.granularity()));
-            (
-                (0..n)
-                    .map(|_| m.release(rng, a.value))
-                    .collect::<std::result::Result<_, _>>()?,
-                m.event(),
-            )
+            let values: Vec<f64> = (0..n)
+                .map(|_| m.release(rng, a.value))
+                .collect::<std::result::Result<_, _>>()?;
+            (json!(values), m.event())
         }
         Mechanism::Gaussian => {
             let m = GaussianMechanism::new(a.sensitivity, a.epsilon, delta, a.calibration)?;
             fields.insert("sigma".into(), json!(m.sigma()));
             fields.insert("granularity".into(), json!(m.granularity()));
-            (
-                (0..n)
-                    .map(|_| m.release(rng, a.value))
-                    .collect::<std::result::Result<_, _>>()?,
-                m.event(),
-            )
+            let values: Vec<f64> = (0..n)
+                .map(|_| m.release(rng, a.value))
+                .collect::<std::result::Result<_, _>>()?;
+            (json!(values), m.event())
         }
         Mechanism::DiscreteLaplace => {
             let (x, s) = integers(a.value, a.sensitivity)?;
             let m = DiscreteLaplaceMechanism::new(s, a.epsilon)?;
             fields.insert("scale".into(), json!(m.scale()));
-            (
-                (0..n).map(|_| m.release(rng, x) as f64).collect(),
-                m.event(),
-            )
+            let values: Vec<i64> = (0..n).map(|_| m.release(rng, x)).collect();
+            (json!(values), m.event())
         }
         Mechanism::DiscreteGaussian => {
             let (x, s) = integers(a.value, a.sensitivity)?;
             let m = DiscreteGaussianMechanism::new(s, a.epsilon, delta)?;
             fields.insert("sigma".into(), json!(m.sigma()));
-            (
-                (0..n).map(|_| m.release(rng, x) as f64).collect(),
-                m.event(),
-            )
+            let values: Vec<i64> = (0..n).map(|_| m.release(rng, x)).collect();
+            (json!(values), m.event())
         }
     };
     let charge = Charge::of(
@@ -160,7 +153,7 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> 
     .labelled(format!("{} × {}", a.count, a.mechanism.name()));
     let balance = budget::charge(ledger, &charge)?;
     let mut obj = Map::new();
-    obj.insert("values".into(), json!(values));
+    obj.insert("values".into(), values);
     obj.insert("mechanism".into(), json!(a.mechanism.name()));
     obj.insert("epsilon".into(), json!(a.epsilon));
     obj.insert("delta".into(), json!(delta));
@@ -171,7 +164,7 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> 
     obj.insert("event".into(), json!(event.repeated(a.count)));
     obj.insert("seeded".into(), json!(rng.is_seeded()));
     if let Some(b) = balance {
-        obj.insert("ledger".into(), json!(b));
+        obj.insert("ledger".into(), crate::ledger_json::balance(&b));
     }
     let model = PrivacyModel::new(neighbouring::VALUE, &[public::SENSITIVITY]);
     Ok(Release::from_map(obj, &model).into_value())

@@ -114,7 +114,7 @@ pub fn rr(a: &RrOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Result<Val
     // Every figure comes from the randomised answers and the public survey size.
     let model = PrivacyModel::new(neighbouring::ANSWER, &[public::SURVEY]);
     if let Some(b) = balance {
-        obj["ledger"] = serde_json::to_value(b).map_err(Error::internal)?;
+        obj["ledger"] = crate::ledger_json::balance(&b);
     }
     let fields = match obj {
         Value::Object(m) => m,

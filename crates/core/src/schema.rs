@@ -122,3 +122,46 @@ pub fn provenance_report(schema: &Schema) -> serde_json::Value {
         "label_range": schema.label_range,
     })
 }
+
+/// A feature clamped for more than this share of the records is warned about: its declared
+/// range probably misses where the data live (one range for every feature, `--bounds 0,100`,
+/// turns a column in 980–1040 into a constant).
+const MOSTLY_CLAMPED: f64 = 0.5;
+
+/// The clamping of `records` loaded records into the declared bounds, as diagnostics (counts
+/// computed from the records without noise): `{"clamped": {feature: values moved}}` for the
+/// features with any, and `"warnings"` naming each feature clamped for most records. `None`
+/// when nothing was clamped.
+pub fn clamp_diagnostics(
+    clamped: &[usize],
+    feature_names: &[String],
+    records: usize,
+) -> Option<serde_json::Value> {
+    let name = |j: usize| {
+        feature_names
+            .get(j)
+            .cloned()
+            .unwrap_or_else(|| format!("feature {j}"))
+    };
+    let moved: serde_json::Map<String, serde_json::Value> = clamped
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| c > 0)
+        .map(|(j, &c)| (name(j), c.into()))
+        .collect();
+    if moved.is_empty() {
+        return None;
+    }
+    let warnings: Vec<String> = clamped
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| records > 0 && c as f64 > MOSTLY_CLAMPED * records as f64)
+        .map(|(j, &c)| {
+            format!(
+                "feature {} was clamped into its declared bounds for {c} of {records} records: the bounds probably miss its values (declare one range per feature)",
+                name(j)
+            )
+        })
+        .collect();
+    Some(serde_json::json!({"clamped": moved, "warnings": warnings}))
+}

@@ -248,7 +248,7 @@ pub enum DataError {
     /// A private computation that needs a declaration (bounds, classes, label range) the data
     /// set does not carry.
     #[error(
-        "{dataset}: declare the {what} ({flags}); a private computation cannot read them from          the records, which would leak them"
+        "{dataset}: declare the {what} ({flags}); a private computation cannot read them from the records, which would leak them"
     )]
     Undeclared {
         /// The data set name.

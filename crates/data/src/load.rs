@@ -52,14 +52,16 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
                 train: records.into_dataset(schema.classes.as_deref(), schema.label_range)?,
                 test: None,
                 schema: Schema::default(),
+                clamped: Vec::new(),
             }
         }
         (None, None) => {
-            let (columns, path) = columns(source, &schema)?;
+            let (columns, path, clamped) = columns(source, &schema)?;
             Splits {
                 train: columns.into_dataset(&path)?,
                 test: None,
                 schema: Schema::default(),
+                clamped,
             }
         }
     };
@@ -78,10 +80,13 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
     }
     if clamp_here {
         // Tables were clamped column by column when parsed; arrays and images are clamped here.
-        schema.clamp(&mut splits.train)?;
+        let mut clamped = schema.clamp(&mut splits.train)?;
         if let Some(test) = &mut splits.test {
-            schema.clamp(test)?;
+            for (all, c) in clamped.iter_mut().zip(schema.clamp(test)?) {
+                *all += c;
+            }
         }
+        splits.clamped = clamped;
     }
     splits.schema = schema;
     Ok(splits)
@@ -175,8 +180,9 @@ fn records_table(data: Dataset) -> Table {
 }
 
 /// Parses an embedded or CSV source under `schema` (features selected and clamped, labels
-/// mapped to the declared classes); returns the columns and the path for messages.
-fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataError> {
+/// mapped to the declared classes); returns the columns, the path for messages and how many
+/// values of each feature were clamped.
+fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf, Vec<usize>), DataError> {
     let (mut columns, path) = match source {
         Source::Csv(path) => {
             let columns = read_csv(path, schema)?;
@@ -194,10 +200,11 @@ fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataE
             (e.parse()?, e.pseudo_path())
         }
     };
-    if let Some(bounds) = &schema.bounds {
-        columns.clamp_features(bounds)?;
-    }
-    Ok((columns, path))
+    let clamped = match &schema.bounds {
+        Some(bounds) => columns.clamp_features(bounds)?,
+        None => Vec::new(),
+    };
+    Ok((columns, path, clamped))
 }
 
 /// Gives the records the declared shape (e.g. `[1, 28, 28]` for 784 pixel columns, so a CNN

@@ -410,23 +410,27 @@ impl Schema {
             .ok_or_else(|| undeclared(dataset, "label range", "--label-range or --schema FILE"))
     }
 
-    /// Clamps every feature of `data` into the declared bounds (nothing when none are declared).
+    /// Clamps every feature of `data` into the declared bounds (nothing when none are
+    /// declared); returns how many values of each feature were moved (empty without bounds).
     ///
     /// # Errors
     /// [`DataError::Schema`] when per-feature bounds do not number the data's features.
-    pub fn clamp(&self, data: &mut Dataset) -> Result<(), DataError> {
+    pub fn clamp(&self, data: &mut Dataset) -> Result<Vec<usize>, DataError> {
         let d = data.n_features();
         let Some(bounds) = self.feature_bounds(d)? else {
-            return Ok(());
+            return Ok(Vec::new());
         };
+        let mut clamped = vec![0; d];
         for row in data.x.chunks_exact_mut(d.max(1)) {
-            for (v, &(lo, hi)) in row.iter_mut().zip(&bounds) {
+            for ((v, &(lo, hi)), count) in row.iter_mut().zip(&bounds).zip(&mut clamped) {
                 // f32 rounding of the bounds themselves may fall a hair outside [lo, hi]; the
                 // value stays finite either way, which is what the engine relies on.
-                *v = v.clamp(lo as f32, hi as f32);
+                let c = v.clamp(lo as f32, hi as f32);
+                *count += usize::from(c != *v);
+                *v = c;
             }
         }
-        Ok(())
+        Ok(clamped)
     }
 }
 

@@ -95,11 +95,12 @@ pub const MAX_THREADS: u64 = 1 << 12;
 /// laid out before the first starts.
 pub const MAX_REPEATS: u64 = 10_000;
 
-/// `LO,HI` with LO < HI, both finite.
+/// One range, `LO,HI` or `LO:HI` alike, with LO < HI, both finite.
 pub fn bounds(s: &str) -> Result<(f64, f64), String> {
-    let parts: Vec<&str> = s.split(',').collect();
+    let sep = if s.contains(':') { ':' } else { ',' };
+    let parts: Vec<&str> = s.split(sep).collect();
     let [lo, hi] = parts.as_slice() else {
-        return Err(format!("expected LO,HI, got {s}"));
+        return Err(format!("expected LO,HI or LO:HI, got {s}"));
     };
     let (lo, hi) = (finite(lo)?, finite(hi)?);
     if lo < hi {

@@ -70,9 +70,5 @@ pub fn open_ledger(path: &std::path::Path, epsilon: f64, delta: f64) -> CliResul
     Ok(budget::open(&options)?)
 }
 
-/// The `"ledger"` object of a command's JSON output: the balance, with one name per concept
-/// across both fronts (`spent`, `remaining`, `spent_delta`, `remaining_delta`, `entries`,
-/// `composition`).
-pub fn balance_json(b: &dpml_core::budget::Balance) -> serde_json::Value {
-    serde_json::to_value(b).unwrap_or_default()
-}
+/// The `"ledger"` object of a command's JSON output (the library's, shared with Python).
+pub use dpml_core::ledger_json::balance as balance_json;

@@ -48,6 +48,15 @@ impl Output {
             _ => None,
         }
         .filter(|_| self.diagnostics);
+        // Warnings drawn from the data (a feature clamped for most records) reach the
+        // operator on stderr too, as diagnostics: never with --no-diagnostics.
+        let warnings = diagnostics
+            .as_ref()
+            .and_then(|d| d.get("warnings"))
+            .and_then(Value::as_array);
+        for w in warnings.into_iter().flatten().filter_map(Value::as_str) {
+            diag!("dpml: warning: {w}");
+        }
         let text = if self.json {
             if let Value::Object(map) = &mut result {
                 if let Some(d) = diagnostics {

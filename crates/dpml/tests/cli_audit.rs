@@ -102,7 +102,9 @@ fn report_files_are_well_formed_and_the_cache_skips_retraining() {
         loss["tpr_at_fpr"]["0.01"].as_f64().is_some()
             && loss["tpr_at_fpr"]["0.001"].as_f64().is_some()
     );
-    assert!(first["epsilon_theoretical"].is_null() && first["consistent"] == true);
+    // A non-private model claims no ε: nothing to be consistent with.
+    assert!(first["epsilon_theoretical"].is_null() && first["consistent"].is_null());
+    assert_eq!(first["verdict"], "no claim to check");
 
     // audit.json is the same object as stdout.
     let saved: serde_json::Value =

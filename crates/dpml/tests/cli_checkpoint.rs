@@ -30,12 +30,12 @@ fn run(extra: &[&str]) -> common::Run {
     dpml(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// The data rows of a `--log` CSV (after its comment and header lines).
+/// The data rows of a `--log` CSV (after its header line).
 fn log_rows(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
-        .skip(2)
+        .skip(1)
         .map(str::to_string)
         .collect()
 }
@@ -349,7 +349,7 @@ fn checkpoints_are_validated_as_inputs() {
         .map(str::to_string)
         .collect();
     dpml(&reseeded.iter().map(String::as_str).collect::<Vec<_>>())
-        .assert_usage_error("--seed differs");
+        .assert_usage_error("differs from the seed of the checkpoint's run");
     // An edited step.
     let mut v: serde_json::Value = serde_json::from_str(&original).unwrap();
     v["step"] = 1.into();

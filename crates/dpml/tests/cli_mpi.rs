@@ -107,7 +107,7 @@ fn two_ranks_match_one(extra: &[&str]) {
     // order only if every step had the same members.
     let row = |log: &str| -> Vec<f64> {
         log.lines()
-            .nth(2)
+            .nth(1)
             .unwrap()
             .split(',')
             .take(4)

@@ -54,6 +54,17 @@ pub struct RegressionFacts {
     pub output_scale: f64,
 }
 
+/// The train/test split a training run cut from its records: public (a key drawn independently
+/// of the data, and the share held out), so `dpml eval` can hold out the same records by
+/// default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitFacts {
+    /// The split key, 64 hex digits (the run's `"split_key"`).
+    pub key: String,
+    /// The share of records held out for testing.
+    pub test_fraction: f64,
+}
+
 /// The privacy facts of a saved model. Field names follow `dpml train --json`; a field the
 /// guarantee does not have is `null` (e.g. σ of a label-DP model, ε of a non-private one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +114,14 @@ pub struct ModelFacts {
     /// How a regression model's output reads as a label value (regression only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regression: Option<RegressionFacts>,
+    /// The split that held the test records out, when the run cut one (files written before
+    /// this field, or models of a source with its own test split, have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitFacts>,
+    /// The class names, in the order of the model's outputs (public: declared, never read
+    /// from the records). Files written before this field have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<String>>,
     /// The data set trained on (its name, or `csv:PATH`).
     pub dataset: String,
     /// Training-set size N (public: the guarantee is stated for a known N).
@@ -136,6 +155,8 @@ impl ModelFacts {
             input_perturbation: None,
             task: Task::Classification,
             regression: None,
+            split: None,
+            classes: None,
             dataset: dataset.into(),
             train_size,
             seeded,
@@ -197,6 +218,18 @@ impl ModelFacts {
                 output_scale,
             });
         }
+        self
+    }
+
+    /// These facts with the class names of the model's outputs.
+    pub fn with_classes(mut self, classes: Vec<String>) -> Self {
+        self.classes = Some(classes);
+        self
+    }
+
+    /// These facts with the split that held the test records out.
+    pub fn with_split(mut self, split: Option<SplitFacts>) -> Self {
+        self.split = split;
         self
     }
 

@@ -6,15 +6,14 @@
 //!
 //! A checkpoint keeps, in its context, the run's random identity, its own identity and the
 //! identity of the ledger the run is charged to; a run charged to a ledger is continued only
-//! against that ledger. It also keeps a digest of the seeded generator's starting state, so a
-//! resume with another `--seed` is refused rather than silently continued with the saved one.
+//! against that ledger (and, as [`super::checkpoint`] checks, with the seed it started with).
 
 use std::cell::RefCell;
 
 use dpml_learn::dpsgd::{Checkpoint, PrivacyPlan, TrainConfig};
-use dpml_mechanisms::{DpRng, PrivacyEvent};
+use dpml_learn::perturbation::PerturbationReport;
+use dpml_mechanisms::PrivacyEvent;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::budget::{self, Balance, Charge, Ledger, Segment, SegmentCost};
 use crate::error::{Error, Result};
@@ -29,39 +28,58 @@ pub fn planned_event(cfg: &TrainConfig, n: usize, what: &str) -> Result<PrivacyE
     plan.event(plan.steps).ok_or_else(|| {
         Error::usage(format!(
             "a non-private training run ({what}) cannot be charged to a ledger: its ε is \
-             unbounded; drop --ledger or train privately"
+             unbounded; drop the ledger or train privately"
         ))
     })
 }
 
-/// A digest of a seeded generator's starting state (`None` when seeded by the operating
-/// system): equal for equal seeds, and not the seed itself.
-pub(crate) fn seed_digest(rng: &DpRng) -> Option<String> {
-    rng.snapshot().map(|s| {
-        let bytes = serde_json::to_vec(&s).unwrap_or_default();
-        Sha256::digest(&bytes)[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    })
-}
-
-/// Refuses a resume whose `--seed` differs from the run's: the checkpoint's generator would be
-/// used anyway, so another seed would be silently ignored.
+/// What a training run costs the ledger: its whole cost when first charged, and the steps a
+/// fork of `resumed` adds, recorded as made by `command` on `dataset`. DP-SGD's event (over
+/// whole records, with or without perturbed inputs); without DP-SGD, the local perturbation's
+/// ε per record; a non-private run is refused.
 ///
 /// # Errors
-/// A usage error naming the difference.
-pub(crate) fn check_seed(ck: &Checkpoint, now: Option<&str>) -> Result<()> {
-    let saved = ck.context.get("seed").and_then(Value::as_str);
-    match (saved, now) {
-        (Some(a), Some(b)) if a != b => Err(Error::usage(
-            "--seed differs from the seed the checkpointed run started with: resume with the \
-             same --seed (or none, to continue the saved generator)",
+/// A usage error for a non-private run; the accountant's errors.
+pub(crate) fn run_charges(
+    command: &str,
+    dataset: &str,
+    cfg: &TrainConfig,
+    n: usize,
+    resumed: Option<&Checkpoint>,
+    perturbation: Option<&PerturbationReport>,
+) -> Result<(Charge, Charge)> {
+    let plan = PrivacyPlan::new(cfg, n)?;
+    let done = resumed.map_or(0, |ck| ck.step);
+    match (
+        plan.event(plan.steps),
+        plan.event(plan.steps - done.min(plan.steps)),
+        perturbation,
+    ) {
+        (Some(whole), Some(rest), _) => Ok((
+            budget::accounted(command, dataset, whole, cfg.delta)?
+                .labelled(format!("DP-SGD, {} steps", plan.steps)),
+            budget::accounted(command, dataset, rest, cfg.delta)?
+                .labelled(format!("DP-SGD fork from step {done}")),
         )),
-        (None, Some(_)) if ck.context.get("run").is_some() => Err(Error::usage(
-            "the checkpointed run was seeded from the operating system: resume it without --seed",
+        (None, _, Some(p)) => {
+            let event = PrivacyEvent::EpsilonDelta {
+                epsilon: p.epsilon_per_record,
+                delta: p.delta_per_record,
+            };
+            let c = Charge::of(
+                command,
+                dataset,
+                event,
+                p.epsilon_per_record,
+                p.delta_per_record,
+            )
+            .labelled("input perturbation (local DP on the features)");
+            Ok((c.clone(), c))
+        }
+        _ => Err(Error::usage(
+            "a non-private training run cannot be charged to a ledger: its ε is unbounded; \
+             drop the ledger or train privately",
         )),
-        _ => Ok(()),
     }
 }
 
@@ -73,7 +91,6 @@ pub(crate) struct RunCharge<'l> {
     parent: RefCell<Option<String>>,
     /// The run's first charge and a fork's (with a ledger).
     charges: Option<(Charge, Charge)>,
-    seed: Option<String>,
     /// The ledger's refusal during a save, returned in place of the training error it causes.
     pub(crate) failure: RefCell<Option<Error>>,
 }
@@ -89,7 +106,6 @@ impl<'l> RunCharge<'l> {
         ledger: Option<&'l Ledger>,
         resumed: Option<&Checkpoint>,
         charges: Option<(Charge, Charge)>,
-        seed: Option<String>,
     ) -> Result<Self> {
         let field = |k: &str| {
             resumed
@@ -130,7 +146,6 @@ impl<'l> RunCharge<'l> {
             run,
             parent: RefCell::new(parent),
             charges,
-            seed,
             failure: RefCell::new(None),
         })
     }
@@ -158,7 +173,6 @@ impl<'l> RunCharge<'l> {
             map.insert("run".into(), json!(self.run));
             map.insert("checkpoint".into(), json!(child));
             map.insert("ledger".into(), json!(self.ledger.map(Ledger::id)));
-            map.insert("seed".into(), json!(self.seed));
         }
         Ok(())
     }

@@ -116,7 +116,7 @@ pub fn cross_validate(
             .diagnostic("fold_accuracies", json!(cv.accuracies));
     }
     if let Some(b) = balance {
-        release.insert("ledger", json!(b));
+        release.insert("ledger", crate::ledger_json::balance(&b));
     }
     Ok(release.into_value())
 }

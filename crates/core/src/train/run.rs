@@ -5,21 +5,23 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dpml_data::Source;
-use dpml_learn::dpsgd::{self, Collective, EpochLog, Objective, Task, TrainConfig, TrainOutcome};
-use dpml_learn::model_facts::ModelFacts;
+use dpml_learn::dpsgd::{self, Collective, EpochLog, Task, TrainConfig, TrainOutcome};
+use dpml_learn::model_facts::SplitFacts;
 use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
-use dpml_mechanisms::{DpRng, PrivacyEvent};
+use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
 
 use super::charging;
 use super::checkpoint::{self, CheckpointOptions};
-use super::recipe::{RecipeOptions, private_needs, recipe};
+use super::fit::{RunContext, finish};
+use super::recipe::{RecipeOptions, fit_batch_to_data, private_needs, recipe};
 use super::split::{Loaded, SplitOptions, load_split, public_normalization};
-use crate::budget::{self, Charge, Ledger};
+use crate::budget::{self, Ledger};
 use crate::error::{Error, Result};
+use crate::ledger_json;
 use crate::observe::{Event, Observer};
-use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
-use crate::schema::{Declarations, provenance_report};
+use crate::privacy_model;
+use crate::schema::{Declarations, clamp_diagnostics};
 
 /// Local DP on the features: every feature of every training record perturbed once.
 #[derive(Debug, Clone)]
@@ -121,7 +123,6 @@ pub fn train(
     observer: &mut dyn Observer,
     ledger: Option<&Ledger>,
 ) -> Result<TrainEnd> {
-    let seed = charging::seed_digest(rng);
     let (source, cfg) = recipe(o.dataset.as_ref(), o.preset.as_deref(), &o.recipe, o.task)?;
     cfg.validate()?;
     if let Some(k) = o.folds {
@@ -134,9 +135,6 @@ pub fn train(
             .map(TrainEnd::Released);
     }
     let resumed = o.checkpoint.resumed()?;
-    if let Some(ck) = &resumed {
-        charging::check_seed(ck, seed.as_deref())?;
-    }
     let checkpoint_plan = o.checkpoint.plan()?;
     // The key is drawn either way, so a seeded resumed run consumes its generator as the
     // original did; a resumed run holds out the records its checkpoint's run held out.
@@ -153,6 +151,7 @@ pub fn train(
         test,
         schema,
         split_key,
+        clamped,
     } = load_split(
         &source,
         &opts,
@@ -160,7 +159,10 @@ pub fn train(
         o.split.test_fraction,
         Some(key),
     )?;
-    let cfg = normalized(o, &source, &schema, &train, &cfg)?;
+    let mut cfg = normalized(o, &source, &schema, &train, &cfg)?;
+    let notes: Vec<String> = fit_batch_to_data(&mut cfg, &o.recipe, train.n)
+        .into_iter()
+        .collect();
     let perturbation = match &o.input_perturbation {
         Some(p) => {
             let mechanism = match p.mechanism.as_str() {
@@ -184,10 +186,10 @@ pub fn train(
         }
         None => None,
     };
-    let root = comm.rank() == 0;
     let charges = match ledger {
-        Some(_) => Some(run_charges(
-            &source,
+        Some(_) => Some(charging::run_charges(
+            "train",
+            &source.name(),
             &cfg,
             train.n,
             resumed.as_ref(),
@@ -201,7 +203,6 @@ pub fn train(
             ledger,
             resumed.as_ref(),
             charges.clone(),
-            seed,
         )?)
     } else {
         if let Some((first, _)) = &charges {
@@ -224,7 +225,7 @@ pub fn train(
         checkpoint: checkpoint_plan.clone(),
         resume: resumed,
         stop_after: o.checkpoint.stop_after_steps,
-        context: checkpoint::context(split_key),
+        context: checkpoint::context(split_key, o.checkpoint.seed),
         before_save: Some(&before_save),
     };
     let trained = train_observed(&run, &cfg, &train, Some(&test), rng, observer);
@@ -245,139 +246,43 @@ pub fn train(
             });
         }
     };
+    let ctx = RunContext {
+        dataset: source.name(),
+        dataset_label: privacy_model::dataset_label(&source),
+        preset: o.preset.as_deref(),
+        schema: &schema,
+        split: split_key.map(|k| SplitFacts {
+            key: k.to_string(),
+            test_fraction: o.split.test_fraction,
+        }),
+        test_size: Some(test.n),
+        notes,
+    };
+    let mut fitted = finish(outcome, &cfg, o.task, &train, perturbation.as_ref(), &ctx)?;
+    privacy_model::add_diagnostics(
+        &mut fitted.release,
+        clamp_diagnostics(&clamped, &train.feature_names, train.n + test.n),
+    );
     // Only the root of a job of several processes charges and writes files; the charge is
     // recorded before anything is written.
-    let balance = match (root, &run_charge, &charges) {
-        (false, _, _) => None,
-        (true, Some(rc), _) => rc.before_release()?,
-        (true, None, Some((first, _))) => budget::charge(ledger, first)?,
-        (true, None, None) => None,
-    };
-    // Local DP on the features alone protects neither labels nor membership; with DP-SGD on
-    // top, ε is DP-SGD's over whole records.
-    let model = match (&perturbation, &outcome.event) {
-        (Some(_), None) => training_privacy_model(neighbouring::FEATURES),
-        _ => training_privacy_model(neighbouring::ADD_REMOVE),
-    };
-    if let (Some(path), true) = (&o.save_model, root) {
-        let mut facts = ModelFacts::from_training(
-            &outcome.report,
-            &privacy_model::dataset_label(&source),
-            train.n,
-            neighbouring::ADD_REMOVE,
-        );
-        facts = facts.with_objective(Objective::new(o.task, train.n_classes), train.n_classes);
-        if let Some(p) = &perturbation {
-            facts = facts.with_input_perturbation(p, neighbouring::FEATURES);
+    if comm.rank() == 0 {
+        let balance = match (&run_charge, &charges) {
+            (Some(rc), _) => rc.before_release()?,
+            (None, Some((first, _))) => budget::charge(ledger, first)?,
+            (None, None) => None,
+        };
+        if let Some(b) = balance {
+            fitted.release["ledger"] = ledger_json::balance(&b);
         }
-        dpsgd::save_with_facts(path, &outcome.model, &outcome.input, Some(&facts))?;
-    }
-    if let (Some(path), true) = (&o.log, root) {
-        write_log(path, &outcome.report.epoch_log)?;
-    }
-    let mut report = match serde_json::to_value(&outcome.report).map_err(Error::internal)? {
-        Value::Object(map) => map,
-        _ => return Err(Error::internal("training report is not an object")),
-    };
-    report.remove("epoch_log");
-    let mut release = Release::from_map(report, &model);
-    release.diagnose(TRAINING_DIAGNOSTICS);
-    release
-        .insert("dataset", json!(source.name()))
-        .insert("model", json!(cfg.model))
-        .insert("preset", json!(o.preset))
-        .insert("train_size", json!(train.n))
-        .insert("batch_size", json!(cfg.batch_size))
-        .insert("learning_rate", json!(cfg.lr))
-        .insert("model_file", json!(o.save_model))
-        .insert("event", json!(outcome.event))
-        .insert("normalize", json!(cfg.normalize))
-        .insert("schema", provenance_report(&schema))
-        .insert("split_key", json!(split_key.map(|k| k.to_string())))
-        .diagnostic("test_size", json!(test.n));
-    if let Some(b) = balance {
-        release.insert("ledger", json!(b));
-    }
-    if let Some(p) = &perturbation {
-        release
-            .insert("epsilon_per_record", json!(p.epsilon_per_record))
-            .insert("epsilon_per_feature", json!(p.epsilon_per_feature))
-            .insert("input_perturbation", json!(p));
-    }
-    Ok(TrainEnd::Released(release.into_value()))
-}
-
-/// What the run costs the ledger: its whole cost when first charged, and the steps a fork of
-/// `resumed` adds. DP-SGD's event (over whole records, with or without perturbed inputs);
-/// without DP-SGD, the local perturbation's ε per record; a non-private run is refused.
-///
-/// # Errors
-/// A usage error for a non-private run; the accountant's errors.
-fn run_charges(
-    source: &Source,
-    cfg: &TrainConfig,
-    n: usize,
-    resumed: Option<&dpml_learn::dpsgd::Checkpoint>,
-    perturbation: Option<&dpml_learn::perturbation::PerturbationReport>,
-) -> Result<(Charge, Charge)> {
-    let plan = dpsgd::PrivacyPlan::new(cfg, n)?;
-    let done = resumed.map_or(0, |ck| ck.step);
-    let dataset = source.name();
-    match (
-        plan.event(plan.steps),
-        plan.event(plan.steps - done.min(plan.steps)),
-        perturbation,
-    ) {
-        (Some(whole), Some(rest), _) => Ok((
-            budget::accounted("train", dataset.clone(), whole, cfg.delta)?
-                .labelled(format!("DP-SGD, {} steps", plan.steps)),
-            budget::accounted("train", dataset, rest, cfg.delta)?
-                .labelled(format!("DP-SGD fork from step {done}")),
-        )),
-        (None, _, Some(p)) => {
-            let event = PrivacyEvent::EpsilonDelta {
-                epsilon: p.epsilon_per_record,
-                delta: p.delta_per_record,
-            };
-            let c = Charge::of(
-                "train",
-                dataset,
-                event,
-                p.epsilon_per_record,
-                p.delta_per_record,
-            )
-            .labelled("input perturbation (local DP on the features)");
-            Ok((c.clone(), c))
+        if let Some(path) = &o.save_model {
+            fitted.save(path)?;
+            fitted.release["model_file"] = json!(path);
         }
-        _ => Err(Error::usage(
-            "a non-private training run cannot be charged to a ledger: its ε is unbounded; \
-             drop --ledger or train privately",
-        )),
+        if let Some(path) = &o.log {
+            write_log(path, &fitted.epoch_log)?;
+        }
     }
-}
-
-/// The fields of a [`dpsgd::TrainReport`] computed from the training or test records without
-/// noise: diagnostics, not part of the release (the test records are private data too).
-const TRAINING_DIAGNOSTICS: &[&str] = &[
-    "train_accuracy",
-    "test_accuracy",
-    "test_loss",
-    "test_mse",
-    "test_mae",
-];
-
-/// The privacy model of a trained model: `neighbouring`, with the training-set size, the
-/// schema, the recipe and the split rule public.
-fn training_privacy_model(neighbouring: &'static str) -> PrivacyModel {
-    PrivacyModel::new(
-        neighbouring,
-        &[
-            public::TRAINING_SET_SIZE,
-            public::SCHEMA,
-            public::RECIPE,
-            public::SPLIT_RULE,
-        ],
-    )
+    Ok(TrainEnd::Released(fitted.release))
 }
 
 /// `cfg` with the run's public normalisation ([`public_normalization`]), unless a preset
@@ -450,20 +355,16 @@ pub fn train_observed(
     Ok(end)
 }
 
-/// Writes one CSV row per epoch to `path`, after a `#` line saying the losses and accuracies
-/// are diagnostics (readers skip it as a comment, e.g. pandas' `comment="#"`).
+/// Writes one CSV row per epoch to `path`. The columns computed from private data without
+/// noise (losses, accuracies) are named `diagnostic_…`, so that the file says what they are
+/// and still reads as a plain table (no comment line for a reader to skip).
 ///
 /// # Errors
 /// A usage error naming the file when it cannot be written.
 pub fn write_log(path: &Path, log: &[EpochLog]) -> Result<()> {
     let err = |e: std::io::Error| Error::usage(format!("writing {}: {e}", path.display()));
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
-    writeln!(f, "{}", privacy_model::CSV_DIAGNOSTICS_COMMENT).map_err(err)?;
-    writeln!(
-        f,
-        "epoch,steps,train_loss,train_accuracy,test_accuracy,test_loss,epsilon"
-    )
-    .map_err(err)?;
+    writeln!(f, "{}", privacy_model::CSV_LOG_HEADER).map_err(err)?;
     let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
     for e in log {
         writeln!(

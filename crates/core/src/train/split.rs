@@ -43,6 +43,8 @@ pub struct Loaded {
     pub schema: Schema,
     /// The key of the per-record split, when there was one.
     pub split_key: Option<SplitKey>,
+    /// How many values of each feature were clamped into the declared bounds (a diagnostic).
+    pub clamped: Vec<usize>,
 }
 
 /// Load `source` under `opts` (its schema), check that what the computation `needs` is
@@ -81,6 +83,7 @@ pub fn load_split(
         test,
         schema: sets.schema,
         split_key,
+        clamped: sets.clamped,
     })
 }
 

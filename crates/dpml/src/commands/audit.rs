@@ -28,14 +28,16 @@ use dpml_core::budget;
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("privacy").required(true).args(["epsilon", "noise_multiplier", "non_private"])))]
 // `--scores` audits a model dpml did not train: no data set, recipe or attack to name.
-#[command(mut_group("privacy", |g| g.arg("scores")))]
+// `--epsilon` with `--scores` is the ε the scored model claims.
+#[command(mut_group("privacy", |g| g.arg("scores").multiple(true)))]
 #[command(mut_arg("dataset", |a| a.required(false).required_unless_present("scores").default_value("iris").hide_default_value(true)))]
 #[command(mut_arg("attack", |a| a.required(false).required_unless_present("scores").default_value("").hide_default_value(true)))]
 pub struct AuditArgs {
     /// Audit a model dpml did not train from its attack scores: a CSV with a header and the
-    /// columns score (higher = member) and member (1 or 0). Uses --delta, --confidence,
-    /// --seed and --out; no data set, model or attack is needed.
-    #[arg(long, value_name = "FILE")]
+    /// columns score (higher = member) and member (1 or 0). Uses --epsilon (the ε the model
+    /// claims, checked against the attack), --delta, --confidence, --seed and --out; no data
+    /// set, model or attack is needed.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["noise_multiplier", "non_private"])]
     pub scores: Option<PathBuf>,
     #[command(flatten)]
     pub data: DataArgs,
@@ -223,7 +225,8 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     };
     // Recorded before anything is written.
     if let Some(cost) = &cost {
-        result["ledger"] = json!(budget::charge(ledger.as_ref(), cost)?);
+        let balance = budget::charge(ledger.as_ref(), cost)?;
+        result["ledger"] = json!(balance.as_ref().map(dpml_core::ledger_json::balance));
     }
     if let Some(dir) = &a.out {
         let files = write_outputs(dir, &report, &result, &plan.recipe.model)?;

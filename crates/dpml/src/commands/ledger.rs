@@ -11,7 +11,7 @@ use dpml_core::budget::{Ledger, LedgerOptions};
 use serde_json::{Value, json};
 
 use crate::args;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::ledger_args::{DEFAULT_BUDGET_DELTA, balance_json, passphrase};
 use crate::output::Output;
 use crate::plot::{self, Chart, Series, Style};
@@ -103,7 +103,8 @@ fn report(ledger: &Ledger, history: Option<&[EntryReport]>) -> CliResult<Value> 
     let balance = ledger.balance()?;
     let mut v = balance_json(&balance);
     if let Some(history) = history {
-        v["entries"] = serde_json::to_value(history).map_err(CliError::internal)?;
+        let entries: Vec<Value> = history.iter().map(dpml_core::ledger_json::entry).collect();
+        v["entries"] = json!(entries);
     }
     v["ledger"] = json!(ledger.path());
     v["budget"] = json!({"epsilon": budget.epsilon, "delta": budget.delta});

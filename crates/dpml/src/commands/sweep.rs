@@ -193,14 +193,16 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let (png, svg) = plot::write(&charts, &a.out, "plot")?;
     let all_folds = setup.epsilon_all_folds(&a.epsilons)?;
     out.emit(&json!({
-        "ledger": balance,
+        "ledger": balance.as_ref().map(dpml_core::ledger_json::balance),
         "experiment": o.experiment.name(),
         "dataset": a.dataset.name(),
         "epsilons": a.epsilons,
         "repeats": a.repeats(),
         "folds": a.folds,
         "epsilon_all_folds": all_folds,
-        "runs": rows.len(),
+        // Runs trained (the baseline's included; each cross-validates over its folds), not
+        // the rows of results.csv (one per metric and fold).
+        "runs": grid.len(),
         "split_key": split_key.map(|k| k.to_string()),
         privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note(
             "the utility figures (summary, results.csv, summary.csv and the plots)"

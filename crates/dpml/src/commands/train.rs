@@ -11,7 +11,7 @@ use dpml_core::train::{
     ScheduleChoice, SplitOptions, TrainEnd, TrainOptions,
 };
 use dpml_data::{Source, SplitKey};
-use dpml_learn::dpsgd::{AccountantKind, Progress, Task};
+use dpml_learn::dpsgd::{AccountantKind, Progress, Task, TrainConfig};
 
 pub use dpml_core::train::public_normalization;
 
@@ -56,17 +56,19 @@ pub enum AccountantArg {
 /// command's own defaults) can supply it and a flag given on the command line overrides it.
 #[derive(Args, Debug, Clone, Default)]
 pub struct TrainingArgs {
-    /// Architecture to train (cnn, cnn-tanh and scatter-cnn take 28x28 images; logreg,
-    /// mlp and scatter-linear any records).
-    #[arg(long, value_name = "NAME", value_parser = args::ModelName)]
+    // Architecture to train.
+    #[arg(long, value_name = "NAME", value_parser = args::ModelName, help = recipe_help(
+        "Architecture to train (cnn, cnn-tanh and scatter-cnn take 28x28 images; logreg, mlp and scatter-linear any records)",
+        |c| c.model.clone()))]
     pub model: Option<String>,
     /// Train the network described in this JSON file (see `dpml arch show`) instead of a
     /// named model; its input_shape must be the data's record shape.
     #[arg(long, value_name = "FILE", value_parser = args::input_path, conflicts_with_all = ["model", "hidden"])]
     pub arch: Option<std::path::PathBuf>,
-    /// Hidden layer sizes of mlp, e.g. 512,256 (default: the recipe's, else 128; each at
-    /// most 65536).
-    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH))]
+    // Hidden layer sizes of mlp.
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH), help = recipe_help(
+        "Hidden layer sizes of mlp, e.g. 512,256 (each at most 65536; 128 for an mlp on a recipe without any)",
+        |c| format!("{:?}", c.hidden)))]
     pub hidden: Option<Vec<u64>>,
     /// Target ε: σ is calibrated before training so the final ε does not exceed it.
     #[arg(long, value_parser = args::positive, conflicts_with_all = ["noise_multiplier", "non_private"])]
@@ -77,20 +79,26 @@ pub struct TrainingArgs {
     /// Train without privacy (a baseline).
     #[arg(long)]
     pub non_private: bool,
-    /// δ of the (ε, δ) guarantee.
-    #[arg(long, value_parser = args::open_unit)]
+    // δ of the (ε, δ) guarantee.
+    #[arg(long, value_parser = args::open_unit, help = recipe_help(
+        "δ of the (ε, δ) guarantee", |c| short(c.delta)))]
     pub delta: Option<f64>,
-    /// Epochs (the run has ⌈E·N/B⌉ steps).
-    #[arg(long, value_parser = args::positive)]
+    // Epochs.
+    #[arg(long, value_parser = args::positive, help = recipe_help(
+        "Epochs (the run has ⌈E·N/B⌉ steps)", |c| short(c.epochs)))]
     pub epochs: Option<f64>,
-    /// Expected (Poisson) batch size B.
-    #[arg(long, value_parser = args::at_least_one)]
+    // Expected (Poisson) batch size B.
+    #[arg(long, value_parser = args::at_least_one, help = recipe_help(
+        "Expected (Poisson) batch size B (a recipe's larger than the training set is cut to a quarter of it, as the output's notes say)",
+        |c| c.batch_size.to_string()))]
     pub batch_size: Option<u64>,
-    /// Clipping norm C of each per-sample gradient.
-    #[arg(long, value_parser = args::positive)]
+    // Clipping norm C.
+    #[arg(long, value_parser = args::positive, help = recipe_help(
+        "Clipping norm C of each per-sample gradient", |c| short(f64::from(c.max_grad_norm))))]
     pub max_grad_norm: Option<f64>,
-    /// Learning rate.
-    #[arg(long = "learning-rate", alias = "lr", value_parser = args::positive)]
+    // Learning rate.
+    #[arg(long = "learning-rate", alias = "lr", value_parser = args::positive, help = recipe_help(
+        "Learning rate", |c| short(f64::from(c.lr))))]
     pub lr: Option<f64>,
     /// Optimizer.
     #[arg(long, value_enum)]
@@ -101,8 +109,9 @@ pub struct TrainingArgs {
     /// Learning-rate schedule.
     #[arg(long, value_enum)]
     pub schedule: Option<ScheduleArg>,
-    /// Accountant reporting (and calibrating) ε.
-    #[arg(long, value_enum)]
+    // Accountant reporting (and calibrating) ε.
+    #[arg(long, value_enum, help = recipe_help(
+        "Accountant reporting (and calibrating) ε", |c| c.accountant.name().to_string()))]
     pub accountant: Option<AccountantArg>,
     /// Draw the noise from the exact discrete Gaussian on a fine grid (the default of private
     /// runs; accepted for scripts that ask for it).
@@ -123,12 +132,19 @@ pub struct TrainingArgs {
     pub per_layer_clipping: bool,
 }
 
+/// `--help`'s text of a recipe flag: `what`, then its default in each recipe the library
+/// starts from ([`core_train::default_help`]), `show` formatting the field.
+fn recipe_help(what: &str, show: impl Fn(&TrainConfig) -> String) -> String {
+    format!("{what} [default: {}]", core_train::default_help(show))
+}
+
 impl TrainingArgs {
     /// The recipe overrides these flags give, for the library.
     pub fn options(&self) -> RecipeOptions {
         RecipeOptions {
             model: self.model.clone(),
             arch: self.arch.clone(),
+            arch_spec: None,
             hidden: self
                 .hidden
                 .as_ref()
@@ -211,7 +227,9 @@ impl SplitArgs {
 /// Flags of `dpml train`.
 #[derive(Args, Debug)]
 pub struct TrainArgs {
-    /// Data set: mnist, fashion-mnist, digits, iris, breast-cancer, wine, csv:PATH.
+    /// Data set: mnist, fashion-mnist, iris, breast-cancer, wine, digits, csv:PATH (gzip too),
+    /// npy:FEATURES.npy,LABELS.npy, npz:PATH (arrays x and y), idx:IMAGES,LABELS, images:DIR,
+    /// parquet:PATH (default: the --preset's).
     #[arg(long, value_parser = args::dataset)]
     pub dataset: Option<Source>,
     /// Label column of a csv: data set.
@@ -288,7 +306,7 @@ impl TrainArgs {
                     epsilon,
                     delta: self.input_delta,
                 }),
-            checkpoint: self.checkpoint.options(),
+            checkpoint: self.checkpoint.options(self.seed.seed),
         }
     }
 }
@@ -405,11 +423,11 @@ impl RunBar {
         match p {
             Progress::Started {
                 steps,
-                steps_per_epoch,
+                epochs,
                 noise_multiplier,
                 ..
             } => {
-                self.epochs = steps.div_ceil((*steps_per_epoch).max(1));
+                self.epochs = *epochs;
                 bar.set_length(*steps);
                 bar.set_position(0);
                 bar.start_work();

@@ -36,6 +36,7 @@ use dpml_mechanisms::rng::RngSnapshot;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::accounting::PrivacyPlan;
 use super::config::TrainConfig;
 use super::error::{DpSgdError, Result};
 use super::objective::Task;
@@ -220,13 +221,14 @@ impl Checkpoint {
         hex(&Sha256::digest(&bytes))
     }
 
-    /// Checks that this checkpoint was made by the run `id` describes, with `steps` steps of
-    /// `steps_per_epoch`, by this dpml: each refusal names the part that differs (version, σ,
+    /// Checks that this checkpoint was made by the run `id` describes, with the steps and
+    /// epochs of `plan`, by this dpml: each refusal names the part that differs (version, σ,
     /// sampling rate, recipe, data), never a digest.
     ///
     /// # Errors
     /// [`DpSgdError::CheckpointMismatch`] naming the part.
-    pub(crate) fn check(&self, id: &RunIdentity, steps: u64, steps_per_epoch: u64) -> Result<()> {
+    pub(crate) fn check(&self, id: &RunIdentity, plan: &PrivacyPlan) -> Result<()> {
+        let steps = plan.steps;
         let refuse = |why: String| {
             Err(DpSgdError::CheckpointMismatch(format!(
                 "checkpoint_mismatch: {why}; resume with the same flags, data and dpml"
@@ -269,13 +271,14 @@ impl Checkpoint {
                 self.step
             ));
         }
-        let epochs = self.step / steps_per_epoch.max(1);
-        let logged = self.epoch_log.len() as u64 == epochs
+        // One entry for each epoch ended by step `step`, in order, each at a step that ends an
+        // epoch: exactly the run's epoch ends up to that step.
+        let logged = self.epoch_log.len() as u64 == plan.epochs_logged(self.step)
+            && self.epoch_log.windows(2).all(|w| w[0].steps < w[1].steps)
             && self
                 .epoch_log
                 .iter()
-                .zip(1u64..)
-                .all(|(e, i)| e.steps == i * steps_per_epoch);
+                .all(|e| e.steps <= self.step && plan.ends_epoch(e.steps));
         if !logged
             || (self.optimizer_updates != 0
                 && i64::from(self.optimizer_updates) != self.step as i64)
@@ -383,6 +386,17 @@ mod tests {
         }
     }
 
+    /// A run of 10 steps, 5 an epoch (50 records, batches of 10, 2 epochs).
+    fn plan() -> PrivacyPlan {
+        let cfg = crate::dpsgd::TrainConfig {
+            epochs: 2.0,
+            batch_size: 10,
+            privacy: crate::dpsgd::Privacy::NonPrivate,
+            ..crate::dpsgd::TrainConfig::default()
+        };
+        PrivacyPlan::new(&cfg, 50).unwrap()
+    }
+
     fn saved(dir: &Path) -> Checkpoint {
         let mut ck = Checkpoint::new(&identity(Some(1.1), 0.1), 10, serde_json::json!({"k": 1}));
         ck.step = 4;
@@ -419,7 +433,7 @@ mod tests {
         let back = Checkpoint::load(&dir).unwrap();
         assert_eq!((back.step, back.samples), (4, 77));
         assert_eq!(from_bits(&back.params[0])[2].to_bits(), (-0.0f32).to_bits());
-        assert!(back.check(&identity(Some(1.1), 0.1), 10, 5).is_ok());
+        assert!(back.check(&identity(Some(1.1), 0.1), &plan()).is_ok());
         // Each mismatch names its part, never a digest.
         for (id, part) in [
             (identity(Some(1.2), 0.1), "noise multiplier"),
@@ -439,7 +453,7 @@ mod tests {
                 "other training records",
             ),
         ] {
-            let msg = back.check(&id, 10, 5).unwrap_err().to_string();
+            let msg = back.check(&id, &plan()).unwrap_err().to_string();
             assert!(msg.contains(part), "{msg}");
             assert!(
                 !msg.contains(&"ab".repeat(8)) && !msg.contains(&"cd".repeat(8)),
@@ -449,7 +463,7 @@ mod tests {
         let mut old = back.clone();
         old.dpml_version = "0.0.1".into();
         assert!(
-            old.check(&identity(Some(1.1), 0.1), 10, 5)
+            old.check(&identity(Some(1.1), 0.1), &plan())
                 .unwrap_err()
                 .to_string()
                 .contains("dpml 0.0.1")
@@ -477,14 +491,14 @@ mod tests {
         ck.step = 10;
         let id = identity(Some(1.1), 0.1);
         assert!(
-            ck.check(&id, 10, 5)
+            ck.check(&id, &plan())
                 .unwrap_err()
                 .to_string()
                 .contains("past it")
         );
         ck.step = 6;
         assert!(
-            ck.check(&id, 10, 5)
+            ck.check(&id, &plan())
                 .unwrap_err()
                 .to_string()
                 .contains("epoch log")

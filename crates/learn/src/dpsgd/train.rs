@@ -68,6 +68,8 @@ pub enum Progress {
         steps: u64,
         /// Steps per epoch ⌈N/B⌉.
         steps_per_epoch: u64,
+        /// The epochs the run logs (⌈E⌉ for E epochs: [`Progress::Epoch`] comes that often).
+        epochs: u64,
         /// σ (`None` when non-private).
         noise_multiplier: Option<f64>,
         /// q = B/N.
@@ -423,7 +425,7 @@ fn run_training(
         )
     });
     if let (Some(ck), Some(id)) = (&run.resume, &print) {
-        ck.check(id, plan.steps, plan.steps_per_epoch)?;
+        ck.check(id, &plan)?;
     }
     let mut model = Sequential::new(spec, rng)?;
     if let Some(h) = hook.as_deref_mut() {
@@ -523,6 +525,7 @@ fn run_training(
     observer(&Progress::Started {
         steps: plan.steps,
         steps_per_epoch: plan.steps_per_epoch,
+        epochs: plan.epochs(),
         noise_multiplier: plan.noise_multiplier,
         sampling_rate: plan.sampling_rate,
     });
@@ -569,7 +572,7 @@ fn run_training(
                 stats.loss_sum / stats.batch as f64
             },
         });
-        if done % plan.steps_per_epoch == 0 || done == plan.steps {
+        if plan.ends_epoch(done) {
             check_models_agree(&stepper.model, comm)?;
             let test_eval = with_averaged(&mut stepper.model, ema.as_mut(), |m| {
                 test.map(|d| evaluate_for(objective, m, start, &feed, d))
