@@ -105,20 +105,16 @@ pub fn from_output(o: Output) -> Run {
     }
 }
 
-/// The shared data folder: $DPML_DATA_DIR, else ../shared/data beside the checkout.
-pub fn shared_data() -> Option<PathBuf> {
-    let dir = std::env::var_os("DPML_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    if dir.join("mnist").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: shared data not found at {} (set DPML_DATA_DIR)",
-            dir.display()
-        );
-        None
-    }
+/// The data folder that holds `mnist/`: `$DPML_DATA_DIR`, a relative one taken from the
+/// workspace root. Only for tests marked `#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set
+/// DPML_DATA_DIR")]`: the build script sets `dpml_mnist` when that folder holds `mnist/`.
+pub fn mnist_data_dir() -> PathBuf {
+    let dir = std::env::var_os("DPML_DATA_DIR").expect("dpml_mnist is set only with DPML_DATA_DIR");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(dir);
+    assert!(dir.join("mnist").is_dir(), "no mnist/ in {}", dir.display());
+    dir
 }
 
 /// The exact numbers an HTML report keeps in `<data value="…">` elements.
