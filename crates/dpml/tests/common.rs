@@ -1,8 +1,14 @@
 //! Helpers shared by the command-line tests: run the built binary as a user would.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
+
+// The MNIST folder of the tests marked `cfg_attr(not(dpml_mnist), ignore = …)`, as dpml-data's
+// tests find it (both crates share the build script that sets `dpml_mnist`).
+#[path = "../../data/tests/common/mod.rs"]
+mod data_dir;
+#[allow(unused_imports)] // not every test file reads MNIST
+pub use data_dir::mnist_data_dir;
 
 /// A finished run of `dpml`.
 pub struct Run {
@@ -103,18 +109,6 @@ pub fn from_output(o: Output) -> Run {
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
     }
-}
-
-/// The data folder that holds `mnist/`: `$DPML_DATA_DIR`, a relative one taken from the
-/// workspace root. Only for tests marked `#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set
-/// DPML_DATA_DIR")]`: the build script sets `dpml_mnist` when that folder holds `mnist/`.
-pub fn mnist_data_dir() -> PathBuf {
-    let dir = std::env::var_os("DPML_DATA_DIR").expect("dpml_mnist is set only with DPML_DATA_DIR");
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(dir);
-    assert!(dir.join("mnist").is_dir(), "no mnist/ in {}", dir.display());
-    dir
 }
 
 /// The exact numbers an HTML report keeps in `<data value="…">` elements.
