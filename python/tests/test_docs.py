@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, _binary
+from conftest import ROOT, binary_path
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```$", re.S | re.M)
 
@@ -73,7 +73,7 @@ def test_python_blocks_of(page, tmp_path, monkeypatch):
         env["DPML_DATA_DIR"] = str(mnist)
     else:
         env.pop("DPML_DATA_DIR", None)
-    binary = _binary()
+    binary = binary_path()
     if binary is not None:
         env["PATH"] = f"{binary.parent}{os.pathsep}{env.get('PATH', '')}"
 
@@ -104,3 +104,14 @@ def test_python_blocks_of(page, tmp_path, monkeypatch):
     assert ran or skipped, f"{page}: no python block ran"
     if skipped:
         pytest.skip(f"ran {ran} python blocks; skipped " + "; ".join(skipped))
+
+
+def test_blocks_and_commands_are_read_as_the_rust_test_reads_them():
+    text = (
+        "x\n```sh,exit=2\ndpml a \\\n  --b 1  # note\n# only\ndpml c --d#e\n```\n"
+        "```python,torch\nb = 2\n```\n"
+    )
+    blocks = list(_blocks(text))
+    assert [(lang, attrs) for lang, attrs, _ in blocks] == [("sh", {"exit=2"}), ("python", {"torch"})]
+    assert _commands(blocks[0][2]) == ["dpml a --b 1", "dpml c --d#e"]
+    assert blocks[1][2] == "b = 2\n"
