@@ -7,7 +7,7 @@ mod common;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::{dpml, shared_data};
+use common::{dpml, mnist_data_dir};
 use npyz::WriterBuilder;
 
 /// How many MNIST training images the round trips use (enough for a real epoch, small enough
@@ -159,8 +159,9 @@ fn train(dataset: &str, extra: &[&str]) -> Vec<(String, serde_json::Value)> {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn mnist_as_npy_npz_and_png_trains_as_the_idx_files_do() {
-    let Some(data) = shared_data() else { return };
+    let data = mnist_data_dir();
     let (images, labels) = mnist_subset(&data);
     let dir = tempfile::tempdir().unwrap();
     let p = |name: &str| -> PathBuf { dir.path().join(name) };

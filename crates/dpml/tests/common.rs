@@ -1,8 +1,14 @@
 //! Helpers shared by the command-line tests: run the built binary as a user would.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
+
+// The MNIST folder of the tests marked `cfg_attr(not(dpml_mnist), ignore = …)`, as dpml-data's
+// tests find it (both crates share the build script that sets `dpml_mnist`).
+#[path = "../../data/tests/common/mod.rs"]
+mod data_dir;
+#[allow(unused_imports)] // not every test file reads MNIST
+pub use data_dir::mnist_data_dir;
 
 /// A finished run of `dpml`.
 pub struct Run {
@@ -102,22 +108,6 @@ pub fn from_output(o: Output) -> Run {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-/// The shared data folder: $DPML_DATA_DIR, else ../shared/data beside the checkout.
-pub fn shared_data() -> Option<PathBuf> {
-    let dir = std::env::var_os("DPML_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    if dir.join("mnist").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: shared data not found at {} (set DPML_DATA_DIR)",
-            dir.display()
-        );
-        None
     }
 }
 
