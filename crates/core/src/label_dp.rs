@@ -11,7 +11,7 @@ use dpml_learn::label_dp::{
     LabelDpConfig, LabelMechanism, PostProcess, Task, TopKRule, default_training,
     run as run_label_dp,
 };
-use dpml_learn::model_facts::ModelFacts;
+use dpml_learn::model_facts::{Guarantee, ModelFacts};
 use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
 
@@ -155,7 +155,15 @@ pub fn label_dp(a: &LabelDpOptions, rng: &mut DpRng, observer: &mut dyn Observer
         test,
         schema,
         split_key,
-    } = load_split(&a.dataset, &opts, needs, a.split.test_fraction, Some(key))?;
+    } = load_split(
+        &a.dataset,
+        &opts,
+        needs,
+        a.split.test_fraction,
+        Some(key),
+        // Neighbours differ in one label: the split hashes the features only.
+        Guarantee::LabelDp.split_basis(),
+    )?;
     let test_split = match split_key {
         Some(_) => "per-record keyed split",
         None => "published test split",

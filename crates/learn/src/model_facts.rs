@@ -11,6 +11,7 @@
 use std::time::SystemTime;
 
 use dpml_accounting::BoundKind;
+use dpml_data::SplitBasis;
 use serde::{Deserialize, Serialize};
 
 use crate::dpsgd::{Objective, TrainReport};
@@ -215,6 +216,18 @@ impl ModelFacts {
             delta_per_record: p.delta_per_record,
         });
         self
+    }
+}
+
+impl Guarantee {
+    /// What the train/test split of a run under this guarantee hashes: the part of a record
+    /// that the guarantee's neighbouring relation leaves fixed (see [`SplitBasis`]).
+    pub const fn split_basis(self) -> SplitBasis {
+        match self {
+            Self::LabelDp => SplitBasis::Features,
+            Self::InputPerturbation => SplitBasis::Position,
+            Self::DpSgd | Self::NonPrivate => SplitBasis::Record,
+        }
     }
 }
 

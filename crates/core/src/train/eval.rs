@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use dpml_data::Source;
+use dpml_data::{Source, SplitBasis};
 use dpml_learn::dpsgd;
 use serde_json::{Value, json};
 
@@ -38,15 +38,21 @@ pub fn eval(o: &EvalOptions) -> Result<Value> {
     let opts = o
         .declarations
         .load_options(o.data_dir.as_deref(), o.label_column.as_deref())?;
+    let mut saved = dpsgd::load_saved(&o.model_file)?;
+    // The training run's split hashed what its guarantee leaves fixed: the same part here.
+    let basis = saved
+        .facts
+        .as_ref()
+        .map_or(SplitBasis::Record, |f| f.guarantee.split_basis());
     let test = load_split(
         &o.dataset,
         &opts,
         Needs::default(),
         o.split.test_fraction,
         o.split.key,
+        basis,
     )?
     .test;
-    let mut saved = dpsgd::load_saved(&o.model_file)?;
     let e = dpsgd::evaluate_saved(&mut saved, &test)?;
     let mut diagnostics =
         json!({"test_accuracy": e.accuracy, "test_loss": e.loss, "test_size": e.n});

@@ -765,7 +765,7 @@ fn with_averaged<T>(
 
 #[cfg(test)]
 mod prefix_tests {
-    use dpml_data::{LoadOptions, Source, SplitKey, train_test_split};
+    use dpml_data::{LoadOptions, Source, SplitBasis, SplitKey, train_test_split};
     use dpml_nn::ModelSpec;
 
     use super::*;
@@ -785,7 +785,8 @@ mod prefix_tests {
         )
         .unwrap()
         .train;
-        let (tr, te) = train_test_split(&all, 0.25, &SplitKey::from_seed(7)).unwrap();
+        let (tr, te) =
+            train_test_split(&all, 0.25, &SplitKey::from_seed(7), SplitBasis::Record).unwrap();
         let cfg = TrainConfig {
             model: "scatter-cnn".into(),
             epochs: 4.0,
