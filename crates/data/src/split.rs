@@ -451,10 +451,14 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         for (n, k) in [(5, 1), (5, 6)] {
-            let msg = kfold(&toy(n), k, &key(0)).unwrap_err().to_string();
+            let msg = kfold(&toy(n), k, &key(0), SplitBasis::Record)
+                .unwrap_err()
+                .to_string();
             assert!(msg.contains("k must be"), "{msg}");
         }
-        let msg = kfold(&toy(3), 3, &key(0)).unwrap_err().to_string();
+        let msg = kfold(&toy(3), 3, &key(0), SplitBasis::Record)
+            .unwrap_err()
+            .to_string();
         assert!(
             msg.contains("fold") && msg.contains("came out empty"),
             "{msg}"
