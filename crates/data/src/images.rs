@@ -1,9 +1,11 @@
 //! Image folders: `images:DIR` holds one subfolder per class (the subfolder's name is the
 //! class), each holding PNG or JPEG files (recognised by their content, not their names).
 //!
-//! Every image becomes a record of the declared shape `[C, H, W]` (schema key `shape`; C = 1
-//! for grayscale, 3 for RGB; without a declaration, the first image's size, and 3 channels
-//! unless it is grayscale). An image of another size is refused, naming it and both sizes,
+//! Every image becomes a record of the declared shape `[C, H, W]` (schema key `shape` or
+//! `--shape`; C = 1 for grayscale, 3 for RGB). Without a declaration the first image's size
+//! is taken, with 3 channels unless it is grayscale: a shape read from a record, which
+//! [`crate::load`] marks as inferred and which every private computation refuses (one image
+//! would fix every record and the model). An image of another size is refused, naming it and both sizes,
 //! unless resizing is asked for (`--resize` or schema key `resize = true`: bilinear). Pixels
 //! are scaled to [0, 1] like MNIST's, a public range. Anything else in the folder (a file
 //! beside the class folders, a file that is not a PNG or JPEG) is an error naming it: nothing
