@@ -120,6 +120,7 @@ const SPECIFIC: &[Summary] = &[
             let privacy = v.get("privacy").unwrap_or(&Value::Null);
             let what = match privacy.get("guarantee").and_then(Value::as_str) {
                 Some("unknown") | None => "privacy facts unknown (not written by this dpml)".into(),
+                Some("invalid") => "privacy facts invalid: no stated guarantee".into(),
                 Some("non-private") => "non-private".into(),
                 Some(g) => format!("{g}, {}", guarantee(privacy)),
             };
@@ -133,6 +134,7 @@ const SPECIFIC: &[Summary] = &[
         fields: &[
             "model",
             "privacy.guarantee",
+            "privacy.problems",
             "privacy.epsilon",
             "privacy.delta",
             "privacy.accountant",

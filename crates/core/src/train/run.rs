@@ -261,7 +261,10 @@ fn split_basis(o: &TrainOptions, cfg: &TrainConfig) -> SplitBasis {
 
 /// The fields of a [`dpsgd::TrainReport`] computed from the training or test records without
 /// noise: diagnostics, not part of the release (the test records are private data too).
+/// `samples_per_sec` is the sum of the realised Poisson batch sizes over the time taken: the
+/// batch sizes are a function of the private records.
 const TRAINING_DIAGNOSTICS: &[&str] = &[
+    "samples_per_sec",
     "train_accuracy",
     "test_accuracy",
     "test_loss",
