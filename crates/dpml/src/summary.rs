@@ -67,6 +67,8 @@ const SPECIFIC: &[Summary] = &[
         headline: account,
         fields: &[
             "epsilon.pld",
+            "pld_lower",
+            "pld_gap",
             "epsilon.rdp",
             "epsilon.gdp",
             "delta",
@@ -533,9 +535,13 @@ fn diagnostic_accuracy(d: Option<&Value>, key: &str, name: &str) -> String {
 
 fn account(v: &Value, _: Option<&Value>) -> String {
     let eps = |k: &str| lookup(v, &format!("epsilon.{k}")).map_or("-".into(), text);
+    // The PLD's own error bar: its lower bound beside the upper bound it reports.
+    let pld = match lookup(v, "pld_lower") {
+        Some(lower) => format!("{} (PLD; lower bound {})", eps("pld"), text(lower)),
+        None => format!("{} (PLD)", eps("pld")),
+    };
     format!(
-        "ε = {} (PLD), {} (RDP), {} (GDP approximation) at δ = {}",
-        eps("pld"),
+        "ε = {pld}, {} (RDP), {} (GDP approximation) at δ = {}",
         eps("rdp"),
         eps("gdp"),
         field(v, "delta")
