@@ -421,10 +421,11 @@ const SPECIFIC: &[Summary] = &[
         command: "data verify",
         headline: |v, _| {
             format!(
-                "verified {} files: {} ok, {} mismatched",
+                "verified {} files: {} ok, {} mismatched, {} missing",
                 count(v, "files"),
                 field(v, "ok"),
-                field(v, "mismatched")
+                field(v, "mismatched"),
+                field(v, "missing")
             )
         },
         fields: &[],

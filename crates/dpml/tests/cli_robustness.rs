@@ -788,3 +788,52 @@ fn forged_model_facts_are_invalid_and_file_text_is_escaped() {
     );
     assert!(shown.stdout.contains("\\u{1b}"), "{:?}", shown.stdout);
 }
+
+/// `data fetch` from a server that accepts and never answers gives up after its few-second
+/// read timeout (it waited 62 s), saying so; offline or not, the error says where the files
+/// go by hand and how to check them; `data verify` counts missing files and fails on them.
+#[test]
+fn data_fetch_fails_in_seconds_and_says_how_to_install_by_hand() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        // Hold every connection open without a byte of answer.
+        let held: Vec<_> = listener.incoming().flatten().collect();
+        drop(held);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().to_str().unwrap();
+    let start = Instant::now();
+    let run = dpml_within(
+        &["data", "fetch", "mnist", "--to", to, "--base-url", &base],
+        Duration::from_secs(30),
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let mnist = dir.path().join("mnist");
+    for needle in [
+        "no answer within 5 s",
+        "train-labels-idx1-ubyte.gz",
+        mnist.to_str().unwrap(),
+        &format!("dpml data verify mnist --data-dir {to}"),
+    ] {
+        assert!(run.stderr.contains(needle), "{needle:?}: {}", run.stderr);
+    }
+    // Nothing is there: verify names the missing files and fails, for one set or all.
+    for args in [
+        vec!["data", "verify", "--data-dir", to],
+        vec!["data", "verify", "mnist", "--data-dir", to],
+    ] {
+        let run = dpml(&args);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(
+            run.stderr.contains("missing:") && run.stderr.contains("t10k-images-idx3-ubyte.gz"),
+            "{}",
+            run.stderr
+        );
+    }
+}
