@@ -38,21 +38,34 @@ pub fn eval(o: &EvalOptions) -> Result<Value> {
     let opts = o
         .declarations
         .load_options(o.data_dir.as_deref(), o.label_column.as_deref())?;
+    let split = |basis| {
+        load_split(
+            &o.dataset,
+            &opts,
+            Needs::default(),
+            o.split.test_fraction,
+            o.split.key,
+            basis,
+        )
+    };
+    // Without a key only the source's own test split will do (or the error that asks for the
+    // key), whatever the basis: found before the model file is read.
+    let own_split = match o.split.key {
+        None => Some(split(SplitBasis::Record)?.test),
+        Some(_) => None,
+    };
     let mut saved = dpsgd::load_saved(&o.model_file)?;
-    // The training run's split hashed what its guarantee leaves fixed: the same part here.
-    let basis = saved
-        .facts
-        .as_ref()
-        .map_or(SplitBasis::Record, |f| f.guarantee.split_basis());
-    let test = load_split(
-        &o.dataset,
-        &opts,
-        Needs::default(),
-        o.split.test_fraction,
-        o.split.key,
-        basis,
-    )?
-    .test;
+    let test = match own_split {
+        Some(test) => test,
+        // The training run's split hashed what its guarantee leaves fixed: the same part here.
+        None => {
+            let basis = saved
+                .facts
+                .as_ref()
+                .map_or(SplitBasis::Record, |f| f.guarantee.split_basis());
+            split(basis)?.test
+        }
+    };
     let e = dpsgd::evaluate_saved(&mut saved, &test)?;
     let mut diagnostics =
         json!({"test_accuracy": e.accuracy, "test_loss": e.loss, "test_size": e.n});
