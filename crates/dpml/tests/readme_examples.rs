@@ -142,10 +142,16 @@ fn the_readme_schema_is_the_example_file() {
     );
 }
 
+/// Copies `from` into `to`, subfolders (an example image folder) included.
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create examples copy");
     for entry in std::fs::read_dir(from).expect("read examples/") {
         let entry = entry.expect("entry");
-        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy example file");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy example file");
+        }
     }
 }
