@@ -36,7 +36,9 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 macro_rules! diag {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        // Control characters escaped: a line may quote a name read from a file.
+        let line = $crate::output::printable(&format!($($arg)*)).into_owned();
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
     }};
 }
 pub(crate) use diag;
