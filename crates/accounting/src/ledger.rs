@@ -41,7 +41,7 @@ use serde::Serialize;
 
 use crate::{Accountant, PrivacyEvent};
 use compose::{Cost, Spent, compose};
-pub use error::LedgerError;
+pub use error::{LedgerError, is_path_mistake};
 
 /// How many characters of an unstorable event to quote in an error.
 const QUOTED_EVENT_CHARS: usize = 200;

@@ -168,7 +168,11 @@ fn fetches_verifies_and_skips_what_is_there() {
                 .all(|e| e.stage == FetchStage::Downloading)
         );
     }
-    let mnist_checks: Vec<_> = verify(to.path()).into_iter().take(4).collect();
+    let mnist_checks: Vec<_> = verify(to.path(), Some("mnist"))
+        .unwrap()
+        .into_iter()
+        .take(4)
+        .collect();
     assert!(
         mnist_checks.iter().all(|c| c.status == CheckStatus::Ok),
         "{mnist_checks:#?}"

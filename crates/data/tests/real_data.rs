@@ -85,7 +85,7 @@ fn catalog_and_verify_see_the_real_files() {
         took < decode,
         "catalog took {took:?}, decoding one file {decode:?}"
     );
-    let checks = verify(&dir);
+    let checks = verify(&dir, None).unwrap();
     assert_eq!(checks.len(), 12);
     assert!(
         checks.iter().all(|c| c.status == CheckStatus::Ok),

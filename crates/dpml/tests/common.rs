@@ -126,3 +126,22 @@ pub fn report_states(html: &str, v: f64) -> bool {
         .iter()
         .any(|s| (s - v).abs() <= 1e-12 * v.abs().max(1e-300))
 }
+
+/// Copies the safetensors model at `from` to `to` with its header's JSON changed by `edit`
+/// (its `__metadata__` entries are strings of JSON or text), the header's length fixed up so
+/// the tensor offsets stay valid: what a careless tool or a forger writes.
+pub fn edit_safetensors_header(
+    from: &std::path::Path,
+    to: &std::path::Path,
+    edit: impl FnOnce(&mut serde_json::Value),
+) {
+    let bytes = std::fs::read(from).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    edit(&mut header);
+    let text = header.to_string();
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&bytes[8 + n..]);
+    std::fs::write(to, out).unwrap();
+}

@@ -137,12 +137,38 @@ pub enum LedgerError {
 
 impl LedgerError {
     /// Whether the failure lies with the environment rather than with the caller's budget,
-    /// parameters or file: an I/O error or a SQLite failure other than a damaged file (a
-    /// ledger locked past the busy timeout, a read-only file or folder, a full disk). Such a
-    /// failure is a runtime failure; everything else is a refusal of what was asked.
+    /// parameters or file: an I/O error or a SQLite failure other than a damaged file or a
+    /// mistaken path (a ledger locked past the busy timeout, a read-only file or folder, a
+    /// full disk). Such a failure is a runtime failure; everything else, a path into a folder
+    /// that does not exist included, is a refusal of what was asked.
     pub fn is_environmental(&self) -> bool {
-        matches!(self, LedgerError::Io { .. } | LedgerError::Sqlite { .. })
+        match self {
+            LedgerError::Io { source, .. } => !is_path_mistake(source),
+            LedgerError::Sqlite { path, source } => {
+                let cannot_open =
+                    source.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen);
+                let folder_missing = path
+                    .parent()
+                    .is_some_and(|p| !p.as_os_str().is_empty() && !p.is_dir());
+                !(cannot_open && folder_missing)
+            }
+            _ => false,
+        }
     }
+}
+
+/// Whether an I/O failure on a path the caller named is the caller's mistake: a folder that
+/// does not exist, a file where a folder belongs or the reverse, a file that is already
+/// there, a name the file system refuses. Permissions, a read-only or full disk and a lock
+/// are the environment's.
+pub fn is_path_mistake(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{
+        AlreadyExists, InvalidFilename, InvalidInput, IsADirectory, NotADirectory, NotFound,
+    };
+    matches!(
+        e.kind(),
+        NotFound | NotADirectory | IsADirectory | AlreadyExists | InvalidFilename | InvalidInput
+    )
 }
 
 #[cfg(test)]

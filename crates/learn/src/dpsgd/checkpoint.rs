@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::config::TrainConfig;
-use super::error::{DpSgdError, Result};
+use super::error::{DpSgdError, Result, io_failure};
 use super::objective::Task;
 use super::train::EpochLog;
 
@@ -109,7 +109,7 @@ impl Checkpoint {
                 dir.display(),
                 path.display()
             )),
-            _ => DpSgdError::Runtime(format!("cannot read {}: {e}", path.display())),
+            _ => io_failure(format!("cannot read {}: {e}", path.display()), &e),
         })?;
         let ck: Self = serde_json::from_str(&text).map_err(|e| {
             DpSgdError::CheckpointMismatch(format!(
@@ -147,12 +147,17 @@ impl Checkpoint {
     /// # Errors
     /// [`DpSgdError::Runtime`] naming the path that failed.
     pub(crate) fn save(&self, dir: &Path) -> Result<()> {
-        let fail = |what: &Path, e: &dyn std::fmt::Display| {
-            DpSgdError::Runtime(format!("cannot write checkpoint {}: {e}", what.display()))
+        let fail = |what: &Path, e: &std::io::Error| {
+            io_failure(
+                format!("cannot write checkpoint {}: {e}", what.display()),
+                e,
+            )
         };
         fs::create_dir_all(dir).map_err(|e| fail(dir, &e))?;
         let tmp = dir.join(format!("{FILE}.tmp"));
-        let text = serde_json::to_vec(self).map_err(|e| fail(&tmp, &e))?;
+        let text = serde_json::to_vec(self).map_err(|e| {
+            DpSgdError::Runtime(format!("cannot write checkpoint {}: {e}", tmp.display()))
+        })?;
         let mut f = fs::File::create(&tmp).map_err(|e| fail(&tmp, &e))?;
         f.write_all(&text).map_err(|e| fail(&tmp, &e))?;
         f.sync_all().map_err(|e| fail(&tmp, &e))?;
