@@ -66,6 +66,7 @@ pages! {
     sql => "docs/src/sql.md";
     training => "docs/src/training.md", mnist: training_with_mnist;
     your_data => "docs/src/your-data.md";
+    inputs => "docs/src/inputs.md";
     saved_models => "docs/src/saved-models.md";
     tuning => "docs/src/tuning.md";
     label_dp_kmeans => "docs/src/label-dp-kmeans.md";
@@ -377,11 +378,17 @@ fn check_links(page: &str, text: &str) {
     }
 }
 
+/// A copy of `from` (the examples folder, with its subfolders) at `to`.
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create examples copy");
     for entry in std::fs::read_dir(from).expect("read examples/") {
-        let entry = entry.expect("entry");
-        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy example file");
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("a file name"));
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).expect("copy example file");
+        }
     }
 }
 
