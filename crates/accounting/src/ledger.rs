@@ -41,7 +41,7 @@ use serde::{Serialize, Serializer};
 
 use crate::{Accountant, PrivacyEvent};
 use compose::{Cost, Spent, compose};
-pub use error::LedgerError;
+pub use error::{LedgerError, is_path_mistake};
 pub use seal::LedgerKey;
 
 /// How many characters of an unstorable event to quote in an error.

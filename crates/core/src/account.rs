@@ -86,6 +86,14 @@ pub fn account(
         }
     }
 
+    // JSON has no infinity: an ε that is not finite prints as null, which needs its reason.
+    for (name, e) in &eps {
+        if e.as_f64().is_none_or(|e| !e.is_finite()) {
+            notes.push(format!(
+                "{name}: epsilon is not finite (no guarantee at this delta)"
+            ));
+        }
+    }
     let mut obj = Map::new();
     obj.insert("epsilon".into(), Value::Object(eps));
     obj.extend(result);

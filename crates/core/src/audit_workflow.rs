@@ -50,9 +50,9 @@ impl From<DriverError> for Error {
 /// # Errors
 /// A usage error without a model name; the overrides' errors.
 pub fn recipe(overrides: &RecipeOptions) -> Result<TrainConfig> {
-    if overrides.model.is_none() {
+    if overrides.model.is_none() && overrides.arch.is_none() {
         return Err(Error::usage(
-            "--model is required (logreg, mlp, cnn, cnn-tanh)",
+            "--model (logreg, mlp, cnn, cnn-tanh) or --arch FILE is required",
         ));
     }
     let base = TrainConfig {
@@ -106,7 +106,7 @@ pub struct AuditOptions {
     pub confidence: f64,
     /// Threads training models side by side (default: the CPU count).
     pub threads: Option<usize>,
-    /// Model cache folder (default: OUT/model-cache, or one in the system temp folder).
+    /// Model cache folder (default: [`dpml_audit::driver::cache::default_dir`], per user).
     pub cache: Option<PathBuf>,
     /// Read and write no cached models.
     pub no_cache: bool,
@@ -162,12 +162,13 @@ impl AuditPlan {
         };
         let target_size = o.train_size.unwrap_or(DEFAULT_TARGET_SIZE.min(data.n / 2));
         let lira_queries = LiraQueries::parse(&o.lira_queries)?;
-        let cache_dir = (!o.no_cache).then(|| {
-            o.cache.clone().unwrap_or_else(|| match &o.out {
-                Some(out) => out.join("model-cache"),
-                None => std::env::temp_dir().join("dpml-audit-cache"),
-            })
-        });
+        // Never the output folder (a report is made to be shared) nor the shared temporary
+        // folder: the models are trained on the private data.
+        let cache_dir = match (&o.cache, o.no_cache) {
+            (_, true) => None,
+            (Some(dir), false) => Some(dir.clone()),
+            (None, false) => dpml_audit::driver::cache::default_dir(),
+        };
         let threads = threads_or_cores(o.threads);
         let mut cfg = AuditConfig {
             target_size,

@@ -11,7 +11,7 @@ use dpml_learn::label_dp::{
     LabelDpConfig, LabelMechanism, PostProcess, RrWithPrior, Task, TopKRule, default_training,
     run as run_label_dp, train as train_label_dp,
 };
-use dpml_learn::model_facts::{ModelFacts, SplitFacts};
+use dpml_learn::model_facts::{Guarantee, ModelFacts, SplitFacts};
 use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Value, json};
 
@@ -223,7 +223,15 @@ pub fn label_dp(
         schema,
         split_key,
         clamped,
-    } = load_split(&a.dataset, &opts, needs, a.split.test_fraction, Some(key))?;
+    } = load_split(
+        &a.dataset,
+        &opts,
+        needs,
+        a.split.test_fraction,
+        Some(key),
+        // Neighbours differ in one label: the split hashes the features only.
+        Guarantee::LabelDp.split_basis(),
+    )?;
     let normalize = public_normalization(&a.dataset, &schema, &train)?;
     let ctx = RunContext {
         dataset: a.dataset.name(),

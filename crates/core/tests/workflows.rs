@@ -32,12 +32,11 @@ fn iris(folds: Option<usize>) -> TrainOptions {
 fn released(end: TrainEnd) -> Value {
     match end {
         TrainEnd::Released(mut v) => {
-            // Timings differ between runs; everything else repeats under a seed. The
-            // throughput is a diagnostic (it sums realised batch sizes).
+            // Timings differ between runs; everything else repeats under a seed.
             v.as_object_mut().map(|m| m.remove("wall_seconds"));
             v["diagnostics"]
                 .as_object_mut()
-                .map(|d| d.remove("samples_per_sec"));
+                .map(|m| m.remove("samples_per_sec"));
             v
         }
         TrainEnd::Stopped { step, .. } => panic!("a run without a stop stopped at {step}"),

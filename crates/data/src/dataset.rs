@@ -177,7 +177,7 @@ pub(crate) mod tests {
         assert_eq!(t.column("target").unwrap(), &[0.0, 1.0]);
         let msg = t.column("nope").unwrap_err().to_string();
         assert!(
-            msg.contains("\"nope\"") && msg.contains("a, target"),
+            msg.contains("\"nope\"") && msg.contains("\"a\", \"target\""),
             "{msg}"
         );
     }

@@ -43,6 +43,12 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
         }
         (None, Some(records)) => {
             check_no_label_column(source, opts)?;
+            if schema.shape.is_none() && matches!(source, Source::Images(_)) {
+                // The first image's size and channels: fine for a look at the data, refused
+                // by every private computation (`Schema::require_shape`).
+                schema.shape = Some(records.record_shape.clone());
+                schema.shape_provenance = Some(Provenance::Inferred);
+            }
             if records.pixels && schema.bounds.is_none() {
                 // 8-bit pixels were scaled into [0, 1], as MNIST's: a public range.
                 schema.bounds = Some(FeatureBounds::Uniform((0.0, 1.0)));

@@ -35,8 +35,13 @@ pub struct SchemaArgs {
     /// (default ',').
     #[arg(long)]
     pub delimiter: Option<String>,
-    /// Resize the images of an images: folder to the declared shape (schema key `shape`)
-    /// instead of refusing an image of another size.
+    /// Declared record shape C,H,W of an images: folder (C = 1 grayscale, 3 RGB; schema key
+    /// `shape`), or the shape an array's or table's features are laid out in. A private run
+    /// on images: needs it: the first image's size is used only by non-private runs.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(usize))]
+    pub shape: Option<Vec<usize>>,
+    /// Resize the images of an images: folder to the declared shape (--shape or schema key
+    /// `shape`) instead of refusing an image of another size.
     #[arg(long)]
     pub resize: bool,
 }
@@ -50,6 +55,7 @@ impl SchemaArgs {
             classes: self.classes.clone(),
             label_range: self.label_range,
             delimiter: self.delimiter.clone(),
+            shape: self.shape.clone(),
             resize: self.resize,
         }
     }

@@ -69,6 +69,8 @@ const SPECIFIC: &[Summary] = &[
         headline: account,
         fields: &[
             "epsilon.pld",
+            "pld_lower",
+            "pld_gap",
             "epsilon.rdp",
             "epsilon.gdp",
             "delta",
@@ -122,6 +124,7 @@ const SPECIFIC: &[Summary] = &[
             let privacy = v.get("privacy").unwrap_or(&Value::Null);
             let what = match privacy.get("guarantee").and_then(Value::as_str) {
                 Some("unknown") | None => "privacy facts unknown (not written by this dpml)".into(),
+                Some("invalid") => "privacy facts invalid: no stated guarantee".into(),
                 Some("non-private") => "non-private".into(),
                 Some(g) => format!("{g}, {}", guarantee(privacy)),
             };
@@ -135,6 +138,7 @@ const SPECIFIC: &[Summary] = &[
         fields: &[
             "model",
             "privacy.guarantee",
+            "privacy.problems",
             "privacy.epsilon",
             "privacy.delta",
             "privacy.accountant",
@@ -463,10 +467,11 @@ const SPECIFIC: &[Summary] = &[
         command: "data verify",
         headline: |v, _| {
             format!(
-                "verified {} files: {} ok, {} mismatched",
+                "verified {} files: {} ok, {} mismatched, {} missing",
                 count(v, "files"),
                 field(v, "ok"),
-                field(v, "mismatched")
+                field(v, "mismatched"),
+                field(v, "missing")
             )
         },
         fields: &[],
@@ -625,9 +630,13 @@ fn diagnostic_accuracy(d: Option<&Value>, key: &str, name: &str) -> String {
 
 fn account(v: &Value, _: Option<&Value>) -> String {
     let eps = |k: &str| lookup(v, &format!("epsilon.{k}")).map_or("-".into(), text);
+    // The PLD's own error bar: its lower bound beside the upper bound it reports.
+    let pld = match lookup(v, "pld_lower") {
+        Some(lower) => format!("{} (PLD; lower bound {})", eps("pld"), text(lower)),
+        None => format!("{} (PLD)", eps("pld")),
+    };
     format!(
-        "ε = {} (PLD), {} (RDP), {} (GDP approximation) at δ = {}",
-        eps("pld"),
+        "ε = {pld}, {} (RDP), {} (GDP approximation) at δ = {}",
         eps("rdp"),
         eps("gdp"),
         field(v, "delta")

@@ -28,6 +28,7 @@ fn train_reports_the_contract_fields_and_respects_the_target() {
         "train_accuracy",
         "test_loss",
         "test_size",
+        // The realised Poisson batch sizes over time.
         "samples_per_sec",
     ] {
         assert!(!d[f].is_null(), "missing diagnostics.{f}: {v}");

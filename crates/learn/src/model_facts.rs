@@ -11,6 +11,7 @@
 use std::time::SystemTime;
 
 use dpml_accounting::BoundKind;
+use dpml_data::SplitBasis;
 use serde::{Deserialize, Serialize};
 
 use crate::dpsgd::{Objective, TrainReport};
@@ -251,6 +252,105 @@ impl ModelFacts {
     }
 }
 
+impl ModelFacts {
+    /// What is wrong with these facts as a guarantee, one line each (empty when nothing is):
+    /// a file can hold any JSON, and a reader must not take ε = −1 or a sampling rate of 7
+    /// for the model's guarantee. Checks each number's domain and that the guarantee has the
+    /// fields its kind needs (and a non-private model no ε).
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |name: &str, v: Option<f64>, ok: fn(f64) -> bool, domain: &str| {
+            if let Some(v) = v.filter(|&v| !ok(v)) {
+                out.push(format!("{name} {v} is not {domain}"));
+            }
+        };
+        check(
+            "epsilon",
+            self.epsilon,
+            |e| e.is_finite() && e >= 0.0,
+            "a finite number ≥ 0",
+        );
+        check(
+            "delta",
+            self.delta,
+            |d| (0.0..1.0).contains(&d),
+            "in [0, 1)",
+        );
+        check(
+            "noise_multiplier",
+            self.noise_multiplier,
+            |s| s.is_finite() && s > 0.0,
+            "a finite number > 0",
+        );
+        check(
+            "sampling_rate",
+            self.sampling_rate,
+            |q| q > 0.0 && q <= 1.0,
+            "in (0, 1]",
+        );
+        check(
+            "max_grad_norm",
+            self.max_grad_norm,
+            |c| c.is_finite() && c > 0.0,
+            "a finite number > 0",
+        );
+        if let Some(p) = &self.input_perturbation {
+            check(
+                "input_perturbation.epsilon_per_record",
+                Some(p.epsilon_per_record),
+                |e| e.is_finite() && e >= 0.0,
+                "a finite number ≥ 0",
+            );
+            check(
+                "input_perturbation.delta_per_record",
+                Some(p.delta_per_record),
+                |d| (0.0..1.0).contains(&d),
+                "in [0, 1)",
+            );
+        }
+        let private = self.guarantee != Guarantee::NonPrivate;
+        if private && (self.epsilon.is_none() || self.delta.is_none()) {
+            out.push(format!(
+                "a {} guarantee without epsilon and delta",
+                self.guarantee.name()
+            ));
+        }
+        if !private && self.epsilon.is_some() {
+            out.push("a non-private model with an epsilon".into());
+        }
+        if self.guarantee == Guarantee::DpSgd
+            && (self.noise_multiplier.is_none()
+                || self.sampling_rate.is_none()
+                || self.steps.is_none())
+        {
+            out.push("a dp-sgd guarantee without noise_multiplier, sampling_rate and steps".into());
+        }
+        out
+    }
+}
+
+impl Guarantee {
+    /// The guarantee's name as files and reports spell it (`"dp-sgd"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::DpSgd => "dp-sgd",
+            Self::LabelDp => "label-dp",
+            Self::InputPerturbation => "input-perturbation",
+            Self::NonPrivate => "non-private",
+        }
+    }
+
+    /// What the train/test split of a run under this guarantee hashes: the part of a record
+    /// that the guarantee's neighbouring relation leaves fixed (see [`SplitBasis`]).
+    pub const fn split_basis(self) -> SplitBasis {
+        match self {
+            Self::LabelDp => SplitBasis::Features,
+            Self::InputPerturbation => SplitBasis::Position,
+            Self::DpSgd | Self::NonPrivate => SplitBasis::Record,
+        }
+    }
+}
+
 /// The current time, UTC, RFC 3339 to the second.
 fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
@@ -344,6 +444,37 @@ mod tests {
             (Guarantee::DpSgd, Some(3.0))
         );
         assert_eq!(both.input_perturbation.unwrap().epsilon_per_record, 2.0);
+    }
+
+    #[test]
+    fn forged_facts_are_named_and_true_ones_pass() {
+        let f = ModelFacts::from_training(&report(Some(2.5)), "digits", 1437, "add/remove");
+        assert_eq!(f.problems(), Vec::<String>::new());
+        let forged = ModelFacts {
+            epsilon: Some(-1.0),
+            delta: Some(2.0),
+            noise_multiplier: Some(-5.0),
+            sampling_rate: Some(7.0),
+            ..f.clone()
+        };
+        let problems = forged.problems().join("; ");
+        for name in [
+            "epsilon -1",
+            "delta 2",
+            "noise_multiplier -5",
+            "sampling_rate 7",
+        ] {
+            assert!(problems.contains(name), "{problems}");
+        }
+        let nan = ModelFacts {
+            epsilon: Some(f64::NAN),
+            ..f.clone()
+        };
+        assert_eq!(nan.problems().len(), 1);
+        let missing = ModelFacts { epsilon: None, ..f };
+        assert!(missing.problems()[0].contains("without epsilon"));
+        let none = ModelFacts::from_training(&report(None), "iris", 120, "add/remove");
+        assert!(none.problems().is_empty());
     }
 
     #[test]

@@ -145,13 +145,16 @@ fn key_error(ledger: &Path, reason: String) -> LedgerError {
 fn create_key_file(path: &Path, ledger: &Path) -> Result<(), LedgerError> {
     let mut bytes = [0u8; KEY_BYTES];
     random_bytes(&mut bytes).map_err(|e| key_error(ledger, e))?;
+    // A file-system failure, classified as any other on the ledger's path (a missing folder is
+    // the caller's mistake, a folder that takes no files the environment's).
     super::store::publish(format!("{}\n", hex(&bytes)).as_bytes(), path, 0o600)
         .map(|_| ())
-        .map_err(|e| {
-            key_error(
-                ledger,
+        .map_err(|e| LedgerError::Io {
+            path: ledger.to_path_buf(),
+            source: std::io::Error::new(
+                e.kind(),
                 format!("cannot create the key file {}: {e}", path.display()),
-            )
+            ),
         })
 }
 

@@ -2,11 +2,12 @@
 
 use std::sync::Mutex;
 
-use dpml_data::{Dataset, Provenance, Schema, SplitKey};
+use dpml_data::{Dataset, Provenance, Schema, SplitBasis, SplitKey};
 use dpml_learn::crossval::{epsilon_all_folds, k_fold};
 use dpml_learn::dpsgd::{self, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
 use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
+use dpml_learn::model_facts::Guarantee;
 use dpml_learn::perturbation::{
     InputBudget, InputMechanism, OutputPerturbation, perturb_dataset_in, softmax_rows,
 };
@@ -86,8 +87,17 @@ impl Setup {
         let opts = a
             .declarations
             .load_options(a.data_dir.as_deref(), a.label_column.as_deref())?;
-        let split = |needs: Needs| {
-            let l = load_split(&a.dataset, &opts, needs, a.split.test_fraction, Some(key))?;
+        // Each experiment's split hashes what its relation leaves fixed (`Guarantee::split_basis`).
+        let split = |needs: Needs, guarantee: Guarantee| {
+            let basis = guarantee.split_basis();
+            let l = load_split(
+                &a.dataset,
+                &opts,
+                needs,
+                a.split.test_fraction,
+                Some(key),
+                basis,
+            )?;
             Result::Ok((l.train, l.test, l.schema, l.split_key))
         };
         if let (Some(k), false) = (a.folds, a.experiment == Experiment::DpSgd) {
@@ -112,7 +122,7 @@ impl Setup {
                 let folds = a.folds.unwrap_or(0);
                 // The folds' count checked before any run starts (2 ≤ K ≤ N, no fold empty):
                 // the runs would each refuse it after the progress lines of the others.
-                dpml_data::fold_assignments(&all, folds, &key)?;
+                dpml_data::fold_assignments(&all, folds, &key, SplitBasis::Record)?;
                 Ok((
                     Setup::CrossValidated {
                         base,
@@ -125,7 +135,7 @@ impl Setup {
                 ))
             }
             Experiment::DpSgd => {
-                let (train, test, schema, used) = split(private_training)?;
+                let (train, test, schema, used) = split(private_training, Guarantee::DpSgd)?;
                 let base = recipe_for(a, &schema, &train)?;
                 Ok((Setup::DpSgd { base, train, test }, used))
             }
@@ -137,7 +147,9 @@ impl Setup {
                     bounds: true,
                     classes: false,
                 };
-                let (train, test, schema, used) = split(needs)?;
+                // DP-SGD (add/remove) and label DP (one label changes) on one split: the
+                // features are fixed under both relations.
+                let (train, test, schema, used) = split(needs, Guarantee::LabelDp)?;
                 let base =
                     task_recipe(Task::Regression, &a.recipe, recipe_for(a, &schema, &train)?);
                 let normalize = public_normalization(&a.dataset, &schema, &train)?;
@@ -159,7 +171,7 @@ impl Setup {
                     classes: true,
                     ..Needs::default()
                 };
-                let (train, test, schema, used) = split(needs)?;
+                let (train, test, schema, used) = split(needs, Guarantee::DpSgd)?;
                 let mut cfg = recipe_for(a, &schema, &train)?;
                 cfg.privacy = Privacy::NonPrivate;
                 let mut trained = dpsgd::train(
@@ -183,7 +195,7 @@ impl Setup {
                     bounds: true,
                     ..Needs::default()
                 };
-                let (train, test, schema, used) = split(needs)?;
+                let (train, test, schema, used) = split(needs, Guarantee::InputPerturbation)?;
                 let mut base = recipe_for(a, &schema, &train)?;
                 base.privacy = Privacy::NonPrivate;
                 let ranges = schema.require_bounds(&train.name, train.n_features())?;
@@ -215,7 +227,7 @@ impl Setup {
                     label_range: tasks.contains(&Task::Regression),
                     bounds: false,
                 };
-                let (train, test, schema, used) = split(needs)?;
+                let (train, test, schema, used) = split(needs, Guarantee::LabelDp)?;
                 let normalize = public_normalization(&a.dataset, &schema, &train)?;
                 let base = label_dp::default_training(normalize, train.n);
                 let mut training = a.recipe.apply(base)?;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use dpml_data::Source;
+use dpml_data::{Source, SplitBasis};
 use dpml_learn::dpsgd;
 use serde_json::{Value, json};
 
@@ -55,12 +55,19 @@ pub fn eval(o: &EvalOptions) -> Result<Value> {
         },
         _ => o.split,
     };
+    // The training run's split hashed what its guarantee leaves fixed: the same part here
+    // (without a key, the source's own test split is used whatever the basis).
+    let basis = saved
+        .facts
+        .as_ref()
+        .map_or(SplitBasis::Record, |f| f.guarantee.split_basis());
     let test = load_split(
         &o.dataset,
         &opts,
         Needs::default(),
         split.test_fraction,
         split.key,
+        basis,
     )?
     .test;
     let e = dpsgd::evaluate_saved(&mut saved, &test)?;

@@ -4,9 +4,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use dpml_data::Source;
-use dpml_learn::dpsgd::{self, Collective, EpochLog, Task, TrainConfig, TrainOutcome};
-use dpml_learn::model_facts::SplitFacts;
+use dpml_data::{Source, SplitBasis};
+use dpml_learn::dpsgd::{self, Collective, EpochLog, Privacy, Task, TrainConfig, TrainOutcome};
+use dpml_learn::model_facts::{Guarantee, SplitFacts};
 use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
 use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
@@ -158,6 +158,7 @@ pub fn train(
         private_needs(&cfg, o.task, o.input_perturbation.is_some()),
         o.split.test_fraction,
         Some(key),
+        split_basis(o, &cfg),
     )?;
     let mut cfg = normalized(o, &source, &schema, &train, &cfg)?;
     let notes: Vec<String> = fit_batch_to_data(&mut cfg, &o.recipe, train.n)
@@ -283,6 +284,17 @@ pub fn train(
         }
     }
     Ok(TrainEnd::Released(fitted.release))
+}
+
+/// What the run's split hashes: the guarantee's own basis. Local DP on the features alone
+/// (no DP-SGD) protects a change of one record's features, so it hashes positions; DP-SGD,
+/// with or without input perturbation, states its ε for add/remove of whole records.
+fn split_basis(o: &TrainOptions, cfg: &TrainConfig) -> SplitBasis {
+    let guarantee = match (&o.input_perturbation, &cfg.privacy) {
+        (Some(_), Privacy::NonPrivate) => Guarantee::InputPerturbation,
+        _ => Guarantee::DpSgd,
+    };
+    guarantee.split_basis()
 }
 
 /// `cfg` with the run's public normalisation ([`public_normalization`]), unless a preset

@@ -4,7 +4,7 @@
 //! the records.
 
 use dpml_data::{
-    Dataset, LoadOptions, Provenance, Schema, Source, SplitKey, load, train_test_split,
+    Dataset, LoadOptions, Provenance, Schema, Source, SplitBasis, SplitKey, load, train_test_split,
 };
 use dpml_learn::dpsgd::{FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization};
 use dpml_mechanisms::DpRng;
@@ -49,7 +49,8 @@ pub struct Loaded {
 
 /// Load `source` under `opts` (its schema), check that what the computation `needs` is
 /// declared (before any record is split or used), then split: the source's own test split,
-/// else the keyed per-record split of its records under `key`.
+/// else the keyed per-record split of its records under `key`, hashing the `basis` part of
+/// each record (what the run's neighbouring relation leaves fixed).
 ///
 /// # Errors
 /// A usage error naming what declares a missing declaration; a usage error when the source
@@ -61,13 +62,14 @@ pub fn load_split(
     needs: Needs,
     test_fraction: f64,
     key: Option<SplitKey>,
+    basis: SplitBasis,
 ) -> Result<Loaded> {
     let sets = load(source, opts)?;
     require_declared(&sets.schema, &sets.train, needs)?;
     let (train, test, split_key) = match (sets.test, key) {
         (Some(test), _) => (sets.train, test, None),
         (None, Some(key)) => {
-            let (train, test) = train_test_split(&sets.train, test_fraction, &key)?;
+            let (train, test) = train_test_split(&sets.train, test_fraction, &key, basis)?;
             (train, test, Some(key))
         }
         (None, None) => {

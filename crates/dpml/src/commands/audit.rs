@@ -108,8 +108,10 @@ pub struct AuditArgs {
     /// Threads training models side by side [default: the CPU count].
     #[arg(long, value_parser = args::at_least_one_at_most(args::MAX_THREADS))]
     pub threads: Option<u64>,
-    /// Model cache folder [default: OUT/model-cache, or dpml-audit-cache in the system temp
-    /// folder]. Only seeded runs use it.
+    /// Model cache folder [default: $XDG_CACHE_HOME/dpml/audit-models, else
+    /// ~/.cache/dpml/audit-models]. It holds models trained on the private data: folders it
+    /// creates are private to you (mode 0700), every model file too (0600). Only seeded runs
+    /// use it.
     #[arg(long)]
     pub cache: Option<PathBuf>,
     /// Do not read or write cached models.

@@ -81,8 +81,7 @@ pub struct SweepArgs {
     /// The experiment.
     #[arg(long, value_enum)]
     pub experiment: Experiment,
-    /// Data set.
-    #[arg(long, value_parser = args::dataset)]
+    #[arg(long, value_parser = args::dataset, help = concat!("Data set: ", args::dataset_help!()))]
     pub dataset: Source,
     /// Label column of a csv: data set.
     #[arg(long)]

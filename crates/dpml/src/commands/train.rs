@@ -227,10 +227,7 @@ impl SplitArgs {
 /// Flags of `dpml train`.
 #[derive(Args, Debug)]
 pub struct TrainArgs {
-    /// Data set: mnist, fashion-mnist, iris, breast-cancer, wine, digits, csv:PATH (gzip too),
-    /// npy:FEATURES.npy,LABELS.npy, npz:PATH (arrays x and y), idx:IMAGES,LABELS, images:DIR,
-    /// parquet:PATH (default: the --preset's).
-    #[arg(long, value_parser = args::dataset)]
+    #[arg(long, value_parser = args::dataset, help = concat!("Data set: ", args::dataset_help!()))]
     pub dataset: Option<Source>,
     /// Label column of a csv: data set.
     #[arg(long)]
@@ -476,8 +473,8 @@ pub struct EvalArgs {
     /// A model file saved by `dpml train --save-model`.
     #[arg(long, value_name = "FILE", alias = "model", value_parser = args::input_path)]
     pub model_file: PathBuf,
-    /// Data set to evaluate on (its test split).
-    #[arg(long, value_parser = args::dataset)]
+    #[arg(long, value_parser = args::dataset,
+          help = concat!("Data set to evaluate on (its test split): ", args::dataset_help!()))]
     pub dataset: Source,
     /// Label column of a csv: data set.
     #[arg(long)]

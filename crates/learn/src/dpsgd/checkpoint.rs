@@ -38,7 +38,7 @@ use sha2::{Digest, Sha256};
 
 use super::accounting::PrivacyPlan;
 use super::config::TrainConfig;
-use super::error::{DpSgdError, Result};
+use super::error::{DpSgdError, Result, io_failure};
 use super::objective::Task;
 use super::train::EpochLog;
 
@@ -145,7 +145,7 @@ impl Checkpoint {
                 dir.display(),
                 path.display()
             )),
-            _ => DpSgdError::Runtime(format!("cannot read {}: {e}", path.display())),
+            _ => io_failure(format!("cannot read {}: {e}", path.display()), &e),
         })?;
         // A FIFO or a device would block or never end: only regular files are read.
         if !meta.is_file() {
@@ -160,7 +160,7 @@ impl Checkpoint {
         let mut text = String::new();
         fs::File::open(&path)
             .and_then(|f| std::io::Read::take(f, MAX_BYTES + 1).read_to_string(&mut text))
-            .map_err(|e| DpSgdError::Runtime(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| io_failure(format!("cannot read {}: {e}", path.display()), &e))?;
         let ck: Self = serde_json::from_str(&text)
             .map_err(|e| refuse(format!("not a dpml checkpoint: {e}")))?;
         if ck.format != FORMAT {
@@ -296,14 +296,19 @@ impl Checkpoint {
     /// # Errors
     /// [`DpSgdError::Runtime`] naming the path that failed.
     pub(crate) fn save(&self, dir: &Path) -> Result<()> {
-        let fail = |what: &Path, e: &dyn std::fmt::Display| {
-            DpSgdError::Runtime(format!("cannot write checkpoint {}: {e}", what.display()))
+        let fail = |what: &Path, e: &std::io::Error| {
+            io_failure(
+                format!("cannot write checkpoint {}: {e}", what.display()),
+                e,
+            )
         };
         fs::create_dir_all(dir).map_err(|e| fail(dir, &e))?;
         let tmp = dir.join(format!("{FILE}.tmp"));
         let mut sealed = self.clone();
         sealed.state_digest = sealed.digest();
-        let text = serde_json::to_vec(&sealed).map_err(|e| fail(&tmp, &e))?;
+        let text = serde_json::to_vec(&sealed).map_err(|e| {
+            DpSgdError::Runtime(format!("cannot write checkpoint {}: {e}", tmp.display()))
+        })?;
         let mut f = fs::File::create(&tmp).map_err(|e| fail(&tmp, &e))?;
         f.write_all(&text).map_err(|e| fail(&tmp, &e))?;
         f.sync_all().map_err(|e| fail(&tmp, &e))?;

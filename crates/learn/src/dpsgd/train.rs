@@ -15,7 +15,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::accounting::{PrivacyPlan, accountant};
 use super::batch::{map_through_prefix, prefix_to_precompute};
 use super::checkpoint::{Checkpoint, CheckpointPlan, RunIdentity, from_bits, to_bits};
-use super::collective::{Collective, Solo, broadcast_params, check_models_agree};
+use super::collective::{
+    Collective, Fact, Shown, Solo, broadcast_params, check_facts_agree, check_models_agree, digest,
+};
 use super::config::TrainConfig;
 use super::ema::Ema;
 use super::error::{DpSgdError, Result};
@@ -396,6 +398,33 @@ pub fn train_run(
     run_training(run, cfg, train, test, rng, observer, prefix_observer, None)
 }
 
+/// What every process of a data-parallel run must agree on before the first step: N, q, T,
+/// σ, the recipe, and the data's schema (record shape, classes, feature names and range; not
+/// the records, which each process may hold under its own path).
+fn run_facts(cfg: &TrainConfig, plan: &PrivacyPlan, train: &Dataset) -> Vec<Fact<'static>> {
+    let recipe = serde_json::to_vec(cfg).unwrap_or_default();
+    let schema = format!(
+        "{:?} {} {:?} {:?} {:?}",
+        train.record_shape,
+        train.n_classes,
+        train.class_names,
+        train.feature_names,
+        train.feature_range
+    );
+    vec![
+        ("training-set size N", train.n as u64, Shown::Count),
+        ("sampling rate q", plan.sampling_rate.to_bits(), Shown::Real),
+        ("step count T", plan.steps, Shown::Count),
+        (
+            "noise multiplier σ",
+            plan.noise_multiplier.unwrap_or(0.0).to_bits(),
+            Shown::Real,
+        ),
+        ("recipe", digest(&recipe), Shown::Digest),
+        ("data schema", digest(schema.as_bytes()), Shown::Digest),
+    ]
+}
+
 /// The body of [`train_run`] and [`train_hooked`].
 #[allow(clippy::too_many_arguments)]
 fn run_training(
@@ -427,6 +456,7 @@ fn run_training(
     if let (Some(ck), Some(id)) = (&run.resume, &print) {
         ck.check(id, &plan)?;
     }
+    check_facts_agree(comm, &run_facts(cfg, &plan, train))?;
     let mut model = Sequential::new(spec, rng)?;
     if let Some(h) = hook.as_deref_mut() {
         h.initialise(&mut model);
@@ -785,7 +815,7 @@ fn with_averaged<T>(
 
 #[cfg(test)]
 mod prefix_tests {
-    use dpml_data::{LoadOptions, Source, SplitKey, train_test_split};
+    use dpml_data::{LoadOptions, Source, SplitBasis, SplitKey, train_test_split};
     use dpml_nn::ModelSpec;
 
     use super::*;
@@ -805,7 +835,8 @@ mod prefix_tests {
         )
         .unwrap()
         .train;
-        let (tr, te) = train_test_split(&all, 0.25, &SplitKey::from_seed(7)).unwrap();
+        let (tr, te) =
+            train_test_split(&all, 0.25, &SplitKey::from_seed(7), SplitBasis::Record).unwrap();
         let cfg = TrainConfig {
             model: "scatter-cnn".into(),
             epochs: 4.0,
