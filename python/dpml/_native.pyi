@@ -88,7 +88,11 @@ def one_run_bound(
 
 # mechanisms and statistics
 def laplace(
-    values: npt.NDArray[np.float64], sensitivity: float, epsilon: float, seed: Optional[int] = None
+    values: npt.NDArray[np.float64],
+    sensitivity: float,
+    epsilon: float,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.float64], str]: ...
 def gaussian(
     values: npt.NDArray[np.float64],
@@ -96,9 +100,14 @@ def gaussian(
     epsilon: float,
     delta: float,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.float64], str]: ...
 def discrete_laplace(
-    values: npt.NDArray[np.int64], sensitivity: int, epsilon: float, seed: Optional[int] = None
+    values: npt.NDArray[np.int64],
+    sensitivity: int,
+    epsilon: float,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.int64], str]: ...
 def discrete_gaussian(
     values: npt.NDArray[np.int64],
@@ -106,9 +115,14 @@ def discrete_gaussian(
     epsilon: float,
     delta: float,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.int64], str]: ...
 def randomized_response(
-    values: npt.NDArray[np.int64], epsilon: float, categories: int, seed: Optional[int] = None
+    values: npt.NDArray[np.int64],
+    epsilon: float,
+    categories: int,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.int64], str]: ...
 def statistic(
     kind: str,
@@ -125,10 +139,15 @@ def statistic(
 @final
 class Ledger:
     def __new__(
-        cls, path: _Path, budget: Optional[float] = None, budget_delta: Optional[float] = None
+        cls,
+        path: _Path,
+        budget: Optional[float] = None,
+        budget_delta: Optional[float] = None,
+        key_file: Optional[_Path] = None,
+        passphrase: Optional[str] = None,
     ) -> Ledger: ...
     def balance_json(self) -> str: ...
-    def entries_json(self) -> str: ...
+    def entries_json(self, over_time: bool = False) -> str: ...
     def spend(self, label: str, event_json: str, epsilon: float, delta: float) -> str: ...
 
 # learning
@@ -164,6 +183,7 @@ def dpsgd_fit(
     max_grad_norm: Optional[float] = None,
     learning_rate: Optional[float] = None,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[TrainedModel, str, str]: ...
 def label_dp_fit(
     x: npt.NDArray[np.float64],
@@ -180,6 +200,7 @@ def label_dp_fit(
     batch_size: Optional[int] = None,
     learning_rate: Optional[float] = None,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[TrainedModel, str, str]: ...
 def rr_with_prior(
     y: npt.NDArray[np.int64],
@@ -187,6 +208,7 @@ def rr_with_prior(
     epsilon: float,
     rule: Optional[str] = None,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], str]: ...
 def kmeans_fit(
     x: npt.NDArray[np.float64],
@@ -198,5 +220,6 @@ def kmeans_fit(
     delta: Optional[float] = None,
     iterations: Optional[int] = None,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], str]: ...
 def defaults() -> str: ...

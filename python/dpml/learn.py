@@ -10,7 +10,10 @@ the private data without noise under ``privacy_report_["diagnostics"]``.
 The recipes and their defaults are those of the command line: a keyword left at ``None``
 takes the value ``dpml`` itself would use (for example ``dpml train`` on a ``csv:`` table),
 from the same Rust code. Bounds on the features and the class list are declared, never read
-from the data. Fitted estimators pickle, and :meth:`DPMLPClassifier.save_model` writes the
+from the data. With ``ledger=`` (a :class:`dpml.Ledger`) every fit is charged as the command
+line's ``--ledger`` charges a run: refused before training when it would overspend, recorded
+before ``fit`` returns (its balance under ``privacy_report_["ledger"]``); a fit that fails
+charges nothing. Fitted estimators pickle, and :meth:`DPMLPClassifier.save_model` writes the
 model file of ``dpml train --save-model`` (read back by :func:`load_model` and ``dpml
 inspect``).
 """
@@ -25,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 import numpy as np
 
 from . import _native
+from .ledger import Ledger, native, record
 
 __all__ = [
     "DPLogisticRegression",
@@ -163,8 +167,9 @@ class _Params(_Base):
         found.update(diagnostics or {})
         if getattr(self, "diagnostics", True) and found:
             report["diagnostics"] = found
-        # Where a budget ledger will be charged (the ``ledger=`` keyword of issue 35): every
-        # estimator's release passes here before it is returned.
+        # The core charged the ledger (if any) before the release came back: its balance.
+        if "ledger" in report:
+            report["ledger"] = record(report["ledger"])
         self.privacy_report_ = report
 
 
@@ -370,6 +375,7 @@ class _DPSGDClassifier(_NetworkClassifier):
             batch_size=_opt(int, self.batch_size),
             learning_rate=_opt(float, self.learning_rate),
             seed=self.random_state,
+            ledger=native(self.ledger),
             **recipe,
         )
         self._fitted(fitted, classes, x)
@@ -417,6 +423,9 @@ _COMMON_PARAMETERS = """
         Keep the figures computed from the private data without noise (accuracies, losses)
         under ``privacy_report_["diagnostics"]``; ``False`` leaves them out, as ``dpml
         --no-diagnostics``.
+    ledger : Ledger, optional
+        A budget ledger charged with each fit, as ``dpml train --ledger``: a fit that would
+        overspend is refused before it trains; the spend is recorded before ``fit`` returns.
 """
 
 _CLASSIFIER_ATTRIBUTES = """
@@ -481,6 +490,7 @@ class DPMLPClassifier(_DPSGDClassifier):
         random_state: Optional[int] = None,
         arch: Optional[Dict[str, Any]] = None,
         diagnostics: bool = True,
+        ledger: Optional[Ledger] = None,
     ) -> None:
         self.epsilon = epsilon
         self.noise_multiplier = noise_multiplier
@@ -495,6 +505,7 @@ class DPMLPClassifier(_DPSGDClassifier):
         self.random_state = random_state
         self.arch = arch
         self.diagnostics = diagnostics
+        self.ledger = ledger
 
     def fit(self, X: Any, y: Any) -> "DPMLPClassifier":
         """Trains on ``(X, y)``.
@@ -557,6 +568,7 @@ class DPLogisticRegression(_DPSGDClassifier):
         classes: Optional[Sequence[Any]] = None,
         random_state: Optional[int] = None,
         diagnostics: bool = True,
+        ledger: Optional[Ledger] = None,
     ) -> None:
         self.epsilon = epsilon
         self.noise_multiplier = noise_multiplier
@@ -569,6 +581,7 @@ class DPLogisticRegression(_DPSGDClassifier):
         self.classes = classes
         self.random_state = random_state
         self.diagnostics = diagnostics
+        self.ledger = ledger
 
     def fit(self, X: Any, y: Any) -> "DPLogisticRegression":
         """Trains on ``(X, y)``.
@@ -630,6 +643,9 @@ class LabelDPClassifier(_NetworkClassifier):
     diagnostics : bool, default True
         Keep the noisy labels' agreement with the true ones (computed without noise) under
         ``privacy_report_["diagnostics"]``.
+    ledger : Ledger, optional
+        A budget ledger charged with each fit, as ``dpml label-dp --ledger``: epsilon is
+        checked before any label is privatised and recorded before ``fit`` returns.
 {_CLASSIFIER_ATTRIBUTES}
     Examples
     --------
@@ -654,6 +670,7 @@ class LabelDPClassifier(_NetworkClassifier):
         classes: Optional[Sequence[Any]] = None,
         random_state: Optional[int] = None,
         diagnostics: bool = True,
+        ledger: Optional[Ledger] = None,
     ) -> None:
         self.epsilon = epsilon
         self.mechanism = mechanism
@@ -667,6 +684,7 @@ class LabelDPClassifier(_NetworkClassifier):
         self.classes = classes
         self.random_state = random_state
         self.diagnostics = diagnostics
+        self.ledger = ledger
 
     def fit(self, X: Any, y: Any) -> "LabelDPClassifier":
         """Privatises the labels of ``y`` and trains on ``(X, noisy labels)``.
@@ -701,6 +719,7 @@ class LabelDPClassifier(_NetworkClassifier):
             batch_size=_opt(int, self.batch_size),
             learning_rate=_opt(float, self.learning_rate),
             seed=self.random_state,
+            ledger=native(self.ledger),
         )
         self._fitted(fitted, classes, x)
         return self
@@ -739,6 +758,10 @@ class DPKMeans(_ClusterMixin, _Params):
     diagnostics : bool, default True
         Keep the clustering quality on the private records (``inertia``, ``nicv``: computed
         without noise) under ``privacy_report_["diagnostics"]`` and as ``inertia_``.
+    ledger : Ledger, optional
+        A budget ledger charged with each fit, as ``dpml kmeans --ledger``: epsilon is checked
+        before the first iteration and recorded before ``fit`` returns (plain ``"lloyd"`` is
+        refused: its epsilon is unbounded).
 
     Attributes
     ----------
@@ -780,6 +803,7 @@ class DPKMeans(_ClusterMixin, _Params):
         max_iter: Optional[int] = None,
         random_state: Optional[int] = None,
         diagnostics: bool = True,
+        ledger: Optional[Ledger] = None,
     ) -> None:
         self.n_clusters = n_clusters
         self.epsilon = epsilon
@@ -789,6 +813,7 @@ class DPKMeans(_ClusterMixin, _Params):
         self.max_iter = max_iter
         self.random_state = random_state
         self.diagnostics = diagnostics
+        self.ledger = ledger
 
     def fit(self, X: Any, y: Any = None) -> "DPKMeans":
         """Clusters the rows of ``X``.
@@ -816,6 +841,7 @@ class DPKMeans(_ClusterMixin, _Params):
             delta=_opt(float, self.delta),
             iterations=_opt(int, self.max_iter),
             seed=self.random_state,
+            ledger=native(self.ledger),
         )
         self.cluster_centers_ = centroids
         self.labels_ = labels

@@ -3,8 +3,10 @@
 Each function adds independent noise to every entry of ``values`` with one mechanism whose
 sensitivity is that of the whole array-valued query (L1 for Laplace, L2 for Gaussian, the
 rounding of every entry to the noise grid included), and returns ``(noisy_values, event)``:
-the event is the privacy cost of the whole call, ready for :func:`dpml.accounting.epsilon` or
-a :class:`dpml.Ledger`. A scalar in gives a scalar out: an ``int`` for the integer-valued
+the event is the privacy cost of the whole call, ready for :func:`dpml.accounting.epsilon`.
+With ``ledger=`` (a :class:`dpml.Ledger`) the call is charged as the command line charges
+``--ledger``: refused before any noise is drawn when it would overspend, recorded before the
+values are returned. A scalar in gives a scalar out: an ``int`` for the integer-valued
 mechanisms. Pass ``seed`` only for tests (a seeded release is reproducible, hence not
 private).
 """
@@ -18,6 +20,7 @@ import numpy as np
 
 from . import _native
 from .events import DpEvent, event_from_dict
+from .ledger import Ledger, native
 
 __all__ = [
     "laplace",
@@ -55,7 +58,11 @@ def _out(values: Any, result: Tuple[np.ndarray, str]) -> Tuple[Any, DpEvent]:
 
 
 def laplace(
-    values: Any, sensitivity: float, epsilon: float, seed: Optional[int] = None
+    values: Any,
+    sensitivity: float,
+    epsilon: float,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[Any, DpEvent]:
     """Laplace noise on every entry (pure epsilon-DP), sampled exactly on a fine grid.
 
@@ -70,6 +77,9 @@ def laplace(
         Epsilon of the release.
     seed : int, optional
         For tests only.
+    ledger : Ledger, optional
+        A budget ledger charged before the values are returned (refused over budget, before
+        any noise is drawn).
 
     Returns
     -------
@@ -82,11 +92,19 @@ def laplace(
     >>> from dpml.mechanisms import laplace
     >>> noisy, event = laplace([10.0, 20.0], sensitivity=1.0, epsilon=1.0)
     """
-    return _out(values, _native.laplace(_floats(values), float(sensitivity), float(epsilon), seed))
+    return _out(
+        values,
+        _native.laplace(_floats(values), float(sensitivity), float(epsilon), seed, native(ledger)),
+    )
 
 
 def gaussian(
-    values: Any, sensitivity: float, epsilon: float, delta: float, seed: Optional[int] = None
+    values: Any,
+    sensitivity: float,
+    epsilon: float,
+    delta: float,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[Any, DpEvent]:
     """Analytic Gaussian noise (Balle and Wang 2018) calibrated to (epsilon, delta).
 
@@ -102,6 +120,9 @@ def gaussian(
         Delta of the release.
     seed : int, optional
         For tests only.
+    ledger : Ledger, optional
+        A budget ledger charged before the values are returned (refused over budget, before
+        any noise is drawn).
 
     Returns
     -------
@@ -110,12 +131,18 @@ def gaussian(
     """
     return _out(
         values,
-        _native.gaussian(_floats(values), float(sensitivity), float(epsilon), float(delta), seed),
+        _native.gaussian(
+            _floats(values), float(sensitivity), float(epsilon), float(delta), seed, native(ledger)
+        ),
     )
 
 
 def discrete_laplace(
-    values: Any, sensitivity: int, epsilon: float, seed: Optional[int] = None
+    values: Any,
+    sensitivity: int,
+    epsilon: float,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[Any, DpEvent]:
     """Exact discrete Laplace noise on integers (Canonne, Kamath, Steinke 2020).
 
@@ -129,6 +156,9 @@ def discrete_laplace(
         Epsilon of the release.
     seed : int, optional
         For tests only.
+    ledger : Ledger, optional
+        A budget ledger charged before the values are returned (refused over budget, before
+        any noise is drawn).
 
     Returns
     -------
@@ -136,12 +166,20 @@ def discrete_laplace(
         The noisy counts and the event.
     """
     return _out(
-        values, _native.discrete_laplace(_ints(values), int(sensitivity), float(epsilon), seed)
+        values,
+        _native.discrete_laplace(
+            _ints(values), int(sensitivity), float(epsilon), seed, native(ledger)
+        ),
     )
 
 
 def discrete_gaussian(
-    values: Any, sensitivity: int, epsilon: float, delta: float, seed: Optional[int] = None
+    values: Any,
+    sensitivity: int,
+    epsilon: float,
+    delta: float,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[Any, DpEvent]:
     """Exact discrete Gaussian noise on integers, calibrated to (epsilon, delta).
 
@@ -157,6 +195,9 @@ def discrete_gaussian(
         Delta of the release.
     seed : int, optional
         For tests only.
+    ledger : Ledger, optional
+        A budget ledger charged before the values are returned (refused over budget, before
+        any noise is drawn).
 
     Returns
     -------
@@ -166,13 +207,17 @@ def discrete_gaussian(
     return _out(
         values,
         _native.discrete_gaussian(
-            _ints(values), int(sensitivity), float(epsilon), float(delta), seed
+            _ints(values), int(sensitivity), float(epsilon), float(delta), seed, native(ledger)
         ),
     )
 
 
 def randomized_response(
-    values: Any, epsilon: float, categories: int = 2, seed: Optional[int] = None
+    values: Any,
+    epsilon: float,
+    categories: int = 2,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[Any, DpEvent]:
     """k-ary randomized response on category indices (local DP).
 
@@ -186,6 +231,9 @@ def randomized_response(
         Number of categories k.
     seed : int, optional
         For tests only.
+    ledger : Ledger, optional
+        A budget ledger charged before the values are returned (refused over budget, before
+        any noise is drawn).
 
     Returns
     -------
@@ -193,7 +241,10 @@ def randomized_response(
         Each randomised answer, and the event of one respondent's answer.
     """
     return _out(
-        values, _native.randomized_response(_ints(values), float(epsilon), int(categories), seed)
+        values,
+        _native.randomized_response(
+            _ints(values), float(epsilon), int(categories), seed, native(ledger)
+        ),
     )
 
 
@@ -203,6 +254,7 @@ def rr_with_prior(
     epsilon: float,
     rule: Optional[str] = None,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[np.ndarray, np.ndarray, DpEvent]:
     """RR-with-prior (Ghazi et al. 2021, "Deep learning with label differential privacy").
 
@@ -224,6 +276,9 @@ def rr_with_prior(
         ``dpml label-dp --top-k-rule`` (``dpml.learn.DEFAULTS["top_k_rule"]``).
     seed : int, optional
         For tests only.
+    ledger : Ledger, optional
+        A budget ledger charged before the values are returned (refused over budget, before
+        any noise is drawn).
 
     Returns
     -------
@@ -237,6 +292,6 @@ def rr_with_prior(
     if p.ndim != 2:
         raise ValueError(f"priors must be two-dimensional [n, classes], got shape {p.shape}")
     released, likelihood, event = _native.rr_with_prior(
-        y, p, float(epsilon), None if rule is None else str(rule), seed
+        y, p, float(epsilon), None if rule is None else str(rule), seed, native(ledger)
     )
     return released, likelihood, event_from_dict(json.loads(event))

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _native
 from .events import DpEvent, event_from_dict
-from .ledger import Ledger
+from .ledger import Ledger, native, record
 
 __all__ = ["Release", "count", "sum", "mean", "histogram"]
 
@@ -80,7 +80,7 @@ def _release(
         int(bins),
         None if delta is None else float(delta),
         seed,
-        None if ledger is None else ledger._inner,
+        native(ledger),
         label,
     )
     d = json.loads(text)
@@ -91,7 +91,7 @@ def _release(
         delta=d["delta"],
         sensitivity=d["sensitivity"],
         event=event_from_dict(d["event"]),
-        ledger=d.get("ledger"),
+        ledger=None if d.get("ledger") is None else record(d["ledger"]),
         seeded=d["seeded"],
     )
 

@@ -5,6 +5,7 @@ release fields from dpml-core, so a difference here is a drift to fix there."""
 import numpy as np
 import pytest
 
+import dpml
 from dpml import accounting, learn
 
 # Added by the command line to every result: the version and the command typed.
@@ -39,6 +40,23 @@ def test_dpsgd_from_python_and_from_the_command_line(dpml_cli, table):
     assert cli["epochs"] == table_defaults["epochs"]
     assert cli["batch_size"] == table_defaults["batch_size"]
     assert cli["recipe"]["hidden"] == table_defaults["hidden"]
+
+
+def test_a_charged_fit_reads_the_same_in_both_fronts_ledgers(dpml_cli, table, tmp_path):
+    x, y, dataset = table
+    cli_ledger = tmp_path / "cli.db"
+    cli = dpml_cli("train", "--dataset", dataset, "--bounds", "0,1", "--classes", "0,1",
+                   "--epsilon", 2, "--epochs", 1, "--seed", 1, "--ledger", cli_ledger,
+                   "--budget", 5)
+    ledger = dpml.Ledger(tmp_path / "py.db", budget=5)
+    py = learn.DPMLPClassifier(epsilon=2, epochs=1, bounds=(0, 1), classes=[0, 1],
+                               random_state=1, ledger=ledger).fit(x, y)
+    assert set(py.privacy_report_["ledger"]) == set(cli["ledger"])
+    (shown,) = dpml_cli("ledger", "show", "--ledger", cli_ledger)["entries"]
+    (entry,) = ledger.entries()
+    assert set(shown) == set(entry)
+    assert shown["command"] == entry["command"] == "train"
+    assert shown["event"]["type"] == entry["event"]["type"]
 
 
 def test_label_dp_from_python_and_from_the_command_line(dpml_cli, table):

@@ -59,7 +59,11 @@ def test_ledger_charges_and_refuses_over_budget(tmp_path):
         stats.count(np.ones(10), epsilon=0.6, ledger=ledger)
     entries = ledger.entries()
     assert [e["label"] for e in entries] == ["first"]
-    assert set(entries[0]) == {"id", "time", "label", "epsilon", "delta", "event"}
+    assert set(entries[0]) == {
+        "id", "time", "command", "dataset", "label", "epsilon", "delta", "event", "run",
+        "epsilon_at_ledger_delta",
+    }
+    assert (entries[0]["command"], entries[0]["dataset"]) == ("query", "array")
     assert entries[0]["time"].endswith("Z")
     assert ledger.balance()["remaining"] == pytest.approx(0.4)
     reopened = dpml.Ledger(tmp_path / "budget.db")

@@ -17,6 +17,7 @@ use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig};
 use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
 
+use crate::budget::{self, Charge};
 use crate::error::{Error, Result};
 use crate::privacy_model;
 use crate::schema::Declarations;
@@ -196,6 +197,38 @@ impl AuditPlan {
             recipe: rec,
             threads,
         })
+    }
+
+    /// What the audit costs a ledger: every model it trains on the data set (the target, the
+    /// reference models when an attack needs them, the one-run audit's model) is a DP-SGD run
+    /// of the target's recipe, and their results are released together.
+    ///
+    /// # Errors
+    /// A usage error for a non-private recipe (no finite ε to charge); the plan's errors.
+    pub fn cost(&self, dataset: &str) -> Result<Charge> {
+        let what = "an audit's models";
+        let per_model = crate::train::planned_event(&self.recipe, self.cfg.target_size, what)?;
+        let mut events = vec![per_model.clone()];
+        if self.cfg.needs_reference_models() {
+            events.push(per_model.repeated(self.cfg.reference_models as u64));
+        }
+        if self.cfg.attacks.contains(&AttackKind::OneRun) {
+            let n = self.cfg.smallest_training_set().max(1);
+            events.push(crate::train::planned_event(&self.recipe, n, what)?);
+        }
+        let models = events.len()
+            + if self.cfg.needs_reference_models() {
+                self.cfg.reference_models - 1
+            } else {
+                0
+            };
+        Ok(budget::accounted(
+            "audit",
+            dataset,
+            dpml_mechanisms::PrivacyEvent::Composed { events },
+            self.recipe.delta,
+        )?
+        .labelled(format!("audit: {models} DP-SGD models")))
     }
 
     /// Runs the audit drawing from `rng`, its models divided as `spread` says, calling

@@ -6,12 +6,15 @@ use std::path::PathBuf;
 
 use dpml_data::{Dataset, Schema, Source};
 use dpml_learn::kmeans::{Algorithm, Bounds, KMeansParams, clustering_accuracy, fit, nicv};
-use dpml_mechanisms::DpRng;
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Value, json};
 
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
-use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
+use crate::ledger_json;
+use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::schema::{Declarations, Needs, clamp_diagnostics, provenance_report, require_declared};
+use crate::train::fit::RunContext;
 
 /// How to cluster: the algorithm and its budget.
 #[derive(Debug, Clone)]
@@ -97,19 +100,24 @@ pub fn declared_bounds(schema: &Schema, data: &Dataset) -> Result<Bounds> {
 }
 
 /// Clusters as `o` says, drawing from `rng`: the release (centroids, ε, δ, the privacy event)
-/// with the clustering quality as diagnostics.
+/// with the clustering quality as diagnostics; with a `ledger`, charged as [`fit_kmeans`] says.
 ///
 /// # Errors
 /// Usage errors for data that do not load, missing bounds, an ε given to (or missing from)
-/// the algorithm, or parameters the algorithm refuses.
-pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng) -> Result<Value> {
+/// the algorithm, or parameters the algorithm refuses; the ledger's refusals.
+pub fn kmeans(o: &KMeansOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Result<Value> {
     let opts = o
         .declarations
         .load_options(o.data_dir.as_deref(), o.label_column.as_deref())?;
     let splits = dpml_data::load(&o.dataset, &opts)?;
     let data = splits.train;
     let bounds = declared_bounds(&splits.schema, &data)?;
-    let mut fitted = fit_kmeans(&o.recipe, &data, bounds, &splits.schema, true, rng)?;
+    let ctx = RunContext {
+        dataset: o.dataset.name(),
+        dataset_label: privacy_model::dataset_label(&o.dataset),
+        ..RunContext::in_memory(&splits.schema)
+    };
+    let mut fitted = fit_kmeans(&o.recipe, &data, bounds, &ctx, true, rng, ledger)?;
     crate::privacy_model::add_diagnostics(
         &mut fitted.release,
         clamp_diagnostics(&splits.clamped, &data.feature_names, data.n),
@@ -129,24 +137,52 @@ pub struct KMeansFitted {
     pub release: Value,
 }
 
-/// Clusters the records of `data` inside `bounds` (declared, as `schema` says) as `recipe`
-/// says, drawing from `rng`. With `labelled`, the clustering accuracy against the records'
-/// labels is a diagnostic too.
+/// Clusters the records of `data` inside `bounds` (declared, as `ctx.schema` says) as
+/// `recipe` says, drawing from `rng`. With `labelled`, the clustering accuracy against the
+/// records' labels is a diagnostic too. With a `ledger`, the total ε is checked before the
+/// first iteration and the run's event recorded (as `kmeans` on `ctx`'s data set) before the
+/// centroids are returned, its balance under `"ledger"`; plain Lloyd cannot be charged.
 ///
 /// # Errors
 /// Usage errors for an ε given to (or missing from) the algorithm, or parameters the
-/// algorithm refuses.
+/// algorithm refuses; the ledger's refusals.
 pub fn fit_kmeans(
     recipe: &KMeansRecipe,
     data: &Dataset,
     bounds: Bounds,
-    schema: &Schema,
+    ctx: &RunContext<'_>,
     labelled: bool,
     rng: &mut DpRng,
+    ledger: Option<&Ledger>,
 ) -> Result<KMeansFitted> {
     let d = data.n_features();
     let params = recipe.params(bounds.clone())?;
+    if !recipe.algorithm.is_private() {
+        budget::refuse_non_private(ledger, recipe.algorithm.name())?;
+    }
+    if let Some(epsilon) = recipe.epsilon {
+        let delta = recipe.delta.unwrap_or(0.0);
+        let planned = PrivacyEvent::EpsilonDelta { epsilon, delta };
+        budget::check(
+            ledger,
+            &Charge::of("kmeans", &ctx.dataset, planned, epsilon, delta),
+        )?;
+    }
     let result = fit(&params, &data.x, data.n, d, rng)?;
+    let balance = match &result.event {
+        Some(event) => budget::charge(
+            ledger,
+            &Charge::of(
+                "kmeans",
+                &ctx.dataset,
+                event.clone(),
+                result.epsilon.unwrap_or(0.0),
+                result.delta.unwrap_or(0.0),
+            )
+            .labelled(format!("{} with k = {}", recipe.algorithm.name(), recipe.k)),
+        )?,
+        None => None,
+    };
     let accuracy = labelled
         .then(|| clustering_accuracy(&result.assignments, &data.y, result.k, data.n_classes))
         .transpose()?;
@@ -173,7 +209,7 @@ pub fn fit_kmeans(
         .insert("k", json!(result.k))
         .insert("train_size", json!(data.n))
         .insert("bounds", json!({"lo": bounds.lo(), "hi": bounds.hi()}))
-        .insert("schema", provenance_report(schema))
+        .insert("schema", provenance_report(ctx.schema))
         .insert("event", json!(result.event))
         .insert("seeded", json!(result.seeded))
         // Against the true records (and labels), without noise.
@@ -182,9 +218,81 @@ pub fn fit_kmeans(
     if let Some(a) = accuracy {
         release.diagnostic("accuracy", json!(a));
     }
+    if let Some(b) = balance {
+        release.insert("ledger", ledger_json::balance(&b));
+    }
     Ok(KMeansFitted {
         centroids: result.centroids,
         assignments: result.assignments,
         release: release.into_value(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn points() -> Dataset {
+        let x: Vec<f32> = (0..200)
+            .map(|i| if i % 4 < 2 { -1.0 } else { 1.0 })
+            .collect();
+        Dataset {
+            name: "array".into(),
+            n: 100,
+            x,
+            record_shape: vec![2],
+            y: vec![0; 100],
+            n_classes: 1,
+            feature_names: vec!["a".into(), "b".into()],
+            class_names: vec!["0".into()],
+            feature_range: None,
+        }
+    }
+
+    fn recipe(algorithm: Algorithm, epsilon: Option<f64>) -> KMeansRecipe {
+        KMeansRecipe {
+            k: 2,
+            algorithm,
+            epsilon,
+            delta: None,
+            iterations: None,
+        }
+    }
+
+    #[test]
+    fn a_ledger_is_checked_before_any_noise_and_charged_before_the_centroids_return() {
+        let (_dir, ledger) = budget::test_ledger(1.0);
+        let schema = Schema::default();
+        let ctx = RunContext::in_memory(&schema);
+        let bounds = || Bounds::from_pairs(&[(-2.0, 2.0), (-2.0, 2.0)]).unwrap();
+        let run = |r: &KMeansRecipe, rng: &mut DpRng| {
+            fit_kmeans(r, &points(), bounds(), &ctx, false, rng, Some(&ledger))
+        };
+        // Over budget, and plain Lloyd: refused with the generator untouched, nothing charged.
+        for r in [
+            recipe(Algorithm::DpLloyd, Some(2.0)),
+            recipe(Algorithm::Lloyd, None),
+        ] {
+            let mut rng = DpRng::seeded(3);
+            assert!(run(&r, &mut rng).is_err());
+            assert_eq!(
+                rng.next_u64(),
+                DpRng::seeded(3).next_u64(),
+                "no noise drawn"
+            );
+        }
+        assert_eq!(ledger.balance().unwrap().entries, 0);
+        let fitted = run(
+            &recipe(Algorithm::DpLloyd, Some(0.5)),
+            &mut DpRng::seeded(3),
+        )
+        .unwrap();
+        let entries = ledger.entries().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(
+            (entries[0].command.as_str(), entries[0].epsilon),
+            ("kmeans", 0.5)
+        );
+        assert_eq!(fitted.release["ledger"]["entries"], 1);
+    }
 }

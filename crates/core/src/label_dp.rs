@@ -12,10 +12,12 @@ use dpml_learn::label_dp::{
     run as run_label_dp, train as train_label_dp,
 };
 use dpml_learn::model_facts::{Guarantee, ModelFacts, SplitFacts};
-use dpml_mechanisms::DpRng;
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Value, json};
 
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
+use crate::ledger_json;
 use crate::observe::{Event, Observer};
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
 use crate::schema::{Declarations, Needs, clamp_diagnostics, provenance_report};
@@ -190,12 +192,19 @@ pub struct LabelDpOptions {
 
 /// Privatises each training label once as `a` says, trains on the noisy labels drawing from
 /// `rng`, and returns the release (ε-label-DP: the features are not protected) with the test
-/// utility, measured against the true labels, as diagnostics.
+/// utility, measured against the true labels, as diagnostics. With a `ledger`, each label's ε
+/// is checked before any label is privatised and recorded before the model is written or the
+/// release returned.
 ///
 /// # Errors
 /// Usage errors for refused combinations (before any data is read), data that do not load,
 /// a label domain not declared, or a recipe that does not fit the data.
-pub fn label_dp(a: &LabelDpOptions, rng: &mut DpRng, observer: &mut dyn Observer) -> Result<Value> {
+pub fn label_dp(
+    a: &LabelDpOptions,
+    rng: &mut DpRng,
+    observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
+) -> Result<Value> {
     // Combinations are refused before any data is read.
     a.recipe.validate()?;
     let key = a.split.key(rng);
@@ -244,6 +253,7 @@ pub fn label_dp(a: &LabelDpOptions, rng: &mut DpRng, observer: &mut dyn Observer
         &ctx,
         rng,
         observer,
+        ledger,
     )?;
     privacy_model::add_diagnostics(
         &mut fitted.release,
@@ -258,10 +268,15 @@ pub fn label_dp(a: &LabelDpOptions, rng: &mut DpRng, observer: &mut dyn Observer
 
 /// Privatises each label of `train` once with `recipe`'s mechanism and trains on the noisy
 /// labels (features scaled by `normalize`), evaluating on `test` when given: the model, its
-/// facts and its release (ε-label-DP; figures against the true labels as diagnostics).
+/// facts and its release (ε-label-DP; figures against the true labels as diagnostics). With a
+/// `ledger`, each label's ε is checked before any label is privatised and recorded (as
+/// `label-dp` on `ctx`'s data set) before the model is returned, its balance under
+/// `"ledger"`.
 ///
 /// # Errors
-/// Usage errors for a refused recipe or one that does not fit the data.
+/// Usage errors for a refused recipe or one that does not fit the data; the ledger's
+/// refusals.
+#[allow(clippy::too_many_arguments)]
 pub fn fit_label_dp(
     recipe: &LabelDpRecipe,
     train: &Dataset,
@@ -270,8 +285,17 @@ pub fn fit_label_dp(
     ctx: &RunContext<'_>,
     rng: &mut DpRng,
     observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
 ) -> Result<Fitted> {
     let cfg = recipe.config(normalize, train.n)?;
+    let planned = PrivacyEvent::EpsilonDelta {
+        epsilon: recipe.epsilon,
+        delta: 0.0,
+    };
+    budget::check(
+        ledger,
+        &Charge::of("label-dp", &ctx.dataset, planned, recipe.epsilon, 0.0),
+    )?;
     observer.observe(Event::RunStarted);
     let mut progress = |p| observer.observe(Event::LabelDp(&p));
     let outcome = match test {
@@ -280,6 +304,25 @@ pub fn fit_label_dp(
     };
     observer.observe(Event::RunFinished);
     let outcome = outcome.map_err(Error::usage)?;
+    // Recorded before the model is returned (and so before a front writes it): ε-label-DP,
+    // each label used once.
+    let balance = budget::charge(
+        ledger,
+        &Charge::of(
+            "label-dp",
+            &ctx.dataset,
+            outcome.event.clone(),
+            recipe.epsilon,
+            0.0,
+        )
+        .labelled(
+            format!(
+                "label DP ({:?}), epsilon {} per label",
+                recipe.mechanism, recipe.epsilon
+            )
+            .to_lowercase(),
+        ),
+    )?;
     let facts = ModelFacts::from_label_dp(&outcome.report, &ctx.dataset_label, neighbouring::LABEL)
         .with_objective(
             dpml_learn::label_dp::objective(recipe.task, train.n_classes),
@@ -328,6 +371,9 @@ pub fn fit_label_dp(
         );
     // Regression has no accuracy and classification no MSE: drop the empty fields.
     release.drop_nulls();
+    if let Some(b) = balance {
+        release.insert("ledger", ledger_json::balance(&b));
+    }
     Ok(Fitted {
         model: outcome.model,
         input: outcome.input,
@@ -366,10 +412,13 @@ pub struct PriorRelease {
 /// Releases each label `labels[i]` in `0..k` by randomized response over the candidate
 /// classes its public prior (row `i` of `priors`, `n × k`) makes likely, under `rule` (the
 /// default: [`TopKRule::Information`], as `dpml label-dp --top-k-rule`). ε-label-DP per record,
-/// provided the priors do not depend on the private labels.
+/// provided the priors do not depend on the private labels. With a `ledger`, ε is checked
+/// before any label is released and recorded (as `rr-with-prior` on records in memory) before
+/// the labels are returned.
 ///
 /// # Errors
-/// A usage error for a label outside `0..k`, priors of another shape, or a bad ε or prior.
+/// A usage error for a label outside `0..k`, priors of another shape, or a bad ε or prior;
+/// the ledger's refusals.
 pub fn rr_with_prior(
     labels: &[u32],
     priors: &[f64],
@@ -377,6 +426,7 @@ pub fn rr_with_prior(
     epsilon: f64,
     rule: Option<TopKRule>,
     rng: &mut DpRng,
+    ledger: Option<&Ledger>,
 ) -> Result<PriorRelease> {
     if priors.len() != labels.len().saturating_mul(k) {
         return Err(Error::usage(format!(
@@ -388,25 +438,62 @@ pub fn rr_with_prior(
     let rr = RrWithPrior::new(epsilon, k)
         .map_err(Error::usage)?
         .with_rule(rule.unwrap_or_default());
-    let mut released = Vec::with_capacity(labels.len());
-    let mut likelihood = Vec::with_capacity(priors.len());
-    let mut row = Vec::with_capacity(k);
-    for (&label, prior) in labels.iter().zip(priors.chunks_exact(k.max(1))) {
-        if label as usize >= k {
-            return Err(Error::usage(format!(
-                "labels must be in 0..{k}, got {label}"
-            )));
+    // Each record's label is released once: one event of ε for the whole array.
+    let charge = Charge::of(
+        "rr-with-prior",
+        crate::train::MEMORY_DATASET,
+        rr.event(),
+        epsilon,
+        0.0,
+    );
+    let ((released, likelihood), _) = budget::charged(ledger, &charge, || {
+        let mut released = Vec::with_capacity(labels.len());
+        let mut likelihood = Vec::with_capacity(priors.len());
+        let mut row = Vec::with_capacity(k);
+        for (&label, prior) in labels.iter().zip(priors.chunks_exact(k.max(1))) {
+            if label as usize >= k {
+                return Err(Error::usage(format!(
+                    "labels must be in 0..{k}, got {label}"
+                )));
+            }
+            let plan = rr.plan(prior).map_err(Error::usage)?;
+            released.push(
+                rr.release(rng, label, &plan, &mut row)
+                    .map_err(Error::usage)?,
+            );
+            likelihood.extend_from_slice(&row);
         }
-        let plan = rr.plan(prior).map_err(Error::usage)?;
-        released.push(
-            rr.release(rng, label, &plan, &mut row)
-                .map_err(Error::usage)?,
-        );
-        likelihood.extend_from_slice(&row);
-    }
+        Ok((released, likelihood))
+    })?;
     Ok(PriorRelease {
         released,
         likelihood,
         event: rr.event(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rr_with_prior_over_budget_draws_nothing_and_within_it_is_charged_once() {
+        let (_dir, ledger) = budget::test_ledger(1.0);
+        let (labels, priors) = (vec![0, 1, 1], vec![0.5; 6]);
+        let mut rng = DpRng::seeded(5);
+        let e = rr_with_prior(&labels, &priors, 2, 2.0, None, &mut rng, Some(&ledger)).unwrap_err();
+        assert!(e.to_string().contains("over budget"), "{e}");
+        assert_eq!(
+            rng.next_u64(),
+            DpRng::seeded(5).next_u64(),
+            "no label released"
+        );
+        rr_with_prior(&labels, &priors, 2, 0.5, None, &mut rng, Some(&ledger)).unwrap();
+        let entries = ledger.entries().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(
+            (entries[0].command.as_str(), entries[0].epsilon),
+            ("rr-with-prior", 0.5)
+        );
+    }
 }

@@ -1,23 +1,21 @@
 //! How a budget ledger's balance and entries read as JSON, the same for every front: the
-//! `"ledger"` object of a charged command, `dpml ledger show`, and `dpml.Ledger` in Python.
+//! `"ledger"` object of a charged release, `dpml ledger show`, and `dpml.Ledger` in Python.
+//! Every writer goes through here; the names are the ledger types' own (their `Serialize`,
+//! which cannot fail: numbers, strings and privacy events).
 
-use std::time::{Duration, UNIX_EPOCH};
-
-use dpml_accounting::ledger::{Balance, Entry};
-use serde_json::{Value, json};
+use dpml_accounting::ledger::{Balance, EntryReport};
+use serde_json::Value;
 
 /// A ledger's balance: `spent` and `remaining` ε, `spent_delta` and `remaining_delta`, the
 /// number of `entries` and the `composition` that produced the totals.
 pub fn balance(b: &Balance) -> Value {
-    json!({"spent": b.spent_epsilon, "remaining": b.remaining_epsilon,
-           "spent_delta": b.spent_delta, "remaining_delta": b.remaining_delta,
-           "entries": b.entries, "composition": b.composition})
+    serde_json::to_value(b).unwrap_or(Value::Null)
 }
 
-/// One entry: its id, its `time` in UTC as RFC 3339, label, ε, δ and privacy event.
-pub fn entry(e: &Entry) -> Value {
-    let secs = u64::try_from(e.time_unix).unwrap_or(0);
-    let time = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs));
-    json!({"id": e.id, "time": time.to_string(), "label": e.label,
-           "epsilon": e.epsilon, "delta": e.delta, "event": e.event})
+/// One entry as a ledger lists it: `id`, `time` (UTC, RFC 3339), `command`, `dataset`,
+/// `label`, `event`, `epsilon`, `delta`, `run`, its ε at the ledger's δ
+/// (`epsilon_at_ledger_delta`) and, when the spend over time was asked for, the total after it
+/// (`spent_after`).
+pub fn entry(e: &EntryReport) -> Value {
+    serde_json::to_value(e).unwrap_or(Value::Null)
 }

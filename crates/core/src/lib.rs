@@ -20,6 +20,7 @@ pub use dpml_nn as nn;
 pub mod account;
 pub mod arch;
 pub mod audit_workflow;
+pub mod budget;
 pub mod error;
 pub mod kmeans;
 pub mod label_dp;

@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use dpml_accounting::ledger::{Balance, Ledger, Spend};
+use crate::budget::{self, Balance, Charge, Ledger};
 use dpml_data::{FeatureBounds, LoadOptions, Schema, Source, load_table};
-use dpml_mechanisms::DpRng;
 use dpml_mechanisms::stats::{self, Noise, StatValue};
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -125,6 +125,21 @@ pub fn query(
     ledger: Option<&Ledger>,
 ) -> Result<(Value, Option<Balance>)> {
     let noise = a.check()?;
+    if let Some(l) = ledger {
+        // A request that can never fit is refused before the data is read.
+        let planned = PrivacyEvent::EpsilonDelta {
+            epsilon: a.epsilon,
+            delta: a.delta.unwrap_or(0.0),
+        };
+        let c = Charge::of(
+            "query",
+            a.dataset.name(),
+            planned,
+            a.epsilon,
+            a.delta.unwrap_or(0.0),
+        );
+        budget::check(Some(l), &c)?;
+    }
     let schema = a.schema.as_deref().map(Schema::from_file).transpose()?;
     let declared = a
         .bounds
@@ -178,23 +193,16 @@ pub fn query(
         (_, Some(s)) => obj.insert("sigma".into(), json!(s)),
         _ => None,
     };
-    let mut balance = None;
-    if let Some(ledger) = ledger {
-        // Durably recorded before anything is printed; over budget → error, nothing printed.
-        let spend = Spend {
-            label: format!(
-                "query {:?} of {} on {}",
-                a.aggregate,
-                a.column,
-                a.dataset.name()
-            )
-            .to_lowercase(),
-            event: release.event.clone(),
-            epsilon: release.epsilon,
-            delta: release.delta,
-        };
-        balance = Some(ledger.spend(&spend)?);
-    }
+    // Durably recorded before anything is returned; over budget → error, nothing released.
+    let charge = Charge::of(
+        "query",
+        a.dataset.name(),
+        release.event.clone(),
+        release.epsilon,
+        release.delta,
+    )
+    .labelled(format!("{:?} of {}", a.aggregate, a.column).to_lowercase());
+    let balance = budget::charge(ledger, &charge)?;
     obj.insert("seeded".into(), json!(rng.is_seeded()));
     // Every figure is noisy: nothing to diagnose. N is not assumed public (a count releases it).
     let model = PrivacyModel::new(neighbouring::ADD_REMOVE, &[public::QUERY]);

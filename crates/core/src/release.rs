@@ -7,6 +7,7 @@ use dpml_mechanisms::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
@@ -58,12 +59,14 @@ pub struct ReleaseOptions {
 const MAX_COUNT: u64 = 10_000_000;
 
 /// Releases `a.value` `a.count` times with `a.mechanism`'s noise drawn from `rng`: the noisy
-/// values, each release's ε and δ, their totals and the composed privacy event.
+/// values, each release's ε and δ, their totals and the composed privacy event; with a
+/// `ledger`, the total is checked before any noise is drawn and recorded before the values are
+/// returned.
 ///
 /// # Errors
 /// Usage errors naming the bad parameter: too many releases, δ missing from (or given to) a
 /// mechanism, a discrete mechanism on a value or sensitivity that is not an integer.
-pub fn release(a: &ReleaseOptions, rng: &mut DpRng) -> Result<Value> {
+pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Result<Value> {
     if a.count > MAX_COUNT {
         return Err(Error::usage(format!(
             "--count {} exceeds the limit {MAX_COUNT}",
@@ -87,6 +90,22 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng) -> Result<Value> {
         }
         (false, None) => 0.0,
     };
+    let planned = PrivacyEvent::EpsilonDelta {
+        epsilon: a.epsilon,
+        delta,
+    }
+    .repeated(a.count);
+    let total = |x: f64| x * a.count as f64;
+    budget::check(
+        ledger,
+        &Charge::of(
+            "release",
+            "--value",
+            planned,
+            total(a.epsilon),
+            total(delta),
+        ),
+    )?;
     let n = a.count as usize;
     let mut fields = Map::new();
     // Integer-valued mechanisms release integers, and their values are printed as such.
@@ -124,6 +143,15 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng) -> Result<Value> {
             (json!(values), m.event())
         }
     };
+    let charge = Charge::of(
+        "release",
+        "--value",
+        event.clone().repeated(a.count),
+        total(a.epsilon),
+        total(delta),
+    )
+    .labelled(format!("{} × {}", a.count, a.mechanism.name()));
+    let balance = budget::charge(ledger, &charge)?;
     let mut obj = Map::new();
     obj.insert("values".into(), values);
     obj.insert("mechanism".into(), json!(a.mechanism.name()));
@@ -135,6 +163,9 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng) -> Result<Value> {
     obj.insert("delta_total".into(), json!(delta * a.count as f64));
     obj.insert("event".into(), json!(event.repeated(a.count)));
     obj.insert("seeded".into(), json!(rng.is_seeded()));
+    if let Some(b) = balance {
+        obj.insert("ledger".into(), crate::ledger_json::balance(&b));
+    }
     let model = PrivacyModel::new(neighbouring::VALUE, &[public::SENSITIVITY]);
     Ok(Release::from_map(obj, &model).into_value())
 }

@@ -187,7 +187,13 @@ const SPECIFIC: &[Summary] = &[
                 field(v, "budget.delta")
             )
         },
-        fields: &["ledger", "budget.epsilon", "budget.delta", "composition"],
+        fields: &[
+            "ledger",
+            "key",
+            "budget.epsilon",
+            "budget.delta",
+            "composition",
+        ],
         rows: None,
     },
     Summary {
@@ -211,8 +217,20 @@ const SPECIFIC: &[Summary] = &[
             "spent_delta",
             "remaining_delta",
             "composition",
+            "plot",
         ],
-        rows: Some(("entries", &["id", "time", "label", "epsilon", "delta"])),
+        rows: Some((
+            "entries",
+            &[
+                "id",
+                "time",
+                "command",
+                "dataset",
+                "label",
+                "epsilon_at_ledger_delta",
+                "spent_after",
+            ],
+        )),
     },
     Summary {
         command: "rr",

@@ -22,6 +22,7 @@ use pyo3::types::PyBytes;
 use serde_json::{Value, json};
 
 use crate::guard::{self, value_error};
+use crate::ledger::{PyLedger, inner};
 
 /// A trained network, the input transform it was trained with, and the privacy facts its
 /// file records (`None` for a file written without them).
@@ -171,7 +172,7 @@ fn fit_result(f: Fitted) -> PyResult<FitResult> {
 /// Trains a DP-SGD classifier with `dpml train`'s table recipe, overridden by the keywords
 /// given (`None`: the recipe's).
 #[pyfunction]
-#[pyo3(signature = (x, y, classes, bounds, *, model=None, hidden=None, arch_json=None, epsilon=None, noise_multiplier=None, delta=None, epochs=None, batch_size=None, max_grad_norm=None, learning_rate=None, seed=None))]
+#[pyo3(signature = (x, y, classes, bounds, *, model=None, hidden=None, arch_json=None, epsilon=None, noise_multiplier=None, delta=None, epochs=None, batch_size=None, max_grad_norm=None, learning_rate=None, seed=None, ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn dpsgd_fit(
     py: Python<'_>,
@@ -190,10 +191,12 @@ fn dpsgd_fit(
     max_grad_norm: Option<f64>,
     learning_rate: Option<f64>,
     seed: Option<u64>,
+    ledger: Option<PyRef<'_, PyLedger>>,
 ) -> PyResult<FitResult> {
     let mut rng = guard::rng(seed)?;
     let labels = labels(&y, classes.len())?;
     let data = dataset(&x, labels, &classes);
+    let ledger = inner(&ledger);
     let arch_spec = arch_json
         .map(|text| dpml_core::arch::arch_from_json(text, "arch"))
         .transpose()
@@ -216,7 +219,7 @@ fn dpsgd_fit(
         classes,
     };
     let fitted = guard::run(py, || {
-        dpml_core::train::fit(&options, &data, &mut rng, &mut Silent)
+        dpml_core::train::fit(&options, &data, &mut rng, &mut Silent, ledger)
     })?;
     fit_result(fitted)
 }
@@ -224,7 +227,7 @@ fn dpsgd_fit(
 /// Label DP (`dpml label-dp`): privatises every label once and trains on the privatised
 /// labels, with `dpml label-dp`'s recipe overridden by the keywords given.
 #[pyfunction]
-#[pyo3(signature = (x, y, classes, bounds, *, mechanism=None, epsilon=None, stages=None, top_k_rule=None, hidden=None, epochs=None, batch_size=None, learning_rate=None, seed=None))]
+#[pyo3(signature = (x, y, classes, bounds, *, mechanism=None, epsilon=None, stages=None, top_k_rule=None, hidden=None, epochs=None, batch_size=None, learning_rate=None, seed=None, ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn label_dp_fit(
     py: Python<'_>,
@@ -241,10 +244,12 @@ fn label_dp_fit(
     batch_size: Option<u64>,
     learning_rate: Option<f64>,
     seed: Option<u64>,
+    ledger: Option<PyRef<'_, PyLedger>>,
 ) -> PyResult<FitResult> {
     let mut rng = guard::rng(seed)?;
     let labels = labels(&y, classes.len())?;
     let data = dataset(&x, labels, &classes);
+    let ledger = inner(&ledger);
     let defaults = LabelDpRecipe::default();
     let recipe = LabelDpRecipe {
         mechanism: match mechanism {
@@ -278,7 +283,16 @@ fn label_dp_fit(
     };
     let ctx = RunContext::in_memory(&schema);
     let fitted = guard::run(py, || {
-        fit_label_dp(&recipe, &data, None, normalize, &ctx, &mut rng, &mut Silent)
+        fit_label_dp(
+            &recipe,
+            &data,
+            None,
+            normalize,
+            &ctx,
+            &mut rng,
+            &mut Silent,
+            ledger,
+        )
     })?;
     fit_result(fitted)
 }
@@ -286,7 +300,7 @@ fn label_dp_fit(
 /// RR-with-prior on its own (Ghazi et al. 2021): the released class of each record, each
 /// record's label likelihood `[n, classes]` and the event (JSON).
 #[pyfunction]
-#[pyo3(signature = (y, priors, epsilon, rule=None, seed=None))]
+#[pyo3(signature = (y, priors, epsilon, rule=None, seed=None, ledger=None))]
 #[allow(clippy::type_complexity)]
 fn rr_with_prior<'py>(
     py: Python<'py>,
@@ -295,8 +309,10 @@ fn rr_with_prior<'py>(
     epsilon: f64,
     rule: Option<&str>,
     seed: Option<u64>,
+    ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f32>>, String)> {
     let mut rng = guard::rng(seed)?;
+    let ledger = inner(&ledger);
     let priors = priors.as_array();
     let (n, k) = (priors.nrows(), priors.ncols());
     if y.as_array().len() != n {
@@ -309,7 +325,7 @@ fn rr_with_prior<'py>(
     let rule = rule.map(str::parse).transpose().map_err(value_error)?;
     let rows: Vec<f64> = priors.iter().copied().collect();
     let r = guard::run(py, || {
-        dpml_core::label_dp::rr_with_prior(&labels, &rows, k, epsilon, rule, &mut rng)
+        dpml_core::label_dp::rr_with_prior(&labels, &rows, k, epsilon, rule, &mut rng, ledger)
     })?;
     let released: Vec<i64> = r.released.iter().map(|&c| i64::from(c)).collect();
     let likelihood = Array2::from_shape_vec((n, k), r.likelihood).map_err(value_error)?;
@@ -324,7 +340,7 @@ fn rr_with_prior<'py>(
 /// k-means (`dpml kmeans`) of the rows of `x` inside declared per-feature `bounds`: the
 /// centroids `[k, d]`, each row's cluster, and the release (JSON).
 #[pyfunction]
-#[pyo3(signature = (x, k, bounds, *, algorithm=None, epsilon=None, delta=None, iterations=None, seed=None))]
+#[pyo3(signature = (x, k, bounds, *, algorithm=None, epsilon=None, delta=None, iterations=None, seed=None, ledger=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn kmeans_fit<'py>(
     py: Python<'py>,
@@ -336,8 +352,10 @@ fn kmeans_fit<'py>(
     delta: Option<f64>,
     iterations: Option<usize>,
     seed: Option<u64>,
+    ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>, String)> {
     let mut rng = guard::rng(seed)?;
+    let ledger = inner(&ledger);
     let d = x.as_array().ncols();
     let data = dataset(&x, vec![0; x.as_array().nrows()], &["0".to_string()]);
     let recipe = KMeansRecipe {
@@ -353,9 +371,10 @@ fn kmeans_fit<'py>(
     let schema = Schema::default()
         .with_bounds(FeatureBounds::PerFeature(bounds.clone()))
         .map_err(value_error)?;
+    let ctx = RunContext::in_memory(&schema);
     let fitted = guard::run(py, || {
         let bounds = Bounds::from_pairs(&bounds).map_err(|e| e.to_string())?;
-        fit_kmeans(&recipe, &data, bounds, &schema, false, &mut rng).map_err(|e| e.to_string())
+        fit_kmeans(&recipe, &data, bounds, &ctx, false, &mut rng, ledger).map_err(|e| e.to_string())
     })?;
     let rows = fitted.centroids.len() / d.max(1);
     let centroids = Array2::from_shape_vec((rows, d), fitted.centroids).map_err(value_error)?;

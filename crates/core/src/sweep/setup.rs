@@ -15,6 +15,7 @@ use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::json;
 
 use super::{DP_SGD_MSE, Experiment, Job, LABEL_DP_MSE, Metrics, SweepOptions};
+use crate::budget::Charge;
 use crate::error::{Error, Result};
 use crate::kmeans::declared_bounds;
 use crate::schema::{Needs, require_declared};
@@ -407,6 +408,77 @@ impl Setup {
                 Ok(metrics)
             }
         }
+    }
+}
+
+impl Setup {
+    /// What the sweep's private runs cost together, for a ledger: each run is (ε, δ)-DP at its
+    /// grid point by construction (DP-SGD calibrated to ε at the recipe's δ; label DP, DPLloyd
+    /// and input perturbation ε-DP; output perturbation ε per query, for every test record),
+    /// and the sweep releases all of them. The non-private baseline trains without noise: its
+    /// figure is a diagnostic like every sweep figure, and it has no finite ε to charge.
+    pub fn cost(&self, o: &SweepOptions) -> Charge {
+        let mut events = Vec::new();
+        for &e in &o.epsilons {
+            let pure = PrivacyEvent::EpsilonDelta {
+                epsilon: e,
+                delta: 0.0,
+            };
+            let run: Vec<PrivacyEvent> = match self {
+                Setup::DpSgd { base, .. } => vec![PrivacyEvent::EpsilonDelta {
+                    epsilon: e,
+                    delta: base.delta,
+                }],
+                Setup::CrossValidated { base, folds, .. } => vec![
+                    PrivacyEvent::EpsilonDelta {
+                        epsilon: e,
+                        delta: base.delta,
+                    }
+                    .repeated(*folds as u64),
+                ],
+                Setup::Regression { base, .. } => vec![
+                    PrivacyEvent::EpsilonDelta {
+                        epsilon: e,
+                        delta: base.delta,
+                    },
+                    pure,
+                ],
+                Setup::Output { test, .. } => vec![pure.repeated(test.n as u64)],
+                Setup::LabelDp { tasks, .. } => vec![pure; tasks.len()],
+                Setup::Kmeans { .. } | Setup::Input { .. } => vec![pure],
+            };
+            for _ in 0..o.repeats {
+                events.extend(run.iter().cloned());
+            }
+        }
+        let (epsilon, delta) = events.iter().fold((0.0, 0.0), |(e, d), ev| {
+            let (ei, di) = stated(ev);
+            (e + ei, d + di)
+        });
+        Charge::of(
+            "sweep",
+            o.dataset.name(),
+            PrivacyEvent::Composed { events },
+            epsilon,
+            delta,
+        )
+        .labelled(format!(
+            "sweep {} of {} private runs",
+            o.experiment.name(),
+            o.epsilons.len() as u64 * o.repeats
+        ))
+    }
+}
+
+/// The (ε, δ) an event of (ε, δ) steps states by itself (basic composition).
+fn stated(event: &PrivacyEvent) -> (f64, f64) {
+    match event {
+        PrivacyEvent::EpsilonDelta { epsilon, delta } => (*epsilon, *delta),
+        PrivacyEvent::SelfComposed { event, count } => {
+            let (e, d) = stated(event);
+            (e * *count as f64, d * *count as f64)
+        }
+        _ => (0.0, 0.0),
     }
 }
 

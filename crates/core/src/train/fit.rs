@@ -15,9 +15,12 @@ use dpml_mechanisms::DpRng;
 use dpml_nn::Sequential;
 use serde_json::{Value, json};
 
+use super::charging;
 use super::recipe::{RecipeOptions, fit_batch_to_data, table_recipe};
 use super::run::train_task_observed;
+use crate::budget::{self, Ledger};
 use crate::error::{Error, Result};
+use crate::ledger_json;
 use crate::observe::Observer;
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 use crate::schema::provenance_report;
@@ -231,16 +234,20 @@ pub const MEMORY_DATASET: &str = "array";
 
 /// Trains a classifier on `data` (records in memory, labels indexing `o.classes`) as `dpml
 /// train` trains on a table: the same recipe and defaults, the same release (without a test
-/// split: the caller holds out what it wants), drawing from `rng`.
+/// split: the caller holds out what it wants), drawing from `rng`. With a `ledger`, charged as
+/// `dpml train --ledger` is: the run's cost checked before it trains, recorded (as `train` on
+/// [`MEMORY_DATASET`]) before the model is returned, its balance under `"ledger"`.
 ///
 /// # Errors
 /// Usage errors for missing bounds, bounds that do not number the features, and recipes the
-/// training refuses (named by their `dpml train` flags).
+/// training refuses (named by their `dpml train` flags); the ledger's refusals (a non-private
+/// recipe, over budget).
 pub fn fit(
     o: &FitOptions,
     data: &Dataset,
     rng: &mut DpRng,
     observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
 ) -> Result<Fitted> {
     let mut cfg = o.recipe.apply(table_recipe())?;
     let notes: Vec<String> = fit_batch_to_data(&mut cfg, &o.recipe, data.n)
@@ -254,13 +261,30 @@ pub fn fit(
     let ranges = schema.require_bounds(MEMORY_DATASET, data.n_features())?;
     cfg.normalize = Normalization::feature_ranges(&ranges);
     cfg.validate()?;
-    let task = Task::Classification;
-    let outcome = train_task_observed(task, &cfg, data, None, rng, observer)?;
     let ctx = RunContext {
         notes,
         ..RunContext::in_memory(&schema)
     };
-    finish(outcome, &cfg, task, data, None, &ctx)
+    // Checked before training: a run that would overspend never takes a step.
+    let charge = match ledger {
+        Some(l) => {
+            let (first, _) =
+                charging::run_charges("train", &ctx.dataset, &cfg, data.n, None, None)?;
+            budget::check(Some(l), &first)?;
+            Some(first)
+        }
+        None => None,
+    };
+    let task = Task::Classification;
+    let outcome = train_task_observed(task, &cfg, data, None, rng, observer)?;
+    let mut fitted = finish(outcome, &cfg, task, data, None, &ctx)?;
+    // Recorded before the model is returned: a failed run charged nothing.
+    if let Some(c) = &charge
+        && let Some(b) = budget::charge(ledger, c)?
+    {
+        fitted.release["ledger"] = ledger_json::balance(&b);
+    }
+    Ok(fitted)
 }
 
 #[cfg(test)]
@@ -290,6 +314,11 @@ mod tests {
         }
     }
 
+    /// `o` fitted on `n` blobs, seeded, silently, charged to `ledger`.
+    fn fit_blobs(o: &FitOptions, n: usize, ledger: Option<&Ledger>) -> Result<Fitted> {
+        fit(o, &blobs(n), &mut DpRng::seeded(1), &mut Silent, ledger)
+    }
+
     fn options() -> FitOptions {
         FitOptions {
             recipe: RecipeOptions {
@@ -303,7 +332,7 @@ mod tests {
 
     #[test]
     fn records_in_memory_train_with_the_table_recipe_and_its_release() {
-        let f = fit(&options(), &blobs(200), &mut DpRng::seeded(1), &mut Silent).unwrap();
+        let f = fit_blobs(&options(), 200, None).unwrap();
         let r = &f.release;
         let recipe = table_recipe();
         assert_eq!(r["batch_size"], json!(recipe.batch_size));
@@ -321,7 +350,7 @@ mod tests {
 
     #[test]
     fn a_default_batch_larger_than_the_records_is_fitted_and_said_so() {
-        let f = fit(&options(), &blobs(40), &mut DpRng::seeded(1), &mut Silent).unwrap();
+        let f = fit_blobs(&options(), 40, None).unwrap();
         let b = f.release["batch_size"].as_u64().unwrap();
         assert!(b <= 40, "{}", f.release);
         assert!(
@@ -332,17 +361,57 @@ mod tests {
         // A batch the caller gave is theirs to fix, by name.
         let mut o = options();
         o.recipe.batch_size = Some(64);
-        let e = fit(&o, &blobs(40), &mut DpRng::seeded(1), &mut Silent).unwrap_err();
+        let e = fit_blobs(&o, 40, None).unwrap_err();
         assert!(e.to_string().contains("batch_size"), "{e}");
+    }
+
+    #[test]
+    fn a_ledger_is_checked_before_training_and_charged_before_the_model_returns() {
+        use crate::observe::Event;
+        let ((_small_dir, small), (_large_dir, large)) =
+            (budget::test_ledger(1.0), budget::test_ledger(10.0));
+        // ε = 3 does not fit a budget of 1: refused before a single step, nothing recorded.
+        let mut started = 0;
+        let mut count = |e: Event<'_>| started += usize::from(matches!(e, Event::RunStarted));
+        let e = fit(
+            &options(),
+            &blobs(200),
+            &mut DpRng::seeded(1),
+            &mut count,
+            Some(&small),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("over budget"), "{e}");
+        assert_eq!(started, 0, "no training before the refusal");
+        assert_eq!(small.balance().unwrap().entries, 0);
+        // Within budget: one entry, `train` on records in memory, its balance in the release.
+        let f = fit_blobs(&options(), 200, Some(&large)).unwrap();
+        let entries = large.entries().unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(
+            (entries[0].command.as_str(), entries[0].dataset.as_str()),
+            ("train", MEMORY_DATASET)
+        );
+        assert!(entries[0].epsilon > 0.0 && entries[0].epsilon <= 3.0 + 1e-9);
+        assert_eq!(f.release["ledger"]["entries"], 1, "{}", f.release);
+        assert_eq!(
+            f.release["ledger"]["spent"].as_f64(),
+            Some(large.balance().unwrap().spent_epsilon)
+        );
+        // A recipe with no finite ε cannot be charged.
+        let mut o = options();
+        o.recipe.non_private = true;
+        assert!(fit_blobs(&o, 200, Some(&large)).is_err());
+        assert_eq!(large.balance().unwrap().entries, 1);
     }
 
     #[test]
     fn bounds_are_required_and_must_number_the_features() {
         let mut o = options();
         o.bounds = None;
-        let e = fit(&o, &blobs(40), &mut DpRng::seeded(1), &mut Silent).unwrap_err();
+        let e = fit_blobs(&o, 40, None).unwrap_err();
         assert!(e.to_string().contains("bounds"), "{e}");
         o.bounds = Some(FeatureBounds::PerFeature(vec![(0.0, 1.0); 3]));
-        assert!(fit(&o, &blobs(40), &mut DpRng::seeded(1), &mut Silent).is_err());
+        assert!(fit_blobs(&o, 40, None).is_err());
     }
 }

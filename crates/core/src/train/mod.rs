@@ -4,6 +4,7 @@
 //! JSON release of each, its diagnostics kept apart ([`crate::privacy_model`]); and the same
 //! training on records already in memory ([`fit()`], the Python estimators).
 
+mod charging;
 pub mod checkpoint;
 pub mod crossval;
 pub mod eval;
@@ -12,6 +13,7 @@ pub mod recipe;
 pub mod run;
 pub mod split;
 
+pub use charging::planned_event;
 pub use checkpoint::CheckpointOptions;
 pub use crossval::cross_validate;
 pub use eval::{EvalOptions, eval, presets};

@@ -11,11 +11,14 @@ use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
 use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
 
+use super::charging;
 use super::checkpoint::{self, CheckpointOptions};
 use super::fit::{RunContext, finish};
 use super::recipe::{RecipeOptions, fit_batch_to_data, private_needs, recipe};
 use super::split::{Loaded, SplitOptions, load_split, public_normalization};
+use crate::budget::{self, Ledger};
 use crate::error::{Error, Result};
+use crate::ledger_json;
 use crate::observe::{Event, Observer};
 use crate::privacy_model;
 use crate::schema::{Declarations, clamp_diagnostics};
@@ -105,7 +108,10 @@ pub enum TrainEnd {
 }
 
 /// Trains as `o` says on the processes of `comm` (the root, rank 0, alone writes files),
-/// drawing the split, initialisation and noise from `rng` (every process's the same).
+/// drawing the split, initialisation and noise from `rng` (every process's the same). With a
+/// `ledger`, the run's cost is checked before it trains and recorded (by the root) before the
+/// model, the log or the release is written; a checkpointed run is charged once, when its first
+/// checkpoint is written (see [`super::charging`]).
 ///
 /// # Errors
 /// Usage errors for a bad recipe, missing declarations, data that do not load or do not fit
@@ -115,6 +121,7 @@ pub fn train(
     rng: &mut DpRng,
     comm: &dyn Collective,
     observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
 ) -> Result<TrainEnd> {
     let (source, cfg) = recipe(o.dataset.as_ref(), o.preset.as_deref(), &o.recipe, o.task)?;
     cfg.validate()?;
@@ -124,7 +131,7 @@ pub fn train(
                 "--folds {k} cannot be checkpointed: drop --checkpoint/--resume"
             )));
         }
-        return super::crossval::cross_validate(o, &source, &cfg, k, rng, observer)
+        return super::crossval::cross_validate(o, &source, &cfg, k, rng, observer, ledger)
             .map(TrainEnd::Released);
     }
     let resumed = o.checkpoint.resumed()?;
@@ -180,6 +187,39 @@ pub fn train(
         }
         None => None,
     };
+    let charges = match ledger {
+        Some(_) => Some(charging::run_charges(
+            "train",
+            &source.name(),
+            &cfg,
+            train.n,
+            resumed.as_ref(),
+            perturbation.as_ref(),
+        )?),
+        None => None,
+    };
+    let checkpointed = checkpoint_plan.is_some() || resumed.is_some();
+    let run_charge = if checkpointed {
+        Some(charging::RunCharge::start(
+            ledger,
+            resumed.as_ref(),
+            charges.clone(),
+        )?)
+    } else {
+        if let Some((first, _)) = &charges {
+            budget::check(ledger, first)?;
+        }
+        None
+    };
+    let before_save =
+        |ck: &mut dpml_learn::dpsgd::Checkpoint| -> dpml_learn::dpsgd::error::Result<()> {
+            let Some(rc) = &run_charge else { return Ok(()) };
+            rc.before_save(ck).map_err(|e| {
+                let message = e.to_string();
+                *rc.failure.borrow_mut() = Some(e);
+                dpml_learn::dpsgd::DpSgdError::Runtime(message)
+            })
+        };
     let run = dpsgd::Run {
         task: o.task,
         comm,
@@ -187,8 +227,17 @@ pub fn train(
         resume: resumed,
         stop_after: o.checkpoint.stop_after_steps,
         context: checkpoint::context(split_key, o.checkpoint.seed),
+        before_save: Some(&before_save),
     };
-    let outcome = match train_observed(&run, &cfg, &train, Some(&test), rng, observer)? {
+    let trained = train_observed(&run, &cfg, &train, Some(&test), rng, observer);
+    // A ledger's refusal while saving comes back as itself, not as the training error.
+    if let Some(e) = run_charge
+        .as_ref()
+        .and_then(|rc| rc.failure.borrow_mut().take())
+    {
+        return Err(e);
+    }
+    let outcome = match trained? {
         dpsgd::RunEnd::Finished(o) => *o,
         dpsgd::RunEnd::Stopped { step, steps } => {
             return Ok(TrainEnd::Stopped {
@@ -215,8 +264,17 @@ pub fn train(
         &mut fitted.release,
         clamp_diagnostics(&clamped, &train.feature_names, train.n + test.n),
     );
-    // Only the root of a job of several processes writes files.
+    // Only the root of a job of several processes charges and writes files; the charge is
+    // recorded before anything is written.
     if comm.rank() == 0 {
+        let balance = match (&run_charge, &charges) {
+            (Some(rc), _) => rc.before_release()?,
+            (None, Some((first, _))) => budget::charge(ledger, first)?,
+            (None, None) => None,
+        };
+        if let Some(b) = balance {
+            fitted.release["ledger"] = ledger_json::balance(&b);
+        }
         if let Some(path) = &o.save_model {
             fitted.save(path)?;
             fitted.release["model_file"] = json!(path);

@@ -17,10 +17,12 @@ use serde_json::{Value, json};
 use super::train::TrainingArgs;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
+use crate::ledger_args::LedgerArgs;
 use crate::output::{Output, diag};
 use crate::plot::{self, Chart, Series, Style};
 use crate::report;
 use crate::schema_args::SchemaArgs;
+use dpml_core::budget;
 
 /// Flags of `dpml audit`.
 #[derive(Args, Debug)]
@@ -49,6 +51,11 @@ pub struct AuditArgs {
     pub training: TrainingArgs,
     #[command(flatten)]
     pub seed: SeedArg,
+    /// Every model the audit trains on the data set is charged (a DP recipe only; refused
+    /// before the first model when it would not fit). Not with --scores, gradient-canary or
+    /// worst-case-init.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
     /// Records the target trains on (N); N held-out records are the non-members
     /// [default: min(2000, half the data set)].
     #[arg(long, alias = "target-size")]
@@ -175,6 +182,18 @@ impl AuditArgs {
 
 /// Run `dpml audit`.
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let uncharged = a.scores.is_some()
+        || [
+            super::audit_white_box::ATTACK,
+            super::audit_worst_case::ATTACK,
+        ]
+        .contains(&a.attack.trim());
+    if uncharged && a.ledger.ledger.is_some() {
+        return Err(CliError::usage(
+            "--ledger charges the audits that train the target recipe's models (loss, lira, \
+             lira-offline, one-run, attribute); not --scores, gradient-canary or worst-case-init",
+        ));
+    }
     if let Some(scores) = &a.scores {
         return super::audit_scores::run(a, scores, out);
     }
@@ -185,6 +204,15 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         return super::audit_worst_case::run(a, data_dir, out);
     }
     let plan = AuditPlan::new(&a.options(data_dir))?;
+    let ledger = a.ledger.open()?;
+    let cost = match &ledger {
+        Some(l) => {
+            let cost = plan.cost(&a.data.dataset.name())?;
+            budget::check(Some(l), &cost)?;
+            Some(cost)
+        }
+        None => None,
+    };
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
     let bar = out.progress(plan.cfg.models_needed() as u64, "audit", "model");
     let ready = |m: &ModelReady| {
@@ -197,6 +225,11 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let Some(AuditOutcome { report, mut result }) = outcome else {
         return Ok(());
     };
+    // Recorded before anything is written.
+    if let Some(cost) = &cost {
+        let balance = budget::charge(ledger.as_ref(), cost)?;
+        result["ledger"] = json!(balance.as_ref().map(dpml_core::ledger_json::balance));
+    }
     if let Some(dir) = &a.out {
         let files = write_outputs(dir, &report, &result, &plan.recipe.model)?;
         result["files"] = files;

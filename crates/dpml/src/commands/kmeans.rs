@@ -11,6 +11,7 @@ use dpml_learn::kmeans::Algorithm;
 
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::CliResult;
+use crate::ledger_args::LedgerArgs;
 use crate::output::Output;
 use crate::schema_args::SchemaArgs;
 
@@ -38,6 +39,8 @@ pub struct KMeansArgs {
     #[command(flatten)]
     pub schema: SchemaArgs,
     #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
     pub seed: SeedArg,
 }
 
@@ -56,6 +59,11 @@ pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()
             iterations: a.iterations.map(|t| t as usize),
         },
     };
-    out.emit(&dpml_core::kmeans::kmeans(&options, &mut a.seed.rng()?)?);
+    let ledger = a.ledger.open()?;
+    out.emit(&dpml_core::kmeans::kmeans(
+        &options,
+        &mut a.seed.rng()?,
+        ledger.as_ref(),
+    )?);
     Ok(())
 }

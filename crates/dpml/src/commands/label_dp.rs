@@ -13,6 +13,7 @@ use dpml_learn::label_dp::{LabelDpProgress, LabelMechanism, PostProcess, Task, T
 use super::train::SplitArgs;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::CliResult;
+use crate::ledger_args::LedgerArgs;
 use crate::output::Output;
 use crate::progress::Progress;
 use crate::schema_args::SchemaArgs;
@@ -92,6 +93,8 @@ pub struct LabelDpArgs {
     #[command(flatten)]
     pub split: SplitArgs,
     #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
     pub seed: SeedArg,
 }
 
@@ -141,7 +144,8 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         }
         _ => {}
     };
-    let release = label_dp(&options, &mut a.seed.rng()?, &mut observer)?;
+    let ledger = a.ledger.open()?;
+    let release = label_dp(&options, &mut a.seed.rng()?, &mut observer, ledger.as_ref())?;
     out.emit(&release);
     Ok(())
 }

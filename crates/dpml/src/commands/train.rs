@@ -18,6 +18,7 @@ pub use dpml_core::train::public_normalization;
 use super::checkpoint_args::CheckpointArgs;
 use crate::args::{self, SeedArg};
 use crate::error::CliResult;
+use crate::ledger_args::LedgerArgs;
 use crate::output::{Output, diag};
 use crate::schema_args::SchemaArgs;
 use crate::summary::short;
@@ -273,6 +274,8 @@ pub struct TrainArgs {
     pub input_delta: f64,
     #[command(flatten)]
     pub checkpoint: CheckpointArgs,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 impl TrainArgs {
@@ -310,9 +313,11 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let options = a.options(data_dir);
     // Under mpirun every rank must draw the same split and keys.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
+    let ledger = a.ledger.open()?;
     let mut bars = Bars::new(out);
-    let end =
-        crate::cluster::with_comm(|comm| core_train::train(&options, &mut rng, comm, &mut bars))?;
+    let end = crate::cluster::with_comm(|comm| {
+        core_train::train(&options, &mut rng, comm, &mut bars, ledger.as_ref())
+    })?;
     match end {
         TrainEnd::Released(release) => out.emit(&release),
         TrainEnd::Stopped {

@@ -82,6 +82,17 @@ impl PrivacyPlan {
         done == self.steps || self.epochs_done(done) > self.epochs_done(done.saturating_sub(1))
     }
 
+    /// The epochs logged once `done` steps are done: one for each step that ends an epoch
+    /// ([`PrivacyPlan::ends_epoch`]), all of them ([`PrivacyPlan::epochs`]) once the run is over.
+    /// Before the last step, a step ends at most one epoch: ⌊done·B/N⌋ (at most `done`).
+    pub fn epochs_logged(&self, done: u64) -> u64 {
+        if done >= self.steps {
+            self.epochs()
+        } else {
+            self.epochs_done(done).min(done)
+        }
+    }
+
     /// The epochs the run logs: ⌈E⌉ for E epochs.
     pub fn epochs(&self) -> u64 {
         let whole = self.epochs_done(self.steps);
@@ -154,6 +165,14 @@ mod tests {
             let ends: Vec<u64> = (1..=p.steps).filter(|&d| p.ends_epoch(d)).collect();
             assert_eq!(ends.len() as u64, logged, "{epochs} {batch} {n}: {ends:?}");
             assert_eq!(p.epochs(), logged);
+            for done in 0..=p.steps {
+                let so_far = ends.iter().filter(|&&d| d <= done).count() as u64;
+                assert_eq!(
+                    p.epochs_logged(done),
+                    so_far,
+                    "{epochs} {batch} {n}: {done}"
+                );
+            }
             assert_eq!(*ends.last().unwrap(), p.steps);
             // Epoch e ends at the first step by which e·N records are sampled in expectation.
             for (e, &step) in ends.iter().enumerate().take(epochs.floor() as usize) {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::accounting::{PrivacyPlan, accountant};
 use super::batch::{map_through_prefix, prefix_to_precompute};
-use super::checkpoint::{Checkpoint, CheckpointPlan, fingerprint, from_bits, to_bits};
+use super::checkpoint::{Checkpoint, CheckpointPlan, RunIdentity, from_bits, to_bits};
 use super::collective::{
     Collective, Fact, Shown, Solo, broadcast_params, check_facts_agree, check_models_agree, digest,
 };
@@ -336,7 +336,13 @@ pub struct Run<'a> {
     pub stop_after: Option<u64>,
     /// The caller's facts to keep in the checkpoints ([`Checkpoint::context`]).
     pub context: serde_json::Value,
+    /// Called on the root process before each checkpoint is written (which it may amend: the
+    /// caller's ledger records the checkpoint there); an error stops the run, nothing written.
+    pub before_save: Option<&'a BeforeSave<'a>>,
 }
+
+/// What [`Run::before_save`] is.
+pub type BeforeSave<'a> = dyn Fn(&mut Checkpoint) -> Result<()> + 'a;
 
 impl Default for Run<'_> {
     fn default() -> Self {
@@ -347,6 +353,7 @@ impl Default for Run<'_> {
             resume: None,
             stop_after: None,
             context: serde_json::Value::Null,
+            before_save: None,
         }
     }
 }
@@ -437,10 +444,17 @@ fn run_training(
     let spec = objective.shape_model(cfg.validate_data(train, test)?)?;
     let input = cfg.normalize.resolve(train)?;
     let plan = PrivacyPlan::new(cfg, train.n)?;
-    let print = (run.checkpoint.is_some() || run.resume.is_some())
-        .then(|| fingerprint(cfg, run.task, train));
-    if let (Some(ck), Some(fp)) = (&run.resume, &print) {
-        ck.check(fp)?;
+    let print = (run.checkpoint.is_some() || run.resume.is_some()).then(|| {
+        RunIdentity::new(
+            cfg,
+            run.task,
+            train,
+            plan.noise_multiplier,
+            plan.sampling_rate,
+        )
+    });
+    if let (Some(ck), Some(id)) = (&run.resume, &print) {
+        ck.check(id, &plan)?;
     }
     check_facts_agree(comm, &run_facts(cfg, &plan, train))?;
     let mut model = Sequential::new(spec, rng)?;
@@ -530,8 +544,11 @@ fn run_training(
         if !comm.is_root() {
             return Ok(());
         }
-        let mut ck = Checkpoint::new(fp.clone(), plan.steps, run.context.clone());
+        let mut ck = Checkpoint::new(fp, plan.steps, run.context.clone());
         fill(&mut ck, stepper, ema, state, rng, key);
+        if let Some(before) = run.before_save {
+            before(&mut ck)?;
+        }
         ck.save(dir)
     };
 
