@@ -9,16 +9,20 @@ Submodules:
 - :mod:`dpml.learn` -- scikit-learn style private estimators.
 - :func:`dpml.sql` -- differentially private SQL over Parquet and CSV tables.
 
-Every failure on bad input raises :class:`ValueError` with the message the ``dpml`` command
-line prints after ``error:``.
+The command line and this package are two fronts over one Rust library: the same recipes,
+defaults, field names and model files. Every failure on bad input raises :class:`ValueError`
+with the message the ``dpml`` command line prints after ``error:`` (its flags written as this
+package's keywords).
 """
 
 from . import _native
-from . import accounting, audit, learn, mechanisms, stats
+from . import accounting, audit, events, learn, mechanisms, stats
 from .ledger import Ledger
 from .sql import sql, sql_explain, sql_report
 
 __version__: str = _native.__version__
 
-__all__ = ["accounting", "audit", "learn", "mechanisms", "stats", "Ledger", "__version__"]
-__all__ += ["sql", "sql_explain", "sql_report"]
+__all__ = [
+    "accounting", "audit", "events", "learn", "mechanisms", "stats", "Ledger", "__version__",
+    "sql", "sql_explain", "sql_report",
+]

@@ -15,6 +15,7 @@ import os
 from typing import Any, Dict, Mapping, Optional, Union
 
 from . import _native
+from .ledger import Ledger, native
 
 __all__ = ["sql", "sql_explain", "sql_report"]
 
@@ -25,29 +26,20 @@ def _tables(tables: Mapping[str, PathLike]):
     return [(str(name), os.fspath(path)) for name, path in tables.items()]
 
 
-def _ledger_path(ledger: Any) -> Optional[str]:
-    if ledger is None:
-        return None
-    # A dpml.Ledger or a path.
-    return os.fspath(getattr(ledger, "path", ledger))
-
-
 def sql(
     query: str,
     tables: Mapping[str, PathLike],
     schema: PathLike,
     epsilon: float,
     delta: float = 0.0,
-    ledger: Any = None,
-    budget: Optional[float] = None,
-    budget_delta: Optional[float] = None,
+    ledger: Optional[Ledger] = None,
     weights: Optional[Mapping[str, float]] = None,
     seed: Optional[int] = None,
 ):
     """Answers ``query`` with (epsilon, delta)-differential privacy; returns a ``pyarrow.Table``.
 
     ``tables`` maps each table name to a Parquet file, a folder of Parquet files, or a CSV
-    (``.csv.gz`` too) file; ``schema`` is the schema file. ``ledger`` (a path or a
+    (``.csv.gz`` too) file; ``schema`` is the schema file. ``ledger`` (a
     :class:`dpml.Ledger`) is charged before anything is returned; ``weights`` gives some
     aggregates (by output column name) a larger share of epsilon; ``seed`` makes the noise
     reproducible (tests only: a seeded release is not private).
@@ -61,9 +53,7 @@ def sql(
         float(epsilon),
         float(delta),
         None if weights is None else {str(k): float(v) for k, v in weights.items()},
-        _ledger_path(ledger),
-        budget,
-        budget_delta,
+        native(ledger),
         seed,
     )
     table = pa.RecordBatchReader.from_stream(stream).read_all()

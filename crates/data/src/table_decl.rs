@@ -291,7 +291,10 @@ mod tests {
                 "[[tables.t.columns]]\nname = \"x\"\nbounds = [2, 1]\n",
                 "column \"x\": bounds must be finite",
             ),
-            ("[[tables.t.columns]]\nname = \"x\"\nkeys = []\n", "between 1"),
+            (
+                "[[tables.t.columns]]\nname = \"x\"\nkeys = []\n",
+                "between 1",
+            ),
             (
                 "[[tables.t.columns]]\nname = \"x\"\nkeys = [1, 1]\n",
                 "listed twice",
@@ -320,10 +323,9 @@ mod tests {
         struct File {
             tables: BTreeMap<String, TableDecl>,
         }
-        let mut f: File = toml::from_str(
-            "[[tables.v.columns]]\nname = \"day\"\nkeys_file = \"days.csv\"\n",
-        )
-        .unwrap();
+        let mut f: File =
+            toml::from_str("[[tables.v.columns]]\nname = \"day\"\nkeys_file = \"days.csv\"\n")
+                .unwrap();
         check_tables(&mut f.tables, Some(dir.path())).unwrap();
         let keys = f.tables["v"].columns[0].keys.clone().unwrap();
         assert_eq!(keys.len(), 3);

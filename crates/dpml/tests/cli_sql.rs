@@ -31,10 +31,20 @@ fn a_release_reports_its_noise_and_guarantee() {
     .json();
     assert_eq!(v["rows"].as_array().unwrap().len(), 7);
     assert_eq!(v["rows"][0]["day"], 1);
-    for f in ["epsilon", "delta", "accountant", "neighbouring", "public", "seeded"] {
+    for f in [
+        "epsilon",
+        "delta",
+        "accountant",
+        "neighbouring",
+        "public",
+        "seeded",
+    ] {
         assert!(!v[f].is_null(), "{f} missing: {v}");
     }
-    assert_eq!(v["neighbouring"], "add or remove all rows of one privacy unit");
+    assert_eq!(
+        v["neighbouring"],
+        "add or remove all rows of one privacy unit"
+    );
     let cols = v["columns"].as_array().unwrap();
     assert_eq!(cols.len(), 2);
     for c in cols {
@@ -63,14 +73,26 @@ fn explain_shows_the_threshold_and_charges_nothing() {
     dpml(&["ledger", "create", "--ledger", &l, "--budget-epsilon", "1"]).json();
     let v = sql(
         "EXPLAIN DP SELECT region, COUNT(*) FROM visits GROUP BY region",
-        &["--epsilon", "1", "--delta", "1e-6", "--ledger", &l, "--json"],
+        &[
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--ledger",
+            &l,
+            "--json",
+        ],
     )
     .json();
     assert_eq!(v["explain"], true);
     let t = &v["aggregates"][0]["threshold"];
     assert!(t["tau"].as_i64().unwrap() > 1, "{v}");
     let shown = dpml(&["ledger", "show", "--ledger", &l, "--json"]).json();
-    assert_eq!(shown["entries"].as_array().map_or(0, Vec::len), 0, "{shown}");
+    assert_eq!(
+        shown["entries"].as_array().map_or(0, Vec::len),
+        0,
+        "{shown}"
+    );
 }
 
 #[test]
@@ -93,8 +115,17 @@ fn bad_input_is_one_line_and_exit_2() {
     let q = "SELECT COUNT(*) FROM visits";
     // A missing table file.
     let missing = format!("visits={}", dir.path().join("nope.csv").display());
-    dpml(&["sql", q, "--table", &missing, "--schema", &schema, "--epsilon", "1"])
-        .assert_usage_error("nope.csv");
+    dpml(&[
+        "sql",
+        q,
+        "--table",
+        &missing,
+        "--schema",
+        &schema,
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("nope.csv");
     // An unknown column.
     sql("SELECT SUM(spent) FROM visits", &["--epsilon", "1"]).assert_usage_error("spent");
     // A column without declared bounds.
@@ -104,8 +135,17 @@ fn bad_input_is_one_line_and_exit_2() {
     let bad = dir.path().join("bad.parquet");
     std::fs::write(&bad, b"PAR1 this is not parquet").unwrap();
     let t = format!("visits={}", bad.display());
-    dpml(&["sql", q, "--table", &t, "--schema", &schema, "--epsilon", "1"])
-        .assert_usage_error("bad.parquet");
+    dpml(&[
+        "sql",
+        q,
+        "--table",
+        &t,
+        "--schema",
+        &schema,
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("bad.parquet");
     // A table with repeated units that the schema does not declare.
     let other = dir.path().join("other.toml");
     std::fs::write(&other, "[tables.regions]\npublic = true\n").unwrap();

@@ -4,10 +4,8 @@
 //! feature is built for another PyO3 than this package's).
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::path::PathBuf;
 
-use dpml_accounting::ledger::Ledger;
 use dpml_sql::datafusion::arrow::datatypes::SchemaRef;
 use dpml_sql::datafusion::arrow::ffi_stream::FFI_ArrowArrayStream;
 use dpml_sql::datafusion::arrow::record_batch::{RecordBatch, RecordBatchIterator};
@@ -16,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::guard;
+use crate::ledger::{PyLedger, inner};
 
 /// A released table, readable once or many times as an Arrow C stream.
 #[pyclass(name = "SqlTable", frozen)]
@@ -41,14 +40,15 @@ impl SqlTable {
             self.schema.clone(),
         );
         let stream = FFI_ArrowArrayStream::new(Box::new(reader));
-        let name = CString::new("arrow_array_stream").expect("no NUL in the name");
-        PyCapsule::new(py, stream, Some(name))
+        // The consumer moves the stream out (its release set to null); a stream never read is
+        // released when the capsule is dropped.
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
     }
 }
 
 /// The engine over `tables` (name → path) declared by the schema file `schema`.
 fn engine(schema: &str, tables: Vec<(String, String)>) -> Result<Engine, String> {
-    let schema = dpml_data::Schema::from_file(schema.as_ref()).map_err(|e| e.to_string())?;
+    let schema = dpml_core::data::Schema::from_file(schema.as_ref()).map_err(|e| e.to_string())?;
     let tables: Vec<(String, PathBuf)> = tables
         .into_iter()
         .map(|(n, p)| (n, PathBuf::from(p)))
@@ -68,7 +68,7 @@ fn request(epsilon: f64, delta: f64, weights: Option<BTreeMap<String, f64>>) -> 
 
 /// (table, report JSON) of a DP query.
 #[pyfunction]
-#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, ledger=None, budget=None, budget_delta=None, seed=None))]
+#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, ledger=None, seed=None))]
 #[allow(clippy::too_many_arguments)]
 fn sql_run(
     py: Python<'_>,
@@ -78,20 +78,15 @@ fn sql_run(
     epsilon: f64,
     delta: f64,
     weights: Option<BTreeMap<String, f64>>,
-    ledger: Option<String>,
-    budget: Option<f64>,
-    budget_delta: Option<f64>,
+    ledger: Option<PyRef<'_, PyLedger>>,
     seed: Option<u64>,
 ) -> PyResult<(SqlTable, String)> {
     let mut rng = guard::rng(seed)?;
+    let ledger = inner(&ledger);
     guard::run(py, || {
-        let ledger = ledger
-            .map(|p| Ledger::open_or_create(p.as_ref(), budget, budget_delta))
-            .transpose()
-            .map_err(|e| e.to_string())?;
         let engine = engine(schema, tables)?;
         let result = engine
-            .run(query, &request(epsilon, delta, weights), &mut rng, ledger.as_ref())
+            .run(query, &request(epsilon, delta, weights), &mut rng, ledger)
             .map_err(|e: SqlError| e.to_string())?;
         let mut report = result.to_json().map_err(|e| e.to_string())?;
         report["seeded"] = serde_json::Value::Bool(rng.is_seeded());

@@ -155,7 +155,11 @@ fn main() {
     } else {
         let t = Instant::now();
         let tables = tpch::generate(&o.data, o.scale_factor).expect("generate TPC-H");
-        println!("generated TPC-H SF {} in {:.1} s", o.scale_factor, t.elapsed().as_secs_f64());
+        println!(
+            "generated TPC-H SF {} in {:.1} s",
+            o.scale_factor,
+            t.elapsed().as_secs_f64()
+        );
         tables
     };
     let schema: dpml_data::Schema = {
@@ -169,7 +173,11 @@ fn main() {
     runtime.block_on(async {
         for (name, path) in &tables {
             plain
-                .register_parquet(name.as_str(), path.to_str().unwrap(), ParquetReadOptions::default())
+                .register_parquet(
+                    name.as_str(),
+                    path.to_str().unwrap(),
+                    ParquetReadOptions::default(),
+                )
                 .await
                 .unwrap();
         }
@@ -258,7 +266,11 @@ fn main() {
                 .map(|(_, v)| *v);
             let pred = predicted(c, count, &mut sim);
             let med = median(errs.iter().map(|e| e.abs()).collect());
-            let label = if key.is_empty() { "(all)".to_string() } else { key.clone() };
+            let label = if key.is_empty() {
+                "(all)".to_string()
+            } else {
+                key.clone()
+            };
             println!(
                 "  {:<34} {:<16} {:>14.6e} {:>14.6e} {:>12.4e} {:>8.3} {:>8.4}%  ({} of {} runs)",
                 label.chars().take(34).collect::<String>(),
@@ -272,9 +284,15 @@ fn main() {
                 o.runs
             );
         }
-        let missing: Vec<&String> = truth.keys().filter(|k| !released.contains_key(*k)).collect();
+        let missing: Vec<&String> = truth
+            .keys()
+            .filter(|k| !released.contains_key(*k))
+            .collect();
         if !missing.is_empty() {
-            println!("  groups never released (below the key threshold): {}", missing.len());
+            println!(
+                "  groups never released (below the key threshold): {}",
+                missing.len()
+            );
         }
     }
 }

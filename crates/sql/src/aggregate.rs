@@ -269,13 +269,14 @@ fn measure(
                 input
                     .index_of(a)
                     .is_some_and(|i| input.unit.columns().contains(&i))
-                    || input.index_of(a).and_then(|i| input.lineage[i].as_ref()).is_some_and(
-                        |o| {
-                            catalog.table(&o.table).is_ok_and(|t| {
-                                t.unit == UnitSource::Column(o.column.clone())
-                            })
-                        },
-                    )
+                    || input
+                        .index_of(a)
+                        .and_then(|i| input.lineage[i].as_ref())
+                        .is_some_and(|o| {
+                            catalog
+                                .table(&o.table)
+                                .is_ok_and(|t| t.unit == UnitSource::Column(o.column.clone()))
+                        })
             });
             if !is_unit || filter.is_some() {
                 return Err(refuse(
@@ -286,12 +287,15 @@ fn measure(
             Kind::CountUnits
         }
         "count" => {
-            let counts_all = arg.is_none_or(|a| matches!(strip_alias(a), Expr::Literal(v, _) if !v.is_null()));
+            let counts_all =
+                arg.is_none_or(|a| matches!(strip_alias(a), Expr::Literal(v, _) if !v.is_null()));
             let flag = match (counts_all, &filter) {
                 (true, None) => None,
                 (true, Some(f)) => Some(f.clone()),
                 (false, None) => Some(arg.expect("argument").clone().is_not_null()),
-                (false, Some(f)) => Some(arg.expect("argument").clone().is_not_null().and(f.clone())),
+                (false, Some(f)) => {
+                    Some(arg.expect("argument").clone().is_not_null().and(f.clone()))
+                }
             };
             Kind::Count {
                 flag: flag.map(|f| {
@@ -393,13 +397,22 @@ fn distinct_values(rw: &Rewriter<'_>, table: &str, column: &str) -> Result<Logic
         .get(table)
         .ok_or_else(|| SqlError::input(format!("table {table} was not given")))?;
     LogicalPlanBuilder::scan(table, Arc::clone(source), None)
-        .and_then(|b| b.aggregate(vec![Expr::Column(Column::new(Some(table), column))], Vec::<Expr>::new()))
+        .and_then(|b| {
+            b.aggregate(
+                vec![Expr::Column(Column::new(Some(table), column))],
+                Vec::<Expr>::new(),
+            )
+        })
         .and_then(LogicalPlanBuilder::build)
         .map_err(plan_err)
 }
 
 /// The contribution rows: the unit, the group values and the inputs, for rows with a unit.
-fn contribution_rows(input: &Rel, group_expr: &[Expr], inputs: &[(Expr, bool)]) -> Result<LogicalPlan> {
+fn contribution_rows(
+    input: &Rel,
+    group_expr: &[Expr],
+    inputs: &[(Expr, bool)],
+) -> Result<LogicalPlan> {
     let unit = input.column(input.unit.columns()[0]);
     let mut exprs = vec![unit.clone().alias("__unit")];
     exprs.extend(
@@ -414,7 +427,8 @@ fn contribution_rows(input: &Rel, group_expr: &[Expr], inputs: &[(Expr, bool)]) 
             .enumerate()
             .map(|(i, (e, _))| e.clone().alias(format!("__x{i}"))),
     );
-    let filtered = Filter::try_new(unit.is_not_null(), Arc::new(input.plan.clone())).map_err(plan_err)?;
+    let filtered =
+        Filter::try_new(unit.is_not_null(), Arc::new(input.plan.clone())).map_err(plan_err)?;
     Ok(LogicalPlan::Projection(
         Projection::try_new(exprs, Arc::new(LogicalPlan::Filter(filtered))).map_err(plan_err)?,
     ))
@@ -433,9 +447,8 @@ fn placeholder(
         .enumerate()
         .map(|(i, f)| Field::new(format!("c{i}"), f.data_type().clone(), f.is_nullable()))
         .collect();
-    let table = Arc::new(
-        MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]]).map_err(plan_err)?,
-    );
+    let table =
+        Arc::new(MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]]).map_err(plan_err)?);
     let name = rw.fresh(&format!("released{id}"));
     let exprs: Vec<Expr> = (0..output.fields().len())
         .map(|i| {

@@ -174,7 +174,9 @@ pub(crate) fn calibrate(
         )));
     }
     if !(0.0..1.0).contains(&delta) {
-        return Err(SqlError::input(format!("delta must be in [0, 1), got {delta}")));
+        return Err(SqlError::input(format!(
+            "delta must be in [0, 1), got {delta}"
+        )));
     }
     for (name, w) in &split.weights {
         if !(w.is_finite() && *w > 0.0) {
@@ -282,9 +284,13 @@ fn parts(kind: &Kind, epsilon: f64, l0: u64, linf: Option<u64>) -> Result<Vec<Pa
             mech: DiscreteLaplaceMechanism::new(sensitivity, eps)?,
         })
     };
-    let sum = |input: usize, range: Range, centre: f64, square: bool, sum_range: Option<Range>, eps: f64| {
-        sum_part(input, range, centre, square, sum_range, linf, l0, eps)
-    };
+    let sum =
+        |input: usize,
+         range: Range,
+         centre: f64,
+         square: bool,
+         sum_range: Option<Range>,
+         eps: f64| { sum_part(input, range, centre, square, sum_range, linf, l0, eps) };
     Ok(match *kind {
         Kind::Count { flag } => vec![count(CountSource::Rows(flag), rows, epsilon)?],
         Kind::CountUnits => vec![count(CountSource::Units, 1, epsilon)?],
@@ -494,7 +500,11 @@ mod tests {
         assert_eq!(mech.sensitivity(), expect);
         assert!(mech.scale() >= expect as f64 / 0.5);
         assert_eq!(grid.sum_hi, (200.0 * pow2(40)) as i128);
-        assert_eq!(grid.fine(150.0), (100.0 * pow2(40)) as i128, "clamped to the range");
+        assert_eq!(
+            grid.fine(150.0),
+            (100.0 * pow2(40)) as i128,
+            "clamped to the range"
+        );
     }
 
     #[test]
@@ -505,7 +515,12 @@ mod tests {
         // A group of one unit passes with probability ≤ δ/L0.
         assert!(4.0 * release_probability(1, tau, t) <= 1e-6);
         assert!(release_probability(tau + 1000, tau, t) > 0.999);
-        assert!((release_probability(tau, tau, t) - (1.0 - (-1.0 / t).exp() / (1.0 + (-1.0 / t).exp()))).abs() < 1e-12);
+        assert!(
+            (release_probability(tau, tau, t)
+                - (1.0 - (-1.0 / t).exp() / (1.0 + (-1.0 / t).exp())))
+            .abs()
+                < 1e-12
+        );
     }
 
     #[test]

@@ -282,12 +282,20 @@ mod tests {
         let msg = Catalog::new(&d, &[("v".into(), schema(&["user_id"]))])
             .unwrap_err()
             .to_string();
-        assert!(msg.contains("column user") && msg.contains("user_id"), "{msg}");
+        assert!(
+            msg.contains("column user") && msg.contains("user_id"),
+            "{msg}"
+        );
         let cyc = decls(
             "[[tables.a.columns]]\nname = \"x\"\nreferences = \"b.y\"\n\
              [[tables.b.columns]]\nname = \"y\"\nreferences = \"a.x\"\n",
         );
-        assert!(Catalog::new(&cyc, &[]).unwrap_err().to_string().contains("cycle"));
+        assert!(
+            Catalog::new(&cyc, &[])
+                .unwrap_err()
+                .to_string()
+                .contains("cycle")
+        );
         let dangling = decls("[[tables.a.columns]]\nname = \"x\"\nreferences = \"z.y\"\n");
         assert!(
             Catalog::new(&dangling, &[])

@@ -150,7 +150,12 @@ pub(crate) struct Bounder {
 
 impl Bounder {
     pub(crate) fn new(spec: Arc<BoundSpec>, unit_type: &DataType) -> Result<Self> {
-        let fields = spec.group_types.iter().cloned().map(SortField::new).collect();
+        let fields = spec
+            .group_types
+            .iter()
+            .cloned()
+            .map(SortField::new)
+            .collect();
         // Integer ids that fit an i64 are keyed directly.
         let small_int = matches!(
             unit_type,
@@ -241,7 +246,10 @@ impl Bounder {
                 _ => return Err(SqlError::internal("unit key kinds disagree")),
             };
             let next = self.pair_units.len() as u32;
-            let pair = *self.pairs.entry(((uid as u64) << 32) | gid as u64).or_insert(next);
+            let pair = *self
+                .pairs
+                .entry(((uid as u64) << 32) | gid as u64)
+                .or_insert(next);
             if pair == next {
                 self.pair_units.push(uid);
                 self.pair_groups.push(gid);
@@ -327,7 +335,13 @@ fn value(inputs: &[ArrayRef], i: usize, row: usize) -> Option<f64> {
 }
 
 /// Adds one row to one (unit, group) accumulator.
-fn update(acc: &mut Acc, part: &Part, inputs: &[ArrayRef], row: usize, spec: &BoundSpec) -> Result<()> {
+fn update(
+    acc: &mut Acc,
+    part: &Part,
+    inputs: &[ArrayRef],
+    row: usize,
+    spec: &BoundSpec,
+) -> Result<()> {
     match (acc, part) {
         (Acc::Count(n), Part::Count { source, .. }) => {
             let hit = match *source {
@@ -367,7 +381,13 @@ pub(crate) fn candidate_index(x: f64, (lo, hi): (f64, f64)) -> u32 {
 }
 
 /// Adds a bounded (unit, group) contribution to the group's totals.
-fn contribute(t: &mut GroupTotals, k: usize, part: &Part, acc: &Acc, spec: &BoundSpec) -> Result<()> {
+fn contribute(
+    t: &mut GroupTotals,
+    k: usize,
+    part: &Part,
+    acc: &Acc,
+    spec: &BoundSpec,
+) -> Result<()> {
     let linf = spec.max_rows;
     match (part, acc) {
         (Part::Count { source, bound, .. }, Acc::Count(n)) => {
@@ -375,7 +395,9 @@ fn contribute(t: &mut GroupTotals, k: usize, part: &Part, acc: &Acc, spec: &Boun
                 CountSource::Units => 1,
                 _ => (*n).min(*bound),
             };
-            t.totals[k] = t.totals[k].checked_add(i128::from(c)).ok_or_else(overflow)?;
+            t.totals[k] = t.totals[k]
+                .checked_add(i128::from(c))
+                .ok_or_else(overflow)?;
         }
         (Part::Sum { grid, .. }, Acc::Sum(n, s)) => {
             let c = bounded_sum(*s, *n, linf, grid)?;
@@ -395,10 +417,7 @@ fn contribute(t: &mut GroupTotals, k: usize, part: &Part, acc: &Acc, spec: &Boun
 /// clamped into the per-unit sum bounds and to ±Y.
 pub(crate) fn bounded_sum(s: i128, n: u64, linf: Option<u64>, grid: &FixedGrid) -> Result<i128> {
     let scaled = match linf {
-        Some(l) if n > l => s
-            .checked_mul(i128::from(l))
-            .ok_or_else(overflow)?
-            / i128::from(n),
+        Some(l) if n > l => s.checked_mul(i128::from(l)).ok_or_else(overflow)? / i128::from(n),
         _ => s,
     };
     Ok(scaled.clamp(grid.sum_lo, grid.sum_hi))
@@ -434,14 +453,20 @@ mod tests {
         // Clamped to the per-unit bound.
         let g = grid(Some((0, g.fine(50.0))));
         assert_eq!(bounded_sum(one, 1, None, &g).unwrap(), g.fine(50.0));
-        assert!(bounded_sum(i128::MAX, 3, Some(2), &g).is_err(), "overflow is refused");
+        assert!(
+            bounded_sum(i128::MAX, 3, Some(2), &g).is_err(),
+            "overflow is refused"
+        );
     }
 
     #[test]
     fn candidates_cover_the_range() {
         assert_eq!(candidate_index(0.0, (0.0, 999.0)), 1);
         assert_eq!(candidate_index(-5.0, (0.0, 999.0)), 0);
-        assert_eq!(candidate_index(999.0, (0.0, 999.0)), QUANTILE_CANDIDATES as u32);
+        assert_eq!(
+            candidate_index(999.0, (0.0, 999.0)),
+            QUANTILE_CANDIDATES as u32
+        );
         assert_eq!(candidate_index(500.5, (0.0, 999.0)), 501);
     }
 }

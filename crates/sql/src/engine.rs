@@ -10,8 +10,8 @@ use std::sync::Arc;
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::concat;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::datasource::provider_as_source;
 use datafusion::catalog::TableProvider;
+use datafusion::datasource::provider_as_source;
 use datafusion::execution::{FunctionRegistry, SessionStateBuilder};
 use datafusion::logical_expr::{LogicalPlan, Partitioning, Repartition, TableSource, col};
 use datafusion::optimizer::decorrelate_predicate_subquery::DecorrelatePredicateSubquery;
@@ -32,8 +32,8 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
-use dpml_accounting::ledger::{Balance, Ledger, Spend};
 use dpml_accounting::PrivacyEvent;
+use dpml_accounting::ledger::{Ledger, Spend};
 use dpml_data::table_decl::TableDecl;
 use dpml_mechanisms::DpRng;
 use futures::StreamExt;
@@ -118,9 +118,12 @@ impl Engine {
             .with_default_features()
             .build();
         let ctx = SessionContext::new_with_state(state);
-        // QUANTILE(x, q) is DataFusion's percentile_cont(x, q).
-        if let Some(p) = ctx.udaf("percentile_cont").ok() {
-            ctx.register_udaf(p.as_ref().clone().with_aliases(["quantile"]));
+        // The SQL names dpml accepts that DataFusion spells otherwise: QUANTILE(x, q) is its
+        // percentile_cont(x, q), VARIANCE(x) its var(x) (the sample variance).
+        for (theirs, ours) in [("percentile_cont", "quantile"), ("var", "variance")] {
+            if let Ok(f) = ctx.udaf(theirs) {
+                ctx.register_udaf(f.as_ref().clone().with_aliases([ours]));
+            }
         }
         let mut names: Vec<&String> = given.iter().map(|(n, _)| n).collect();
         names.sort();
@@ -153,12 +156,7 @@ impl Engine {
 
     /// Parses, plans, rewrites and calibrates `sql`; reads only public tables (for the key
     /// sets of their columns).
-    pub(crate) fn prepare(
-        &self,
-        sql: &str,
-        request: &Request,
-        key: KeyedHash,
-    ) -> Result<Prepared> {
+    pub(crate) fn prepare(&self, sql: &str, request: &Request, key: KeyedHash) -> Result<Prepared> {
         let plan = self.logical_plan(sql)?;
         let row_id = RowId::new(key);
         let mut rw = Rewriter::new(&self.catalog, &self.sources, &row_id, request.delta);
@@ -273,7 +271,11 @@ impl Engine {
     /// Runs a plan over public data (or released cells) to the end.
     fn collect(&self, plan: LogicalPlan) -> Result<Vec<RecordBatch>> {
         self.runtime.block_on(async {
-            let df = self.ctx.execute_logical_plan(plan).await.map_err(plan_err)?;
+            let df = self
+                .ctx
+                .execute_logical_plan(plan)
+                .await
+                .map_err(plan_err)?;
             df.collect().await.map_err(plan_err)
         })
     }
@@ -331,6 +333,11 @@ impl Engine {
         noise: &mut Noise<'_>,
         ledger: Option<&Ledger>,
     ) -> Result<DpResult> {
+        let spend = spend(sql, prepared);
+        // A query that would overspend is refused before any private row is read.
+        if let Some(l) = ledger {
+            l.check(&spend)?;
+        }
         let all_totals = self.totals(prepared, key)?;
         // From here on noise is drawn: whatever happens, the spend is recorded before any
         // result or error derived from it is returned.
@@ -343,7 +350,7 @@ impl Engine {
                 release(agg, cal, keys, totals, agg.released.schema(), noise)
             })
             .collect();
-        let balance = charge(ledger, sql, &prepared.calibration)?;
+        let balance = ledger.map(|l| l.spend(&spend)).transpose()?;
         let released = released?;
         let mut warnings = Vec::new();
         for (agg, r) in prepared.aggregates.iter().zip(released) {
@@ -463,25 +470,25 @@ fn key_rows(agg: &DpAggregate, keys: &[ArrayRef]) -> Result<std::collections::Ha
     Ok(rows.iter().map(|r| r.data().to_vec()).collect())
 }
 
-/// Records the query's spend in the ledger (the one place DP SQL touches it): durably, before
-/// anything derived from the noise is returned. Over budget: an error, and nothing is released.
-fn charge(ledger: Option<&Ledger>, sql: &str, cal: &Calibration) -> Result<Option<Balance>> {
-    let Some(ledger) = ledger else {
-        return Ok(None);
-    };
+/// What the query costs, as a ledger spend: its aggregates' events composed, on the private
+/// tables it reads. Checked before any private row is read and recorded (durably) before
+/// anything derived from the noise is returned; over budget, nothing is released.
+fn spend(sql: &str, prepared: &Prepared) -> Spend {
+    let cal = &prepared.calibration;
     let event = match cal.events.as_slice() {
         [one] => one.clone(),
         many => PrivacyEvent::Composed {
             events: many.to_vec(),
         },
     };
-    let spend = Spend {
-        label: format!("sql: {}", first_words(sql)),
-        event,
-        epsilon: cal.epsilon,
-        delta: cal.delta,
-    };
-    Ok(Some(ledger.spend(&spend)?))
+    let tables: std::collections::BTreeSet<&str> = prepared
+        .aggregates
+        .iter()
+        .flat_map(|a| a.tables.iter().map(String::as_str))
+        .collect();
+    let dataset = tables.into_iter().collect::<Vec<_>>().join("+");
+    Spend::of("sql", dataset, event, cal.epsilon, cal.delta)
+        .labelled(format!("sql: {}", first_words(sql)))
 }
 
 /// The start of a statement, on one line, for labels and messages.
@@ -503,7 +510,10 @@ mod tests {
     fn explain_dp_is_stripped() {
         assert_eq!(strip_explain("EXPLAIN DP SELECT 1"), (true, "SELECT 1"));
         assert_eq!(strip_explain("  explain  dp\nSELECT 1").0, true);
-        assert_eq!(strip_explain("EXPLAIN SELECT 1"), (false, "EXPLAIN SELECT 1"));
+        assert_eq!(
+            strip_explain("EXPLAIN SELECT 1"),
+            (false, "EXPLAIN SELECT 1")
+        );
         assert_eq!(strip_explain("SELECT 1"), (false, "SELECT 1"));
     }
 }

@@ -113,9 +113,7 @@ impl Explanation {
                         }),
                     })
                     .collect(),
-                public_groups: keys
-                    .as_ref()
-                    .map(|k| k.first().map_or(1, |c| c.len())),
+                public_groups: keys.as_ref().map(|k| k.first().map_or(1, |c| c.len())),
                 threshold: cal.selection.as_ref().map(|s| {
                     let t = s.mech.scale();
                     ThresholdReport {

@@ -66,7 +66,10 @@ fn extended(expr: &Expr, column: &dyn Fn(&Expr) -> Option<Range>) -> Option<Rang
 }
 
 fn scalar_f64(v: &ScalarValue) -> Option<f64> {
-    match v.cast_to(&datafusion::arrow::datatypes::DataType::Float64).ok()? {
+    match v
+        .cast_to(&datafusion::arrow::datatypes::DataType::Float64)
+        .ok()?
+    {
         ScalarValue::Float64(Some(x)) if x.is_finite() => Some(x),
         _ => None,
     }
@@ -157,7 +160,11 @@ mod tests {
         let clamped = least(vec![greatest(vec![col("unknown"), lit(0)]), lit(40)]);
         assert_eq!(ranges(&clamped), Some((0.0, 40.0)), "clamped in SQL");
         assert_eq!(ranges(&(col("unknown") * lit(0))), None);
-        assert_eq!(ranges(&(col("price") / col("delta"))), None, "divisor spans 0");
+        assert_eq!(
+            ranges(&(col("price") / col("delta"))),
+            None,
+            "divisor spans 0"
+        );
         assert_eq!(ranges(&(col("price") / lit(2))), Some((450.0, 52_500.0)));
         assert_eq!(ranges(&(-col("delta"))), Some((-2.0, 3.0)));
     }

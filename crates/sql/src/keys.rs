@@ -181,9 +181,7 @@ fn linear(e: &Expr) -> Option<(f64, f64)> {
                 (Operator::Plus, Some(c), None) => linear(right).map(|(s, i)| (s, i + c)),
                 (Operator::Minus, None, Some(c)) => linear(left).map(|(s, i)| (s, i - c)),
                 (Operator::Multiply, None, Some(c)) => linear(left).map(|(s, i)| (s * c, i * c)),
-                (Operator::Multiply, Some(c), None) => {
-                    linear(right).map(|(s, i)| (s * c, i * c))
-                }
+                (Operator::Multiply, Some(c), None) => linear(right).map(|(s, i)| (s * c, i * c)),
                 (Operator::Divide, None, Some(c)) if c != 0.0 => {
                     linear(left).map(|(s, i)| (s / c, i / c))
                 }
@@ -197,7 +195,9 @@ fn linear(e: &Expr) -> Option<(f64, f64)> {
 /// The cross product of the key sets (the first column varies slowest), as one batch of
 /// columns; refused beyond [`MAX_KEYS`] groups.
 pub(crate) fn cross_product(sets: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
-    let total = sets.iter().try_fold(1usize, |acc, s| acc.checked_mul(s.len()));
+    let total = sets
+        .iter()
+        .try_fold(1usize, |acc, s| acc.checked_mul(s.len()));
     let total = match total {
         Some(t) if t <= MAX_KEYS => t,
         _ => {
@@ -235,7 +235,10 @@ mod tests {
         assert_eq!(bins(&e, (18.0, 30.0)).unwrap(), vec![0.0, 1.0, 2.0]);
         assert!(bins(&col("spend"), (0.0, 1.0)).is_none());
         assert!(bins(&floor(col("a") * col("b")), (0.0, 1.0)).is_none());
-        assert!(bins(&floor(col("a") / lit(1e-9)), (0.0, 1.0)).is_none(), "too many");
+        assert!(
+            bins(&floor(col("a") / lit(1e-9)), (0.0, 1.0)).is_none(),
+            "too many"
+        );
     }
 
     #[test]

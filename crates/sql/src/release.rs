@@ -14,9 +14,7 @@ use datafusion::arrow::row::{RowConverter, SortField};
 use dpml_mechanisms::{DiscreteLaplaceMechanism, DpRng, PermuteAndFlip};
 
 use crate::aggregate::{DpAggregate, Kind};
-use crate::calibrate::{
-    AggregateCal, FINE_GRID_BITS, Part, QUANTILE_CANDIDATES, QUANTILE_SCALE,
-};
+use crate::calibrate::{AggregateCal, FINE_GRID_BITS, Part, QUANTILE_CANDIDATES, QUANTILE_SCALE};
 use crate::contribute::{GroupTotals, Totals};
 use crate::error::{Result, SqlError};
 
@@ -100,50 +98,56 @@ pub(crate) fn release(
         ),
     };
     let mut warnings = Vec::new();
-    let (key_columns, cells): (Vec<ArrayRef>, Vec<GroupTotals>) = match (public_keys, &cal.selection)
-    {
-        (Some(keys), _) => {
-            let cells = match &converter {
-                None => vec![totals.into_values().next().unwrap_or_else(|| GroupTotals::empty(&parts(cal)))],
-                Some(conv) => {
-                    let rows = conv.convert_columns(&keys).map_err(SqlError::internal)?;
-                    rows.iter()
-                        .map(|r| {
-                            totals
-                                .get(r.data())
-                                .cloned()
-                                .unwrap_or_else(|| GroupTotals::empty(&parts(cal)))
-                        })
-                        .collect()
-                }
-            };
-            (keys, cells)
-        }
-        (None, Some(sel)) => {
-            let conv = converter
-                .as_ref()
-                .ok_or_else(|| SqlError::internal("private keys without group columns"))?;
-            let t = sel.mech.scale();
-            let mut kept_keys = Vec::new();
-            let mut cells = Vec::new();
-            for (key, cell) in totals {
-                let units = i64::try_from(cell.units).map_err(|_| SqlError::internal("units"))?;
-                let noisy = noise.laplace(&sel.mech, units);
-                if noisy >= sel.threshold {
-                    if (noisy as f64) < sel.threshold as f64 + 3.0 * t {
-                        warnings.push(kept_keys.len());
+    let (key_columns, cells): (Vec<ArrayRef>, Vec<GroupTotals>) =
+        match (public_keys, &cal.selection) {
+            (Some(keys), _) => {
+                let cells = match &converter {
+                    None => vec![
+                        totals
+                            .into_values()
+                            .next()
+                            .unwrap_or_else(|| GroupTotals::empty(&parts(cal))),
+                    ],
+                    Some(conv) => {
+                        let rows = conv.convert_columns(&keys).map_err(SqlError::internal)?;
+                        rows.iter()
+                            .map(|r| {
+                                totals
+                                    .get(r.data())
+                                    .cloned()
+                                    .unwrap_or_else(|| GroupTotals::empty(&parts(cal)))
+                            })
+                            .collect()
                     }
-                    kept_keys.push(key);
-                    cells.push(cell);
-                }
+                };
+                (keys, cells)
             }
-            let parser = conv.parser();
-            let rows: Vec<_> = kept_keys.iter().map(|k| parser.parse(k)).collect();
-            let columns = conv.convert_rows(rows).map_err(SqlError::internal)?;
-            (columns, cells)
-        }
-        (None, None) => return Err(SqlError::internal("private keys without a selection")),
-    };
+            (None, Some(sel)) => {
+                let conv = converter
+                    .as_ref()
+                    .ok_or_else(|| SqlError::internal("private keys without group columns"))?;
+                let t = sel.mech.scale();
+                let mut kept_keys = Vec::new();
+                let mut cells = Vec::new();
+                for (key, cell) in totals {
+                    let units =
+                        i64::try_from(cell.units).map_err(|_| SqlError::internal("units"))?;
+                    let noisy = noise.laplace(&sel.mech, units);
+                    if noisy >= sel.threshold {
+                        if (noisy as f64) < sel.threshold as f64 + 3.0 * t {
+                            warnings.push(kept_keys.len());
+                        }
+                        kept_keys.push(key);
+                        cells.push(cell);
+                    }
+                }
+                let parser = conv.parser();
+                let rows: Vec<_> = kept_keys.iter().map(|k| parser.parse(k)).collect();
+                let columns = conv.convert_rows(rows).map_err(SqlError::internal)?;
+                (columns, cells)
+            }
+            (None, None) => return Err(SqlError::internal("private keys without a selection")),
+        };
     let warnings = warnings
         .into_iter()
         .map(|row| {
@@ -165,7 +169,8 @@ pub(crate) fn release(
         .collect();
 
     // Per cell, every part of every measure, in order: one draw each.
-    let mut values: Vec<Vec<Option<f64>>> = vec![Vec::with_capacity(cells.len()); agg.measures.len()];
+    let mut values: Vec<Vec<Option<f64>>> =
+        vec![Vec::with_capacity(cells.len()); agg.measures.len()];
     for cell in &cells {
         let mut k = 0;
         for (i, (m, mc)) in agg.measures.iter().zip(&cal.measures).enumerate() {
@@ -198,7 +203,10 @@ pub(crate) fn release(
 
 /// Every part of the aggregate, in the order of the totals.
 fn parts(cal: &AggregateCal) -> Vec<Part> {
-    cal.measures.iter().flat_map(|m| m.parts.iter().cloned()).collect()
+    cal.measures
+        .iter()
+        .flat_map(|m| m.parts.iter().cloned())
+        .collect()
 }
 
 /// One part's noisy value for one cell.
@@ -274,7 +282,8 @@ fn finish(kind: &Kind, parts: &[f64]) -> Option<f64> {
             if !population {
                 var *= n / (n - 1.0);
             }
-            let max = (range.1 - range.0).powi(2) / 4.0 * if population { 1.0 } else { n / (n - 1.0) };
+            let max =
+                (range.1 - range.0).powi(2) / 4.0 * if population { 1.0 } else { n / (n - 1.0) };
             let var = var.clamp(0.0, max);
             Some(if sqrt { var.sqrt() } else { var })
         }

@@ -214,7 +214,10 @@ pub(crate) fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
                 .collect();
             let first = parts.first().cloned();
             out.push(ColumnReport {
-                name: names.get(&m.column).cloned().unwrap_or_else(|| m.column.clone()),
+                name: names
+                    .get(&m.column)
+                    .cloned()
+                    .unwrap_or_else(|| m.column.clone()),
                 aggregate: m.display.clone(),
                 mechanism: mechanism(&m.kind).into(),
                 epsilon: mc.epsilon,
@@ -263,7 +266,8 @@ fn final_names(plan: &LogicalPlan) -> HashMap<String, String> {
                         other => other,
                     };
                     if let Expr::Column(c) = inner {
-                        out.entry(c.name.clone()).or_insert_with(|| field.name().clone());
+                        out.entry(c.name.clone())
+                            .or_insert_with(|| field.name().clone());
                     }
                 }
                 return out;

@@ -103,6 +103,20 @@ pub(crate) struct Rel {
     pub rows_per_unit: Option<u64>,
 }
 
+/// Each column of a scan of `table` as its own origin.
+fn origins(table: &str, schema: &datafusion::common::DFSchema) -> Vec<Option<Origin>> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| {
+            Some(Origin {
+                table: table.to_string(),
+                column: f.name().clone(),
+            })
+        })
+        .collect()
+}
+
 impl Rel {
     fn public(plan: LogicalPlan) -> Rel {
         let n = plan.schema().fields().len();
@@ -260,9 +274,7 @@ impl<'a> Rewriter<'a> {
                 }
                 Ok(Rel::public(with_inputs(plan, vec![input.plan])?))
             }
-            LogicalPlan::Values(_) | LogicalPlan::EmptyRelation(_) => {
-                Ok(Rel::public(plan.clone()))
-            }
+            LogicalPlan::Values(_) | LogicalPlan::EmptyRelation(_) => Ok(Rel::public(plan.clone())),
             LogicalPlan::Union(_)
             | LogicalPlan::Distinct(_)
             | LogicalPlan::Unnest(_)
@@ -302,7 +314,11 @@ impl<'a> Rewriter<'a> {
         let name = scan.table_name.table().to_string();
         let info = self.catalog.table(&name)?;
         if info.decl.public {
-            return Ok(Rel::public(LogicalPlan::TableScan(scan.clone())));
+            // A public table's columns keep their origin: grouping by one releases the
+            // table's own values as keys.
+            let mut rel = Rel::public(LogicalPlan::TableScan(scan.clone()));
+            rel.lineage = origins(&name, rel.plan.schema());
+            return Ok(rel);
         }
         if scan.fetch.is_some() {
             return Err(SqlError::refused(
@@ -335,19 +351,12 @@ impl<'a> Rewriter<'a> {
             _ => LogicalPlan::TableScan(scan.clone()),
         };
         let schema = plan.schema().clone();
-        let lineage = schema
-            .fields()
-            .iter()
-            .map(|f| {
-                Some(Origin {
-                    table: name.clone(),
-                    column: f.name().clone(),
-                })
+        let lineage = origins(&name, &schema);
+        let index = |c: &str| {
+            schema.index_of_column_by_name(None, c).ok_or_else(|| {
+                SqlError::internal(format!("column {c} of {name} lost from its scan"))
             })
-            .collect();
-        let index = |c: &str| schema.index_of_column_by_name(None, c).ok_or_else(|| {
-            SqlError::internal(format!("column {c} of {name} lost from its scan"))
-        });
+        };
         let mut rel = Rel {
             plan,
             unit: Unit::Public,
@@ -390,7 +399,10 @@ impl<'a> Rewriter<'a> {
         // The unit's columns that the projection keeps, and the first one appended if none.
         let mut kept: Vec<usize> = Vec::new();
         for (out, e) in exprs.iter().enumerate() {
-            if input.index_of(e).is_some_and(|i| input.unit.columns().contains(&i)) {
+            if input
+                .index_of(e)
+                .is_some_and(|i| input.unit.columns().contains(&i))
+            {
                 kept.push(out);
             }
         }
@@ -424,7 +436,11 @@ impl<'a> Rewriter<'a> {
                 j.join_type,
                 describe(&left),
                 describe(&right),
-                if on.is_empty() { "(no equality)".to_string() } else { on.join(" AND ") }
+                if on.is_empty() {
+                    "(no equality)".to_string()
+                } else {
+                    on.join(" AND ")
+                }
             )
         };
         let (lp, rp) = (left.unit.is_private(), right.unit.is_private());
@@ -457,16 +473,18 @@ impl<'a> Rewriter<'a> {
                 }
             }
             (true, true) => {
-                let pairs: Vec<(usize, usize)> = j
-                    .on
-                    .iter()
-                    .filter_map(|(l, r)| Some((left.index_of(l)?, right.index_of(r)?)))
-                    .collect();
+                let pairs: Vec<(usize, usize)> =
+                    j.on.iter()
+                        .filter_map(|(l, r)| Some((left.index_of(l)?, right.index_of(r)?)))
+                        .collect();
                 match linked(&left, &right, &pairs) {
                     Some(link) => match (j.join_type, link) {
                         (Inner, Link::Resolves { right_unit }) => shift(&right_unit),
                         // Both sides' columns hold the same unit on every output row.
-                        (Inner, Link::Same) if left.unit.with_columns(vec![]) == right.unit.with_columns(vec![]) => {
+                        (Inner, Link::Same)
+                            if left.unit.with_columns(vec![])
+                                == right.unit.with_columns(vec![]) =>
+                        {
                             let mut both = left.unit.columns().to_vec();
                             both.extend(shift(&right.unit).columns());
                             left.unit.with_columns(both)
@@ -513,7 +531,11 @@ impl<'a> Rewriter<'a> {
         );
         let n = plan.schema().fields().len();
         let pad = |l: &[Option<Origin>]| -> Vec<Option<Origin>> {
-            l.iter().cloned().chain(std::iter::repeat(None)).take(n).collect()
+            l.iter()
+                .cloned()
+                .chain(std::iter::repeat(None))
+                .take(n)
+                .collect()
         };
         let lineage: Vec<Option<Origin>> = match j.join_type {
             RightSemi | RightAnti | RightMark => pad(&right.lineage),
@@ -591,7 +613,12 @@ impl<'a> Rewriter<'a> {
     /// A relation of (key, unit) for `table`'s rows: its unit column, or recursively the
     /// unit of the table its own foreign key references. Returns the plan, the key column as
     /// an expression and the unit's index in the plan's output.
-    fn unit_map(&mut self, table: &str, key: &str, depth: usize) -> Result<(LogicalPlan, Expr, usize)> {
+    fn unit_map(
+        &mut self,
+        table: &str,
+        key: &str,
+        depth: usize,
+    ) -> Result<(LogicalPlan, Expr, usize)> {
         let info = self.catalog.table(table)?;
         let source = self.sources.get(table).ok_or_else(|| {
             SqlError::input(format!(
@@ -666,8 +693,16 @@ fn linked(left: &Rel, right: &Rel, pairs: &[(usize, usize)]) -> Option<Link> {
     match (&left.unit, &right.unit) {
         (Unit::Columns(a), Unit::Columns(b)) => on(a, b).then_some(Link::Same),
         (
-            Unit::Pending { fks: a, table: t, key: k },
-            Unit::Pending { fks: b, table: t2, key: k2 },
+            Unit::Pending {
+                fks: a,
+                table: t,
+                key: k,
+            },
+            Unit::Pending {
+                fks: b,
+                table: t2,
+                key: k2,
+            },
         ) => (t == t2 && k == k2 && on(a, b)).then_some(Link::Same),
         (Unit::Pending { fks, table, key }, Unit::Columns(_)) => pairs
             .iter()

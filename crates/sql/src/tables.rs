@@ -35,10 +35,7 @@ enum Kind {
 
 fn kind(name: &str, path: &Path) -> Result<Kind> {
     let meta = std::fs::metadata(path).map_err(|e| {
-        SqlError::input(format!(
-            "table {name}: cannot read {}: {e}",
-            path.display()
-        ))
+        SqlError::input(format!("table {name}: cannot read {}: {e}", path.display()))
     })?;
     if meta.is_dir() {
         return Ok(Kind::ParquetFolder);
@@ -128,10 +125,7 @@ pub async fn register(ctx: &SessionContext, name: &str, path: &Path) -> Result<S
             ctx.register_table(name, Arc::new(table)).map_err(fail)?;
         }
     }
-    let table = ctx
-        .table_provider(name)
-        .await
-        .map_err(fail)?;
+    let table = ctx.table_provider(name).await.map_err(fail)?;
     Ok(table.schema())
 }
 

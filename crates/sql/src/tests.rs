@@ -190,7 +190,8 @@ fn change(a: &Totals, b: &Totals, k: usize, part: &Part) -> (u128, usize) {
         let d = match part {
             Part::Count { .. } => (x.totals[k] - y.totals[k]).unsigned_abs(),
             Part::Sum { .. } => {
-                let grid = |t: i128| (t + (1 << (FINE_GRID_BITS - 1))).div_euclid(1 << FINE_GRID_BITS);
+                let grid =
+                    |t: i128| (t + (1 << (FINE_GRID_BITS - 1))).div_euclid(1 << FINE_GRID_BITS);
                 (grid(x.totals[k]) - grid(y.totals[k])).unsigned_abs()
             }
             Part::Quantile { .. } => x.histograms[k]
@@ -208,12 +209,7 @@ fn change(a: &Totals, b: &Totals, k: usize, part: &Part) -> (u128, usize) {
 /// For each unit: removing its rows changes every part of every released cell by at most the
 /// sensitivity its noise is calibrated to, and the key selection's unit counts by at most L0.
 /// Returns the largest change seen relative to the bound (so a test can check it is reached).
-fn check_neighbours(
-    make: &dyn Fn(Option<u64>) -> Db,
-    units: &[u64],
-    sql: &str,
-    delta: f64,
-) -> f64 {
+fn check_neighbours(make: &dyn Fn(Option<u64>) -> Db, units: &[u64], sql: &str, delta: f64) -> f64 {
     let (full, parts, selection) = totals(&make(None), sql, delta);
     let mut worst: f64 = 0.0;
     for &u in units {
@@ -234,7 +230,10 @@ fn check_neighbours(
                     l1 <= bound,
                     "{sql}: removing unit {u} moved part {k} by {l1} > {what} {bound}"
                 );
-                assert!(groups as u64 <= selection[a].0, "more than L0 groups changed");
+                assert!(
+                    groups as u64 <= selection[a].0,
+                    "more than L0 groups changed"
+                );
                 worst = worst.max(l1 as f64 / bound as f64);
             }
             let units_l1: u64 = t_full
@@ -275,7 +274,12 @@ fn sensitivity_holds_for_each_aggregate_on_one_table() {
 #[test]
 fn sensitivity_holds_along_foreign_keys() {
     // The unit joined in by the rewrite (items → orders).
-    check_neighbours(&shop, &UNITS, "SELECT flag, COUNT(*), SUM(qty) FROM items GROUP BY flag", 0.0);
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT flag, COUNT(*), SUM(qty) FROM items GROUP BY flag",
+        0.0,
+    );
     // The unit resolved by the query's own join along the foreign key.
     check_neighbours(
         &shop,
@@ -288,7 +292,7 @@ fn sensitivity_holds_along_foreign_keys() {
     check_neighbours(
         &shop,
         &UNITS,
-        "SELECT segment, SUM(qty * price), AVG(qty) FROM customers, orders, items \
+        "SELECT segment, SUM(qty * total), AVG(qty) FROM customers, orders, items \
          WHERE cust_id = o_cust AND i_order = order_id GROUP BY segment",
         0.0,
     );
@@ -345,7 +349,8 @@ fn released_values_are_the_bounded_totals_when_noise_is_off() {
         let n_orders = if c == 7 { 9 } else { c % 4 };
         let mut per: BTreeMap<&str, i64> = BTreeMap::new();
         for o in 0..n_orders {
-            *per.entry(if (c + o) % 3 == 0 { "hi" } else { "lo" }).or_default() += 1;
+            *per.entry(if (c + o) % 3 == 0 { "hi" } else { "lo" })
+                .or_default() += 1;
         }
         for (p, n) in per {
             *expect.entry(p).or_default() += n.min(3);

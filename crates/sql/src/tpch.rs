@@ -81,9 +81,12 @@ fn write(path: &Path, reader: impl RecordBatchReader) -> Result<()> {
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .build();
-    let mut writer = ArrowWriter::try_new(file, reader.schema(), Some(props)).map_err(|e| err(&e))?;
+    let mut writer =
+        ArrowWriter::try_new(file, reader.schema(), Some(props)).map_err(|e| err(&e))?;
     for batch in reader {
-        writer.write(&batch.map_err(|e| err(&e))?).map_err(|e| err(&e))?;
+        writer
+            .write(&batch.map_err(|e| err(&e))?)
+            .map_err(|e| err(&e))?;
     }
     writer.close().map_err(|e| err(&e))?;
     Ok(())

@@ -48,7 +48,10 @@ fn the_tpch_dp_queries_run_at_scale_factor_0_01() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let v = r.to_json().unwrap();
         assert!(!v["columns"].as_array().unwrap().is_empty(), "{name}");
-        assert!((v["epsilon"].as_f64().unwrap() - 1.0).abs() < 1e-12, "{name}");
+        assert!(
+            (v["epsilon"].as_f64().unwrap() - 1.0).abs() < 1e-12,
+            "{name}"
+        );
         assert!(v["delta"].as_f64().unwrap() <= 1e-6, "{name}");
     }
     // Q1 with public keys: all six (flag, status) groups; the large ones close to the truth.
@@ -56,14 +59,25 @@ fn the_tpch_dp_queries_run_at_scale_factor_0_01() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let exact = rt.block_on(async {
         for (name, path) in &tables {
-            ctx.register_parquet(name.as_str(), path.to_str().unwrap(), ParquetReadOptions::default())
-                .await
-                .unwrap();
+            ctx.register_parquet(
+                name.as_str(),
+                path.to_str().unwrap(),
+                ParquetReadOptions::default(),
+            )
+            .await
+            .unwrap();
         }
-        ctx.sql(&queries["q1"]).await.unwrap().collect().await.unwrap()
+        ctx.sql(&queries["q1"])
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap()
     });
     let exact_rows: usize = exact.iter().map(|b| b.num_rows()).sum();
-    let r = engine.run(&queries["q1"], &request, &mut rng, None).unwrap();
+    let r = engine
+        .run(&queries["q1"], &request, &mut rng, None)
+        .unwrap();
     let rows = r.rows_json().unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 6);
     assert_eq!(exact_rows, 4, "TPC-H Q1 has four non-empty groups");

@@ -126,7 +126,11 @@ fn the_accepted_forms_of_the_same_queries_plan() {
         "SELECT COUNT(DISTINCT o_cust) FROM orders",
         "SELECT QUANTILE(total, 0.9) FROM orders",
     ] {
-        let delta = if sql.contains("GROUP BY total") { 1e-6 } else { 0.0 };
+        let delta = if sql.contains("GROUP BY total") {
+            1e-6
+        } else {
+            0.0
+        };
         engine
             .explain(sql, &request(1.0, delta))
             .unwrap_or_else(|e| panic!("{sql}: {e}"));

@@ -165,8 +165,7 @@ fn a_one_run_canary_audit_of_a_count_stays_below_epsilon() {
         .map(|row| row["n"].as_f64().unwrap())
         .collect();
     assert_eq!(scores.len(), m);
-    let audit =
-        dpml_audit::one_run::audit(&scores, &included, m / 10, m / 10, 0.0, 0.95).unwrap();
+    let audit = dpml_audit::one_run::audit(&scores, &included, m / 10, m / 10, 0.0, 0.95).unwrap();
     assert!(
         audit.epsilon <= epsilon,
         "one-run lower bound {} exceeds ε = {epsilon}",
