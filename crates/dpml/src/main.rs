@@ -15,6 +15,7 @@ mod progress;
 mod report;
 mod schema_args;
 mod summary;
+mod trials_args;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 

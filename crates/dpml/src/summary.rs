@@ -531,6 +531,15 @@ fn diagnostic_accuracy(d: Option<&Value>, key: &str, name: &str) -> String {
 
 fn account(v: &Value, _: Option<&Value>) -> String {
     let eps = |k: &str| lookup(v, &format!("epsilon.{k}")).map_or("-".into(), text);
+    if v.get("tuning").is_some() {
+        return format!(
+            "ε = {} (RDP) for the search ({}), {} for one trial, at δ = {}",
+            eps("rdp"),
+            field(v, "tuning.description"),
+            field(v, "epsilon_per_trial"),
+            field(v, "delta")
+        );
+    }
     format!(
         "ε = {} (PLD), {} (RDP), {} (GDP approximation) at δ = {}",
         eps("pld"),

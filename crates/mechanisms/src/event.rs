@@ -78,6 +78,15 @@ pub enum PrivacyEvent {
         /// The events, in order.
         events: Vec<PrivacyEvent>,
     },
+    /// `event` run K times, K drawn from `repetitions` (secret), with only the best output
+    /// released: a private hyperparameter search (Papernot & Steinke 2022). Accounted by the
+    /// RDP accountant alone.
+    RepeatAndSelect {
+        /// The law of the number of runs K.
+        repetitions: crate::Repetitions,
+        /// One run, including the noisy score it is selected by.
+        event: Box<PrivacyEvent>,
+    },
 }
 
 impl PrivacyEvent {
@@ -94,6 +103,7 @@ impl PrivacyEvent {
             PrivacyEvent::PoissonSampled { .. } => "poisson_sampled",
             PrivacyEvent::SelfComposed { .. } => "self_composed",
             PrivacyEvent::Composed { .. } => "composed",
+            PrivacyEvent::RepeatAndSelect { .. } => "repeat_and_select",
         }
     }
 

@@ -276,6 +276,14 @@ impl Flat {
                     self.push(e, count)?;
                 }
             }
+            PrivacyEvent::RepeatAndSelect { .. } => {
+                return Err(AccountingError::Unsupported(
+                    "the PLD accountant has no bound for repeat_and_select (a private \
+                     hyperparameter search); Papernot & Steinke's theorems are RDP bounds: use \
+                     the RDP accountant"
+                        .into(),
+                ));
+            }
         }
         Ok(())
     }

@@ -49,6 +49,13 @@ impl Cost {
         }
     }
 
+    fn curve_values(rdp: Vec<f64>) -> Self {
+        Cost {
+            rdp,
+            ..Cost::zero(0)
+        }
+    }
+
     fn approximate(orders: usize, epsilon: f64, delta: f64) -> Self {
         Cost {
             epsilon,
@@ -151,6 +158,23 @@ pub(crate) fn cost(
                 total.add(&cost(e, orders, mode)?);
             }
             total
+        }
+        PrivacyEvent::RepeatAndSelect { repetitions, event } => {
+            // The theorems take the run's RDP curve: its pure parts go into the curve, and
+            // (ε, δ) parts with δ > 0 (which have none) are refused.
+            let run = cost(event, orders, PureAs::Rdp)?;
+            if run.delta > 0.0 || run.epsilon > 0.0 {
+                return Err(AccountingError::Unsupported(format!(
+                    "repeat_and_select needs a run with an RDP curve; its {} event has (ε, δ) \
+                     parts with δ > 0, which have none",
+                    event.kind()
+                )));
+            }
+            Cost::curve_values(super::repeat::repeat_and_select(
+                orders,
+                &run.rdp,
+                repetitions,
+            )?)
         }
     })
 }
@@ -276,7 +300,9 @@ pub(crate) fn dp_guarantee(event: &PrivacyEvent) -> Result<Option<(f64, f64)>, A
             }
             Some((eps, delta))
         }
-        PrivacyEvent::Gaussian { .. } | PrivacyEvent::DiscreteGaussian { .. } => None,
+        PrivacyEvent::Gaussian { .. }
+        | PrivacyEvent::DiscreteGaussian { .. }
+        | PrivacyEvent::RepeatAndSelect { .. } => None,
     })
 }
 
