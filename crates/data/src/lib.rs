@@ -72,5 +72,7 @@ pub use ranges::PublishedRanges;
 pub use scale::{MinMaxScaler, StandardScaler};
 pub use schema::{FeatureBounds, Provenance, Schema};
 pub use source::{DATA_DIR_ENV, KNOWN_NAMES, LoadOptions, Source, resolve_data_dir};
-pub use split::{Fold, SplitKey, fold_assignments, kfold, split_indices, train_test_split};
+pub use split::{
+    Fold, SplitKey, fold_assignments, kfold, split_indices, train_test_split, validation_split,
+};
 pub use verify::{CheckStatus, FileCheck, verify};

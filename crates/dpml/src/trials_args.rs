@@ -39,9 +39,13 @@ impl TrialsArgs {
     /// A usage error for a missing mean, an η without the truncated negative binomial (or the
     /// other way round), or parameters out of range.
     pub fn repetitions(&self, law: LawArg, flag: &str) -> CliResult<Repetitions> {
-        let mean = self
-            .trials_mean
-            .ok_or_else(|| CliError::usage(format!("{flag} needs --trials-mean K")))?;
+        let mean = self.trials_mean.ok_or_else(|| {
+            let name = law.to_possible_value().map(|v| v.get_name().to_string());
+            CliError::usage(format!(
+                "{flag} {} needs --trials-mean K",
+                name.unwrap_or_default()
+            ))
+        })?;
         let repetitions = match (law, self.eta) {
             (LawArg::Poisson, None) => Repetitions::Poisson { mean },
             (LawArg::Poisson, Some(eta)) => {

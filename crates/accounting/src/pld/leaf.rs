@@ -284,6 +284,13 @@ impl Flat {
                         .into(),
                 ));
             }
+            PrivacyEvent::WorstOf { .. } => {
+                return Err(AccountingError::Unsupported(
+                    "the PLD accountant does not take worst_of events (the worst of several \
+                     mechanisms); use the RDP accountant"
+                        .into(),
+                ));
+            }
         }
         Ok(())
     }

@@ -85,6 +85,17 @@ impl Cost {
         self.has_pure |= other.has_pure;
     }
 
+    /// The pointwise larger of two costs: a bound for either.
+    fn worst(mut self, other: &Cost) -> Self {
+        for (a, b) in self.rdp.iter_mut().zip(&other.rdp) {
+            *a = a.max(*b);
+        }
+        self.epsilon = self.epsilon.max(other.epsilon);
+        self.delta = self.delta.max(other.delta);
+        self.has_pure |= other.has_pure;
+        self
+    }
+
     fn times(mut self, count: u64) -> Self {
         let n = count as f64;
         self.rdp.iter_mut().for_each(|r| *r *= n);
@@ -158,6 +169,26 @@ pub(crate) fn cost(
                 total.add(&cost(e, orders, mode)?);
             }
             total
+        }
+        PrivacyEvent::WorstOf { events } => {
+            // A data-independent pick among mechanisms: exp((α−1)D_α) of the mixture is at
+            // most the weighted mean of its parts' (joint convexity), so below the worst; the
+            // (ε, δ) parts likewise (the hockey-stick divergence is jointly convex). Mechanisms
+            // on disjoint, per-record parts of the data: a neighbouring pair differs in one
+            // part, where one mechanism's bound holds and the others' outputs are identical.
+            let mut worst: Option<Cost> = None;
+            for e in events {
+                let c = cost(e, orders, mode)?;
+                worst = Some(match worst {
+                    None => c,
+                    Some(w) => w.worst(&c),
+                });
+            }
+            worst.ok_or_else(|| {
+                AccountingError::InvalidParameter(
+                    "a worst_of event needs at least one event".into(),
+                )
+            })?
         }
         PrivacyEvent::RepeatAndSelect { repetitions, event } => {
             // The theorems take the run's RDP curve: its pure parts go into the curve, and
@@ -294,6 +325,19 @@ pub(crate) fn dp_guarantee(event: &PrivacyEvent) -> Result<Option<(f64, f64)>, A
                     Some((a, b)) => {
                         eps += a;
                         delta += b;
+                    }
+                    None => return Ok(None),
+                }
+            }
+            Some((eps, delta))
+        }
+        PrivacyEvent::WorstOf { events } => {
+            let (mut eps, mut delta) = (0.0f64, 0.0f64);
+            for e in events {
+                match dp_guarantee(e)? {
+                    Some((a, b)) => {
+                        eps = eps.max(a);
+                        delta = delta.max(b);
                     }
                     None => return Ok(None),
                 }

@@ -334,4 +334,43 @@ mod tests {
         );
         assert!(crate::Accountant::epsilon(&acc, &more, 1e-5).unwrap() > total);
     }
+
+    /// A trial whose hyperparameters are drawn at random is one of several mechanisms: its
+    /// curve is the worst of theirs, order by order, and so is its ε.
+    #[test]
+    fn worst_of_is_the_worst_of_its_events() {
+        let acc = RdpAccountant::default();
+        let a = PrivacyEvent::dp_sgd(1.0, 0.01, 2000);
+        let b = PrivacyEvent::Composed {
+            events: vec![
+                PrivacyEvent::dp_sgd(0.8, 0.02, 500),
+                PrivacyEvent::DiscreteLaplace {
+                    scale: 10.0,
+                    sensitivity: 1,
+                },
+            ],
+        };
+        let either = PrivacyEvent::WorstOf {
+            events: vec![a.clone(), b.clone()],
+        };
+        let (ra, rb, r) = (
+            acc.rdp(&a).unwrap(),
+            acc.rdp(&b).unwrap(),
+            acc.rdp(&either).unwrap(),
+        );
+        for i in 0..r.len() {
+            assert_eq!(r[i], ra[i].max(rb[i]));
+        }
+        let eps = |e: &PrivacyEvent| crate::Accountant::epsilon(&acc, e, 1e-5).unwrap();
+        assert!(eps(&either) >= eps(&a).max(eps(&b)));
+        let empty = PrivacyEvent::WorstOf { events: vec![] };
+        assert!(
+            acc.rdp(&empty)
+                .unwrap_err()
+                .to_string()
+                .contains("at least one")
+        );
+        let s = serde_json::to_string(&either).unwrap();
+        assert!(s.starts_with(r#"{"type":"worst_of","events":["#), "{s}");
+    }
 }
