@@ -256,6 +256,12 @@ pub fn run(
 /// Refuses, before any privacy is planned, a recipe or space that does not fit the data: the
 /// base recipe, and every batch size the space may draw against the records.
 fn check_fits(search: &Search, fit: &Dataset, validation: &Dataset) -> Result<()> {
+    if fit.n_classes != validation.n_classes || fit.record_shape != validation.record_shape {
+        return Err(Error::usage(format!(
+            "the validation set has records {:?} with {} classes, the training set {:?} with {}",
+            validation.record_shape, validation.n_classes, fit.record_shape, fit.n_classes
+        )));
+    }
     search.base.validate()?;
     // The smallest batch and epochs any trial may draw stand for the base's own, which the
     // space may replace.
@@ -289,12 +295,6 @@ fn check_fits(search: &Search, fit: &Dataset, validation: &Dataset) -> Result<()
         return Err(Error::usage(
             "momentum in the search space applies to sgd, not adam",
         ));
-    }
-    if fit.n_classes != validation.n_classes || fit.record_shape != validation.record_shape {
-        return Err(Error::usage(format!(
-            "the validation set has records {:?} with {} classes, the training set {:?} with {}",
-            validation.record_shape, validation.n_classes, fit.record_shape, fit.n_classes
-        )));
     }
     Ok(())
 }

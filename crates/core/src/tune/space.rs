@@ -107,7 +107,7 @@ impl Hyperparameter {
             {
                 bad("> 0")
             }
-            Hyperparameter::BatchSize if !(v >= 1.0 && v <= MAX_BATCH && v.fract() == 0.0) => {
+            Hyperparameter::BatchSize if !((1.0..=MAX_BATCH).contains(&v) && v.fract() == 0.0) => {
                 bad(&format!("a whole number in [1, {MAX_BATCH}]"))
             }
             Hyperparameter::Momentum if !(0.0..1.0).contains(&v) => bad("in [0, 1)"),

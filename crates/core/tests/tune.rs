@@ -1,0 +1,309 @@
+//! The private search workflow (`dpml tune`, `dpml.tuning`) on the embedded digits: its
+//! guarantee, its noisy scores, the kept model's facts, and its refusals before training.
+
+use dpml_core::Error;
+use dpml_core::accounting::{Accountant, PrivacyEvent, RdpAccountant};
+use dpml_core::data::Source;
+use dpml_core::learn::dpsgd;
+use dpml_core::mechanisms::{DpRng, Repetitions};
+use dpml_core::observe::{Event, Observer};
+use dpml_core::train::{RecipeOptions, SplitOptions};
+use dpml_core::tune::{SearchSpace, TuneOptions, Tuned, ValidationChoice, tune};
+use serde_json::Value;
+
+/// A search of logistic regressions on digits, 2 epochs each: a second or so.
+fn digits(epsilon: f64, mean: f64, validation: ValidationChoice) -> TuneOptions {
+    TuneOptions {
+        dataset: Some(Source::Digits),
+        label_column: None,
+        data_dir: None,
+        preset: None,
+        recipe: RecipeOptions {
+            epsilon: Some(epsilon),
+            epochs: Some(2.0),
+            ..RecipeOptions::default()
+        },
+        split: SplitOptions {
+            test_fraction: 0.2,
+            key: None,
+        },
+        declarations: Default::default(),
+        space: SearchSpace::parse("learning-rate=0.5..4 log, batch-size=64|128").unwrap(),
+        repetitions: Repetitions::Poisson { mean },
+        validation,
+        save_model: None,
+    }
+}
+
+fn private(score_epsilon: Option<f64>) -> ValidationChoice {
+    ValidationChoice::Private {
+        fraction: 0.2,
+        score_epsilon,
+    }
+}
+
+/// Counts the training runs that start.
+#[derive(Default)]
+struct Runs(usize);
+
+impl Observer for Runs {
+    fn observe(&mut self, event: Event<'_>) {
+        if matches!(event, Event::RunStarted) {
+            self.0 += 1;
+        }
+    }
+}
+
+fn run(o: &TuneOptions, seed: u64) -> (Tuned, usize, usize) {
+    let (mut runs, mut charges) = (Runs::default(), 0);
+    let tuned = tune(o, &mut DpRng::seeded(seed), &mut runs, &mut |_| {
+        charges += 1;
+        Ok(())
+    })
+    .unwrap();
+    (tuned, runs.0, charges)
+}
+
+#[test]
+fn calibration_meets_the_total_and_the_release_keeps_the_trials_apart() {
+    let o = digits(2.0, 3.0, private(None));
+    let (tuned, runs, charges) = run(&o, 11);
+    let r = &tuned.release;
+    let eps = r["epsilon"].as_f64().unwrap();
+    assert!(eps <= 2.0 && eps > 2.0 * 0.999, "{eps}");
+    assert_eq!(charges, 1);
+    // The released event is the whole search: accounting it again gives the same ε.
+    let event: PrivacyEvent = serde_json::from_value(r["event"].clone()).unwrap();
+    assert!(matches!(event, PrivacyEvent::RepeatAndSelect { .. }));
+    assert_eq!(RdpAccountant::default().epsilon(&event, 1e-5).unwrap(), eps);
+    let per_trial = r["epsilon_per_trial"].as_f64().unwrap();
+    assert!(per_trial < eps, "{per_trial} vs {eps}");
+    // The trials, their number and the exact accuracies are diagnostics.
+    let d = &r["diagnostics"];
+    let trials = d["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), runs);
+    assert_eq!(d["trials_run"], runs);
+    for k in [
+        "trials",
+        "trials_run",
+        "validation_accuracy",
+        "test_accuracy",
+    ] {
+        assert!(r.get(k).is_none(), "{k} at top level");
+    }
+    if runs > 0 {
+        // The kept trial is the one with the best noisy score; its run alone claims less.
+        let best = r["best"]["noisy_score"].as_f64().unwrap();
+        let top = trials
+            .iter()
+            .map(|t| t["noisy_score"].as_f64().unwrap())
+            .fold(f64::NEG_INFINITY, f64::max);
+        assert_eq!(best, top);
+        assert!(r["epsilon_kept_run"].as_f64().unwrap() < per_trial);
+        let lr = r["best"]["learning_rate"].as_f64().unwrap();
+        assert!((0.5..=4.0).contains(&lr));
+    }
+    assert_eq!(r["tuning"]["repetitions"]["law"], "poisson");
+}
+
+#[test]
+fn the_score_is_a_noisy_count_of_disjoint_validation_records() {
+    // ε_score = 0.2: noise of scale 5 counts moves most scores by a whole number of counts.
+    let loud = digits(3.0, 6.0, private(Some(0.2)));
+    let (tuned, runs, _) = run(&loud, 6);
+    let n = tuned.release["score"]["validation_size"].as_f64().unwrap();
+    let moved: Vec<f64> = tuned
+        .trials
+        .iter()
+        .map(|t| (t.noisy_score - t.validation_accuracy) * n)
+        .collect();
+    assert_eq!(moved.len(), runs);
+    assert!(runs >= 2);
+    assert!(
+        moved.iter().all(|m| (m - m.round()).abs() < 1e-6),
+        "{moved:?}"
+    );
+    assert!(
+        moved.iter().filter(|m| m.abs() > 0.5).count() * 2 >= runs,
+        "{moved:?}"
+    );
+    // The trial's event: the worst of its training (one of two cells) and its score, the
+    // score a discrete Laplace count of sensitivity 1 and scale 1/ε_score.
+    let event: PrivacyEvent = serde_json::from_value(tuned.release["event"].clone()).unwrap();
+    let PrivacyEvent::RepeatAndSelect { event: trial, .. } = event else {
+        panic!("{event:?}")
+    };
+    let PrivacyEvent::WorstOf { events } = *trial else {
+        panic!("{trial:?}")
+    };
+    assert!(matches!(&events[0], PrivacyEvent::WorstOf { events } if events.len() == 2));
+    match &events[1] {
+        PrivacyEvent::DiscreteLaplace { scale, sensitivity } => {
+            assert_eq!(*sensitivity, 1);
+            assert!((scale - 5.0).abs() < 1e-9, "{scale}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The validation records are cut from the training records: the trials train on the rest.
+    let train = tuned.release["train_size"].as_f64().unwrap();
+    assert!(train + n > 1300.0 && train + n < 1600.0, "{train} + {n}");
+}
+
+/// The patients table of `examples/` with its schema, the last 100 records copied to a file of
+/// their own declared public.
+fn patients(dir: &std::path::Path) -> TuneOptions {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let text = std::fs::read_to_string(examples.join("patients.csv")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let public = dir.join("public.csv");
+    let mut rows = vec![lines[0]];
+    rows.extend(&lines[lines.len() - 100..]);
+    std::fs::write(&public, rows.join("\n") + "\n").unwrap();
+    let csv = |p: &std::path::Path| format!("csv:{}", p.display()).parse::<Source>().unwrap();
+    TuneOptions {
+        dataset: Some(csv(&examples.join("patients.csv"))),
+        declarations: dpml_core::schema::Declarations {
+            schema: Some(examples.join("patients.toml")),
+            ..Default::default()
+        },
+        space: SearchSpace::parse("learning-rate=0.1..1 log, batch-size=32|64").unwrap(),
+        validation: ValidationChoice::Public {
+            source: csv(&public),
+        },
+        ..digits(3.0, 3.0, private(None))
+    }
+}
+
+#[test]
+fn a_public_validation_set_scores_exactly_at_no_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = patients(dir.path());
+    let (tuned, runs, _) = run(&o, 3);
+    assert!(runs > 0);
+    for t in &tuned.trials {
+        assert_eq!(t.noisy_score, t.validation_accuracy);
+    }
+    let r = &tuned.release;
+    assert_eq!(r["score"]["validation_size"], 100);
+    assert!(r["score"]["epsilon"].is_null());
+    // No score in the trial's event: the trials' training alone.
+    let event: PrivacyEvent = serde_json::from_value(r["event"].clone()).unwrap();
+    let PrivacyEvent::RepeatAndSelect { event: trial, .. } = event else {
+        panic!("{event:?}")
+    };
+    assert!(
+        matches!(*trial, PrivacyEvent::WorstOf { ref events } if events.len() == 2
+            && events.iter().all(|e| matches!(e, PrivacyEvent::SelfComposed { .. }))),
+        "{trial:?}"
+    );
+    assert!(
+        r["public"].to_string().contains("declared public"),
+        "{}",
+        r["public"]
+    );
+    // A set that does not fit the schema is refused before training.
+    let mut runs = Runs::default();
+    let other = TuneOptions {
+        validation: ValidationChoice::Public {
+            source: Source::Iris,
+        },
+        ..o.clone()
+    };
+    let e = tune(&other, &mut DpRng::seeded(1), &mut runs, &mut |_| Ok(())).unwrap_err();
+    assert!(matches!(e, Error::Usage(_)), "{e}");
+    assert_eq!(runs.0, 0);
+    // The training data itself (no test split of its own) is private, not public.
+    let itself = TuneOptions {
+        validation: ValidationChoice::Public {
+            source: Source::Digits,
+        },
+        ..digits(2.0, 3.0, private(None))
+    };
+    let e = tune(&itself, &mut DpRng::seeded(1), &mut runs, &mut |_| Ok(())).unwrap_err();
+    assert!(e.to_string().contains("private"), "{e}");
+}
+
+#[test]
+fn the_kept_model_carries_the_search_guarantee() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kept.safetensors");
+    let mut o = digits(2.0, 4.0, private(None));
+    o.save_model = Some(path.clone());
+    // A seed whose draw runs at least one trial.
+    let (tuned, runs, _) = (1..20)
+        .map(|s| run(&o, s))
+        .find(|(_, runs, _)| *runs > 0)
+        .unwrap();
+    assert!(runs > 0);
+    let saved = dpsgd::load_saved(&path).unwrap();
+    let facts = saved.facts.unwrap();
+    let r = &tuned.release;
+    // The facts are read back from JSON text: equal to the last bit or two.
+    let close = |a: Option<f64>, b: Option<f64>| {
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!((a - b).abs() <= 1e-12 * b.abs(), "{a} vs {b}");
+    };
+    close(facts.epsilon, r["epsilon"].as_f64());
+    assert_eq!(facts.delta, Some(1e-5));
+    assert_eq!(facts.accountant.as_deref(), Some("rdp"));
+    let tuning = facts.tuning.unwrap();
+    assert_eq!(tuning.repetitions, Repetitions::Poisson { mean: 4.0 });
+    close(
+        Some(tuning.epsilon_per_trial),
+        r["epsilon_per_trial"].as_f64(),
+    );
+    close(tuning.epsilon_kept_run, r["epsilon_kept_run"].as_f64());
+    close(Some(tuning.score), r["best"]["noisy_score"].as_f64());
+    close(
+        facts.noise_multiplier,
+        r["best"]["noise_multiplier"].as_f64(),
+    );
+    assert_eq!(r["model_file"], Value::from(path.to_str().unwrap()));
+}
+
+#[test]
+fn a_target_that_cannot_be_met_is_refused_before_training() {
+    let o = digits(0.05, 100.0, private(None));
+    let mut runs = Runs::default();
+    let mut charged = false;
+    let e = tune(&o, &mut DpRng::seeded(1), &mut runs, &mut |_| {
+        charged = true;
+        Ok(())
+    })
+    .unwrap_err();
+    match e {
+        Error::Usage(m) => assert!(m.contains("cannot meet epsilon = 0.05"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(runs.0, 0);
+    assert!(!charged, "a refused search charged the ledger");
+    // A ledger that refuses the spend stops the search before it trains too.
+    let o = digits(2.0, 3.0, private(None));
+    let e = tune(&o, &mut DpRng::seeded(1), &mut runs, &mut |_| {
+        Err(Error::usage("over budget"))
+    })
+    .unwrap_err();
+    assert_eq!(e, Error::usage("over budget"));
+    assert_eq!(runs.0, 0);
+}
+
+#[test]
+fn poisson_may_draw_no_trial_and_then_releases_no_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.safetensors");
+    let mut o = digits(2.0, 1.0, private(None));
+    o.recipe.epochs = Some(1.0);
+    o.save_model = Some(path.clone());
+    // P[K = 0] = e^{-1}: a seed among the first few draws none.
+    let (tuned, _, charges) = (1..40)
+        .map(|s| {
+            let _ = std::fs::remove_file(&path);
+            run(&o, s)
+        })
+        .find(|(_, runs, _)| *runs == 0)
+        .unwrap();
+    assert_eq!(charges, 1, "the guarantee is charged whatever K is");
+    assert!(tuned.kept.is_none() && tuned.release.get("best").is_none());
+    assert!(tuned.release["outcome"].as_str().unwrap().contains("K = 0"));
+    assert!(!path.exists());
+}
