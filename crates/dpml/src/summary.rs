@@ -50,6 +50,32 @@ const SPECIFIC: &[Summary] = &[
         rows: None,
     },
     Summary {
+        command: "tune",
+        headline: tune,
+        fields: &[
+            "model",
+            "dataset",
+            "epsilon",
+            "epsilon_per_trial",
+            "epsilon_kept_run",
+            "delta",
+            "tuning.description",
+            "best.learning_rate",
+            "best.max_grad_norm",
+            "best.batch_size",
+            "best.epochs",
+            "best.momentum",
+            "best.noisy_score",
+            "best.noise_multiplier",
+            "score.validation",
+            "score.validation_size",
+            "train_size",
+            "model_file",
+            "seeded",
+        ],
+        rows: None,
+    },
+    Summary {
         command: "eval",
         headline: eval,
         fields: &[
@@ -509,6 +535,28 @@ fn train(v: &Value, d: Option<&Value>) -> String {
         field(v, "model"),
         field(v, "dataset"),
         guarantee(v)
+    )
+}
+
+/// `dpml tune`: what was kept, its test accuracy (a diagnostic) and the search's guarantee
+/// beside one trial's and the kept run's own.
+fn tune(v: &Value, d: Option<&Value>) -> String {
+    if v.get("best").is_none() {
+        return format!(
+            "the search drew no trial: nothing was trained; {}",
+            guarantee(v)
+        );
+    }
+    format!(
+        "kept {} on {} (noisy validation score {}){}: {} for the whole search, {} for one \
+         trial, {} the kept run alone would claim",
+        field(v, "model"),
+        field(v, "dataset"),
+        field(v, "best.noisy_score"),
+        diagnostic_accuracy(d, "test_accuracy", "test accuracy"),
+        guarantee(v),
+        field(v, "epsilon_per_trial"),
+        field(v, "epsilon_kept_run"),
     )
 }
 
