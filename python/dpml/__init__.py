@@ -7,15 +7,16 @@ Submodules:
 - :mod:`dpml.audit` -- audit any model from its membership-inference scores.
 - :mod:`dpml.mechanisms` and :mod:`dpml.stats` -- exact noise samplers and DP statistics.
 - :mod:`dpml.learn` -- scikit-learn style private estimators.
+- :mod:`dpml.tuning` -- private hyperparameter search (``DPSearchCV``), counted in epsilon.
 
 Every failure on bad input raises :class:`ValueError` with the message the ``dpml`` command
 line prints after ``error:``.
 """
 
 from . import _native
-from . import accounting, audit, learn, mechanisms, stats
+from . import accounting, audit, learn, mechanisms, stats, tuning
 from .ledger import Ledger
 
 __version__: str = _native.__version__
 
-__all__ = ["accounting", "audit", "learn", "mechanisms", "stats", "Ledger", "__version__"]
+__all__ = ["accounting", "audit", "learn", "mechanisms", "stats", "tuning", "Ledger", "__version__"]

@@ -104,6 +104,18 @@ def dpsgd_fit(
     overrides_json: str,
     seed: Optional[int] = None,
 ) -> Tuple[TrainedModel, str]: ...
+def tune_fit(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.int64],
+    classes: int,
+    ranges: List[Tuple[float, float]],
+    overrides_json: str,
+    space_json: str,
+    repetitions_json: str,
+    validation_fraction: float,
+    score_epsilon: Optional[float] = None,
+    seed: Optional[int] = None,
+) -> Tuple[Optional[TrainedModel], str]: ...
 def label_dp_fit(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.int64],

@@ -109,6 +109,30 @@ class ComposedDpEvent(DpEvent):
         return {"type": "composed", "events": [e.to_dict() for e in self.events]}
 
 
+@dataclass(frozen=True)
+class RepeatAndSelectDpEvent(DpEvent):
+    """``event`` run K times, K drawn in secret with mean ``mean``, only the best output
+    released: a private hyperparameter search (Papernot & Steinke 2022), as dp_accounting's
+    event of that name. ``shape`` is the law: infinity for Poisson, else the truncated negative
+    binomial with that eta (0: logarithmic, 1: geometric). Only the RDP accountant has a bound.
+    """
+
+    event: DpEvent
+    mean: float
+    shape: float = float("inf")
+
+    def to_dict(self) -> Dict[str, Any]:
+        if self.shape == float("inf"):
+            law: Dict[str, Any] = {"law": "poisson", "mean": float(self.mean)}
+        else:
+            law = {
+                "law": "truncated_negative_binomial",
+                "eta": float(self.shape),
+                "mean": float(self.mean),
+            }
+        return {"type": "repeat_and_select", "repetitions": law, "event": self.event.to_dict()}
+
+
 def dp_sgd_event(noise_multiplier: float, sample_rate: float, steps: int) -> DpEvent:
     """The DP-SGD event: ``steps`` Poisson-subsampled Gaussian steps."""
     return SelfComposedDpEvent(
@@ -133,6 +157,10 @@ def event_from_dict(d: Dict[str, Any]) -> DpEvent:
         return SelfComposedDpEvent(event_from_dict(d["event"]), d["count"])
     if kind == "composed":
         return ComposedDpEvent([event_from_dict(e) for e in d["events"]])
+    if kind == "repeat_and_select":
+        law = d["repetitions"]
+        shape = float("inf") if law["law"] == "poisson" else law["eta"]
+        return RepeatAndSelectDpEvent(event_from_dict(d["event"]), law["mean"], shape)
     return _RawEvent(d)
 
 

@@ -21,7 +21,18 @@ pub struct TrainedModel {
     classes: usize,
 }
 
-fn dataset(x: &PyReadonlyArray2<'_, f64>, y: Vec<u32>, classes: usize) -> Dataset {
+impl TrainedModel {
+    /// A network for `classes` classes that reads records through `input`.
+    pub(crate) fn new(model: Sequential, input: InputTransform, classes: usize) -> Self {
+        Self {
+            model,
+            input,
+            classes,
+        }
+    }
+}
+
+pub(crate) fn dataset(x: &PyReadonlyArray2<'_, f64>, y: Vec<u32>, classes: usize) -> Dataset {
     let x = x.as_array();
     let (n, d) = (x.nrows(), x.ncols());
     Dataset {
@@ -39,7 +50,7 @@ fn dataset(x: &PyReadonlyArray2<'_, f64>, y: Vec<u32>, classes: usize) -> Datase
 
 /// The recipe: `base` (the CLI's recipe for the task) with the given fields (the recipe's JSON
 /// names) replaced, and features min-max scaled from the declared per-feature `ranges`.
-fn recipe(
+pub(crate) fn recipe(
     base: TrainConfig,
     overrides_json: &str,
     ranges: &[(f64, f64)],
@@ -58,7 +69,7 @@ fn recipe(
 }
 
 /// The declared per-feature ranges, one pair per column of `x`.
-fn check_ranges(x: &PyReadonlyArray2<'_, f64>, ranges: &[(f64, f64)]) -> PyResult<()> {
+pub(crate) fn check_ranges(x: &PyReadonlyArray2<'_, f64>, ranges: &[(f64, f64)]) -> PyResult<()> {
     let d = x.as_array().ncols();
     if ranges.len() == d {
         return Ok(());
@@ -209,11 +220,11 @@ fn rr_with_prior<'py>(
     Ok((released.into_pyarray(py), channels.into_pyarray(py), event))
 }
 
-fn value_error(e: impl std::fmt::Display) -> PyErr {
+pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(e.to_string())
 }
 
-fn labels(y: &PyReadonlyArray1<'_, i64>, classes: usize) -> PyResult<Vec<u32>> {
+pub(crate) fn labels(y: &PyReadonlyArray1<'_, i64>, classes: usize) -> PyResult<Vec<u32>> {
     y.as_array()
         .iter()
         .map(|&v| {

@@ -13,6 +13,7 @@ mod audit;
 mod guard;
 mod learn;
 mod mechanisms;
+mod tune;
 
 /// The extension module, imported as `dpml._native`.
 #[pymodule]
@@ -23,5 +24,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     audit::register(m)?;
     mechanisms::register(m)?;
     learn::register(m)?;
+    tune::register(m)?;
     Ok(())
 }

@@ -32,6 +32,25 @@ pub enum Noise {
     Multiplier(f64),
 }
 
+impl Noise {
+    /// How a recipe's privacy sets a search's noise: its target ε is the search's total, its
+    /// noise multiplier every trial's σ.
+    ///
+    /// # Errors
+    /// A usage error for a non-private recipe.
+    pub fn of(privacy: &dpml_learn::dpsgd::Privacy) -> Result<Self> {
+        use dpml_learn::dpsgd::Privacy;
+        match *privacy {
+            Privacy::TargetEpsilon(e) => Ok(Noise::TotalEpsilon(e)),
+            Privacy::NoiseMultiplier(s) => Ok(Noise::Multiplier(s)),
+            Privacy::NonPrivate => Err(Error::usage(
+                "a private search needs --epsilon (the total) or --noise-multiplier, not \
+                 --non-private",
+            )),
+        }
+    }
+}
+
 /// The noise of one cell of trials and its DP-SGD run's worst case.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CellNoise {

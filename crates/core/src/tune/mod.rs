@@ -18,7 +18,7 @@ pub mod space;
 use std::path::PathBuf;
 
 use dpml_data::{Dataset, LoadOptions, Source, SplitKey, load, validation_split};
-use dpml_learn::dpsgd::{self, Privacy, Task};
+use dpml_learn::dpsgd::{self, Task};
 use dpml_learn::model_facts::{ModelFacts, TuningFacts};
 use dpml_mechanisms::{DpRng, Repetitions};
 use serde_json::Value;
@@ -166,7 +166,7 @@ pub fn tune(
         &o.recipe,
         Task::Classification,
     )?;
-    let noise = noise_of(&cfg.privacy)?;
+    let noise = Noise::of(&cfg.privacy)?;
     let key = o.split.key(rng);
     let opts = o
         .declarations
@@ -323,18 +323,6 @@ pub fn tune_dataset(
         train_size: fit.n,
         validation: name,
     })
-}
-
-/// How the trials' noise is set, from the recipe's privacy: a target ε is the search's total.
-fn noise_of(privacy: &Privacy) -> Result<Noise> {
-    match *privacy {
-        Privacy::TargetEpsilon(e) => Ok(Noise::TotalEpsilon(e)),
-        Privacy::NoiseMultiplier(s) => Ok(Noise::Multiplier(s)),
-        Privacy::NonPrivate => Err(Error::usage(
-            "a private search needs --epsilon (the total) or --noise-multiplier, not \
-             --non-private",
-        )),
-    }
 }
 
 /// The records of a public validation source: its test split, else all its records. The
