@@ -307,3 +307,48 @@ fn poisson_may_draw_no_trial_and_then_releases_no_model() {
     assert!(tuned.release["outcome"].as_str().unwrap().contains("K = 0"));
     assert!(!path.exists());
 }
+
+/// The white-box canary audit of a whole search: its lower bound stays below the search's ε
+/// (the full experiment over many seeds is `examples/tune_audit.rs`).
+#[test]
+fn the_canary_audit_of_a_search_stays_below_its_epsilon() {
+    use dpml_core::data::{LoadOptions, SplitKey, load, validation_split};
+    use dpml_core::tune::audit::audit_search;
+    use dpml_core::tune::{Noise, Search, Validation};
+    let digits = load(&Source::Digits, &LoadOptions::default())
+        .unwrap()
+        .train;
+    let mut base = dpsgd::preset("digits-eps1").unwrap().config;
+    base.epochs = 3.0;
+    let search = Search {
+        space: SearchSpace::parse("learning-rate=0.5..4 log, batch-size=64|128").unwrap(),
+        repetitions: Repetitions::Poisson { mean: 2.0 },
+        noise: Noise::TotalEpsilon(8.0),
+        delta: 1e-5,
+        base,
+    };
+    let mut rng = DpRng::seeded(7);
+    let (fit, validation) =
+        validation_split(&digits, 0.1, &SplitKey::from_rng(rng.as_rng())).unwrap();
+    let a = audit_search(
+        &search,
+        &fit,
+        Validation::Private {
+            set: &validation,
+            score_epsilon: 0.8,
+        },
+        400,
+        0.95,
+        &mut rng,
+        &mut Runs::default(),
+    )
+    .unwrap();
+    assert!(a.epsilon <= 8.0 && a.epsilon > 7.9, "{}", a.epsilon);
+    assert_eq!(a.audit.is_some(), a.trials > 0);
+    assert!(
+        a.lower_bound() <= a.epsilon,
+        "{} > {}",
+        a.lower_bound(),
+        a.epsilon
+    );
+}

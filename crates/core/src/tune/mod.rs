@@ -6,10 +6,12 @@
 //! - [`space`]: the search space (`--search` text or a TOML/JSON table) and its cells.
 //! - [`budget`]: the privacy plan: per-cell noise calibrated so the search meets a total ε.
 //! - [`search`]: running the trials and keeping the best.
+//! - [`audit`]: the white-box canary audit of a whole search (an empirical check).
 //! - this module: the workflows the fronts call: [`tune`] (a data source, as the command line
 //!   names it) and [`tune_dataset`] (records already loaded, as Python hands them over), and
 //!   the release they return.
 
+pub mod audit;
 pub mod budget;
 mod report;
 pub mod search;
@@ -24,7 +26,7 @@ use dpml_mechanisms::{DpRng, Repetitions};
 use serde_json::Value;
 
 pub use budget::{CellNoise, Noise, Plan};
-pub use search::{Kept, Search, SearchOutcome, TrialProgress, TrialRecord, Validation};
+pub use search::{Kept, Search, SearchOutcome, TrainTrial, TrialProgress, TrialRecord, Validation};
 pub use space::{Hyperparameter, Point, SearchSpace};
 
 use crate::error::{Error, Result};

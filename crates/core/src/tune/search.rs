@@ -166,6 +166,37 @@ pub fn run(
     observer: &mut dyn Observer,
     charge: &mut dyn FnMut(&Plan) -> Result<()>,
 ) -> Result<SearchOutcome> {
+    run_with(
+        search,
+        fit,
+        validation,
+        rng,
+        observer,
+        charge,
+        &mut |_, cfg, fit, rng, observer| {
+            train_task_observed(Task::Classification, cfg, fit, None, rng, observer)
+        },
+    )
+}
+
+/// How one trial trains: given its number (from 0), recipe, records, generator and observer.
+pub type TrainTrial<'a> = dyn FnMut(usize, &TrainConfig, &Dataset, &mut DpRng, &mut dyn Observer) -> Result<TrainOutcome>
+    + 'a;
+
+/// [`run`] with each trial trained by `train_trial` (an audit installs its canaries there);
+/// [`run`] trains them plainly.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(
+    search: &Search,
+    fit: &Dataset,
+    validation: Validation<'_>,
+    rng: &mut DpRng,
+    observer: &mut dyn Observer,
+    charge: &mut dyn FnMut(&Plan) -> Result<()>,
+    train_trial: &mut TrainTrial<'_>,
+) -> Result<SearchOutcome> {
     check_fits(search, fit, validation.set())?;
     let score = match validation {
         Validation::Private { score_epsilon, .. } => {
@@ -205,8 +236,7 @@ pub fn run(
             point: &point,
             noise_multiplier: cell.noise_multiplier,
         }));
-        let mut outcome =
-            train_task_observed(Task::Classification, &cfg, fit, None, rng, observer)?;
+        let mut outcome = train_trial(index, &cfg, fit, rng, observer)?;
         check_within_cell(outcome.event.as_ref(), &cell.event())?;
         let set = validation.set();
         let accuracy = dpsgd::evaluate(&mut outcome.model, &outcome.input, set)?.accuracy;
