@@ -101,11 +101,7 @@ fn dpsgd_fit(
         dpsgd::train(&cfg, &data, None, &mut rng, &mut |_: &dpsgd::Progress| {})
     })?;
     fitted(
-        TrainedModel {
-            model: outcome.model,
-            input: outcome.input,
-            classes,
-        },
+        TrainedModel::new(outcome.model, outcome.input, classes),
         &outcome.report,
         &cfg,
         &outcome.event,
@@ -148,11 +144,7 @@ fn label_dp_fit(
     };
     let outcome = guard::run(py, || label_dp::train(&cfg, &data, &mut rng, &mut |_| {}))?;
     fitted(
-        TrainedModel {
-            model: outcome.model,
-            input: outcome.input,
-            classes,
-        },
+        TrainedModel::new(outcome.model, outcome.input, classes),
         &outcome.report,
         &cfg.training,
         &outcome.event,
