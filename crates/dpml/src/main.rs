@@ -46,8 +46,8 @@ const DEFAULT_JOB: &[&str] = &["dpml", "train", "--preset", "digits-eps1"];
 enum Command {
     /// Train a model with DP-SGD (or without privacy) and report accuracy and ε.
     Train(commands::train::TrainArgs),
-    /// Private hyperparameter search: the best of a secret, random number of DP-SGD trials,
-    /// with the ε of the whole search.
+    /// Private hyperparameter search: the best of a secret, random number of DP-SGD trials;
+    /// --epsilon is the total ε of the whole search.
     Tune(commands::tune::TuneArgs),
     /// Evaluate a saved model on a data set's test split.
     Eval(commands::train::EvalArgs),
