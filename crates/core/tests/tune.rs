@@ -352,3 +352,33 @@ fn the_canary_audit_of_a_search_stays_below_its_epsilon() {
         a.epsilon
     );
 }
+
+/// A search's event holds calibrated σ and rates such as B/N: it must read back from JSON bit
+/// for bit, as the budget ledger stores it (serde_json's float_roundtrip).
+#[test]
+fn search_events_read_back_from_json_exactly() {
+    use dpml_core::tune::budget::{Noise, plan};
+    use dpml_core::tune::space::Cell;
+    for n in [1294usize, 1297, 1301, 54124] {
+        let cells = [Cell {
+            batch: (64.0, 256.0),
+            epochs: (2.0, 3.0),
+        }];
+        let score = PrivacyEvent::DiscreteLaplace {
+            scale: 1.0 / 0.3,
+            sensitivity: 1,
+        };
+        let p = plan(
+            &cells,
+            n,
+            Some(&score),
+            Repetitions::Poisson { mean: 2.0 },
+            1e-5,
+            Noise::TotalEpsilon(2.0),
+        )
+        .unwrap();
+        let text = serde_json::to_string(&p.search).unwrap();
+        let back: PrivacyEvent = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p.search, "{text}");
+    }
+}
