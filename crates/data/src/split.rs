@@ -224,8 +224,8 @@ pub fn validation_split(
 }
 
 /// (kept, held out) indices of `d`, each ascending: a record is held out when its draw for
-/// `purpose` falls below `fraction`. `names` are the fraction's name and the two sides', for
-/// messages.
+/// `purpose` falls below `fraction`. The last argument names the fraction's setting, the kept
+/// side and the held-out side, for messages.
 fn cut(
     d: &Dataset,
     fraction: f64,
