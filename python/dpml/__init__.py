@@ -9,14 +9,26 @@ Submodules:
 - :mod:`dpml.learn` -- scikit-learn style private estimators.
 - :mod:`dpml.tuning` -- private hyperparameter search (``DPSearchCV``), counted in epsilon.
 
-Every failure on bad input raises :class:`ValueError` with the message the ``dpml`` command
-line prints after ``error:``.
+The command line and this package are two fronts over one Rust library: the same recipes,
+defaults, field names and model files. Every failure on bad input raises :class:`ValueError`
+with the message the ``dpml`` command line prints after ``error:`` (its flags written as this
+package's keywords).
 """
 
 from . import _native
-from . import accounting, audit, learn, mechanisms, stats, tuning
+from . import accounting, audit, events, learn, mechanisms, stats, tuning
 from .ledger import Ledger
 
 __version__: str = _native.__version__
 
-__all__ = ["accounting", "audit", "learn", "mechanisms", "stats", "tuning", "Ledger", "__version__"]
+__all__ = [
+    "accounting",
+    "audit",
+    "events",
+    "learn",
+    "mechanisms",
+    "stats",
+    "tuning",
+    "Ledger",
+    "__version__",
+]

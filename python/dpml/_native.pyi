@@ -1,19 +1,58 @@
-"""Type stubs of the compiled module (the Rust half of dpml)."""
+"""Type stubs of the compiled module (the Rust half of dpml), checked against the built module
+by ``python -m mypy.stubtest dpml._native`` in CI."""
 
-from typing import List, Optional, Tuple
+from os import PathLike
+from typing import Any, Dict, List, Optional, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "Ledger",
+    "TrainedModel",
+    "__version__",
+    "alpha_grid",
+    "audit_scores",
+    "calibrate",
+    "defaults",
+    "delta",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "dpsgd_fit",
+    "epsilon",
+    "gaussian",
+    "kmeans_fit",
+    "label_dp_fit",
+    "laplace",
+    "lira",
+    "one_run_audit",
+    "one_run_bound",
+    "pld_epsilon_bounds",
+    "randomized_response",
+    "rdp_epsilon_and_order",
+    "rr_with_prior",
+    "statistic",
+    "steps_for_epochs",
+    "tradeoff",
+    "tune_fit",
+]
+
 __version__: str
+
+_Path = Union[str, PathLike[str]]
 
 # accounting
 def epsilon(event_json: str, delta: float, accountant: str) -> float: ...
 def delta(event_json: str, epsilon: float, accountant: str) -> float: ...
 def pld_epsilon_bounds(event_json: str, delta: float) -> Tuple[float, float]: ...
 def calibrate(
-    target_epsilon: float, delta: float, sampling_rate: float, steps: int, accountant: str
-) -> Tuple[float, float]: ...
+    target_epsilon: float,
+    delta: float,
+    sampling_rate: float,
+    steps: int,
+    accountant: Optional[str] = None,
+) -> str: ...
+def rdp_epsilon_and_order(event_json: str, delta: float) -> Tuple[float, float]: ...
 def steps_for_epochs(epochs: float, batch_size: int, dataset_size: int) -> Tuple[float, int]: ...
 def tradeoff(
     event_json: str, alphas: npt.NDArray[np.float64], accountant: str
@@ -50,7 +89,11 @@ def one_run_bound(
 
 # mechanisms and statistics
 def laplace(
-    values: npt.NDArray[np.float64], sensitivity: float, epsilon: float, seed: Optional[int] = None
+    values: npt.NDArray[np.float64],
+    sensitivity: float,
+    epsilon: float,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.float64], str]: ...
 def gaussian(
     values: npt.NDArray[np.float64],
@@ -58,9 +101,14 @@ def gaussian(
     epsilon: float,
     delta: float,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.float64], str]: ...
 def discrete_laplace(
-    values: npt.NDArray[np.int64], sensitivity: int, epsilon: float, seed: Optional[int] = None
+    values: npt.NDArray[np.int64],
+    sensitivity: int,
+    epsilon: float,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.int64], str]: ...
 def discrete_gaussian(
     values: npt.NDArray[np.int64],
@@ -68,9 +116,14 @@ def discrete_gaussian(
     epsilon: float,
     delta: float,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.int64], str]: ...
 def randomized_response(
-    values: npt.NDArray[np.int64], epsilon: float, categories: int, seed: Optional[int] = None
+    values: npt.NDArray[np.int64],
+    epsilon: float,
+    categories: int,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.int64], str]: ...
 def statistic(
     kind: str,
@@ -80,65 +133,99 @@ def statistic(
     bins: int = 10,
     delta: Optional[float] = None,
     seed: Optional[int] = None,
-    ledger: Optional["Ledger"] = None,
+    ledger: Optional[Ledger] = None,
     label: Optional[str] = None,
 ) -> str: ...
 
+@final
 class Ledger:
-    def __init__(
-        self, path: str, budget: Optional[float] = None, budget_delta: Optional[float] = None
-    ) -> None: ...
+    def __new__(
+        cls,
+        path: _Path,
+        budget: Optional[float] = None,
+        budget_delta: Optional[float] = None,
+        key_file: Optional[_Path] = None,
+        passphrase: Optional[str] = None,
+    ) -> Ledger: ...
     def balance_json(self) -> str: ...
-    def entries_json(self) -> str: ...
+    def entries_json(self, over_time: bool = False) -> str: ...
     def spend(self, label: str, event_json: str, epsilon: float, delta: float) -> str: ...
 
 # learning
+@final
 class TrainedModel:
+    @property
+    def n_features(self) -> int: ...
+    @property
+    def outputs(self) -> int: ...
     def predict_logits(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]: ...
+    def facts_json(self) -> str: ...
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(bytes: bytes) -> TrainedModel: ...
+    def save(self, path: _Path) -> None: ...
+    @staticmethod
+    def load(path: _Path) -> TrainedModel: ...
 
 def dpsgd_fit(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.int64],
-    classes: int,
-    ranges: List[Tuple[float, float]],
-    overrides_json: str,
+    classes: List[str],
+    bounds: Optional[List[Tuple[float, float]]],
+    recipe: Dict[str, Any],
+    *,
     seed: Optional[int] = None,
-) -> Tuple[TrainedModel, str]: ...
+    ledger: Optional[Ledger] = None,
+) -> Tuple[TrainedModel, str, str]: ...
 def tune_fit(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.int64],
-    classes: int,
-    ranges: List[Tuple[float, float]],
-    overrides_json: str,
+    classes: List[str],
+    bounds: Optional[List[Tuple[float, float]]],
+    recipe: Dict[str, Any],
     space_json: str,
     repetitions_json: str,
-    validation_fraction: float,
+    *,
+    validation_fraction: Optional[float] = None,
     score_epsilon: Optional[float] = None,
     seed: Optional[int] = None,
-) -> Tuple[Optional[TrainedModel], str]: ...
+    ledger: Optional[Ledger] = None,
+) -> Tuple[Optional[TrainedModel], str, str]: ...
 def label_dp_fit(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.int64],
-    classes: int,
-    ranges: List[Tuple[float, float]],
-    mechanism: str,
-    epsilon: float,
-    overrides_json: str,
+    classes: List[str],
+    bounds: Optional[List[Tuple[float, float]]],
+    *,
+    mechanism: Optional[str] = None,
+    epsilon: Optional[float] = None,
     stages: Optional[int] = None,
+    top_k_rule: Optional[str] = None,
+    hidden: Optional[List[int]] = None,
+    epochs: Optional[float] = None,
+    batch_size: Optional[int] = None,
+    learning_rate: Optional[float] = None,
     seed: Optional[int] = None,
-) -> Tuple[TrainedModel, str]: ...
+    ledger: Optional[Ledger] = None,
+) -> Tuple[TrainedModel, str, str]: ...
 def rr_with_prior(
     y: npt.NDArray[np.int64],
     priors: npt.NDArray[np.float64],
     epsilon: float,
-    rule: str = "expected-accuracy",
+    rule: Optional[str] = None,
     seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], str]: ...
 def kmeans_fit(
     x: npt.NDArray[np.float64],
     k: int,
-    epsilon: Optional[float],
-    ranges: List[Tuple[float, float]],
+    bounds: List[Tuple[float, float]],
+    *,
+    algorithm: Optional[str] = None,
+    epsilon: Optional[float] = None,
+    delta: Optional[float] = None,
     iterations: Optional[int] = None,
     seed: Optional[int] = None,
-) -> Tuple[npt.NDArray[np.float64], str]: ...
+    ledger: Optional[Ledger] = None,
+) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], str]: ...
+def defaults() -> str: ...

@@ -2,18 +2,23 @@
 
 The accountants have the interface of Opacus's ``IAccountant`` (``step``, ``get_epsilon``,
 ``history``, ``len()``, ``mechanism()``, ``get_optimizer_hook_fn``, ``state_dict``), so one can
-replace ``PrivacyEngine.accountant``. All numbers come from dpml's Rust accountants; the
+replace ``PrivacyEngine.accountant``; :class:`RDPAccountant` also has Opacus's
+``get_privacy_spent``. Opacus's keyword ``sample_rate`` is accepted beside dpml's
+``sampling_rate``. Every function taking an event also takes dp_accounting's own ``DpEvent``
+objects. All numbers come from dpml's Rust accountants (the ones ``dpml account`` runs); the
 neighbouring relation is add/remove one record.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _native
+from . import events as _events
 from .events import (
     ComposedDpEvent,
     DpEvent,
@@ -26,23 +31,16 @@ from .events import (
     SelfComposedDpEvent,
     dp_sgd_event,
     event_from_dict,
+    from_dp_accounting,
+    to_event,
 )
 
 __all__ = [
     "RDPAccountant",
     "PLDAccountant",
     "GDPAccountant",
-    "DpEvent",
-    "GaussianDpEvent",
-    "LaplaceDpEvent",
-    "RandomizedResponse",
-    "EpsilonDeltaDpEvent",
-    "PoissonSampledDpEvent",
-    "SelfComposedDpEvent",
-    "ComposedDpEvent",
-    "RepeatAndSelectDpEvent",
-    "dp_sgd_event",
-    "event_from_dict",
+    # The events, re-exported (dp_accounting keeps them beside its accountants too).
+    *_events.__all__,
     "epsilon",
     "delta",
     "pld_epsilon_bounds",
@@ -54,68 +52,181 @@ __all__ = [
     "ACCOUNTANTS",
 ]
 
+
+def __dir__() -> List[str]:
+    return sorted(__all__)
+
+
 #: Accountant names: pessimistic PLD (upper bound), optimistic PLD (lower bound), RDP (upper
 #: bound) and GDP (a central-limit approximation that can underestimate epsilon).
 ACCOUNTANTS = ("pld", "pld_lower", "rdp", "gdp")
 
-EventLike = Union[DpEvent, Dict[str, Any]]
+EventLike = Union[DpEvent, Dict[str, Any], Any]
 
 
 def _json(event: EventLike) -> str:
-    if isinstance(event, DpEvent):
-        return event.to_json()
-    if isinstance(event, dict):
-        return event_from_dict(event).to_json()
-    raise ValueError(f"event must be a DpEvent or a dict, got {type(event).__name__}")
+    return to_event(event).to_json()
+
+
+def _rate(sampling_rate: Optional[float], sample_rate: Optional[float]) -> float:
+    """The sampling rate given under dpml's name or Opacus's (not both)."""
+    if sampling_rate is not None and sample_rate is not None:
+        raise ValueError("give one of sampling_rate and sample_rate (Opacus's name), not both")
+    rate = sampling_rate if sampling_rate is not None else sample_rate
+    if rate is None:
+        raise ValueError("sampling_rate is required")
+    return float(rate)
 
 
 def epsilon(event: EventLike, delta: float, accountant: str = "pld") -> float:
-    """Epsilon such that ``event`` is (epsilon, delta)-DP under ``accountant``.
+    """Epsilon such that ``event`` is (epsilon, delta)-DP.
 
-    ``"pld"`` reports what ``dpml account`` reports (the pessimistic PLD, or the RDP bound below
-    the PLD's delta floor).
+    Parameters
+    ----------
+    event : DpEvent, dict or dp_accounting.DpEvent
+        What was released.
+    delta : float
+        Delta in (0, 1).
+    accountant : str, default "pld"
+        One of :data:`ACCOUNTANTS`. ``"pld"`` reports what ``dpml account`` reports (the
+        pessimistic PLD, or the RDP bound below the PLD's delta floor).
+
+    Returns
+    -------
+    float
+        Epsilon.
+
+    Raises
+    ------
+    ValueError
+        For a bad event, delta or accountant name.
     """
     return _native.epsilon(_json(event), float(delta), accountant)
 
 
 def delta(event: EventLike, epsilon: float, accountant: str = "pld") -> float:
-    """Delta such that ``event`` is (epsilon, delta)-DP under ``accountant``."""
+    """Delta such that ``event`` is (epsilon, delta)-DP.
+
+    Parameters
+    ----------
+    event : DpEvent, dict or dp_accounting.DpEvent
+        What was released.
+    epsilon : float
+        Epsilon >= 0.
+    accountant : str, default "pld"
+        One of :data:`ACCOUNTANTS`.
+
+    Returns
+    -------
+    float
+        Delta.
+    """
     return _native.delta(_json(event), float(epsilon), accountant)
 
 
 def pld_epsilon_bounds(event: EventLike, delta: float) -> Tuple[float, float]:
-    """``(lower, upper)`` bounds on the true epsilon from the optimistic and pessimistic PLD."""
+    """Lower and upper bounds on the true epsilon, from the optimistic and pessimistic PLD.
+
+    Parameters
+    ----------
+    event : DpEvent, dict or dp_accounting.DpEvent
+        What was released.
+    delta : float
+        Delta in (0, 1).
+
+    Returns
+    -------
+    (float, float)
+        ``(lower, upper)``: the gap is the accountant's own error bar.
+    """
     return _native.pld_epsilon_bounds(_json(event), float(delta))
 
 
 def steps_for_epochs(epochs: float, batch_size: int, dataset_size: int) -> Tuple[float, int]:
-    """``(sample_rate, steps)`` of ``epochs`` epochs of batches of ``batch_size`` out of
-    ``dataset_size`` records (whole epochs in exact integers, as the CLI counts them)."""
+    """The DP-SGD schedule of ``epochs`` epochs of batches of ``batch_size`` out of
+    ``dataset_size`` records, counted as ``dpml train`` counts it.
+
+    Parameters
+    ----------
+    epochs : float
+        Epochs E.
+    batch_size : int
+        Expected batch size B.
+    dataset_size : int
+        Training-set size N.
+
+    Returns
+    -------
+    (float, int)
+        ``(sampling_rate, steps)``: q = B/N and T = ceil(E*N/B) in exact integers.
+    """
     return _native.steps_for_epochs(float(epochs), int(batch_size), int(dataset_size))
 
 
 def calibrate(
     target_epsilon: float,
     target_delta: float,
-    sample_rate: float,
+    sampling_rate: Optional[float] = None,
     epochs: Optional[float] = None,
     steps: Optional[int] = None,
-    accountant: str = "rdp",
+    accountant: Optional[str] = None,
+    *,
+    sample_rate: Optional[float] = None,
+    **kwargs: Any,
 ) -> float:
-    """The smallest noise multiplier for which DP-SGD with ``sample_rate`` for ``steps`` steps
-    (or ``epochs`` epochs, ``ceil(epochs / sample_rate)`` steps) is (target_epsilon,
-    target_delta)-DP: the signature of Opacus's ``get_noise_multiplier``."""
+    """The smallest noise multiplier for which DP-SGD reaches (target_epsilon, target_delta).
+
+    The signature of Opacus's ``get_noise_multiplier``; the number of ``dpml calibrate``.
+
+    Parameters
+    ----------
+    target_epsilon : float
+        The epsilon not to exceed.
+    target_delta : float
+        Delta of the guarantee.
+    sampling_rate : float
+        Poisson sampling rate q (``sample_rate`` is Opacus's name for it).
+    epochs : float, optional
+        Epochs: ``ceil(epochs / sampling_rate)`` steps. Give ``epochs`` or ``steps``.
+    steps : int, optional
+        Steps T.
+    accountant : str, optional
+        ``"pld"`` or ``"rdp"`` (upper bounds only). Default: dpml's, the tight
+        ``"{accountant}"``, the same as ``dpml calibrate``'s.
+    sample_rate : float, optional
+        Opacus's name for ``sampling_rate``.
+    **kwargs
+        Opacus's other keywords (``epsilon_tolerance``) are accepted and ignored: the
+        search's tolerance is dpml's.
+
+    Returns
+    -------
+    float
+        sigma; the epsilon it reaches is at most ``target_epsilon``.
+
+    Raises
+    ------
+    ValueError
+        For bad parameters or a target no sigma reaches.
+    """
+    rate = _rate(sampling_rate, sample_rate)
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of epochs and steps")
     if steps is None:
-        if not (sample_rate > 0 and epochs is not None and epochs > 0):
+        if not (rate > 0 and epochs is not None and epochs > 0):
             raise ValueError(f"epochs must be > 0, got {epochs}")
-        steps = math.ceil(epochs / sample_rate)
-    sigma, _ = _native.calibrate(
-        float(target_epsilon), float(target_delta), float(sample_rate), int(steps), accountant
+        steps = math.ceil(epochs / rate)
+    result = json.loads(
+        _native.calibrate(
+            float(target_epsilon), float(target_delta), rate, int(steps), accountant
+        )
     )
-    return sigma
+    return float(result["noise_multiplier"])
 
+
+calibrate.__doc__ = (calibrate.__doc__ or "").replace(
+    '"{accountant}"', '"' + json.loads(_native.defaults())["calibration_accountant"] + '"'
+)
 
 #: The most points :func:`alpha_grid` lays out (80 MB): a plot needs a few hundred, and a
 #: mistyped size such as ``2**31`` would otherwise fill the memory for minutes.
@@ -123,8 +234,18 @@ MAX_ALPHA_GRID = 10**7
 
 
 def alpha_grid(n: int = 200) -> np.ndarray:
-    """``n`` type I errors log-spaced from 1e-6 to 1 (for log-log ROC plots); ``n`` at most
-    :data:`MAX_ALPHA_GRID`."""
+    """Type I errors log-spaced from 1e-6 to 1, for log-log ROC plots.
+
+    Parameters
+    ----------
+    n : int, default 200
+        Number of points, at most :data:`MAX_ALPHA_GRID`.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        The grid.
+    """
     n = int(n)
     if not 0 <= n <= MAX_ALPHA_GRID:
         raise ValueError(f"n must be between 0 and {MAX_ALPHA_GRID}, got {n}")
@@ -132,10 +253,27 @@ def alpha_grid(n: int = 200) -> np.ndarray:
 
 
 def tradeoff(
-    event: EventLike, alphas: Optional[Sequence[float]] = None, accountant: str = "pld"
+    event: EventLike,
+    alphas: Optional[Union[Sequence[float], np.ndarray]] = None,
+    accountant: str = "pld",
 ) -> Tuple[np.ndarray, np.ndarray]:
-    """The f-DP trade-off curve of ``event``: ``(alpha, beta)`` arrays where beta is the
-    smallest type II error any test can reach at type I error alpha (Dong, Roth, Su 2019)."""
+    """The f-DP trade-off curve of ``event`` (Dong, Roth, Su 2019).
+
+    Parameters
+    ----------
+    event : DpEvent, dict or dp_accounting.DpEvent
+        What was released.
+    alphas : sequence of float, optional
+        Type I errors (default :func:`alpha_grid`).
+    accountant : str, default "pld"
+        One of :data:`ACCOUNTANTS`.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``(alpha, beta)``: beta is the smallest type II error any test can reach at type I
+        error alpha.
+    """
     a = alpha_grid() if alphas is None else np.ascontiguousarray(alphas, dtype=np.float64)
     return a, _native.tradeoff(_json(event), a, accountant)
 
@@ -146,27 +284,78 @@ class _Accountant:
     _name = ""
 
     def __init__(self) -> None:
-        #: Steps as ``(noise_multiplier, sample_rate, num_steps)``, consecutive identical
+        #: Steps as ``(noise_multiplier, sampling_rate, num_steps)``, consecutive identical
         #: steps merged (as Opacus keeps them).
         self.history: List[Tuple[float, float, int]] = []
 
-    def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
-        """Records one DP-SGD step."""
-        if self.history and self.history[-1][:2] == (noise_multiplier, sample_rate):
+    def step(
+        self,
+        *,
+        noise_multiplier: float,
+        sampling_rate: Optional[float] = None,
+        sample_rate: Optional[float] = None,
+    ) -> None:
+        """Records one DP-SGD step.
+
+        Parameters
+        ----------
+        noise_multiplier : float
+            sigma / C of the step.
+        sampling_rate : float
+            Its Poisson sampling rate (``sample_rate`` is Opacus's name).
+        sample_rate : float, optional
+            Opacus's name for ``sampling_rate``.
+
+        Raises
+        ------
+        ValueError
+            For a noise multiplier or sampling rate out of range.
+        """
+        step = (float(noise_multiplier), _rate(sampling_rate, sample_rate))
+        # Refused here, where the bad value is passed, not at the next get_epsilon.
+        if not (math.isfinite(step[0]) and step[0] > 0):
+            raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier}")
+        if not 0 < step[1] <= 1:
+            raise ValueError(f"sampling_rate must be in (0, 1], got {step[1]}")
+        if self.history and self.history[-1][:2] == step:
             nm, sr, n = self.history[-1]
             self.history[-1] = (nm, sr, n + 1)
         else:
-            self.history.append((noise_multiplier, sample_rate, 1))
+            self.history.append((step[0], step[1], 1))
 
     def event(self) -> DpEvent:
-        """The privacy event of every step so far."""
+        """The privacy event of every step so far.
+
+        Returns
+        -------
+        DpEvent
+            The composition of the recorded steps.
+        """
         return ComposedDpEvent([dp_sgd_event(nm, sr, n) for nm, sr, n in self.history])
 
     def get_epsilon(self, delta: float, **kwargs: Any) -> float:
-        """Epsilon of the steps so far at ``delta`` (0 before any step). Opacus's extra keyword
-        arguments (``alphas``, ``eps_error``, ...) are accepted and ignored."""
+        """Epsilon of the steps so far.
+
+        Parameters
+        ----------
+        delta : float
+            Delta in (0, 1).
+        **kwargs
+            Opacus's extra keywords (``alphas``, ``eps_error``, ...), accepted and ignored.
+
+        Returns
+        -------
+        float
+            Epsilon (0 before any step).
+
+        Raises
+        ------
+        ValueError
+            For delta outside (0, 1), before any step too.
+        """
         if not self.history:
-            return 0.0
+            # Nothing spent, but a bad delta is refused by the accountants all the same.
+            return epsilon(EpsilonDeltaDpEvent(0.0, 0.0), delta, "pld")
         return epsilon(self.event(), delta, self._name)
 
     def __len__(self) -> int:
@@ -174,46 +363,127 @@ class _Accountant:
 
     @classmethod
     def mechanism(cls) -> str:
-        """The accountant's name (``"rdp"``, ``"pld"`` or ``"gdp"``)."""
+        """The accountant's name.
+
+        Returns
+        -------
+        str
+            ``"rdp"``, ``"pld"`` or ``"gdp"``.
+        """
         return cls._name
 
     def get_optimizer_hook_fn(
-        self, sample_rate: float, noise_multiplier: Optional[float] = None
+        self,
+        sampling_rate: Optional[float] = None,
+        noise_multiplier: Optional[float] = None,
+        *,
+        sample_rate: Optional[float] = None,
     ) -> Callable[[Any], None]:
-        """The hook Opacus attaches to a ``DPOptimizer``: one step per optimizer step."""
+        """The hook Opacus attaches to a ``DPOptimizer``: one step per optimizer step.
+
+        Parameters
+        ----------
+        sampling_rate : float
+            Poisson sampling rate (``sample_rate`` is Opacus's name).
+        noise_multiplier : float, optional
+            Unused: the optimizer's own is read at each step (as Opacus does).
+        sample_rate : float, optional
+            Opacus's name for ``sampling_rate``.
+
+        Returns
+        -------
+        callable
+            ``hook(optimizer)``.
+        """
+        rate = _rate(sampling_rate, sample_rate)
 
         def hook_fn(optim: Any) -> None:
             self.step(
                 noise_multiplier=optim.noise_multiplier,
-                sample_rate=sample_rate * getattr(optim, "accumulated_iterations", 1),
+                sampling_rate=rate * getattr(optim, "accumulated_iterations", 1),
             )
 
         return hook_fn
 
     def state_dict(self, destination: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-        """The history, as Opacus saves it."""
+        """The history, as Opacus saves it.
+
+        Parameters
+        ----------
+        destination : dict, optional
+            A dict to fill.
+
+        Returns
+        -------
+        dict
+            ``{"history": [...], "mechanism": name}``.
+        """
         out = {} if destination is None else destination
         out["history"] = list(self.history)
         out["mechanism"] = self._name
         return out
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        """Restores a history saved by :meth:`state_dict`."""
-        self.history = [tuple(h) for h in state_dict["history"]]  # type: ignore[misc]
+        """Restores a history saved by :meth:`state_dict`.
+
+        Parameters
+        ----------
+        state_dict : dict
+            What :meth:`state_dict` returned.
+        """
+        self.history = [(float(h[0]), float(h[1]), int(h[2])) for h in state_dict["history"]]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(history={self.history!r})"
 
 
 class RDPAccountant(_Accountant):
-    """Renyi DP accountant (upper bound; Mironov 2017, with the tighter conversion to
-    (epsilon, delta) of Balle et al. 2020)."""
+    """Renyi DP accountant (an upper bound; Mironov 2017, with the tighter conversion to
+    (epsilon, delta) of Balle et al. 2020).
+
+    Examples
+    --------
+    >>> from dpml.accounting import RDPAccountant
+    >>> acc = RDPAccountant()
+    >>> acc.step(noise_multiplier=1.1, sample_rate=0.01)
+    >>> eps, order = acc.get_privacy_spent(delta=1e-5)
+    """
 
     _name = "rdp"
 
+    def get_privacy_spent(
+        self, *, delta: float, alphas: Optional[Sequence[float]] = None
+    ) -> Tuple[float, float]:
+        """Epsilon and the Renyi order that gives it, as Opacus's ``get_privacy_spent``.
+
+        Parameters
+        ----------
+        delta : float
+            Delta in (0, 1).
+        alphas : sequence of float, optional
+            Accepted for Opacus; dpml's own grid of orders is searched.
+
+        Returns
+        -------
+        (float, float)
+            ``(epsilon, best_alpha)``.
+        """
+        event = self.event() if self.history else EpsilonDeltaDpEvent(0.0, 0.0)
+        return _native.rdp_epsilon_and_order(event.to_json(), float(delta))
+
 
 class PLDAccountant(_Accountant):
-    """Privacy loss distribution accountant (pessimistic: an upper bound, tighter than RDP)."""
+    """Privacy loss distribution accountant (pessimistic: an upper bound, tighter than RDP).
+
+    Examples
+    --------
+    >>> from dpml.accounting import PLDAccountant
+    >>> acc = PLDAccountant()
+    >>> for _ in range(1000):
+    ...     acc.step(noise_multiplier=1.1, sampling_rate=0.01)
+    >>> acc.get_epsilon(delta=1e-5) < 2
+    True
+    """
 
     _name = "pld"
 

@@ -9,15 +9,27 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _native
 from .accounting import _Accountant, alpha_grid, tradeoff
-from .events import DpEvent
+from .events import DpEvent, to_event
 
-__all__ = ["AuditResult", "audit_scores", "lira", "one_run", "one_run_bound", "fdp_bound"]
+__all__ = [
+    "AuditResult",
+    "FprTable",
+    "audit_scores",
+    "lira",
+    "one_run",
+    "one_run_bound",
+    "fdp_bound",
+]
+
+
+def __dir__() -> List[str]:
+    return sorted(__all__)
 
 
 def _scores(name: str, a: Any) -> np.ndarray:
@@ -27,42 +39,94 @@ def _scores(name: str, a: Any) -> np.ndarray:
     return arr
 
 
+class FprTable(Dict[float, Any]):
+    """A table keyed by false-positive rate: ``t[0.01]``; the command line's text keys
+    (``t["0.01"]``) are read too.
+
+    Parameters
+    ----------
+    items : dict
+        Rates (numbers or the command line's text) and their values.
+    """
+
+    def __init__(self, items: Dict[Any, Any]) -> None:
+        super().__init__((float(k), v) for k, v in items.items())
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(float(key))
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return super().__contains__(float(key))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return False
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def to_json(self) -> Dict[str, Any]:
+        """The table with the command line's text keys (``"0.01"``, ``"0.001"``, ``"0"``)."""
+        return {_fpr_text(k): v for k, v in self.items()}
+
+
+def _fpr_text(fpr: float) -> str:
+    return "0" if fpr == 0 else repr(fpr)
+
+
 @dataclass
 class AuditResult:
-    """What a threshold attack achieved; the names are those of the CLI's ``audit.json``."""
+    """What a threshold attack achieved; the names are those of the CLI's ``audit.json``.
 
-    #: False-positive rates of the ROC's upper envelope (increasing).
+    Attributes
+    ----------
+    fpr, tpr : ndarray
+        The ROC's upper envelope: false-positive rates (increasing) and true-positive rates.
+    auc : float
+        Area under the ROC curve.
+    tpr_at_fpr : FprTable
+        TPR at FPR 1%, 0.1% and 0, keyed by the rate: ``tpr_at_fpr[0.001]``.
+    fpr_resolvable : FprTable
+        Whether each FPR target is resolvable with this many non-members.
+    advantage : float
+        Attacker advantage max(TPR - FPR).
+    epsilon_lower_bound : float
+        Epsilon lower bound holding with probability ``confidence``.
+    epsilon_estimate : float
+        The plug-in epsilon of the chosen threshold (an estimate, not a bound).
+    members, non_members : int
+        Numbers of member and non-member scores.
+    delta, confidence : float
+        Delta and confidence of the bound.
+    extra : dict
+        Further fields, when there are any.
+    """
+
     fpr: np.ndarray
-    #: True-positive rates at ``fpr``.
     tpr: np.ndarray
-    #: Area under the ROC curve.
     auc: float
-    #: TPR at FPR 1%, 0.1% and 0 (keys ``"0.01"``, ``"0.001"``, ``"0"``).
-    tpr_at_fpr: Dict[str, float]
-    #: Whether each FPR target is resolvable with this many non-members.
-    fpr_resolvable: Dict[str, bool]
-    #: Attacker advantage max(TPR - FPR).
+    tpr_at_fpr: FprTable
+    fpr_resolvable: FprTable
     advantage: float
-    #: Epsilon lower bound holding with probability ``confidence``.
     epsilon_lower_bound: float
-    #: The plug-in epsilon of the chosen threshold (an estimate, not a bound).
     epsilon_estimate: float
-    #: Number of member scores.
     members: int
-    #: Number of non-member scores.
     non_members: int
-    #: Delta of the bound.
     delta: float
-    #: Confidence of the bound.
     confidence: float
     extra: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> Dict[str, Any]:
-        """The result as the CLI's JSON (without the ROC arrays)."""
+        """The result as the CLI's JSON (without the ROC arrays).
+
+        Returns
+        -------
+        dict
+            The CLI's field names and text keys.
+        """
         return {
             "auc": self.auc,
-            "tpr_at_fpr": dict(self.tpr_at_fpr),
-            "fpr_resolvable": dict(self.fpr_resolvable),
+            "tpr_at_fpr": self.tpr_at_fpr.to_json(),
+            "fpr_resolvable": self.fpr_resolvable.to_json(),
             "advantage": self.advantage,
             "epsilon_lower_bound": self.epsilon_lower_bound,
             "epsilon_estimate": self.epsilon_estimate,
@@ -71,25 +135,103 @@ class AuditResult:
         }
 
 
+def _looks_like_labels(a: np.ndarray) -> bool:
+    """Only 0s and 1s, both present: membership labels, not an attack's scores."""
+    values = np.unique(a)
+    return values.size == 2 and bool(np.all(values == np.array([0.0, 1.0])))
+
+
 def audit_scores(
-    member_scores: Any,
-    nonmember_scores: Any,
+    member_scores: Any = None,
+    nonmember_scores: Any = None,
+    *,
+    scores: Any = None,
+    labels: Any = None,
     delta: float = 1e-5,
     confidence: float = 0.95,
     seed: Optional[int] = None,
 ) -> AuditResult:
-    """ROC, AUC, TPR at low FPR, advantage and an empirical epsilon lower bound from scores
-    where higher means "member". ``seed`` makes the random half-split reproducible."""
-    m = _scores("member_scores", member_scores)
-    n = _scores("nonmember_scores", nonmember_scores)
-    text, (fpr, tpr) = _native.audit_scores(m, n, float(delta), float(confidence), seed)
+    """Audit any model from its membership scores (higher means "member"), as ``dpml audit
+    --scores`` does.
+
+    Give the members' and non-members' scores, or (scikit-learn's habit) ``scores=`` and
+    ``labels=`` (1 for a member, 0 for a non-member) by keyword. A positional argument that
+    holds only 0s and 1s is refused: it looks like labels where scores belong, and would
+    report a leak that is not there.
+
+    Parameters
+    ----------
+    member_scores : array-like of shape (m,)
+        Scores of records the model trained on.
+    nonmember_scores : array-like of shape (n,)
+        Scores of records it did not.
+    scores : array-like of shape (m + n,), keyword-only
+        Every record's score (with ``labels``).
+    labels : array-like of shape (m + n,), keyword-only
+        1 for a member, 0 for a non-member.
+    delta : float, default 1e-5
+        Delta of the epsilon lower bound.
+    confidence : float, default 0.95
+        Confidence of the bound.
+    seed : int, optional
+        Makes the random half-split (threshold chosen on one half, bound measured on the
+        other) reproducible.
+
+    Returns
+    -------
+    AuditResult
+        ROC, AUC, TPR at low FPR, advantage and the empirical epsilon lower bound.
+
+    Raises
+    ------
+    ValueError
+        For scores that are not finite, empty sides, labels that are not 0/1, an argument
+        that looks like labels, or both forms at once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpml.audit import audit_scores
+    >>> rng = np.random.default_rng(0)
+    >>> r = audit_scores(rng.normal(1, 1, 500), rng.normal(0, 1, 500), seed=1)
+    >>> 0.5 < r.auc < 1.0
+    True
+    """
+    if scores is not None or labels is not None:
+        if member_scores is not None or nonmember_scores is not None:
+            raise ValueError(
+                "give member_scores and nonmember_scores, or scores= and labels=, not both"
+            )
+        if scores is None or labels is None:
+            raise ValueError("scores= and labels= go together")
+        s = _scores("scores", scores)
+        y = np.asarray(labels)
+        if y.shape != s.shape:
+            raise ValueError(f"labels must have one value per score ({s.shape}), got {y.shape}")
+        if not np.all((y == 0) | (y == 1)):
+            raise ValueError("labels must be 1 (member) or 0 (non-member)")
+        m, n = s[y == 1], s[y == 0]
+    else:
+        if member_scores is None or nonmember_scores is None:
+            raise ValueError("member_scores and nonmember_scores are required")
+        m = _scores("member_scores", member_scores)
+        n = _scores("nonmember_scores", nonmember_scores)
+        for name, a in (("member_scores", m), ("nonmember_scores", n)):
+            if _looks_like_labels(a):
+                raise ValueError(
+                    f"{name} holds only 0s and 1s: it looks like membership labels, not "
+                    "scores; for scores with labels call audit_scores(scores=..., labels=...)"
+                )
+    text, (fpr, tpr) = _native.audit_scores(
+        np.ascontiguousarray(m), np.ascontiguousarray(n), float(delta), float(confidence), seed
+    )
     d = json.loads(text)
     return AuditResult(
         fpr=fpr,
         tpr=tpr,
         auc=d["auc"],
-        tpr_at_fpr=d["tpr_at_fpr"],
-        fpr_resolvable=d["fpr_resolvable"],
+        tpr_at_fpr=FprTable(d["tpr_at_fpr"]),
+        fpr_resolvable=FprTable(d["fpr_resolvable"]),
         advantage=d["advantage"],
         epsilon_lower_bound=d["epsilon_lower_bound"],
         epsilon_estimate=d["epsilon_estimate"],
@@ -108,11 +250,28 @@ def lira(
     online: bool = True,
     per_example_variance: bool = False,
 ) -> np.ndarray:
-    """LiRA membership scores (Carlini et al. 2022; higher = member) for ``n`` records.
+    """LiRA membership scores (Carlini et al. 2022; higher means member).
 
-    ``target_logits`` is ``[n, classes]``, ``reference_logits`` ``[K, n, classes]`` and
-    ``reference_in_mask`` ``[K, n]`` (whether reference model k trained on record i);
-    ``labels`` the ``n`` true labels. ``online=False`` uses only the OUT models."""
+    Parameters
+    ----------
+    target_logits : array-like of shape (n, classes)
+        The audited model's logits on the n records.
+    reference_logits : array-like of shape (K, n, classes)
+        The K reference models' logits on the same records.
+    reference_in_mask : array-like of bool, shape (K, n)
+        Whether reference model k trained on record i.
+    labels : array-like of int, shape (n,)
+        The records' true labels.
+    online : bool, default True
+        Use the IN and OUT models (``False``: only the OUT models, offline LiRA).
+    per_example_variance : bool, default False
+        Fit one variance per record instead of a global one.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        One score per record, for :func:`audit_scores`.
+    """
     t = np.ascontiguousarray(target_logits, dtype=np.float64)
     r = np.ascontiguousarray(reference_logits, dtype=np.float64)
     mask = np.ascontiguousarray(reference_in_mask, dtype=np.bool_)
@@ -139,8 +298,29 @@ def one_run(
     delta: float = 1e-5,
     confidence: float = 0.95,
 ) -> Dict[str, Any]:
-    """The one-run audit (Steinke, Nasr, Jagielski 2023): guess "in" for the ``k_plus``
-    highest canary scores and "out" for the ``k_minus`` lowest, then bound epsilon."""
+    """The one-run audit (Steinke, Nasr, Jagielski 2023) from canary scores.
+
+    Guesses "in" for the ``k_plus`` highest canary scores and "out" for the ``k_minus``
+    lowest, then bounds epsilon from the correct guesses.
+
+    Parameters
+    ----------
+    scores : array-like of shape (m,)
+        Each canary's score (higher means included).
+    included : array-like of bool, shape (m,)
+        Whether each canary was in the training set.
+    k_plus, k_minus : int
+        Numbers of "in" and "out" guesses.
+    delta : float, default 1e-5
+        Delta of the bound.
+    confidence : float, default 0.95
+        Confidence of the bound.
+
+    Returns
+    -------
+    dict
+        The guesses, correct guesses and the epsilon lower bound (``"epsilon"``).
+    """
     s = _scores("scores", scores)
     inc = np.ascontiguousarray(included, dtype=np.bool_)
     text = _native.one_run_audit(s, inc, int(k_plus), int(k_minus), float(delta), float(confidence))
@@ -150,28 +330,54 @@ def one_run(
 def one_run_bound(
     canaries: int, guesses: int, correct: int, delta: float = 1e-5, confidence: float = 0.95
 ) -> float:
-    """The one-run epsilon lower bound from counts: ``correct`` of ``guesses`` guesses on
-    ``canaries`` canaries."""
+    """The one-run epsilon lower bound from counts.
+
+    Parameters
+    ----------
+    canaries : int
+        Number of canaries m.
+    guesses : int
+        Guesses made r.
+    correct : int
+        Correct guesses v.
+    delta : float, default 1e-5
+        Delta of the bound.
+    confidence : float, default 0.95
+        Confidence of the bound.
+
+    Returns
+    -------
+    float
+        Epsilon lower bound.
+    """
     return _native.one_run_bound(
         int(canaries), int(guesses), int(correct), float(delta), float(confidence)
     )
 
 
 def fdp_bound(
-    accountant: Union[_Accountant, DpEvent], fpr: Optional[Any] = None
+    accountant: Union[_Accountant, DpEvent, Any], fpr: Optional[Any] = None
 ) -> Tuple[np.ndarray, np.ndarray]:
-    """The largest TPR any membership attack can reach at each FPR against a model with this
-    accountant's steps (or this event): ``(fpr, tpr)`` arrays for the same ROC plot as an
-    :class:`AuditResult`. Uses the pessimistic PLD (GDP for a ``GDPAccountant``)."""
+    """The largest TPR any membership attack can reach at each FPR.
+
+    Parameters
+    ----------
+    accountant : accountant or event
+        A dpml accountant (its steps so far), a dpml event or a dp_accounting event.
+    fpr : array-like, optional
+        False-positive rates (default :func:`dpml.accounting.alpha_grid`).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``(fpr, tpr)`` for the same ROC plot as an :class:`AuditResult`. Uses the pessimistic
+        PLD (GDP for a ``GDPAccountant``).
+    """
     if isinstance(accountant, _Accountant):
         event = accountant.event()
         name = "gdp" if accountant.mechanism() == "gdp" else "pld"
-    elif isinstance(accountant, DpEvent):
-        event, name = accountant, "pld"
     else:
-        raise ValueError(
-            f"accountant must be a dpml accountant or a DpEvent, got {type(accountant).__name__}"
-        )
+        event, name = to_event(accountant), "pld"
     alphas = alpha_grid() if fpr is None else fpr
     a, beta = tradeoff(event, alphas, name)
     return a, 1.0 - beta

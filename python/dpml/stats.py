@@ -9,36 +9,53 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _native
 from .events import DpEvent, event_from_dict
-from .ledger import Ledger
+from .ledger import Ledger, native, record
 
 __all__ = ["Release", "count", "sum", "mean", "histogram"]
+
+
+def __dir__() -> List[str]:
+    return sorted(__all__)
+
 
 Bounds = Tuple[float, float]
 
 
 @dataclass
 class Release:
-    """A released statistic and what it cost (the names of ``dpml query``'s JSON)."""
+    """A released statistic and what it cost (the names of ``dpml query``'s JSON).
 
-    #: The noisy statistic (a float, or an array of bin counts for a histogram).
+    Attributes
+    ----------
+    value : float or ndarray
+        The noisy statistic (an array of bin counts for a histogram).
+    epsilon : float
+        Total epsilon of the release.
+    delta : float
+        Total delta (0 for Laplace noise).
+    sensitivity : float
+        The sensitivity the noise was calibrated to.
+    event : DpEvent
+        The privacy event, for an accountant.
+    ledger : dict or None
+        The ledger's balance after the spend (``dpml query``'s ``"ledger"`` object), when a
+        ledger was given.
+    seeded : bool
+        Whether the release was seeded (reproducible: not for real releases).
+    """
+
     value: Union[float, np.ndarray]
-    #: Total epsilon of the release.
     epsilon: float
-    #: Total delta (0 for Laplace noise).
     delta: float
-    #: The sensitivity the noise was calibrated to.
     sensitivity: float
-    #: The privacy event, for an accountant.
     event: DpEvent
-    #: The ledger's balance after the spend, when a ledger was given.
-    ledger: Optional[dict] = None
-    #: Whether the release was seeded (reproducible: not for real releases).
+    ledger: Optional[Dict[str, Any]] = None
     seeded: bool = False
 
 
@@ -63,7 +80,7 @@ def _release(
         int(bins),
         None if delta is None else float(delta),
         seed,
-        None if ledger is None else ledger._inner,
+        native(ledger),
         label,
     )
     d = json.loads(text)
@@ -74,7 +91,7 @@ def _release(
         delta=d["delta"],
         sensitivity=d["sensitivity"],
         event=event_from_dict(d["event"]),
-        ledger=d.get("ledger"),
+        ledger=None if d.get("ledger") is None else record(d["ledger"]),
         seeded=d["seeded"],
     )
 
@@ -87,7 +104,28 @@ def count(
     ledger: Optional[Ledger] = None,
     label: Optional[str] = None,
 ) -> Release:
-    """The number of records, with noise (sensitivity 1)."""
+    """The number of records, with noise (sensitivity 1).
+
+    Parameters
+    ----------
+    values : array-like
+        The records (only their number is used).
+    epsilon : float
+        Epsilon of the release.
+    delta : float, optional
+        With it, analytic Gaussian noise ((epsilon, delta)-DP); without, Laplace noise.
+    seed : int, optional
+        For tests only (a seeded release is not private).
+    ledger : Ledger, optional
+        A budget ledger charged before the value is returned (refused over budget).
+    label : str, optional
+        The entry's label in the ledger.
+
+    Returns
+    -------
+    Release
+        The value and what it cost.
+    """
     return _release("count", values, epsilon, None, 1, delta, seed, ledger, label)
 
 
@@ -100,7 +138,31 @@ def sum(  # noqa: A001 - the statistic's name
     ledger: Optional[Ledger] = None,
     label: Optional[str] = None,
 ) -> Release:
-    """The sum of the values clamped to ``bounds``, computed exactly, with noise."""
+    """The sum of the values clamped to ``bounds``, computed exactly, with noise.
+
+    Parameters
+    ----------
+    values : array-like
+        One number per record.
+    epsilon : float
+        Epsilon of the release.
+    bounds : (float, float)
+        Declared ``(low, high)``: values are clamped to them, and the sensitivity is
+        ``max(|low|, |high|)``. Never read from the data.
+    delta : float, optional
+        With it, analytic Gaussian noise ((epsilon, delta)-DP); without, Laplace noise.
+    seed : int, optional
+        For tests only (a seeded release is not private).
+    ledger : Ledger, optional
+        A budget ledger charged before the value is returned (refused over budget).
+    label : str, optional
+        The entry's label in the ledger.
+
+    Returns
+    -------
+    Release
+        The value and what it cost.
+    """
     return _release("sum", values, epsilon, bounds, 1, delta, seed, ledger, label)
 
 
@@ -113,8 +175,31 @@ def mean(
     ledger: Optional[Ledger] = None,
     label: Optional[str] = None,
 ) -> Release:
-    """The mean of the values clamped to ``bounds`` (a noisy sum over a noisy count, each with
-    half the budget)."""
+    """The mean of the values clamped to ``bounds``: a noisy sum over a noisy count, each with
+    half the budget.
+
+    Parameters
+    ----------
+    values : array-like
+        One number per record.
+    epsilon : float
+        Epsilon of the release.
+    bounds : (float, float)
+        Declared ``(low, high)``.
+    delta : float, optional
+        With it, analytic Gaussian noise ((epsilon, delta)-DP); without, Laplace noise.
+    seed : int, optional
+        For tests only (a seeded release is not private).
+    ledger : Ledger, optional
+        A budget ledger charged before the value is returned (refused over budget).
+    label : str, optional
+        The entry's label in the ledger.
+
+    Returns
+    -------
+    Release
+        The value and what it cost.
+    """
     return _release("mean", values, epsilon, bounds, 1, delta, seed, ledger, label)
 
 
@@ -128,5 +213,30 @@ def histogram(
     ledger: Optional[Ledger] = None,
     label: Optional[str] = None,
 ) -> Release:
-    """Noisy counts of ``bins`` equal-width bins over ``bounds`` (values clamped)."""
+    """Noisy counts of ``bins`` equal-width bins over ``bounds`` (values clamped).
+
+    Parameters
+    ----------
+    values : array-like
+        One number per record.
+    epsilon : float
+        Epsilon of the release.
+    bounds : (float, float)
+        Declared ``(low, high)``.
+    bins : int, default 10
+        Number of bins.
+    delta : float, optional
+        With it, analytic Gaussian noise ((epsilon, delta)-DP); without, Laplace noise.
+    seed : int, optional
+        For tests only (a seeded release is not private).
+    ledger : Ledger, optional
+        A budget ledger charged before the value is returned (refused over budget).
+    label : str, optional
+        The entry's label in the ledger.
+
+    Returns
+    -------
+    Release
+        The value and what it cost.
+    """
     return _release("histogram", values, epsilon, bounds, bins, delta, seed, ledger, label)

@@ -10,7 +10,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _binary():
+def binary_path():
+    """The dpml binary: $DPML_BIN, else target/debug or target/release; None without one."""
     explicit = os.environ.get("DPML_BIN")
     if explicit:
         return pathlib.Path(explicit)
@@ -24,7 +25,7 @@ def _binary():
 @pytest.fixture(scope="session")
 def dpml_cli():
     """Runs the dpml binary with --json and returns its parsed output (skips without one)."""
-    binary = _binary()
+    binary = binary_path()
     if binary is None:
         pytest.skip("no dpml binary: build it with `cargo build -p dpml` or set DPML_BIN")
 

@@ -127,3 +127,70 @@ def test_python_and_cli_agree(dpml_cli):
     assert acc.epsilon(event, 1e-5, "pld") == pytest.approx(out["epsilon"]["pld"], rel=1e-12)
     assert acc.epsilon(event, 1e-5, "gdp") == pytest.approx(out["epsilon"]["gdp"], rel=1e-12)
     assert acc.pld_epsilon_bounds(event, 1e-5)[0] == pytest.approx(out["pld_lower"], rel=1e-12)
+
+
+def test_bad_arguments_raise_value_error_before_any_step_too():
+    for cls in (acc.PLDAccountant, acc.RDPAccountant, acc.GDPAccountant):
+        with pytest.raises(ValueError, match="delta"):
+            cls().get_epsilon(-1.0)
+        with pytest.raises(ValueError, match="noise_multiplier"):
+            cls().step(noise_multiplier=-1.0, sampling_rate=0.01)
+        with pytest.raises(ValueError, match="sampling_rate"):
+            cls().step(noise_multiplier=1.0, sampling_rate=1.5)
+    with pytest.raises(ValueError, match="delta"):
+        acc.RDPAccountant().get_privacy_spent(delta=2.0)
+    with pytest.raises(ValueError, match="one of sampling_rate and sample_rate"):
+        acc.PLDAccountant().step(noise_multiplier=1.0, sampling_rate=0.1, sample_rate=0.1)
+
+
+def test_opacus_names_are_aliases_of_dpmls():
+    a, b = acc.RDPAccountant(), acc.RDPAccountant()
+    for _ in range(50):
+        a.step(noise_multiplier=1.1, sample_rate=Q)
+        b.step(noise_multiplier=1.1, sampling_rate=Q)
+    assert a.history == b.history == [(1.1, Q, 50)]
+    eps, order = a.get_privacy_spent(delta=1e-5)
+    assert eps == pytest.approx(a.get_epsilon(1e-5)) and order > 1
+    assert acc.calibrate(3.0, 1e-5, sample_rate=Q, steps=1000) == acc.calibrate(
+        3.0, 1e-5, sampling_rate=Q, steps=1000
+    )
+    event = acc.PoissonSampledDpEvent(sampling_probability=0.01, event=acc.GaussianDpEvent(1.0))
+    assert event == acc.PoissonSampledDpEvent(0.01, acc.GaussianDpEvent(1.0))
+    assert event.sampling_probability == event.sampling_rate == 0.01
+    assert event.to_dict()["sampling_rate"] == 0.01
+
+
+def test_calibration_defaults_to_the_tight_accountant():
+    # RDP's sigma was the default here while `dpml calibrate` used PLD's.
+    pld = acc.calibrate(3.0, 1e-5, Q, steps=STEPS)
+    assert pld == acc.calibrate(3.0, 1e-5, Q, steps=STEPS, accountant="pld")
+    assert pld < acc.calibrate(3.0, 1e-5, Q, steps=STEPS, accountant="rdp")
+    with pytest.raises(ValueError, match="pld or rdp"):
+        acc.calibrate(3.0, 1e-5, Q, steps=STEPS, accountant="gdp")
+
+
+def test_dp_accountings_own_events_are_accepted():
+    dpa = pytest.importorskip("dp_accounting")
+    theirs = dpa.SelfComposedDpEvent(
+        dpa.PoissonSampledDpEvent(Q, dpa.GaussianDpEvent(1.1)), STEPS
+    )
+    assert acc.epsilon(theirs, 1e-5) == acc.epsilon(acc.dp_sgd_event(1.1, Q, STEPS), 1e-5)
+    rr = dpa.RandomizedResponseDpEvent(noise_parameter=0.5, num_buckets=2)
+    assert acc.epsilon(rr, 1e-9, "pld") == pytest.approx(math.log(3), abs=1e-3)
+    with pytest.raises(ValueError, match="cannot account"):
+        acc.epsilon(dpa.NonPrivateDpEvent(), 1e-5)
+
+
+def test_dp_accounting_conversion_without_the_package():
+    # The same conversion on stand-ins named as dp_accounting names its classes.
+    class RandomizedResponseDpEvent:
+        __module__ = "dp_accounting.dp_event"
+
+        def __init__(self, noise_parameter, num_buckets):
+            self.noise_parameter, self.num_buckets = noise_parameter, num_buckets
+
+    # p = 0.5 over 2 buckets: the true answer with probability 3/4, epsilon = ln 3.
+    converted = acc.from_dp_accounting(RandomizedResponseDpEvent(0.5, 2))
+    assert converted.epsilon == pytest.approx(math.log(3))
+    with pytest.raises(ValueError, match="noise_parameter"):
+        acc.epsilon(RandomizedResponseDpEvent(0.0, 2), 1e-5)

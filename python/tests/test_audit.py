@@ -19,7 +19,10 @@ def test_separated_scores_bound_epsilon_and_random_ones_do_not():
     assert r.auc > 0.99 and r.advantage > 0.9
     assert r.epsilon_lower_bound > 1.0
     assert r.fpr.shape == r.tpr.shape and r.fpr[0] == 0.0 and r.fpr[-1] == 1.0
-    assert set(r.tpr_at_fpr) == {"0.01", "0.001", "0"}
+    # Keyed by the rate as a number; the command line's text keys are read too.
+    assert set(r.tpr_at_fpr) == {0.01, 0.001, 0.0}
+    assert r.tpr_at_fpr[0.01] == r.tpr_at_fpr["0.01"] and 0.001 in r.tpr_at_fpr
+    assert set(r.to_dict()["tpr_at_fpr"]) == {"0.01", "0.001", "0"}
     assert r.members == r.non_members == 2000
     same = audit.audit_scores(non, non, delta=1e-5, confidence=0.95, seed=1)
     assert same.auc == pytest.approx(0.5) and same.epsilon_lower_bound < 0.2
@@ -83,11 +86,11 @@ def test_bad_input_raises_value_error():
     with pytest.raises(ValueError, match="non-member scores|nonmember"):
         audit.audit_scores([1.0, 2.0], [])
     with pytest.raises(ValueError, match="confidence"):
-        audit.audit_scores([1.0, 2.0], [0.0, 1.0], confidence=1.5)
+        audit.audit_scores([1.0, 2.0], [0.0, 1.5], confidence=1.5)
     with pytest.raises(ValueError, match="finite|NaN"):
-        audit.audit_scores([1.0, float("nan")], [0.0, 1.0])
+        audit.audit_scores([1.0, float("nan")], [0.0, 1.5])
     with pytest.raises(ValueError, match="one-dimensional"):
-        audit.audit_scores(np.zeros((2, 2)), [0.0, 1.0])
+        audit.audit_scores(np.zeros((2, 2)), [0.0, 1.5])
 
 
 def test_python_and_cli_agree_on_a_scores_file(dpml_cli, tmp_path):
@@ -101,7 +104,27 @@ def test_python_and_cli_agree_on_a_scores_file(dpml_cli, tmp_path):
     m = cli["attacks"]["scores"]
     assert m["auc"] == pytest.approx(py.auc, rel=1e-12)
     assert m["epsilon_lower_bound"] == pytest.approx(py.epsilon_lower_bound, rel=1e-12)
-    assert m["tpr_at_fpr"] == pytest.approx(py.tpr_at_fpr)
+    assert m["tpr_at_fpr"] == pytest.approx(py.to_dict()["tpr_at_fpr"])
     written = json.loads((out_dir / "audit.json").read_text())
     assert written["epsilon_lower_bound"] == cli["epsilon_lower_bound"]
     assert (out_dir / "roc.png").exists() and (out_dir / "report.html").exists()
+
+
+def test_labels_where_scores_belong_are_refused_and_scores_with_labels_are_taken():
+    # scikit-learn's habit, audit_scores(scores, y_true), reported AUC 0.38 and an empirical
+    # epsilon >= 5.5 on a 0/1 array: a leak that was not there.
+    members, non = _scores(8, n=400, shift=0.0)
+    scores = np.concatenate([members, non])
+    y_true = np.concatenate([np.ones(400), np.zeros(400)])
+    with pytest.raises(ValueError, match="nonmember_scores holds only 0s and 1s.*labels="):
+        audit.audit_scores(scores, y_true)
+    by_labels = audit.audit_scores(scores=scores, labels=y_true, seed=3)
+    by_sides = audit.audit_scores(members, non, seed=3)
+    assert by_labels.auc == by_sides.auc
+    assert by_labels.epsilon_lower_bound == by_sides.epsilon_lower_bound
+    # Random scores: no leak.
+    assert by_labels.epsilon_lower_bound < 0.5
+    with pytest.raises(ValueError, match="not both"):
+        audit.audit_scores(members, non, scores=scores, labels=y_true)
+    with pytest.raises(ValueError, match="1 \\(member\\) or 0"):
+        audit.audit_scores(scores=scores, labels=y_true * 2)

@@ -35,8 +35,8 @@ def test_classifiers_learn_privately_and_report_their_epsilon(cls):
 
 def test_noise_multiplier_and_per_feature_bounds():
     x, y = _blobs(4)
+    # noise_multiplier alone: no epsilon=None needed beside it.
     est = learn.DPLogisticRegression(
-        epsilon=None,
         noise_multiplier=1.0,
         bounds=[(-3, 3), (-4, 4)],
         classes=["no", "yes"],
@@ -45,6 +45,7 @@ def test_noise_multiplier_and_per_feature_bounds():
     ).fit(x, y)
     assert est.epsilon_ > 0
     assert est.privacy_report_["recipe"]["privacy"] == {"kind": "noise_multiplier", "value": 1.0}
+    assert est.privacy_report_["noise_multiplier"] == 1.0
 
 
 def test_get_set_params_and_bad_input():
@@ -60,9 +61,9 @@ def test_get_set_params_and_bad_input():
         learn.DPMLPClassifier(bounds=(-3, 3)).fit(x, y)
     with pytest.raises(ValueError, match="bounds are required"):
         learn.DPMLPClassifier(classes=yes_no).fit(x, y)
-    with pytest.raises(ValueError, match="one \\(low, high\\) pair or 2 pairs"):
+    with pytest.raises(ValueError, match="one \\(low, high\\) pair, 2 pairs"):
         learn.DPMLPClassifier(bounds=[(0, 1)] * 3, classes=yes_no).fit(x, y)
-    with pytest.raises(ValueError, match="exactly one of epsilon and noise_multiplier"):
+    with pytest.raises(ValueError, match="one of epsilon 1 and noise_multiplier 1"):
         learn.DPMLPClassifier(
             epsilon=1.0, noise_multiplier=1.0, bounds=(-3, 3), classes=yes_no
         ).fit(x, y)
@@ -84,8 +85,9 @@ def test_kmeans_finds_separated_clusters():
         assert np.min(np.linalg.norm(km.cluster_centers_ - c, axis=1)) < 1.0
     assert km.epsilon_ == pytest.approx(1.0)
     assert km.predict(x).shape == (6000,)
-    # An iteration count past the library's limit is refused (2**31 ran for hours before).
-    with pytest.raises(ValueError, match="iterations must be at most 10000, got 2147483648"):
+    # An iteration count past the library's limit is refused (2**31 ran for hours before),
+    # by the keyword the user passed.
+    with pytest.raises(ValueError, match="max_iter must be at most 10000, got 2147483648"):
         learn.DPKMeans(n_clusters=3, epsilon=1.0, bounds=(-10, 10), max_iter=2**31).fit(x)
 
 
@@ -161,3 +163,144 @@ def test_label_dp_classifier_bad_input():
         learn.LabelDPClassifier(epsilon=-1.0, bounds=(-3, 3), classes=["no", "yes"]).fit(x, y)
     with pytest.raises(ValueError, match="classes are required"):
         learn.LabelDPClassifier(bounds=(-3, 3)).fit(x, y)
+
+
+def _fitted_estimators():
+    x, y = _blobs(11, n=300)
+    common = dict(bounds=(-3, 3), classes=["no", "yes"], random_state=1)
+    return x, [
+        learn.DPMLPClassifier(epsilon=3.0, epochs=3, **common).fit(x, y),
+        learn.DPLogisticRegression(epsilon=3.0, epochs=3, **common).fit(x, y),
+        learn.LabelDPClassifier(epsilon=2.0, epochs=3, hidden_layer_sizes=(8,), **common).fit(x, y),
+        learn.DPKMeans(n_clusters=2, epsilon=1.0, bounds=(-3, 3), random_state=1).fit(x),
+    ]
+
+
+def test_every_fitted_estimator_pickles_and_predicts_the_same():
+    import pickle
+
+    x, fitted = _fitted_estimators()
+    for est in fitted:
+        back = pickle.loads(pickle.dumps(est))
+        assert type(back) is type(est)
+        assert np.array_equal(back.predict(x), est.predict(x)), type(est).__name__
+        assert back.privacy_report_ == est.privacy_report_
+        assert back.get_params() == est.get_params()
+    joblib = pytest.importorskip("joblib")
+    import io
+
+    for est in fitted:
+        buf = io.BytesIO()
+        joblib.dump(est, buf)
+        buf.seek(0)
+        assert np.array_equal(joblib.load(buf).predict(x), est.predict(x))
+
+
+def test_save_model_writes_the_command_lines_model_file(dpml_cli, tmp_path):
+    x, fitted = _fitted_estimators()
+    for est in fitted[:3]:
+        path = tmp_path / f"{type(est).__name__}.safetensors"
+        est.save_model(path)
+        shown = dpml_cli("inspect", path)
+        privacy = shown["privacy"]
+        assert privacy["epsilon"] == est.epsilon_
+        assert privacy["classes"] == ["no", "yes"]
+        back = learn.load_model(path)
+        # A DP-SGD network of any architecture comes back as a DPMLPClassifier.
+        label_dp = isinstance(est, learn.LabelDPClassifier)
+        assert type(back) is (learn.LabelDPClassifier if label_dp else learn.DPMLPClassifier)
+        assert list(back.classes_) == ["no", "yes"]
+        assert np.array_equal(back.predict(x), est.predict(x))
+        assert back.epsilon_ == est.epsilon_
+
+
+def test_a_model_trained_by_the_command_line_loads_in_python(dpml_cli, tmp_path):
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 1, (300, 3))
+    y = (x[:, 0] > 0.5).astype(int)
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,b,c,label\n" + "\n".join(f"{r[0]},{r[1]},{r[2]},{c}" for r, c in zip(x, y)))
+    model = tmp_path / "cli.safetensors"
+    out = dpml_cli("train", "--dataset", f"csv:{csv}", "--bounds", "0,1", "--classes", "0,1",
+                   "--epsilon", 2, "--epochs", 3, "--seed", 1, "--save-model", model)
+    est = learn.load_model(model)
+    assert isinstance(est, learn.DPMLPClassifier)
+    assert list(est.classes_) == [0, 1]
+    assert est.epsilon_ == pytest.approx(out["epsilon"])
+    assert est.predict(x).shape == (300,)
+
+
+def test_un_noised_figures_are_diagnostics_and_can_be_left_out():
+    x, y = _blobs(12, n=300)
+    est = learn.DPMLPClassifier(epsilon=3.0, epochs=2, bounds=(-3, 3), classes=["no", "yes"],
+                                random_state=1).fit(x, y)
+    r = est.privacy_report_
+    for key in ("train_accuracy", "epoch_log", "samples_per_sec", "test_accuracy"):
+        assert key not in r, key
+    d = r["diagnostics"]
+    assert 0 <= d["train_accuracy"] <= 1 and len(d["epoch_log"]) == 2
+    quiet = learn.DPMLPClassifier(epsilon=3.0, epochs=2, bounds=(-3, 3), classes=["no", "yes"],
+                                  random_state=1, diagnostics=False).fit(x, y)
+    assert "diagnostics" not in quiet.privacy_report_
+    assert quiet.epsilon_ == est.epsilon_
+    label = learn.LabelDPClassifier(epochs=2, classes=["no", "yes"], diagnostics=False,
+                                    random_state=1).fit(x, y)
+    assert "diagnostics" not in label.privacy_report_
+    assert "stage_noisy_label_accuracy" not in label.privacy_report_
+    km = learn.DPKMeans(n_clusters=2, epsilon=1.0, bounds=(-3, 3), diagnostics=False).fit(x)
+    assert km.inertia_ is None and "inertia" not in km.privacy_report_
+
+
+def test_diffprivlib_bounds_and_scikit_learns_kmeans_attributes():
+    rng = np.random.default_rng(6)
+    centres = np.array([[-5.0, 0.0], [5.0, 10.0]])
+    x = np.concatenate([c + rng.normal(0, 0.5, (1000, 2)) for c in centres])
+    lower, upper = np.array([-10.0, -5.0]), np.array([10.0, 15.0])
+    km = learn.DPKMeans(n_clusters=2, epsilon=2.0, bounds=(lower, upper), random_state=2).fit(x)
+    assert km.privacy_report_["bounds"] == {"lo": [-10.0, -5.0], "hi": [10.0, 15.0]}
+    assert km.labels_.shape == (2000,) and set(km.labels_) == {0, 1}
+    assert np.array_equal(km.labels_, km.predict(x))
+    assert km.n_iter_ >= 1 and km.inertia_ > 0
+    dist = km.transform(x)
+    assert dist.shape == (2000, 2)
+    assert km.score(x) == pytest.approx(-(dist.min(axis=1) ** 2).sum())
+    # Per-feature pairs still work; a tuple of two arrays is diffprivlib's (lower, upper).
+    pairs = learn.DPKMeans(n_clusters=2, epsilon=2.0, bounds=[(-10, 10), (-5, 15)]).fit(x)
+    assert pairs.privacy_report_["bounds"] == km.privacy_report_["bounds"]
+    with pytest.raises(ValueError, match="epsilon is required for dplloyd"):
+        learn.DPKMeans(n_clusters=2, bounds=(-10, 10)).fit(x)
+    plain = learn.DPKMeans(n_clusters=2, algorithm="lloyd", bounds=(-10, 15)).fit(x)
+    assert plain.epsilon_ is None
+
+
+def test_label_dp_classifier_fits_iris_with_its_defaults():
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_iris
+
+    x, y = load_iris(return_X_y=True)
+    # The default batch (128) exceeded RR-with-prior's first stage (75 records) and was refused.
+    est = learn.LabelDPClassifier(classes=[0, 1, 2], random_state=1).fit(x, y)
+    assert est.privacy_report_["mechanism"] == learn.DEFAULTS["label_dp"]["mechanism"]
+    assert est.epsilon_ == learn.DEFAULTS["label_dp"]["epsilon"]
+
+
+def test_a_default_batch_larger_than_the_records_is_fitted_and_said_so():
+    x, y = _blobs(13, n=40)
+    est = learn.DPLogisticRegression(bounds=(-3, 3), classes=["no", "yes"], epochs=2).fit(x, y)
+    assert est.privacy_report_["batch_size"] == 10
+    assert "batch_size 10" in est.privacy_report_["notes"][0]
+    with pytest.raises(ValueError, match="batch_size must be <= .* got 64"):
+        learn.DPLogisticRegression(bounds=(-3, 3), classes=["no", "yes"], batch_size=64).fit(x, y)
+
+
+def test_help_shows_every_parameter_with_its_default():
+    import pydoc
+
+    for cls in (learn.DPMLPClassifier, learn.DPLogisticRegression, learn.LabelDPClassifier,
+                learn.DPKMeans):
+        text = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+        for name in cls._param_names():
+            assert f"{name} :" in text, (cls.__name__, name)
+    text = pydoc.render_doc(learn.DPMLPClassifier, renderer=pydoc.plaintext)
+    t = learn.DEFAULTS["table"]
+    assert f"Default {t['epochs']}" in text and f"Default {t['learning_rate']}" in text

@@ -53,12 +53,19 @@ def test_statistics_and_bounds():
 def test_ledger_charges_and_refuses_over_budget(tmp_path):
     ledger = dpml.Ledger(tmp_path / "budget.db", budget=1.0)
     r = stats.count(np.ones(10), epsilon=0.6, ledger=ledger, label="first")
-    assert r.ledger["spent_epsilon"] == pytest.approx(0.6)
+    # The command line's field names (dpml query --ledger's "ledger" object).
+    assert r.ledger["spent"] == pytest.approx(0.6)
     with pytest.raises(ValueError, match="budget"):
         stats.count(np.ones(10), epsilon=0.6, ledger=ledger)
     entries = ledger.entries()
     assert [e["label"] for e in entries] == ["first"]
-    assert ledger.balance()["remaining_epsilon"] == pytest.approx(0.4)
+    assert set(entries[0]) == {
+        "id", "time", "command", "dataset", "label", "epsilon", "delta", "event", "run",
+        "epsilon_at_ledger_delta",
+    }
+    assert (entries[0]["command"], entries[0]["dataset"]) == ("query", "array")
+    assert entries[0]["time"].endswith("Z")
+    assert ledger.balance()["remaining"] == pytest.approx(0.4)
     reopened = dpml.Ledger(tmp_path / "budget.db")
     assert reopened.balance()["entries"] == 1
 
@@ -83,11 +90,16 @@ def test_rr_with_prior_keeps_labels_at_the_rate_its_candidate_sets_allow():
     # class keeps always; a uniform prior gives plain k-ary RR.
     sharp = np.full((n, k), 1e-6)
     sharp[np.arange(n), y] = 1.0
-    released, likelihood, event = mechanisms.rr_with_prior(y, sharp, eps, seed=1)
+    # Ghazi et al.'s rule (the default, "information", may choose a unary encoding instead).
+    released, likelihood, event = mechanisms.rr_with_prior(
+        y, sharp, eps, rule="expected-accuracy", seed=1
+    )
     assert released.shape == (n,) and likelihood.shape == (n, k)
     assert np.mean(released == y) > 0.99
     uniform = np.full((n, k), 1.0 / k)
-    released, likelihood, _ = mechanisms.rr_with_prior(y, uniform, eps, seed=2)
+    released, likelihood, _ = mechanisms.rr_with_prior(
+        y, uniform, eps, rule="expected-accuracy", seed=2
+    )
     keep = np.exp(eps) / (np.exp(eps) + k - 1)
     assert abs(np.mean(released == y) - keep) < 4 * np.sqrt(keep * (1 - keep) / n)
     # The likelihood of each output under the true label is the keep or the switch probability.
@@ -105,3 +117,65 @@ def test_rr_with_prior_bad_input():
         mechanisms.rr_with_prior([0, 1, 2], np.full((2, 3), 1 / 3), 1.0)
     with pytest.raises(ValueError, match="top-k rule"):
         mechanisms.rr_with_prior([0], np.full((1, 3), 1 / 3), 1.0, rule="best")
+
+
+def test_a_missing_ledger_is_refused_in_python_terms(tmp_path):
+    with pytest.raises(ValueError, match=r"dpml\.Ledger\(path, budget=") as e:
+        dpml.Ledger(tmp_path / "nowhere.db")
+    assert "dpml ledger create" not in str(e.value)
+
+
+def test_python_and_cli_ledgers_show_the_same_fields(dpml_cli, tmp_path):
+    path = tmp_path / "b.db"
+    ledger = dpml.Ledger(path, budget=2.0)
+    stats.count(np.ones(10), epsilon=0.5, ledger=ledger, label="py")
+    shown = dpml_cli("ledger", "show", "--ledger", path)
+    assert shown["entries"][0].keys() == ledger.entries()[0].keys()
+    assert set(ledger.balance()) <= set(shown)
+    assert ledger.balance()["spent"] == shown["spent"]
+
+
+def test_array_mechanisms_account_the_rounding_of_every_entry():
+    # Each entry is rounded to the noise grid; the mechanism must cover the rounding of all
+    # d entries (sensitivity + d*g), not of one: for d = 10**6 a scalar mechanism's claimed
+    # epsilon = 1 was 1.9. The covering noise is visibly larger than sensitivity/epsilon.
+    d = 10**6
+    noisy, event = mechanisms.laplace(np.zeros(d), sensitivity=1.0, epsilon=1.0, seed=1)
+    scale = np.sqrt(np.var(noisy) / 2)
+    assert scale > 1.5, scale
+    assert accounting.epsilon(event, 1e-9, "pld") <= 1.0 + 1e-9
+    one, _ = mechanisms.laplace(np.zeros(10_000), sensitivity=1.0, epsilon=1.0, seed=1)
+    assert np.sqrt(np.var(one) / 2) == pytest.approx(1.0, rel=0.05)
+    g, gevent = mechanisms.gaussian(np.zeros(d), 1.0, 1.0, 1e-5, seed=2)
+    assert accounting.epsilon(gevent, 1e-5, "pld") <= 1.0 + 1e-3
+    # sigma of the analytic Gaussian at (1, 1e-5) is 3.73 for one value; the grid slack of
+    # a million entries adds sqrt(d)*g (g <= sigma / 2**14), about 6%.
+    assert np.std(g) > 3.73 * 1.03
+
+
+def test_a_scalar_in_gives_a_scalar_out_and_integer_mechanisms_give_integers():
+    v, _ = mechanisms.discrete_laplace(3, 1, 1.0, seed=1)
+    assert isinstance(v, int)
+    v, _ = mechanisms.discrete_gaussian(np.int64(3), 1, 1.0, 1e-5, seed=1)
+    assert isinstance(v, int)
+    v, _ = mechanisms.laplace(3.0, 1.0, 1.0, seed=1)
+    assert isinstance(v, float)
+    a, _ = mechanisms.discrete_laplace([3, 4], 1, 1.0, seed=1)
+    assert a.dtype == np.int64 and a.shape == (2,)
+
+
+def test_rr_with_prior_defaults_to_the_command_lines_rule():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 10, 500)
+    prior = np.full((500, 10), 0.1)
+    default, _, _ = mechanisms.rr_with_prior(y, prior, 0.5, seed=4)
+    information, _, _ = mechanisms.rr_with_prior(y, prior, 0.5, rule="information", seed=4)
+    assert np.array_equal(default, information)
+    assert dpml.learn.DEFAULTS["top_k_rule"] == "information"
+
+
+def test_public_modules_list_only_their_names():
+    for module in (accounting, mechanisms, stats, dpml.audit, dpml.events, dpml.learn):
+        listed = dir(module)
+        assert not {"Any", "np", "math", "json", "Optional"} & set(listed), listed
+        assert set(module.__all__) <= set(listed)

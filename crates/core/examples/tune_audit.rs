@@ -8,7 +8,7 @@
 //! ```
 //! (defaults: 5 seeds, ε = 8, mean 3 trials; a large ε gives the audit something to find).
 
-use dpml_core::data::{LoadOptions, Source, SplitKey, load, validation_split};
+use dpml_core::data::{LoadOptions, Source, SplitBasis, SplitKey, load, validation_split};
 use dpml_core::learn::dpsgd;
 use dpml_core::mechanisms::{DpRng, Repetitions};
 use dpml_core::observe::Silent;
@@ -34,7 +34,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut worst: f64 = 0.0;
     for seed in 1..=seeds {
         let mut rng = DpRng::seeded(seed);
-        let (fit, validation) = validation_split(&digits, 0.1, &SplitKey::from_rng(rng.as_rng()))?;
+        let key = SplitKey::from_rng(rng.as_rng());
+        let (fit, validation) = validation_split(&digits, 0.1, &key, SplitBasis::Record)?;
         let a = audit_search(
             &search,
             &fit,

@@ -2,6 +2,7 @@
 //! accountants side by side, each labelled as an upper bound, lower bound or approximation.
 
 use dpml_accounting::gdp::GdpAccountant;
+use dpml_accounting::named::Named;
 use dpml_accounting::pld::PldAccountant;
 use dpml_accounting::rdp::{Conversion, RdpAccountant};
 use dpml_accounting::{Accountant, AccountingError, PrivacyEvent};
@@ -93,6 +94,14 @@ pub fn account(
         }
     }
 
+    // JSON has no infinity: an ε that is not finite prints as null, which needs its reason.
+    for (name, e) in &eps {
+        if e.as_f64().is_none_or(|e| !e.is_finite()) {
+            notes.push(format!(
+                "{name}: epsilon is not finite (no guarantee at this delta)"
+            ));
+        }
+    }
     let mut obj = Map::new();
     obj.insert("epsilon".into(), Value::Object(eps));
     obj.extend(result);
@@ -150,7 +159,80 @@ pub fn tuning_json(repetitions: &Repetitions) -> Value {
     v
 }
 
-/// Read one event, or a list of events (composed in order), from a JSON file.
+/// The accountants calibration may use: upper bounds only, so the ε reached never exceeds the
+/// target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CalibrationAccountant {
+    /// Pessimistic PLD: the tight upper bound, and the default of every front.
+    #[default]
+    Pld,
+    /// Rényi DP (a looser upper bound: more noise for the same target).
+    Rdp,
+}
+
+impl CalibrationAccountant {
+    /// The name on the command line and in outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pld => "pld",
+            Self::Rdp => "rdp",
+        }
+    }
+}
+
+impl std::str::FromStr for CalibrationAccountant {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "pld" => Ok(Self::Pld),
+            "rdp" => Ok(Self::Rdp),
+            other => Err(Error::usage(format!(
+                "the calibration accountant must be pld or rdp (upper bounds), got {other:?}"
+            ))),
+        }
+    }
+}
+
+/// The smallest noise multiplier σ (to a tolerance) for which `steps` Poisson-subsampled
+/// Gaussian steps at `sampling_rate` are (`target_epsilon`, `delta`)-DP under `accountant`:
+/// `{"noise_multiplier", "epsilon" (reached, never above the target), "target_epsilon",
+/// "delta", "accountant", "inputs"}`, the JSON of `dpml calibrate`.
+///
+/// # Errors
+/// The accountant's refusals (a target it cannot reach, bad parameters).
+pub fn calibrate(
+    target_epsilon: f64,
+    delta: f64,
+    sampling_rate: f64,
+    steps: u64,
+    accountant: CalibrationAccountant,
+    inputs: Value,
+) -> Result<Value> {
+    let named = match accountant {
+        CalibrationAccountant::Pld => Named::Pld,
+        CalibrationAccountant::Rdp => Named::Rdp,
+    };
+    let cal = named.calibrate(target_epsilon, delta, sampling_rate, steps)?;
+    Ok(json!({
+        "noise_multiplier": cal.noise_multiplier,
+        "epsilon": cal.epsilon,
+        "target_epsilon": target_epsilon,
+        "delta": delta,
+        "accountant": accountant.name(),
+        "inputs": inputs,
+    }))
+}
+
+/// ε of `event` at `delta` under RDP and the order that gives it (Opacus's
+/// `get_privacy_spent`).
+///
+/// # Errors
+/// The accountant's refusals.
+pub fn rdp_epsilon_and_order(event: &PrivacyEvent, delta: f64) -> Result<(f64, f64)> {
+    Ok(RdpAccountant::default().epsilon_and_order(event, delta)?)
+}
+
 /// The privacy event in a JSON file: one event, or a list of events composed.
 ///
 /// # Errors

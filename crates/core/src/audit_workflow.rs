@@ -17,6 +17,7 @@ use dpml_learn::dpsgd::{OptimizerKind, Privacy, TrainConfig};
 use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
 
+use crate::budget::{self, Charge};
 use crate::error::{Error, Result};
 use crate::privacy_model;
 use crate::schema::Declarations;
@@ -49,9 +50,9 @@ impl From<DriverError> for Error {
 /// # Errors
 /// A usage error without a model name; the overrides' errors.
 pub fn recipe(overrides: &RecipeOptions) -> Result<TrainConfig> {
-    if overrides.model.is_none() {
+    if overrides.model.is_none() && overrides.arch.is_none() {
         return Err(Error::usage(
-            "--model is required (logreg, mlp, cnn, cnn-tanh)",
+            "--model (logreg, mlp, cnn, cnn-tanh) or --arch FILE is required",
         ));
     }
     let base = TrainConfig {
@@ -105,7 +106,7 @@ pub struct AuditOptions {
     pub confidence: f64,
     /// Threads training models side by side (default: the CPU count).
     pub threads: Option<usize>,
-    /// Model cache folder (default: OUT/model-cache, or one in the system temp folder).
+    /// Model cache folder (default: [`dpml_audit::driver::cache::default_dir`], per user).
     pub cache: Option<PathBuf>,
     /// Read and write no cached models.
     pub no_cache: bool,
@@ -161,12 +162,13 @@ impl AuditPlan {
         };
         let target_size = o.train_size.unwrap_or(DEFAULT_TARGET_SIZE.min(data.n / 2));
         let lira_queries = LiraQueries::parse(&o.lira_queries)?;
-        let cache_dir = (!o.no_cache).then(|| {
-            o.cache.clone().unwrap_or_else(|| match &o.out {
-                Some(out) => out.join("model-cache"),
-                None => std::env::temp_dir().join("dpml-audit-cache"),
-            })
-        });
+        // Never the output folder (a report is made to be shared) nor the shared temporary
+        // folder: the models are trained on the private data.
+        let cache_dir = match (&o.cache, o.no_cache) {
+            (_, true) => None,
+            (Some(dir), false) => Some(dir.clone()),
+            (None, false) => dpml_audit::driver::cache::default_dir(),
+        };
         let threads = threads_or_cores(o.threads);
         let mut cfg = AuditConfig {
             target_size,
@@ -195,6 +197,38 @@ impl AuditPlan {
             recipe: rec,
             threads,
         })
+    }
+
+    /// What the audit costs a ledger: every model it trains on the data set (the target, the
+    /// reference models when an attack needs them, the one-run audit's model) is a DP-SGD run
+    /// of the target's recipe, and their results are released together.
+    ///
+    /// # Errors
+    /// A usage error for a non-private recipe (no finite ε to charge); the plan's errors.
+    pub fn cost(&self, dataset: &str) -> Result<Charge> {
+        let what = "an audit's models";
+        let per_model = crate::train::planned_event(&self.recipe, self.cfg.target_size, what)?;
+        let mut events = vec![per_model.clone()];
+        if self.cfg.needs_reference_models() {
+            events.push(per_model.repeated(self.cfg.reference_models as u64));
+        }
+        if self.cfg.attacks.contains(&AttackKind::OneRun) {
+            let n = self.cfg.smallest_training_set().max(1);
+            events.push(crate::train::planned_event(&self.recipe, n, what)?);
+        }
+        let models = events.len()
+            + if self.cfg.needs_reference_models() {
+                self.cfg.reference_models - 1
+            } else {
+                0
+            };
+        Ok(budget::accounted(
+            "audit",
+            dataset,
+            dpml_mechanisms::PrivacyEvent::Composed { events },
+            self.recipe.delta,
+        )?
+        .labelled(format!("audit: {models} DP-SGD models")))
     }
 
     /// Runs the audit drawing from `rng`, its models divided as `spread` says, calling
@@ -233,6 +267,7 @@ impl AuditPlan {
                 ),
             );
         }
+        state_verdict(&mut result, &report);
         if self.cfg.needs_reference_models() {
             result["lira_settings"] = json!({
                 "variance": match self.cfg.lira_variance {
@@ -243,6 +278,33 @@ impl AuditPlan {
             });
         }
         Ok(Some(AuditOutcome { report, result }))
+    }
+}
+
+/// The verdict of an audit that compares a model's claimed ε with what the attacks found.
+pub const VERDICT_CONSISTENT: &str = "consistent";
+/// The verdict of an audit whose attacks found more than the model claims.
+pub const VERDICT_INCONSISTENT: &str = "inconsistent";
+/// The verdict of an audit of a model that claims no ε (non-private, or scores without
+/// `--epsilon`): there is nothing to compare the attacks with.
+pub const VERDICT_NO_CLAIM: &str = "no claim to check";
+
+/// The audit's verdict: [`VERDICT_NO_CLAIM`] when the model claims no ε, else whether every
+/// lower bound is at or below it.
+pub fn verdict(report: &AuditReport) -> &'static str {
+    match (report.epsilon_theoretical, report.consistent) {
+        (None, _) => VERDICT_NO_CLAIM,
+        (Some(_), true) => VERDICT_CONSISTENT,
+        (Some(_), false) => VERDICT_INCONSISTENT,
+    }
+}
+
+/// States the verdict in an audit's `result`: `"verdict"`, and `"consistent"` `null` when
+/// there is no claimed ε to be consistent with (a `true` there would check nothing).
+pub fn state_verdict(result: &mut Value, report: &AuditReport) {
+    result["verdict"] = json!(verdict(report));
+    if report.epsilon_theoretical.is_none() {
+        result["consistent"] = Value::Null;
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use dpml_accounting::ledger::{Balance, Ledger, Spend};
+use crate::budget::{self, Balance, Charge, Ledger};
 use dpml_data::{Dataset, Source, load};
 use dpml_learn::dpsgd::{self, predict_logits};
 use dpml_learn::perturbation::{OutputPerturbation, softmax_rows};
@@ -113,18 +113,17 @@ pub fn answer(
     })?;
     let queries = data.n as u64;
     let epsilon_total = op.epsilon_for(queries);
-    let balance = match ledger {
-        Some(l) => Some(l.spend(&Spend {
-            label: format!(
-                "predict: {queries} queries with output perturbation, epsilon {epsilon} each on {}",
-                data.name
-            ),
-            event: op.event_for(queries),
-            epsilon: epsilon_total,
-            delta: 0.0,
-        })?),
-        None => None,
-    };
+    let charge = Charge::of(
+        "predict",
+        data.name.clone(),
+        op.event_for(queries),
+        epsilon_total,
+        0.0,
+    )
+    .labelled(format!(
+        "{queries} queries with output perturbation, epsilon {epsilon} each"
+    ));
+    let balance = budget::charge(ledger, &charge)?;
     let labels = op.release_labels(rng, probs).map_err(Error::usage)?;
     let correct = labels
         .iter()

@@ -45,8 +45,14 @@ pub const DIAGNOSTICS_MEANING: &str =
 /// The top-level key of evaluation experiments that says their figures are diagnostics.
 pub const DIAGNOSTICS_NOTE_KEY: &str = "diagnostics_note";
 
-/// The first line of a CSV log of per-epoch figures (`dpml train --log`).
-pub const CSV_DIAGNOSTICS_COMMENT: &str = "# diagnostics: the losses and accuracies below are computed from private data without noise: not differentially private (steps and epsilon come from public parameters)";
+/// The prefix of a CSV column that holds a diagnostic (a figure computed from private data
+/// without noise: not differentially private).
+pub const CSV_DIAGNOSTIC_PREFIX: &str = "diagnostic_";
+
+/// The header of a CSV log of per-epoch figures (`dpml train --log`): steps and ε come from
+/// public parameters; the losses and accuracies are diagnostics, named with
+/// [`CSV_DIAGNOSTIC_PREFIX`].
+pub const CSV_LOG_HEADER: &str = "epoch,steps,diagnostic_train_loss,diagnostic_train_accuracy,diagnostic_test_accuracy,diagnostic_test_loss,epsilon";
 
 /// Neighbouring relations: the unit of privacy each guarantee is stated for.
 pub mod neighbouring {
@@ -188,6 +194,20 @@ impl Release {
             top.insert(DIAGNOSTICS_KEY.into(), Value::Object(self.diagnostics));
         }
         Value::Object(top)
+    }
+}
+
+/// Adds the fields of `extra` (an object, if any) to the diagnostics of a `release` already
+/// built (an object).
+pub fn add_diagnostics(release: &mut Value, extra: Option<Value>) {
+    let (Some(Value::Object(extra)), Value::Object(top)) = (extra, release) else {
+        return;
+    };
+    if let Value::Object(d) = top
+        .entry(DIAGNOSTICS_KEY)
+        .or_insert_with(|| Value::Object(Map::new()))
+    {
+        d.extend(extra);
     }
 }
 

@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use dpml_accounting::ledger::{Balance, Ledger, Spend};
-use dpml_data::{LoadOptions, Source, load_table};
-use dpml_mechanisms::DpRng;
+use crate::budget::{self, Balance, Charge, Ledger};
+use dpml_data::{FeatureBounds, LoadOptions, Schema, Source, load_table};
 use dpml_mechanisms::stats::{self, Noise, StatValue};
+use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -49,8 +49,12 @@ pub struct QueryOptions {
     pub column: String,
     /// The statistic.
     pub aggregate: Aggregate,
-    /// Declared clamping bounds (required for sum, mean and histogram).
+    /// Declared clamping bounds (required for sum, mean and histogram, unless the schema
+    /// declares the column's).
     pub bounds: Option<(f64, f64)>,
+    /// A schema file (as `dpml train --schema`): its delimiter, fills and categories read the
+    /// table, and its bounds for the column are the clamping bounds when none are given.
+    pub schema: Option<PathBuf>,
     /// Histogram bins.
     pub bins: u64,
     /// ε of this release.
@@ -96,6 +100,18 @@ impl QueryOptions {
     }
 }
 
+/// The bounds `schema` declares for `column`: one range for every feature, or the range of
+/// the column among its named features.
+fn column_bounds(schema: &Schema, column: &str) -> Option<(f64, f64)> {
+    match schema.bounds.as_ref()? {
+        FeatureBounds::Uniform(r) => Some(*r),
+        FeatureBounds::PerFeature(ranges) => {
+            let at = schema.features.as_ref()?.iter().position(|f| f == column)?;
+            ranges.get(at).copied()
+        }
+    }
+}
+
 /// Releases the statistic `a` asks for, with noise drawn from `rng`; with a `ledger`, the
 /// spend is recorded durably before the release is returned (over budget: an error, and
 /// nothing released), and the ledger's balance after it comes back beside the release.
@@ -109,17 +125,36 @@ pub fn query(
     ledger: Option<&Ledger>,
 ) -> Result<(Value, Option<Balance>)> {
     let noise = a.check()?;
+    if let Some(l) = ledger {
+        // A request that can never fit is refused before the data is read.
+        let planned = PrivacyEvent::EpsilonDelta {
+            epsilon: a.epsilon,
+            delta: a.delta.unwrap_or(0.0),
+        };
+        let c = Charge::of(
+            "query",
+            a.dataset.name(),
+            planned,
+            a.epsilon,
+            a.delta.unwrap_or(0.0),
+        );
+        budget::check(Some(l), &c)?;
+    }
+    let schema = a.schema.as_deref().map(Schema::from_file).transpose()?;
+    let declared = a
+        .bounds
+        .or_else(|| schema.as_ref().and_then(|s| column_bounds(s, &a.column)));
     let opts = LoadOptions {
         data_dir: a.data_dir.clone(),
         label_column: a.label_column.clone(),
-        ..LoadOptions::default()
+        schema,
     };
     let table = load_table(&a.dataset, &opts)?;
     let column = table.column(&a.column)?;
     let bounds = || {
-        a.bounds.ok_or_else(|| {
+        declared.ok_or_else(|| {
             Error::usage(format!(
-                "--bounds LO,HI is required for {:?}: sensitivity comes from declared bounds, never from the data",
+                "--bounds LO,HI (or a --schema declaring the column's bounds) is required for {:?}: sensitivity comes from declared bounds, never from the data",
                 a.aggregate
             ))
         })
@@ -158,23 +193,16 @@ pub fn query(
         (_, Some(s)) => obj.insert("sigma".into(), json!(s)),
         _ => None,
     };
-    let mut balance = None;
-    if let Some(ledger) = ledger {
-        // Durably recorded before anything is printed; over budget → error, nothing printed.
-        let spend = Spend {
-            label: format!(
-                "query {:?} of {} on {}",
-                a.aggregate,
-                a.column,
-                a.dataset.name()
-            )
-            .to_lowercase(),
-            event: release.event.clone(),
-            epsilon: release.epsilon,
-            delta: release.delta,
-        };
-        balance = Some(ledger.spend(&spend)?);
-    }
+    // Durably recorded before anything is returned; over budget → error, nothing released.
+    let charge = Charge::of(
+        "query",
+        a.dataset.name(),
+        release.event.clone(),
+        release.epsilon,
+        release.delta,
+    )
+    .labelled(format!("{:?} of {}", a.aggregate, a.column).to_lowercase());
+    let balance = budget::charge(ledger, &charge)?;
     obj.insert("seeded".into(), json!(rng.is_seeded()));
     // Every figure is noisy: nothing to diagnose. N is not assumed public (a count releases it).
     let model = PrivacyModel::new(neighbouring::ADD_REMOVE, &[public::QUERY]);

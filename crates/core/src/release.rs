@@ -7,6 +7,7 @@ use dpml_mechanisms::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
@@ -58,12 +59,14 @@ pub struct ReleaseOptions {
 const MAX_COUNT: u64 = 10_000_000;
 
 /// Releases `a.value` `a.count` times with `a.mechanism`'s noise drawn from `rng`: the noisy
-/// values, each release's ε and δ, their totals and the composed privacy event.
+/// values, each release's ε and δ, their totals and the composed privacy event; with a
+/// `ledger`, the total is checked before any noise is drawn and recorded before the values are
+/// returned.
 ///
 /// # Errors
 /// Usage errors naming the bad parameter: too many releases, δ missing from (or given to) a
 /// mechanism, a discrete mechanism on a value or sensitivity that is not an integer.
-pub fn release(a: &ReleaseOptions, rng: &mut DpRng) -> Result<Value> {
+pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Result<Value> {
     if a.count > MAX_COUNT {
         return Err(Error::usage(format!(
             "--count {} exceeds the limit {MAX_COUNT}",
@@ -87,52 +90,70 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng) -> Result<Value> {
         }
         (false, None) => 0.0,
     };
+    let planned = PrivacyEvent::EpsilonDelta {
+        epsilon: a.epsilon,
+        delta,
+    }
+    .repeated(a.count);
+    let total = |x: f64| x * a.count as f64;
+    budget::check(
+        ledger,
+        &Charge::of(
+            "release",
+            "--value",
+            planned,
+            total(a.epsilon),
+            total(delta),
+        ),
+    )?;
     let n = a.count as usize;
     let mut fields = Map::new();
-    let (values, event): (Vec<f64>, PrivacyEvent) = match a.mechanism {
+    // Integer-valued mechanisms release integers, and their values are printed as such.
+    let (values, event): (Value, PrivacyEvent) = match a.mechanism {
         Mechanism::Laplace => {
             let m = LaplaceMechanism::new(a.sensitivity, a.epsilon)?;
             fields.insert("scale".into(), json!(m.scale()));
             fields.insert("granularity".into(), json!(m.granularity()));
-            (
-                (0..n)
-                    .map(|_| m.release(rng, a.value))
-                    .collect::<std::result::Result<_, _>>()?,
-                m.event(),
-            )
+            let values: Vec<f64> = (0..n)
+                .map(|_| m.release(rng, a.value))
+                .collect::<std::result::Result<_, _>>()?;
+            (json!(values), m.event())
         }
         Mechanism::Gaussian => {
             let m = GaussianMechanism::new(a.sensitivity, a.epsilon, delta, a.calibration)?;
             fields.insert("sigma".into(), json!(m.sigma()));
             fields.insert("granularity".into(), json!(m.granularity()));
-            (
-                (0..n)
-                    .map(|_| m.release(rng, a.value))
-                    .collect::<std::result::Result<_, _>>()?,
-                m.event(),
-            )
+            let values: Vec<f64> = (0..n)
+                .map(|_| m.release(rng, a.value))
+                .collect::<std::result::Result<_, _>>()?;
+            (json!(values), m.event())
         }
         Mechanism::DiscreteLaplace => {
             let (x, s) = integers(a.value, a.sensitivity)?;
             let m = DiscreteLaplaceMechanism::new(s, a.epsilon)?;
             fields.insert("scale".into(), json!(m.scale()));
-            (
-                (0..n).map(|_| m.release(rng, x) as f64).collect(),
-                m.event(),
-            )
+            let values: Vec<i64> = (0..n).map(|_| m.release(rng, x)).collect();
+            (json!(values), m.event())
         }
         Mechanism::DiscreteGaussian => {
             let (x, s) = integers(a.value, a.sensitivity)?;
             let m = DiscreteGaussianMechanism::new(s, a.epsilon, delta)?;
             fields.insert("sigma".into(), json!(m.sigma()));
-            (
-                (0..n).map(|_| m.release(rng, x) as f64).collect(),
-                m.event(),
-            )
+            let values: Vec<i64> = (0..n).map(|_| m.release(rng, x)).collect();
+            (json!(values), m.event())
         }
     };
+    let charge = Charge::of(
+        "release",
+        "--value",
+        event.clone().repeated(a.count),
+        total(a.epsilon),
+        total(delta),
+    )
+    .labelled(format!("{} × {}", a.count, a.mechanism.name()));
+    let balance = budget::charge(ledger, &charge)?;
     let mut obj = Map::new();
-    obj.insert("values".into(), json!(values));
+    obj.insert("values".into(), values);
     obj.insert("mechanism".into(), json!(a.mechanism.name()));
     obj.insert("epsilon".into(), json!(a.epsilon));
     obj.insert("delta".into(), json!(delta));
@@ -142,6 +163,9 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng) -> Result<Value> {
     obj.insert("delta_total".into(), json!(delta * a.count as f64));
     obj.insert("event".into(), json!(event.repeated(a.count)));
     obj.insert("seeded".into(), json!(rng.is_seeded()));
+    if let Some(b) = balance {
+        obj.insert("ledger".into(), crate::ledger_json::balance(&b));
+    }
     let model = PrivacyModel::new(neighbouring::VALUE, &[public::SENSITIVITY]);
     Ok(Release::from_map(obj, &model).into_value())
 }

@@ -8,6 +8,7 @@ use dpml_data::{LoadOptions, Source, load_table};
 use dpml_mechanisms::{DpRng, FrequencyEstimate, RandomizedResponse};
 use serde_json::{Value, json};
 
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
@@ -32,12 +33,13 @@ pub struct RrOptions {
 }
 
 /// Simulates the survey of `a` (each respondent's answer randomised with `rng`) and estimates
-/// the population frequency from the noisy answers alone.
+/// the population frequency from the noisy answers alone; with a `ledger`, each answer's ε is
+/// charged (checked before any answer is drawn, recorded before the estimate is returned).
 ///
 /// # Errors
 /// Usage errors naming the bad value: fewer than 2 or repeated categories, the fair coin on
 /// more than 2, no protocol, an empty column or a value outside the categories.
-pub fn rr(a: &RrOptions, rng: &mut DpRng) -> Result<Value> {
+pub fn rr(a: &RrOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Result<Value> {
     let categories = a.categories.clone().unwrap_or_else(|| vec![0.0, 1.0]);
     if categories.len() < 2 {
         return Err(Error::usage(format!(
@@ -60,6 +62,9 @@ pub fn rr(a: &RrOptions, rng: &mut DpRng) -> Result<Value> {
         (false, Some(eps)) => RandomizedResponse::k_ary(eps, categories.len() as u32)?,
         (false, None) => return Err(Error::usage("give --epsilon E or --coin fair")),
     };
+    let charge = Charge::of("rr", a.dataset.name(), rr.event(), rr.epsilon(), 0.0)
+        .labelled(format!("randomized response on {}", a.column));
+    budget::check(ledger, &charge)?;
     let opts = LoadOptions {
         data_dir: a.data_dir.clone(),
         label_column: a.label_column.clone(),
@@ -83,6 +88,7 @@ pub fn rr(a: &RrOptions, rng: &mut DpRng) -> Result<Value> {
         answers[rr.respond(rng, truth)?] += 1;
     }
     let est = rr.estimate(&answers)?;
+    let balance = budget::charge(ledger, &charge)?;
     // A yes/no survey reports the proportion of the second category ("yes").
     let result = if categories.len() == 2 && a.categories.is_none() {
         json!({"estimate": est[1].estimate, "std_error": est[1].std_error, "ci95": est[1].ci95})
@@ -107,6 +113,9 @@ pub fn rr(a: &RrOptions, rng: &mut DpRng) -> Result<Value> {
     obj["seeded"] = json!(rng.is_seeded());
     // Every figure comes from the randomised answers and the public survey size.
     let model = PrivacyModel::new(neighbouring::ANSWER, &[public::SURVEY]);
+    if let Some(b) = balance {
+        obj["ledger"] = crate::ledger_json::balance(&b);
+    }
     let fields = match obj {
         Value::Object(m) => m,
         _ => return Err(Error::internal("rr result is not an object")),

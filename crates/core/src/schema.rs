@@ -21,6 +21,8 @@ pub struct Declarations {
     pub label_range: Option<(f64, f64)>,
     /// Field delimiter of a `csv:` table.
     pub delimiter: Option<String>,
+    /// The record shape (an `images:` folder's `[C, H, W]`).
+    pub shape: Option<Vec<usize>>,
     /// Resize the images of an `images:` folder to the declared shape.
     pub resize: bool,
 }
@@ -39,6 +41,7 @@ impl Declarations {
                 && self.classes.is_none()
                 && self.label_range.is_none()
                 && self.delimiter.is_none()
+                && self.shape.is_none()
                 && !self.resize =>
             {
                 return Ok(None);
@@ -56,6 +59,9 @@ impl Declarations {
         }
         if let Some(d) = &self.delimiter {
             schema = schema.with_delimiter(d)?;
+        }
+        if let Some(shape) = &self.shape {
+            schema = schema.with_shape(shape.clone())?;
         }
         schema.resize |= self.resize;
         Ok(Some(schema))
@@ -89,9 +95,10 @@ pub struct Needs {
     pub bounds: bool,
 }
 
-/// What a private computation on `data` may rely on: its classes (when it learns them) and its
-/// feature bounds (when they bound a sensitivity or scale the features), declared rather than
-/// read from the records. Returns the bounds when asked for them.
+/// What a private computation on `data` may rely on: its classes (when it learns them), its
+/// feature bounds (when they bound a sensitivity or scale the features) and its record shape
+/// (an image folder's, whenever anything is needed: the shape fixes every record and the
+/// model), declared rather than read from the records. Returns the bounds when asked for them.
 ///
 /// # Errors
 /// A usage error naming the flag that declares what is missing.
@@ -100,6 +107,9 @@ pub fn require_declared(
     data: &Dataset,
     needs: Needs,
 ) -> Result<Option<Vec<(f64, f64)>>> {
+    if needs.classes || needs.label_range || needs.bounds {
+        schema.require_shape(&data.name)?;
+    }
     if needs.classes {
         schema.require_classes(&data.name)?;
     }
@@ -120,5 +130,49 @@ pub fn provenance_report(schema: &Schema) -> serde_json::Value {
         "bounds": name(schema.bounds.as_ref().and(schema.bounds_provenance)),
         "classes": name(schema.classes_provenance),
         "label_range": schema.label_range,
+        "shape": name(schema.shape.as_ref().and(schema.shape_provenance)),
     })
+}
+
+/// A feature clamped for more than this share of the records is warned about: its declared
+/// range probably misses where the data live (one range for every feature, `--bounds 0,100`,
+/// turns a column in 980–1040 into a constant).
+const MOSTLY_CLAMPED: f64 = 0.5;
+
+/// The clamping of `records` loaded records into the declared bounds, as diagnostics (counts
+/// computed from the records without noise): `{"clamped": {feature: values moved}}` for the
+/// features with any, and `"warnings"` naming each feature clamped for most records. `None`
+/// when nothing was clamped.
+pub fn clamp_diagnostics(
+    clamped: &[usize],
+    feature_names: &[String],
+    records: usize,
+) -> Option<serde_json::Value> {
+    let name = |j: usize| {
+        feature_names
+            .get(j)
+            .cloned()
+            .unwrap_or_else(|| format!("feature {j}"))
+    };
+    let moved: serde_json::Map<String, serde_json::Value> = clamped
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| c > 0)
+        .map(|(j, &c)| (name(j), c.into()))
+        .collect();
+    if moved.is_empty() {
+        return None;
+    }
+    let warnings: Vec<String> = clamped
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| records > 0 && c as f64 > MOSTLY_CLAMPED * records as f64)
+        .map(|(j, &c)| {
+            format!(
+                "feature {} was clamped into its declared bounds for {c} of {records} records: the bounds probably miss its values (declare one range per feature)",
+                name(j)
+            )
+        })
+        .collect();
+    Some(serde_json::json!({"clamped": moved, "warnings": warnings}))
 }

@@ -3,6 +3,7 @@
 
 use dpml_core::Error;
 use dpml_core::accounting::{Accountant, PrivacyEvent, RdpAccountant};
+use dpml_core::budget::{self, Ledger, LedgerOptions};
 use dpml_core::data::Source;
 use dpml_core::learn::dpsgd;
 use dpml_core::mechanisms::{DpRng, Repetitions};
@@ -54,14 +55,21 @@ impl Observer for Runs {
     }
 }
 
+/// A fresh ledger of budget ε = `epsilon` in a folder of its own.
+fn ledger(epsilon: f64) -> (tempfile::TempDir, Ledger) {
+    let dir = tempfile::tempdir().unwrap();
+    let o = LedgerOptions::new(dir.path().join("search.ledger")).with_budget(epsilon, None);
+    let ledger = budget::open(&o).unwrap();
+    (dir, ledger)
+}
+
+/// The search `o` seeded with `seed`, charged to a ledger of ε = 100: the release, the runs
+/// that started and the ledger's entries.
 fn run(o: &TuneOptions, seed: u64) -> (Tuned, usize, usize) {
-    let (mut runs, mut charges) = (Runs::default(), 0);
-    let tuned = tune(o, &mut DpRng::seeded(seed), &mut runs, &mut |_| {
-        charges += 1;
-        Ok(())
-    })
-    .unwrap();
-    (tuned, runs.0, charges)
+    let (_dir, ledger) = ledger(100.0);
+    let mut runs = Runs::default();
+    let tuned = tune(o, &mut DpRng::seeded(seed), &mut runs, Some(&ledger)).unwrap();
+    (tuned, runs.0, ledger.balance().unwrap().entries)
 }
 
 #[test]
@@ -71,7 +79,13 @@ fn calibration_meets_the_total_and_the_release_keeps_the_trials_apart() {
     let r = &tuned.release;
     let eps = r["epsilon"].as_f64().unwrap();
     assert!(eps <= 2.0 && eps > 2.0 * 0.999, "{eps}");
+    // One ledger entry, the whole search, its balance in the release.
     assert_eq!(charges, 1);
+    assert_eq!(r["ledger"]["entries"], 1, "{r}");
+    assert!(
+        (r["ledger"]["spent"].as_f64().unwrap() - eps).abs() < 1e-9,
+        "{r}"
+    );
     // The released event is the whole search: accounting it again gives the same ε.
     let event: PrivacyEvent = serde_json::from_value(r["event"].clone()).unwrap();
     assert!(matches!(event, PrivacyEvent::RepeatAndSelect { .. }));
@@ -209,7 +223,7 @@ fn a_public_validation_set_scores_exactly_at_no_cost() {
         },
         ..o.clone()
     };
-    let e = tune(&other, &mut DpRng::seeded(1), &mut runs, &mut |_| Ok(())).unwrap_err();
+    let e = tune(&other, &mut DpRng::seeded(1), &mut runs, None).unwrap_err();
     assert!(matches!(e, Error::Usage(_)), "{e}");
     assert_eq!(runs.0, 0);
     // The training data itself (no test split of its own) is private, not public.
@@ -219,7 +233,7 @@ fn a_public_validation_set_scores_exactly_at_no_cost() {
         },
         ..digits(2.0, 3.0, private(None))
     };
-    let e = tune(&itself, &mut DpRng::seeded(1), &mut runs, &mut |_| Ok(())).unwrap_err();
+    let e = tune(&itself, &mut DpRng::seeded(1), &mut runs, None).unwrap_err();
     assert!(e.to_string().contains("private"), "{e}");
 }
 
@@ -259,32 +273,92 @@ fn the_kept_model_carries_the_search_guarantee() {
         r["best"]["noise_multiplier"].as_f64(),
     );
     assert_eq!(r["model_file"], Value::from(path.to_str().unwrap()));
+    // The split that held the test records out is recorded, as `dpml train` records it, so
+    // `dpml eval` holds out the same records by default.
+    let split = facts.split.unwrap();
+    assert_eq!(Value::from(split.key), r["split_key"]);
+    assert_eq!(split.test_fraction, 0.2);
+    assert_eq!(facts.classes.map(|c| c.len()), Some(10));
+}
+
+#[test]
+fn records_in_memory_are_searched_with_the_table_recipe_and_charged_alike() {
+    use dpml_core::data::{FeatureBounds, LoadOptions, load};
+    use dpml_core::train::{FitOptions, MEMORY_DATASET};
+    use dpml_core::tune::{SearchFitOptions, fit};
+    let iris = load(&Source::Iris, &LoadOptions::default()).unwrap().train;
+    let o = SearchFitOptions {
+        fit: FitOptions {
+            recipe: RecipeOptions {
+                epsilon: Some(3.0),
+                epochs: Some(2.0),
+                ..RecipeOptions::default()
+            },
+            bounds: Some(FeatureBounds::Uniform((0.0, 8.0))),
+            classes: iris.class_names.clone(),
+        },
+        space: SearchSpace::parse("learning-rate=0.1..1 log, max-grad-norm=0.5..2").unwrap(),
+        repetitions: Repetitions::TruncatedNegativeBinomial {
+            eta: 0.0,
+            mean: 2.0,
+        },
+        validation_fraction: 0.2,
+        score_epsilon: None,
+    };
+    let (_dir, ledger) = ledger(10.0);
+    let mut runs = Runs::default();
+    let tuned = fit(&o, &iris, &mut DpRng::seeded(5), &mut runs, Some(&ledger)).unwrap();
+    let r = &tuned.release;
+    assert!(r["epsilon"].as_f64().unwrap() <= 3.0, "{r}");
+    assert_eq!(r["dataset"], MEMORY_DATASET);
+    // The trials' batch is the table recipe's (not searched): one cell of noise.
+    assert_eq!(r["noise"][0]["batch_size"][0].as_f64(), Some(64.0), "{r}");
+    assert!(r["split_key"].is_string(), "{r}");
+    // The truncated negative binomial draws at least one trial: a model is kept.
+    assert!(runs.0 >= 1);
+    let kept = tuned.kept.unwrap();
+    assert!(kept.facts.tuning.is_some() && kept.facts.split.is_none());
+    assert_eq!(kept.epoch_log.len(), 2);
+    let entries = ledger.entries().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        (entries[0].command.as_str(), entries[0].dataset.as_str()),
+        ("tune", MEMORY_DATASET)
+    );
+    assert!(matches!(
+        entries[0].event,
+        PrivacyEvent::RepeatAndSelect { .. }
+    ));
+    // Bounds are declared, never read from the records.
+    let mut undeclared = o.clone();
+    undeclared.fit.bounds = None;
+    let e = fit(&undeclared, &iris, &mut DpRng::seeded(5), &mut runs, None).unwrap_err();
+    assert!(e.to_string().contains("bounds"), "{e}");
 }
 
 #[test]
 fn a_target_that_cannot_be_met_is_refused_before_training() {
     let o = digits(0.05, 100.0, private(None));
+    let (_dir, roomy) = ledger(100.0);
     let mut runs = Runs::default();
-    let mut charged = false;
-    let e = tune(&o, &mut DpRng::seeded(1), &mut runs, &mut |_| {
-        charged = true;
-        Ok(())
-    })
-    .unwrap_err();
+    let e = tune(&o, &mut DpRng::seeded(1), &mut runs, Some(&roomy)).unwrap_err();
     match e {
         Error::Usage(m) => assert!(m.contains("cannot meet epsilon = 0.05"), "{m}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(runs.0, 0);
-    assert!(!charged, "a refused search charged the ledger");
-    // A ledger that refuses the spend stops the search before it trains too.
+    assert_eq!(
+        roomy.balance().unwrap().entries,
+        0,
+        "a refused search charged the ledger"
+    );
+    // A ledger the search would overspend stops it before it trains too, and records nothing.
+    let (_dir, small) = ledger(1.0);
     let o = digits(2.0, 3.0, private(None));
-    let e = tune(&o, &mut DpRng::seeded(1), &mut runs, &mut |_| {
-        Err(Error::usage("over budget"))
-    })
-    .unwrap_err();
-    assert_eq!(e, Error::usage("over budget"));
+    let e = tune(&o, &mut DpRng::seeded(1), &mut runs, Some(&small)).unwrap_err();
+    assert!(e.to_string().contains("over budget"), "{e}");
     assert_eq!(runs.0, 0);
+    assert_eq!(small.balance().unwrap().entries, 0);
 }
 
 #[test]
@@ -312,7 +386,7 @@ fn poisson_may_draw_no_trial_and_then_releases_no_model() {
 /// (the full experiment over many seeds is `examples/tune_audit.rs`).
 #[test]
 fn the_canary_audit_of_a_search_stays_below_its_epsilon() {
-    use dpml_core::data::{LoadOptions, SplitKey, load, validation_split};
+    use dpml_core::data::{LoadOptions, SplitBasis, SplitKey, load, validation_split};
     use dpml_core::tune::audit::audit_search;
     use dpml_core::tune::{Noise, Search, Validation};
     let digits = load(&Source::Digits, &LoadOptions::default())
@@ -328,8 +402,8 @@ fn the_canary_audit_of_a_search_stays_below_its_epsilon() {
         base,
     };
     let mut rng = DpRng::seeded(7);
-    let (fit, validation) =
-        validation_split(&digits, 0.1, &SplitKey::from_rng(rng.as_rng())).unwrap();
+    let key = SplitKey::from_rng(rng.as_rng());
+    let (fit, validation) = validation_split(&digits, 0.1, &key, SplitBasis::Record).unwrap();
     let a = audit_search(
         &search,
         &fit,
@@ -357,7 +431,7 @@ fn the_canary_audit_of_a_search_stays_below_its_epsilon() {
 /// for bit, as the budget ledger stores it (serde_json's float_roundtrip).
 #[test]
 fn search_events_read_back_from_json_exactly() {
-    use dpml_core::tune::budget::{Noise, plan};
+    use dpml_core::tune::plan::{Noise, plan};
     use dpml_core::tune::space::Cell;
     for n in [1294usize, 1297, 1301, 54124] {
         let cells = [Cell {

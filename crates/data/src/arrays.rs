@@ -17,7 +17,7 @@ use std::path::Path;
 use npyz::{DType, NpyFile, Order};
 
 use crate::DataError;
-use crate::records::{Records, pixel, record_shape};
+use crate::records::{MAX_SOURCE_VALUES, Records, pixel, record_shape};
 use crate::schema::format_number;
 
 /// The array names an `.npz` archive must hold.
@@ -62,14 +62,29 @@ pub(crate) fn read_npz(path: &Path) -> Result<Records, DataError> {
     let mut zip = zip::ZipArchive::new(BufReader::new(file))
         .map_err(|e| DataError::bad_input(path, format!("not an npz (zip) archive: {e}")))?;
     let mut member = |key: &str| -> Result<Array, DataError> {
-        let entry = zip.by_name(&format!("{key}.npy")).map_err(|_| {
+        let mut entry = zip.by_name(&format!("{key}.npy")).map_err(|_| {
             DataError::bad_input(
                 path,
                 format!("holds no array {key:?} (save with numpy.savez(f, x=features, y=labels))"),
             )
         })?;
         let size = entry.size();
-        read_array(entry, size, path, &format!("array {key:?}: "))
+        let what = format!("array {key:?}: ");
+        let array = read_array(&mut entry, size, path, &what)?;
+        // The archive checks a member's CRC only when it is read to its end: a damaged member
+        // must not be read as data. Nothing may follow the array either.
+        let mut rest = [0u8; 1];
+        match entry.read(&mut rest) {
+            Ok(0) => Ok(array),
+            Ok(_) => Err(DataError::bad_input(
+                path,
+                format!("{what}data follows the array's declared shape"),
+            )),
+            Err(e) => Err(DataError::bad_input(
+                path,
+                format!("{what}damaged archive member ({e})"),
+            )),
+        }
     };
     let x = member(NPZ_FEATURES)?;
     let y = member(NPZ_LABELS)?;
@@ -154,6 +169,12 @@ fn read_array<R: Read>(
     let type_str = ts.to_string();
     let code = type_str.get(1..).unwrap_or("");
     let item_size: u64 = code.get(1..).and_then(|s| s.parse().ok()).unwrap_or(0);
+    if npy.len() > MAX_SOURCE_VALUES {
+        return Err(bad(format!(
+            "header declares shape {shape:?}: {} values, over the limit of {MAX_SOURCE_VALUES}",
+            npy.len()
+        )));
+    }
     let needed = npy.len().checked_mul(item_size);
     if needed.is_none_or(|b| b > available) {
         return Err(bad(format!(
@@ -229,9 +250,13 @@ pub(crate) mod testutil {
 
     /// An `.npz` archive (deflated) holding `members` as `NAME.npy`.
     pub(crate) fn npz_bytes(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        npz_with(members, zip::CompressionMethod::Deflated)
+    }
+
+    /// An `.npz` archive holding `members` as `NAME.npy`, compressed with `method`.
+    pub(crate) fn npz_with(members: &[(&str, Vec<u8>)], method: zip::CompressionMethod) -> Vec<u8> {
         let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-        let opts = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated);
+        let opts = zip::write::SimpleFileOptions::default().compression_method(method);
         for (name, bytes) in members {
             zip.start_file(format!("{name}.npy"), opts).unwrap();
             zip.write_all(bytes).unwrap();
@@ -242,7 +267,7 @@ pub(crate) mod testutil {
 
 #[cfg(test)]
 mod tests {
-    use super::testutil::{npy_bytes, npz_bytes};
+    use super::testutil::{npy_bytes, npz_bytes, npz_with};
     use super::*;
 
     fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -289,6 +314,63 @@ mod tests {
         std::fs::write(&p, npz_bytes(&[("x", x)])).unwrap();
         let msg = read_npz(&p).unwrap_err().to_string();
         assert!(msg.contains("d.npz") && msg.contains("\"y\""), "{msg}");
+    }
+
+    /// `bytes` of a zip archive with every member's uncompressed size (local and central
+    /// headers) set to `size`, as a deflate bomb's headers honestly say.
+    fn claim_size(mut bytes: Vec<u8>, size: u32) -> Vec<u8> {
+        for (signature, at) in [(b"PK\x03\x04", 22), (b"PK\x01\x02", 24)] {
+            let starts: Vec<usize> = bytes
+                .windows(4)
+                .enumerate()
+                .filter(|(_, w)| w == signature)
+                .map(|(i, _)| i)
+                .collect();
+            for i in starts {
+                bytes[i + at..i + at + 4].copy_from_slice(&size.to_le_bytes());
+            }
+        }
+        bytes
+    }
+
+    #[test]
+    fn an_npz_member_that_inflates_past_the_limit_is_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bomb.npz");
+        // 2^28 one-byte values declared; a few present; the archive claims 1 GiB for each.
+        let x = npy_bytes("|u1", &[1 << 28], &[0; 64]);
+        let y = npy_bytes("|u1", &[1], &[0]);
+        let bytes = npz_with(&[("x", x), ("y", y)], zip::CompressionMethod::Stored);
+        std::fs::write(&p, claim_size(bytes, 1 << 30)).unwrap();
+        let msg = read_npz(&p).unwrap_err().to_string();
+        assert!(
+            msg.contains("array \"x\"") && msg.contains("over the limit"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn an_npz_member_with_a_wrong_crc_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.npz");
+        let marker = f32_bytes(&[0.25, 0.5, 0.75, 1.25]);
+        let x = npy_bytes("<f4", &[2, 2], &marker);
+        let y = npy_bytes("<f4", &[2], &f32_bytes(&[1.0, 0.0]));
+        let mut bytes = npz_with(&[("x", x), ("y", y)], zip::CompressionMethod::Stored);
+        std::fs::write(&p, &bytes).unwrap();
+        assert_eq!(read_npz(&p).unwrap().x, vec![0.25, 0.5, 0.75, 1.25]);
+        // One feature value changed in the stored data: still a valid array, wrong CRC.
+        let at = bytes
+            .windows(marker.len())
+            .position(|w| w == marker)
+            .unwrap();
+        bytes[at + 1] ^= 0x40;
+        std::fs::write(&p, &bytes).unwrap();
+        let msg = read_npz(&p).unwrap_err().to_string();
+        assert!(
+            msg.contains("array \"x\"") && msg.contains("damaged"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -41,14 +41,19 @@ pub(crate) const MAX_CSV_LINE_BYTES: usize = 1 << 20;
 /// [`DataError::TooLarge`] for a file over [`MAX_CSV_BYTES`] or a line over
 /// [`MAX_CSV_LINE_BYTES`].
 pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataError> {
+    read_csv_within(path, schema, MAX_CSV_BYTES)
+}
+
+/// [`read_csv`] with at most `limit` bytes in the file and in what it inflates to.
+fn read_csv_within(path: &Path, schema: &Schema, limit: u64) -> Result<Columns, DataError> {
     let file = File::open(path).map_err(|e| DataError::io(path, e))?;
     // The opened file's own size (no race with a later swap of the path): the columns read
     // from it take several times its size in memory.
     let size = file.metadata().map_err(|e| DataError::io(path, e))?.len();
-    if size > MAX_CSV_BYTES {
+    if size > limit {
         return Err(DataError::TooLarge {
             path: path.to_path_buf(),
-            reason: format!("the file is {size} bytes, over the limit of {MAX_CSV_BYTES}"),
+            reason: format!("the file is {size} bytes, over the limit of {limit}"),
         });
     }
     let mut file = BufReader::new(file);
@@ -59,20 +64,31 @@ pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataErro
     } else {
         Box::new(file)
     };
-    // `take` bounds a file that grows while it is read, and what a gzip file inflates to.
-    let file = file.take(MAX_CSV_BYTES);
+    // Bounds a file that grows while it is read, and what a gzip file inflates to: past the
+    // limit the read fails (a table cut short would be read without a word).
+    let file = Bounded {
+        inner: file,
+        left: limit,
+        limit,
+    };
     let mut reader = ReaderBuilder::new()
         .delimiter(schema.delimiter.unwrap_or(b','))
         .has_headers(true)
         .flexible(false)
         .trim(Trim::All)
         .from_reader(file);
-    let names: Vec<String> = reader
-        .headers()
-        .map_err(|e| csv_error(path, e))?
-        .iter()
-        .map(str::to_string)
-        .collect();
+    let header = reader.headers().map_err(|e| csv_error(path, e))?;
+    if header.as_slice().len() > MAX_CSV_LINE_BYTES {
+        // Refused before any name is used: messages quote the header's names.
+        return Err(DataError::TooLarge {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the header holds {} bytes, over the limit of {MAX_CSV_LINE_BYTES} per line",
+                header.as_slice().len()
+            ),
+        });
+    }
+    let names: Vec<String> = header.iter().map(str::to_string).collect();
     if names.is_empty() || (names.len() == 1 && names[0].is_empty()) {
         return Err(DataError::EmptyCsv {
             path: path.to_path_buf(),
@@ -101,6 +117,52 @@ pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataErro
     rows.finish(format!("csv:{}", path.display()))
 }
 
+/// A reader of at most `limit` bytes that fails, rather than ends, when its source holds more.
+struct Bounded<R> {
+    inner: R,
+    left: u64,
+    limit: u64,
+}
+
+/// The error a [`Bounded`] reader fails with: the limit, in bytes.
+#[derive(Debug)]
+struct OverLimit(u64);
+
+impl std::fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the data (decompressed, for a gzip file) is over the limit of {} bytes; nothing \
+             was read from a table cut short",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for OverLimit {}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            // At the limit: the data ends here, or it is too long.
+            let mut probe = [0u8; 1];
+            return match self.inner.read(&mut probe)? {
+                0 => Ok(0),
+                _ => Err(std::io::Error::other(OverLimit(self.limit))),
+            };
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let got = self.inner.read(&mut buf[..want])?;
+        self.left -= got as u64;
+        Ok(got)
+    }
+}
+
 /// Converts a csv crate error into a [`DataError`] that names the file and line.
 pub(crate) fn csv_error(path: &Path, e: csv::Error) -> DataError {
     let line = e.position().map_or(0, csv::Position::line);
@@ -114,7 +176,14 @@ pub(crate) fn csv_error(path: &Path, e: csv::Error) -> DataError {
         _ => e.to_string(),
     };
     match e.into_kind() {
-        ErrorKind::Io(source) => DataError::io(path, source),
+        ErrorKind::Io(source) => match source.get_ref().and_then(|e| e.downcast_ref::<OverLimit>())
+        {
+            Some(over) => DataError::TooLarge {
+                path: path.to_path_buf(),
+                reason: over.to_string(),
+            },
+            None => DataError::io(path, source),
+        },
         _ => DataError::Csv {
             path: path.to_path_buf(),
             line,
@@ -187,6 +256,48 @@ mod tests {
     }
 
     #[test]
+    fn data_over_the_limit_is_refused_not_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from("a,y\n");
+        for i in 0..400 {
+            text.push_str(&format!("{i},{}\n", i % 2));
+        }
+        let gz = crate::idx::testutil::gzip(text.as_bytes());
+        let p = dir.path().join("t.csv.gz");
+        std::fs::write(&p, &gz).unwrap();
+        let limit = text.len() as u64 - 1;
+        assert!((gz.len() as u64) < limit);
+        let e = read_csv_within(&p, &Schema::default(), limit).unwrap_err();
+        assert!(matches!(e, DataError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("over the limit"), "{e}");
+        // Exactly at the limit, every row is read.
+        let all = read_csv_within(&p, &Schema::default(), text.len() as u64).unwrap();
+        assert_eq!(all.into_table().values[0].len(), 400);
+        // Plain files too, with the header itself cut from messages.
+        let plain = write(dir.path(), text.as_bytes());
+        let e = read_csv_within(&plain, &Schema::default(), limit).unwrap_err();
+        assert!(matches!(e, DataError::TooLarge { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_huge_header_is_refused_without_echoing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "n".repeat(MAX_CSV_LINE_BYTES + 10);
+        let p = write(dir.path(), format!("{name},y\n1,2\n").as_bytes());
+        let msg = read_csv(&p, &Schema::default()).unwrap_err().to_string();
+        assert!(
+            msg.contains("header") && msg.len() < 300,
+            "{}",
+            &msg[..300.min(msg.len())]
+        );
+        // A long name under the limit is cut wherever a message quotes it.
+        let name = "m".repeat(5000);
+        let p = write(dir.path(), format!("{name},{name},y\n1,2,3\n").as_bytes());
+        let msg = read_csv(&p, &Schema::default()).unwrap_err().to_string();
+        assert!(msg.contains("more than once") && msg.len() < 300, "{msg}");
+    }
+
+    #[test]
     fn gzip_and_other_delimiters() {
         let dir = tempfile::tempdir().unwrap();
         let gz = crate::idx::testutil::gzip(b"a;b;y\n1;2;x\n3;4;z\n");
@@ -216,7 +327,10 @@ mod tests {
         assert_eq!(d.class_names, vec!["2", "7"]);
         assert_eq!(d.x, vec![1.0, 2.0, 3.0, 4.0]);
         let msg = read_csv(&p, &labelled("z")).unwrap_err().to_string();
-        assert!(msg.contains("\"z\"") && msg.contains("y, a, b"), "{msg}");
+        assert!(
+            msg.contains("\"z\"") && msg.contains("\"y\", \"a\", \"b\""),
+            "{msg}"
+        );
     }
 
     #[test]

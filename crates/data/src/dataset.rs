@@ -90,6 +90,10 @@ pub struct Splits {
     /// provenance; the records were clamped to its bounds and their labels mapped to its
     /// classes.
     pub schema: crate::Schema,
+    /// How many values of each feature were clamped into the declared bounds, over every
+    /// record loaded (empty when nothing was clamped to declared bounds). Computed from the
+    /// records without noise: a diagnostic.
+    pub clamped: Vec<usize>,
 }
 
 /// Table view for DP statistics: every column (features and the label) by name, as f64.
@@ -173,7 +177,7 @@ pub(crate) mod tests {
         assert_eq!(t.column("target").unwrap(), &[0.0, 1.0]);
         let msg = t.column("nope").unwrap_err().to_string();
         assert!(
-            msg.contains("\"nope\"") && msg.contains("a, target"),
+            msg.contains("\"nope\"") && msg.contains("\"a\", \"target\""),
             "{msg}"
         );
     }

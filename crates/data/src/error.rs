@@ -139,7 +139,7 @@ pub enum DataError {
     },
 
     /// A header that names the same column twice.
-    #[error("{}: column \"{column}\" appears more than once in the header", path.display())]
+    #[error("{}: column {} appears more than once in the header", path.display(), quoted(column))]
     DuplicateColumn {
         /// The file.
         path: PathBuf,
@@ -148,7 +148,7 @@ pub enum DataError {
     },
 
     /// A cell that should be a number but is not (or is not finite, or is beyond f32 range).
-    #[error("{}: line {line}, column \"{column}\": {} {reason}", path.display(), quoted(value))]
+    #[error("{}: line {line}, column {}: {} {reason}", path.display(), quoted(column), quoted(value))]
     NonNumeric {
         /// The file.
         path: PathBuf,
@@ -163,7 +163,7 @@ pub enum DataError {
     },
 
     /// An empty cell.
-    #[error("{}: line {line}, column \"{column}\": missing value", path.display())]
+    #[error("{}: line {line}, column {}: missing value", path.display(), quoted(column))]
     MissingValue {
         /// The file.
         path: PathBuf,
@@ -174,7 +174,7 @@ pub enum DataError {
     },
 
     /// A table with nothing left to use as features.
-    #[error("{}: no feature columns besides the label column \"{label}\"", path.display())]
+    #[error("{}: no feature columns besides the label column {}", path.display(), quoted(label))]
     NoFeatures {
         /// The file.
         path: PathBuf,
@@ -183,7 +183,11 @@ pub enum DataError {
     },
 
     /// A column name that does not exist.
-    #[error("unknown column \"{name}\"; available: {}", available.join(", "))]
+    #[error(
+        "unknown column {}; available: {}",
+        quoted(name),
+        quoted_list(available)
+    )]
     UnknownColumn {
         /// The requested name.
         name: String,
@@ -248,7 +252,7 @@ pub enum DataError {
     /// A private computation that needs a declaration (bounds, classes, label range) the data
     /// set does not carry.
     #[error(
-        "{dataset}: declare the {what} ({flags}); a private computation cannot read them from          the records, which would leak them"
+        "{dataset}: declare the {what} ({flags}); a private computation cannot read them from the records, which would leak them"
     )]
     Undeclared {
         /// The data set name.
@@ -304,8 +308,9 @@ pub enum DataError {
 
     /// A categorical cell whose value is not one of the column's declared categories.
     #[error(
-        "{}: line {line}, column \"{column}\": {} is not one of the declared categories ({categories})",
+        "{}: line {line}, column {}: {} is not one of the declared categories ({categories})",
         path.display(),
+        quoted(column),
         quoted(value)
     )]
     UndeclaredCategory {
@@ -400,6 +405,19 @@ impl DataError {
             value: value.to_string(),
         }
     }
+}
+
+/// The most names of a list (a header's columns) an error message quotes.
+const QUOTE_NAMES: usize = 20;
+
+/// Names from the user's file (a header's columns), each [`quoted`], at most [`QUOTE_NAMES`]
+/// of them and then how many more.
+pub fn quoted_list(names: &[String]) -> String {
+    let mut out: Vec<String> = names.iter().take(QUOTE_NAMES).map(|n| quoted(n)).collect();
+    if names.len() > QUOTE_NAMES {
+        out.push(format!("… and {} more", names.len() - QUOTE_NAMES));
+    }
+    out.join(", ")
 }
 
 /// The most characters of a cell an error message quotes.

@@ -49,6 +49,13 @@ pub struct FetchProgress {
 
 const READ_CHUNK: usize = 1 << 16;
 
+/// How long a fetch waits for a server to accept its connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a fetch waits for each read from the server (the answer's head, then every chunk
+/// of the file): a server that never answers fails in seconds, not minutes.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Downloads `name` (`mnist` or `fashion-mnist`) into `to/NAME/` from `base_url` (default:
 /// the set's usual public mirror), reporting progress, and returns the paths of the four
 /// verified `.gz` files.
@@ -87,8 +94,10 @@ pub fn fetch(
     fs::create_dir_all(&dir).map_err(|e| DataError::io(&dir, e))?;
     let agent = ureq::Agent::new_with_config(
         ureq::Agent::config_builder()
-            .timeout_connect(Some(Duration::from_secs(30)))
-            .timeout_per_read(Some(Duration::from_secs(60)))
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .timeout_resolve(Some(CONNECT_TIMEOUT))
+            .timeout_per_read(Some(READ_TIMEOUT))
+            .timeout_recv_response(Some(READ_TIMEOUT))
             .user_agent(concat!("dpml-data/", env!("CARGO_PKG_VERSION")))
             .build(),
     );
@@ -101,9 +110,52 @@ pub fn fetch(
             count: files.len(),
             dir: &dir,
         };
-        written.push(job.run(&agent, base, progress)?);
+        written.push(
+            job.run(&agent, base, progress)
+                .map_err(|e| by_hand(e, set.name(), to))?,
+        );
     }
     Ok(written)
+}
+
+/// A failed download with the way round it: where to put the files by hand (from any copy of
+/// the set) and the command that checks them.
+fn by_hand(e: DataError, set: &str, to: &Path) -> DataError {
+    match e {
+        DataError::Download { url, reason } => {
+            let names: Vec<String> = idx_files(set).map(KnownIdxFile::gz_name).collect();
+            DataError::Download {
+                url,
+                reason: format!(
+                    "{reason}; without a connection, copy {} into {} by hand and check them \
+                     with `dpml data verify {set} --data-dir {}`",
+                    names.join(", "),
+                    to.join(set).display(),
+                    to.display()
+                ),
+            }
+        }
+        other => other,
+    }
+}
+
+/// Why a request failed, saying which limit ran out when the server did not answer in time.
+fn call_failure(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(which) => {
+            let limit = match which {
+                ureq::Timeout::Connect | ureq::Timeout::Resolve => CONNECT_TIMEOUT,
+                _ => READ_TIMEOUT,
+            };
+            format!(
+                "no answer within {} s ({e}; the connect and read timeouts are {} s and {} s)",
+                limit.as_secs(),
+                CONNECT_TIMEOUT.as_secs(),
+                READ_TIMEOUT.as_secs()
+            )
+        }
+        other => other.to_string(),
+    }
 }
 
 /// One file to fetch.
@@ -144,7 +196,10 @@ impl Job<'_> {
             reason,
         };
 
-        let response = agent.get(&url).call().map_err(|e| failed(e.to_string()))?;
+        let response = agent
+            .get(&url)
+            .call()
+            .map_err(|e| failed(call_failure(&e)))?;
         let (_, body) = response.into_parts();
         let total = body.content_length().unwrap_or(self.known.gz_size);
         if total > self.known.gz_size {
@@ -169,6 +224,12 @@ impl Job<'_> {
                 Ok(0) => break,
                 Ok(k) => k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Err(failed(format!(
+                        "after {done} bytes, no data within the {} s read timeout ({e})",
+                        READ_TIMEOUT.as_secs()
+                    )));
+                }
                 Err(e) => return Err(failed(format!("after {done} bytes: {e}"))),
             };
             done += k as u64;

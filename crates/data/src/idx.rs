@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use flate2::read::MultiGzDecoder;
 
 use crate::DataError;
+use crate::records::MAX_SOURCE_VALUES;
 
 /// The magic number of an IDX image file (unsigned bytes, 3 dimensions).
 pub const IMAGES_MAGIC: u32 = 0x0000_0803;
@@ -346,9 +347,21 @@ impl IdxReader {
 
     /// The number of data bytes the dimensions declare.
     fn data_len(&self, dims: &[usize]) -> Result<usize, DataError> {
-        dims.iter()
+        let len = dims
+            .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| self.invalid(format!("dimensions {dims:?} overflow")))
+            .ok_or_else(|| self.invalid(format!("dimensions {dims:?} overflow")))?;
+        // A small gzip file can inflate to any size its header declares: bounded first.
+        if len as u64 > MAX_SOURCE_VALUES {
+            return Err(DataError::TooLarge {
+                path: self.path.clone(),
+                reason: format!(
+                    "dimensions {dims:?} declare {len} values, over the limit of \
+                     {MAX_SOURCE_VALUES}"
+                ),
+            });
+        }
+        Ok(len)
     }
 
     /// Streams exactly `len` data bytes into `sink`, then checks that nothing follows.
@@ -555,5 +568,20 @@ mod tests {
         let err = read_images(Path::new("/nonexistent/x-idx3-ubyte")).unwrap_err();
         assert!(matches!(err, DataError::Io { .. }));
         assert!(err.to_string().contains("/nonexistent/x-idx3-ubyte"));
+    }
+
+    #[test]
+    fn declared_sizes_over_the_limit_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        // 2^14 images of 2^7 x 2^7 pixels: 2^28 values declared in a 20-byte gzip file.
+        let p = write(
+            dir.path(),
+            "big.idx.gz",
+            &gzip(&idx_bytes(IMAGES_MAGIC, &[1 << 14, 1 << 7, 1 << 7], &[])),
+        );
+        for e in [read_images(&p).unwrap_err(), read_array(&p).unwrap_err()] {
+            assert!(matches!(e, DataError::TooLarge { .. }), "{e}");
+            assert!(e.to_string().contains("over the limit"), "{e}");
+        }
     }
 }

@@ -142,6 +142,7 @@ impl IdxSet {
             train,
             test: Some(test),
             schema: crate::Schema::default(),
+            clamped: Vec::new(),
         })
     }
 

@@ -1,9 +1,11 @@
 //! Image folders: `images:DIR` holds one subfolder per class (the subfolder's name is the
 //! class), each holding PNG or JPEG files (recognised by their content, not their names).
 //!
-//! Every image becomes a record of the declared shape `[C, H, W]` (schema key `shape`; C = 1
-//! for grayscale, 3 for RGB; without a declaration, the first image's size, and 3 channels
-//! unless it is grayscale). An image of another size is refused, naming it and both sizes,
+//! Every image becomes a record of the declared shape `[C, H, W]` (schema key `shape` or
+//! `--shape`; C = 1 for grayscale, 3 for RGB). Without a declaration the first image's size
+//! is taken, with 3 channels unless it is grayscale: a shape read from a record, which
+//! [`crate::load`] marks as inferred and which every private computation refuses (one image
+//! would fix every record and the model). An image of another size is refused, naming it and both sizes,
 //! unless resizing is asked for (`--resize` or schema key `resize = true`: bilinear). Pixels
 //! are scaled to [0, 1] like MNIST's, a public range. Anything else in the folder (a file
 //! beside the class folders, a file that is not a PNG or JPEG) is an error naming it: nothing
@@ -17,7 +19,11 @@ use image::io::Reader as ImageReader;
 use image::{ColorType, DynamicImage};
 
 use crate::DataError;
-use crate::records::{Records, pixel};
+use crate::records::{MAX_RECORD_VALUES, MAX_SOURCE_VALUES, Records, pixel, values_within};
+
+/// The most pixels an image may declare in its header (2²⁶, a 8192 × 8192 image): checked
+/// before it is decoded, so that a small file declaring 20 000 × 20 000 pixels is refused.
+pub(crate) const MAX_IMAGE_PIXELS: u64 = 1 << 26;
 
 /// How images become records.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,6 +50,14 @@ pub(crate) fn read_image_folder(dir: &Path, opts: &ImageOptions) -> Result<Recor
              or 3 (RGB)"
         )));
     }
+    if let Some(shape) = &opts.shape
+        && values_within(shape, MAX_RECORD_VALUES).is_none()
+    {
+        return Err(DataError::Schema(format!(
+            "shape {shape:?} for an image folder holds more than the limit of \
+             {MAX_RECORD_VALUES} values per record"
+        )));
+    }
     let mut shape = opts.shape.clone();
     let mut x = Vec::new();
     let mut labels = Vec::new();
@@ -60,7 +74,22 @@ pub(crate) fn read_image_folder(dir: &Path, opts: &ImageOptions) -> Result<Recor
             .unwrap_or_default();
         for file in sorted_entries(&class_dir)? {
             let img = decode(&file)?;
-            let s = shape.get_or_insert_with(|| natural_shape(&img));
+            let s = match &shape {
+                Some(s) => s,
+                None => shape.insert(natural_shape(&file, &img)?),
+            };
+            if (x.len() as u64).saturating_add(values_within(s, u64::MAX).unwrap_or(u64::MAX))
+                > MAX_SOURCE_VALUES
+            {
+                return Err(DataError::TooLarge {
+                    path: dir.to_path_buf(),
+                    reason: format!(
+                        "the images hold more than the limit of {MAX_SOURCE_VALUES} values \
+                         (at {})",
+                        file.display()
+                    ),
+                });
+            }
             append_pixels(&mut x, &file, img, s, opts.resize)?;
             labels.push(class.clone());
         }
@@ -100,28 +129,55 @@ fn decode(file: &Path) -> Result<DynamicImage, DataError> {
             "not a regular file (class folders hold PNG and JPEG images only)",
         ));
     }
-    let reader = ImageReader::open(file)
-        .map_err(|e| DataError::io(file, e))?
-        .with_guessed_format()
-        .map_err(|e| DataError::io(file, e))?;
-    match reader.format() {
-        Some(image::ImageFormat::Png | image::ImageFormat::Jpeg) => {}
-        _ => return Err(not_image(&"unrecognised content")),
+    let open = || -> Result<ImageReader<_>, DataError> {
+        let reader = ImageReader::open(file)
+            .map_err(|e| DataError::io(file, e))?
+            .with_guessed_format()
+            .map_err(|e| DataError::io(file, e))?;
+        match reader.format() {
+            Some(image::ImageFormat::Png | image::ImageFormat::Jpeg) => Ok(reader),
+            _ => Err(not_image(&"unrecognised content")),
+        }
+    };
+    // The header's size first (nothing decoded): the pixels it declares are allocated next.
+    let (w, h) = open()?.into_dimensions().map_err(|e| not_image(&e))?;
+    if u64::from(w) * u64::from(h) > MAX_IMAGE_PIXELS {
+        return Err(DataError::bad_input(
+            file,
+            format!(
+                "image declares {w}x{h} pixels (width x height), over the limit of \
+                 {MAX_IMAGE_PIXELS} pixels"
+            ),
+        ));
     }
-    reader.decode().map_err(|e| not_image(&e))
+    open()?.decode().map_err(|e| not_image(&e))
 }
 
 /// The shape of an undeclared folder: the first image's size, one channel if it is grey.
-fn natural_shape(img: &DynamicImage) -> Vec<usize> {
+///
+/// # Errors
+/// [`DataError::BadInput`] naming `file` when that shape holds more than
+/// [`MAX_RECORD_VALUES`] values.
+fn natural_shape(file: &Path, img: &DynamicImage) -> Result<Vec<usize>, DataError> {
     let grey = matches!(
         img.color(),
         ColorType::L8 | ColorType::La8 | ColorType::L16 | ColorType::La16
     );
-    vec![
+    let shape = vec![
         if grey { 1 } else { 3 },
         img.height() as usize,
         img.width() as usize,
-    ]
+    ];
+    match values_within(&shape, MAX_RECORD_VALUES) {
+        Some(_) => Ok(shape),
+        None => Err(DataError::bad_input(
+            file,
+            format!(
+                "a record of shape {shape:?} holds more than the limit of {MAX_RECORD_VALUES} \
+                 values; declare a smaller --shape and pass --resize"
+            ),
+        )),
+    }
 }
 
 /// Appends `img` as `[C, H, W]` (channel-major) pixels in [0, 1].
@@ -261,5 +317,70 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("README"), "{msg}");
+    }
+
+    /// A PNG file that declares `w` x `h` grey pixels and holds no image data.
+    fn png_header_only(path: &Path, w: u32, h: u32) {
+        let chunk = |kind: &[u8], data: &[u8]| {
+            let mut c = (data.len() as u32).to_be_bytes().to_vec();
+            c.extend_from_slice(kind);
+            c.extend_from_slice(data);
+            let mut crc = flate2::Crc::new();
+            crc.update(kind);
+            crc.update(data);
+            c.extend_from_slice(&crc.sum().to_be_bytes());
+            c
+        };
+        let mut ihdr = w.to_be_bytes().to_vec();
+        ihdr.extend_from_slice(&h.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 0, 0, 0, 0]);
+        let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+        bytes.extend(chunk(b"IHDR", &ihdr));
+        bytes.extend(chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00]));
+        bytes.extend(chunk(b"IEND", &[]));
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn declared_sizes_over_the_limits_are_refused_before_decoding() {
+        let dir = folder(true);
+        // A declared record of 10^10 pixels, resized to: refused before any image is read.
+        let huge = ImageOptions {
+            shape: Some(vec![1, 100_000, 100_000]),
+            resize: true,
+        };
+        let msg = read_image_folder(dir.path(), &huge)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("100000") && msg.contains("limit"), "{msg}");
+        // A 20 000 x 20 000 header in a file of a few dozen bytes: refused by its header.
+        png_header_only(&dir.path().join("dog").join("b.png"), 20_000, 20_000);
+        let resized = ImageOptions {
+            shape: Some(vec![1, 2, 3]),
+            resize: true,
+        };
+        for opts in [ImageOptions::default(), resized] {
+            let msg = read_image_folder(dir.path(), &opts)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                msg.contains("b.png") && msg.contains("20000x20000") && msg.contains("limit"),
+                "{msg}"
+            );
+        }
+        // Under the pixel limit but over a record's without a declared shape.
+        std::fs::remove_file(dir.path().join("dog").join("b.png")).unwrap();
+        let dir2 = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir2.path().join("a")).unwrap();
+        image::GrayImage::new(2049, 2048)
+            .save(dir2.path().join("a").join("x.png"))
+            .unwrap();
+        let msg = read_image_folder(dir2.path(), &ImageOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("x.png") && msg.contains("[1, 2048, 2049]") && msg.contains("--resize"),
+            "{msg}"
+        );
     }
 }

@@ -17,20 +17,21 @@
 //!   each embedded set's documentation (equal to the data's own minima and maxima for iris,
 //!   wine and breast-cancer: data-derived, for demos only).
 //! - **Splits and scaling**: [`train_test_split`] and [`kfold`], decided per record by a keyed
-//!   hash ([`SplitKey`]) so that removing one record moves only that record;
+//!   hash ([`SplitKey`]) of the part of each record that the run's neighbouring relation
+//!   leaves fixed ([`SplitBasis`]), so that removing one record moves only that record;
 //!   [`MinMaxScaler`], [`StandardScaler`].
 //! - **Files**: [`catalog`] (what is available, from headers only), [`verify`] (SHA-256 against
 //!   compiled-in sums), [`fetch`] (download, verify, write atomically).
 //!
 //! ```
-//! use dpml_data::{load, LoadOptions, Source, SplitKey, train_test_split};
+//! use dpml_data::{load, LoadOptions, Source, SplitBasis, SplitKey, train_test_split};
 //!
 //! let source: Source = "iris".parse()?;
 //! let iris = load(&source, &LoadOptions::default())?.train;
 //! assert_eq!((iris.n, iris.n_features(), iris.n_classes), (150, 4, 3));
 //! // A real run draws the key from its generator (`SplitKey::from_rng`) and reports it.
 //! let key: SplitKey = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff".parse()?;
-//! let (train, test) = train_test_split(&iris, 0.2, &key)?;
+//! let (train, test) = train_test_split(&iris, 0.2, &key, SplitBasis::Record)?;
 //! assert_eq!(train.n + test.n, 150); // about 30 in test: each record is held out with p = 0.2
 //! # Ok::<(), dpml_data::DataError>(())
 //! ```
@@ -73,6 +74,7 @@ pub use scale::{MinMaxScaler, StandardScaler};
 pub use schema::{FeatureBounds, Provenance, Schema};
 pub use source::{DATA_DIR_ENV, KNOWN_NAMES, LoadOptions, Source, resolve_data_dir};
 pub use split::{
-    Fold, SplitKey, fold_assignments, kfold, split_indices, train_test_split, validation_split,
+    Fold, SplitBasis, SplitKey, fold_assignments, kfold, split_indices, train_test_split,
+    validation_indices, validation_split,
 };
 pub use verify::{CheckStatus, FileCheck, verify};

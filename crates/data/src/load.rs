@@ -43,6 +43,12 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
         }
         (None, Some(records)) => {
             check_no_label_column(source, opts)?;
+            if schema.shape.is_none() && matches!(source, Source::Images(_)) {
+                // The first image's size and channels: fine for a look at the data, refused
+                // by every private computation (`Schema::require_shape`).
+                schema.shape = Some(records.record_shape.clone());
+                schema.shape_provenance = Some(Provenance::Inferred);
+            }
             if records.pixels && schema.bounds.is_none() {
                 // 8-bit pixels were scaled into [0, 1], as MNIST's: a public range.
                 schema.bounds = Some(FeatureBounds::Uniform((0.0, 1.0)));
@@ -52,14 +58,16 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
                 train: records.into_dataset(schema.classes.as_deref(), schema.label_range)?,
                 test: None,
                 schema: Schema::default(),
+                clamped: Vec::new(),
             }
         }
         (None, None) => {
-            let (columns, path) = columns(source, &schema)?;
+            let (columns, path, clamped) = columns(source, &schema)?;
             Splits {
                 train: columns.into_dataset(&path)?,
                 test: None,
                 schema: Schema::default(),
+                clamped,
             }
         }
     };
@@ -78,10 +86,13 @@ pub fn load(source: &Source, opts: &LoadOptions) -> Result<Splits, DataError> {
     }
     if clamp_here {
         // Tables were clamped column by column when parsed; arrays and images are clamped here.
-        schema.clamp(&mut splits.train)?;
+        let mut clamped = schema.clamp(&mut splits.train)?;
         if let Some(test) = &mut splits.test {
-            schema.clamp(test)?;
+            for (all, c) in clamped.iter_mut().zip(schema.clamp(test)?) {
+                *all += c;
+            }
         }
+        splits.clamped = clamped;
     }
     splits.schema = schema;
     Ok(splits)
@@ -175,8 +186,9 @@ fn records_table(data: Dataset) -> Table {
 }
 
 /// Parses an embedded or CSV source under `schema` (features selected and clamped, labels
-/// mapped to the declared classes); returns the columns and the path for messages.
-fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataError> {
+/// mapped to the declared classes); returns the columns, the path for messages and how many
+/// values of each feature were clamped.
+fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf, Vec<usize>), DataError> {
     let (mut columns, path) = match source {
         Source::Csv(path) => {
             let columns = read_csv(path, schema)?;
@@ -194,10 +206,11 @@ fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf), DataE
             (e.parse()?, e.pseudo_path())
         }
     };
-    if let Some(bounds) = &schema.bounds {
-        columns.clamp_features(bounds)?;
-    }
-    Ok((columns, path))
+    let clamped = match &schema.bounds {
+        Some(bounds) => columns.clamp_features(bounds)?,
+        None => Vec::new(),
+    };
+    Ok((columns, path, clamped))
 }
 
 /// Gives the records the declared shape (e.g. `[1, 28, 28]` for 784 pixel columns, so a CNN

@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::path::Path;
 
+use parquet::basic::{ConvertedType, LogicalType, Type};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 
@@ -40,6 +41,20 @@ pub(crate) fn read_parquet(path: &Path, schema: &Schema) -> Result<Columns, Data
             nested.name()
         )));
     }
+    if let Some((column, kind)) = descr.columns().iter().find_map(|c| {
+        not_a_number(
+            c.physical_type(),
+            c.logical_type().as_ref(),
+            c.converted_type(),
+        )
+        .map(|kind| (c.name().to_string(), kind))
+    }) {
+        return Err(bad(&format!(
+            "column {column:?} holds {kind} values, which are not numbers (a feature of the \
+             same storage would read as its raw count of time units or digits): convert it, \
+             or drop it"
+        )));
+    }
     let names = descr
         .columns()
         .iter()
@@ -64,6 +79,38 @@ pub(crate) fn read_parquet(path: &Path, schema: &Schema) -> Result<Columns, Data
         rows.push(i as u64 + 1, cells.iter().map(|c| c.trim()))?;
     }
     rows.finish(format!("parquet:{}", path.display()))
+}
+
+/// What a column annotated as a date, a time, a timestamp, a decimal or another non-numeric
+/// type holds (`None` for a plain number, a boolean or a string). The row reader hands some of
+/// them over as plain integers (a nanosecond timestamp as its count of nanoseconds), so they
+/// are refused by their annotation, before any row is read.
+fn not_a_number(
+    physical: Type,
+    logical: Option<&LogicalType>,
+    converted: ConvertedType,
+) -> Option<&'static str> {
+    let by_logical = logical.and_then(|l| match l {
+        LogicalType::Timestamp { .. } => Some("timestamp"),
+        LogicalType::Date => Some("date"),
+        LogicalType::Time { .. } => Some("time"),
+        LogicalType::Decimal { .. } => Some("decimal"),
+        LogicalType::Json | LogicalType::Bson => Some("JSON"),
+        LogicalType::Uuid => Some("UUID"),
+        _ => None,
+    });
+    let by_converted = match converted {
+        ConvertedType::TIMESTAMP_MILLIS | ConvertedType::TIMESTAMP_MICROS => Some("timestamp"),
+        ConvertedType::DATE => Some("date"),
+        ConvertedType::TIME_MILLIS | ConvertedType::TIME_MICROS => Some("time"),
+        ConvertedType::DECIMAL => Some("decimal"),
+        ConvertedType::INTERVAL => Some("interval"),
+        ConvertedType::JSON | ConvertedType::BSON => Some("JSON"),
+        _ => None,
+    };
+    // INT96 is only ever a legacy (Impala, Spark) timestamp.
+    let legacy = (physical == Type::INT96).then_some("timestamp");
+    by_logical.or(by_converted).or(legacy)
 }
 
 /// A field as the text a csv cell would hold (empty for null); `None` for unsupported types.
@@ -91,7 +138,7 @@ fn cell_text(field: &Field) -> Option<String> {
 mod tests {
     use std::sync::Arc;
 
-    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type};
+    use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
     use parquet::file::properties::WriterProperties;
     use parquet::file::writer::SerializedFileWriter;
 
@@ -103,6 +150,7 @@ mod tests {
         Double(Vec<Option<f64>>),
         Bytes(Vec<&'static str>),
         Int(Vec<i32>),
+        Long(Vec<i64>),
     }
 
     fn write(path: &Path, message: &str, cols: Vec<Col>) {
@@ -129,6 +177,9 @@ mod tests {
                 }
                 Col::Int(v) => {
                     w.typed::<Int32Type>().write_batch(&v, None, None).unwrap();
+                }
+                Col::Long(v) => {
+                    w.typed::<Int64Type>().write_batch(&v, None, None).unwrap();
                 }
             }
             w.close().unwrap();
@@ -167,6 +218,36 @@ mod tests {
             msg.contains("\"blob\"") && msg.contains("not a number"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn timestamp_date_and_decimal_columns_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, column) in [
+            "REQUIRED INT64 t (TIMESTAMP(NANOS,true));",
+            "REQUIRED INT64 t (TIMESTAMP(MICROS,false));",
+            "REQUIRED INT64 t (TIMESTAMP_MILLIS);",
+            "REQUIRED INT32 t (DATE);",
+            "REQUIRED INT32 t (TIME(MILLIS,true));",
+            "REQUIRED INT32 t (DECIMAL(9,2));",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let p = dir.path().join(format!("t{i}.parquet"));
+            let message = format!("message t {{ {column} REQUIRED INT32 y; }}");
+            let values = if column.contains("INT64") {
+                Col::Long(vec![1_700_000_000_000, 1_700_000_000_001])
+            } else {
+                Col::Int(vec![19_000, 19_001])
+            };
+            write(&p, &message, vec![values, Col::Int(vec![0, 1])]);
+            let msg = error(&p, &Schema::default());
+            assert!(
+                msg.contains("column \"t\"") && msg.contains("not numbers"),
+                "{column}: {msg}"
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,22 @@ use crate::schema::declared_label;
 use crate::tabular::encode_labels;
 use crate::{DataError, Dataset};
 
+/// The most feature values an array, IDX or image source may hold (2²⁷: 512 MiB as f32;
+/// MNIST's training images hold 4.7·10⁷), checked against the sizes a file declares before
+/// its data is read or decompressed.
+pub const MAX_SOURCE_VALUES: u64 = 1 << 27;
+
+/// The most values one record may hold (a model's input limit too: CIFAR's records hold 3072).
+pub const MAX_RECORD_VALUES: u64 = 1 << 22;
+
+/// The number of values of `shape`, if it is at most `limit`.
+pub(crate) fn values_within(shape: &[usize], limit: u64) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(1u64, |p, &s| p.checked_mul(s as u64))
+        .filter(|&n| n <= limit)
+}
+
 /// Records read from arrays or images, labels not yet mapped to classes.
 #[derive(Debug, Clone)]
 pub(crate) struct Records {

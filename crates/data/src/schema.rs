@@ -132,6 +132,10 @@ pub struct Schema {
     /// or array, the shape its features are laid out in (`[1, 28, 28]` for 784 pixel columns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<usize>>,
+    /// Where the shape comes from: [`Provenance::Inferred`] when an image folder's was read
+    /// from its first image (only non-private computations accept it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape_provenance: Option<Provenance>,
     /// Resize images of another size to `shape` instead of refusing them.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resize: bool,
@@ -232,6 +236,7 @@ impl Schema {
         }
         if over.shape.is_some() {
             self.shape = over.shape;
+            self.shape_provenance = over.shape_provenance;
         }
         self.resize |= over.resize;
         if over.delimiter.is_some() {
@@ -245,6 +250,21 @@ impl Schema {
             self.label_range = over.label_range;
         }
         self
+    }
+
+    /// A declared record shape (the user's `--shape`).
+    ///
+    /// # Errors
+    /// [`DataError::Schema`] for an empty shape or one with a zero extent.
+    pub fn with_shape(mut self, shape: Vec<usize>) -> Result<Schema, DataError> {
+        if shape.is_empty() || shape.contains(&0) {
+            return Err(DataError::Schema(format!(
+                "shape {shape:?} must list one or more extents, none of them 0"
+            )));
+        }
+        self.shape = Some(shape);
+        self.shape_provenance = Some(Provenance::Declared);
+        Ok(self)
     }
 
     /// Declared bounds (the user's), one range for every feature or one per feature.
@@ -401,6 +421,23 @@ impl Schema {
         }
     }
 
+    /// Checks that the record shape was not read from the records: an image folder's shape
+    /// (channels, height, width) fixes every record and the model's first layer, so a private
+    /// computation may not take it from one image.
+    ///
+    /// # Errors
+    /// [`DataError::Undeclared`] naming the flags that declare it.
+    pub fn require_shape(&self, dataset: &str) -> Result<(), DataError> {
+        match self.shape_provenance {
+            Some(Provenance::Inferred) => Err(undeclared(
+                dataset,
+                "record shape [C, H, W]",
+                "--shape C,H,W, or schema key shape",
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks that a label range is declared (regression).
     ///
     /// # Errors
@@ -410,23 +447,27 @@ impl Schema {
             .ok_or_else(|| undeclared(dataset, "label range", "--label-range or --schema FILE"))
     }
 
-    /// Clamps every feature of `data` into the declared bounds (nothing when none are declared).
+    /// Clamps every feature of `data` into the declared bounds (nothing when none are
+    /// declared); returns how many values of each feature were moved (empty without bounds).
     ///
     /// # Errors
     /// [`DataError::Schema`] when per-feature bounds do not number the data's features.
-    pub fn clamp(&self, data: &mut Dataset) -> Result<(), DataError> {
+    pub fn clamp(&self, data: &mut Dataset) -> Result<Vec<usize>, DataError> {
         let d = data.n_features();
         let Some(bounds) = self.feature_bounds(d)? else {
-            return Ok(());
+            return Ok(Vec::new());
         };
+        let mut clamped = vec![0; d];
         for row in data.x.chunks_exact_mut(d.max(1)) {
-            for (v, &(lo, hi)) in row.iter_mut().zip(&bounds) {
+            for ((v, &(lo, hi)), count) in row.iter_mut().zip(&bounds).zip(&mut clamped) {
                 // f32 rounding of the bounds themselves may fall a hair outside [lo, hi]; the
                 // value stays finite either way, which is what the engine relies on.
-                *v = v.clamp(lo as f32, hi as f32);
+                let c = v.clamp(lo as f32, hi as f32);
+                *count += usize::from(c != *v);
+                *v = c;
             }
         }
-        Ok(())
+        Ok(clamped)
     }
 }
 
@@ -551,6 +592,7 @@ impl SchemaFile {
     fn into_schema(self) -> Result<Schema, DataError> {
         let mut s = Schema {
             label_column: self.label_column,
+            shape_provenance: self.shape.as_ref().map(|_| Provenance::Declared),
             shape: self.shape,
             resize: self.resize,
             ..Schema::default()

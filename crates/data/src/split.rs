@@ -6,10 +6,20 @@
 //! set is cut out of the user's data set by shuffling all of it, removing one record moves
 //! many others across the cut, so the two training sets are no longer neighbours and the
 //! reported ε holds only for the derived split, not for the data set handed in. Here each
-//! record's side (or fold) depends on that record alone: a keyed hash of its content, the
-//! bytes of its feature values and the name of its class. Removing or adding one record
-//! changes the training set by that record at most, for every key, so the guarantee of the
-//! training run holds for the data set itself.
+//! record's side (or fold) depends on that record alone: a keyed hash of the part of it that
+//! the run's neighbouring relation leaves fixed ([`SplitBasis`]). For add/remove-one DP that
+//! is the whole record, the bytes of its feature values and the name of its class: removing
+//! or adding one record changes the training set by that record at most, for every key, so
+//! the guarantee of the training run holds for the data set itself.
+//!
+//! # Relations that change a record
+//!
+//! Under label DP the neighbours differ in one record's label, and under local DP on the
+//! features in one record's features. Hashing the protected part would let the changed record
+//! change sides: the training set (and its public size) would depend on the protected value.
+//! So label DP hashes the features only ([`SplitBasis::Features`]) and local DP on the
+//! features hashes the record's position in the data set ([`SplitBasis::Position`]): what the
+//! relation changes never reaches the hash, and the split is identical on both neighbours.
 //!
 //! # Consequences
 //!
@@ -103,6 +113,31 @@ impl FromStr for SplitKey {
     }
 }
 
+/// What a record's side may depend on: the part of the record that the run's neighbouring
+/// relation leaves fixed (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SplitBasis {
+    /// Add/remove one record: the whole record, its feature values and its class.
+    #[default]
+    Record,
+    /// Label DP (one record's label changes): the feature values only.
+    Features,
+    /// Local DP on the features (one record's features change): the record's position in
+    /// the data set.
+    Position,
+}
+
+impl SplitBasis {
+    /// What the split hashes, in words (for the release's list of public facts).
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::Record => "each record's features and class",
+            Self::Features => "each record's features (not its label)",
+            Self::Position => "each record's position (not its features)",
+        }
+    }
+}
+
 /// What a record's hash is used for: the train/test cut, the folds and the validation cut draw
 /// independent values from the same key.
 #[derive(Clone, Copy)]
@@ -112,8 +147,9 @@ enum Purpose {
     Validation,
 }
 
-/// A uniform `u64` that depends only on the key, the purpose and record `i`'s content.
-fn record_draw(d: &Dataset, i: usize, key: &SplitKey, purpose: Purpose) -> u64 {
+/// A uniform `u64` that depends only on the key, the purpose and the `basis` part of record
+/// `i`.
+fn record_draw(d: &Dataset, i: usize, key: &SplitKey, purpose: Purpose, basis: SplitBasis) -> u64 {
     let mut h = Sha256::new();
     h.update(key.as_bytes());
     h.update(match purpose {
@@ -121,12 +157,26 @@ fn record_draw(d: &Dataset, i: usize, key: &SplitKey, purpose: Purpose) -> u64 {
         Purpose::Folds => b"dpml split v1: k-fold    \0",
         Purpose::Validation => b"dpml split v1: validation\0",
     });
+    // Record hashes the v1 bytes unchanged (keys of earlier runs reproduce their splits); the
+    // other bases are tagged so that no record's bytes can collide with a position.
+    match basis {
+        SplitBasis::Record => {}
+        SplitBasis::Features => h.update(b"features\0"),
+        SplitBasis::Position => {
+            h.update(b"position\0");
+            h.update((i as u64).to_le_bytes());
+            return first_u64(&h.finalize());
+        }
+    }
     let row = d.row(i);
     h.update((row.len() as u64).to_le_bytes());
     for &v in row {
         // -0.0 and 0.0 are the same value; records equal as numbers hash alike.
         let v = if v == 0.0 { 0.0f32 } else { v };
         h.update(v.to_bits().to_le_bytes());
+    }
+    if basis == SplitBasis::Features {
+        return first_u64(&h.finalize());
     }
     // The class by name where there is one: class indices can depend on the other records
     // (a CSV's labels are numbered in sorted order of the values present), names cannot.
@@ -143,7 +193,11 @@ fn record_draw(d: &Dataset, i: usize, key: &SplitKey, purpose: Purpose) -> u64 {
             h.update(y.to_le_bytes());
         }
     }
-    let digest = h.finalize();
+    first_u64(&h.finalize())
+}
+
+/// The first eight bytes of a digest as a little-endian `u64`.
+fn first_u64(digest: &[u8]) -> u64 {
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
     u64::from_le_bytes(first)
@@ -161,8 +215,8 @@ fn canonical_label(name: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Splits `d` into (train, test): each record goes to test with probability `test_fraction`,
-/// independently of every other record, as decided by the keyed hash of its content (see the
-/// module documentation for why, and what follows). The records keep their order.
+/// independently of every other record, as decided by the keyed hash of its `basis` part (see
+/// the module documentation for why, and what follows). The records keep their order.
 ///
 /// # Errors
 /// [`DataError::InvalidParameter`] when `test_fraction` is not in (0, 1);
@@ -171,8 +225,9 @@ pub fn train_test_split(
     d: &Dataset,
     test_fraction: f64,
     key: &SplitKey,
+    basis: SplitBasis,
 ) -> Result<(Dataset, Dataset), DataError> {
-    let (train, test) = split_indices(d, test_fraction, key)?;
+    let (train, test) = split_indices(d, test_fraction, key, basis)?;
     Ok((d.subset(&train), d.subset(&test)))
 }
 
@@ -184,12 +239,14 @@ pub fn split_indices(
     d: &Dataset,
     test_fraction: f64,
     key: &SplitKey,
+    basis: SplitBasis,
 ) -> Result<(Vec<usize>, Vec<usize>), DataError> {
     cut(
         d,
         test_fraction,
         key,
         Purpose::TrainTest,
+        basis,
         ("test_fraction", "the training set", "the test set"),
     )
 }
@@ -197,9 +254,10 @@ pub fn split_indices(
 /// Splits `d` (a training set) into (fit, validation) for a private search that scores its
 /// trials on records none of them trained on: each record goes to validation with probability
 /// `validation_fraction`, independently of every other record, by the keyed hash of its
-/// content, drawn apart from the train/test cut and the folds (another purpose tag). Removing
-/// one record moves only that record, so the trials' guarantees and the noisy scores' hold for
-/// `d` itself (see the module documentation). The records keep their order.
+/// `basis` part (what the run's neighbouring relation leaves fixed), drawn apart from the
+/// train/test cut and the folds (another purpose tag). Neighbouring data sets give neighbouring
+/// (fit, validation) pairs, so the trials' guarantees and the noisy scores' hold for `d` itself
+/// (see the module documentation). The records keep their order.
 ///
 /// # Errors
 /// [`DataError::InvalidParameter`] when `validation_fraction` is not in (0, 1);
@@ -208,19 +266,34 @@ pub fn validation_split(
     d: &Dataset,
     validation_fraction: f64,
     key: &SplitKey,
+    basis: SplitBasis,
 ) -> Result<(Dataset, Dataset), DataError> {
-    let (fit, validation) = cut(
+    let (fit, validation) = validation_indices(d, validation_fraction, key, basis)?;
+    Ok((d.subset(&fit), d.subset(&validation)))
+}
+
+/// The indices behind [`validation_split`]: (fit, validation), each ascending.
+///
+/// # Errors
+/// As [`validation_split`].
+pub fn validation_indices(
+    d: &Dataset,
+    validation_fraction: f64,
+    key: &SplitKey,
+    basis: SplitBasis,
+) -> Result<(Vec<usize>, Vec<usize>), DataError> {
+    cut(
         d,
         validation_fraction,
         key,
         Purpose::Validation,
+        basis,
         (
             "validation_fraction",
             "the set the trials train on",
             "the validation set",
         ),
-    )?;
-    Ok((d.subset(&fit), d.subset(&validation)))
+    )
 }
 
 /// (kept, held out) indices of `d`, each ascending: a record is held out when its draw for
@@ -231,6 +304,7 @@ fn cut(
     fraction: f64,
     key: &SplitKey,
     purpose: Purpose,
+    basis: SplitBasis,
     (setting, kept_side, held_side): (&'static str, &str, &str),
 ) -> Result<(Vec<usize>, Vec<usize>), DataError> {
     if !(fraction.is_finite() && fraction > 0.0 && fraction < 1.0) {
@@ -239,7 +313,7 @@ fn cut(
     // u < f·2⁶⁴ has probability f (to within 2⁻⁶⁴); the cast saturates just below 1.
     let threshold = (fraction * 2f64.powi(64)) as u64;
     let (held, kept): (Vec<usize>, Vec<usize>) =
-        (0..d.n).partition(|&i| record_draw(d, i, key, purpose) < threshold);
+        (0..d.n).partition(|&i| record_draw(d, i, key, purpose, basis) < threshold);
     for (part, side) in [(&kept, kept_side), (&held, held_side)] {
         if part.is_empty() {
             return Err(DataError::empty_split(
@@ -256,13 +330,18 @@ fn cut(
 /// One fold of [`kfold`]: (train indices, test indices), each ascending.
 pub type Fold = (Vec<usize>, Vec<usize>);
 
-/// The fold (in `0..k`) of every record of `d`: a keyed hash of the record's content, so each
-/// record's fold is independent of the other records and uniform over the `k` folds.
+/// The fold (in `0..k`) of every record of `d`: a keyed hash of the record's `basis` part, so
+/// each record's fold is independent of the other records and uniform over the `k` folds.
 ///
 /// # Errors
 /// [`DataError::InvalidParameter`] unless `2 ≤ k ≤ n`; [`DataError::EmptySplit`] when a fold
 /// gets no records.
-pub fn fold_assignments(d: &Dataset, k: usize, key: &SplitKey) -> Result<Vec<usize>, DataError> {
+pub fn fold_assignments(
+    d: &Dataset,
+    k: usize,
+    key: &SplitKey,
+    basis: SplitBasis,
+) -> Result<Vec<usize>, DataError> {
     if k < 2 || k > d.n {
         return Err(DataError::param(
             "k",
@@ -273,7 +352,7 @@ pub fn fold_assignments(d: &Dataset, k: usize, key: &SplitKey) -> Result<Vec<usi
     // Multiply-shift maps the uniform u64 onto 0..k with bias below k/2⁶⁴.
     let folds: Vec<usize> = (0..d.n)
         .map(|i| {
-            let u = record_draw(d, i, key, Purpose::Folds);
+            let u = record_draw(d, i, key, Purpose::Folds, basis);
             ((u128::from(u) * k as u128) >> 64) as usize
         })
         .collect();
@@ -299,8 +378,13 @@ pub fn fold_assignments(d: &Dataset, k: usize, key: &SplitKey) -> Result<Vec<usi
 ///
 /// # Errors
 /// As [`fold_assignments`].
-pub fn kfold(d: &Dataset, k: usize, key: &SplitKey) -> Result<Vec<Fold>, DataError> {
-    let assignment = fold_assignments(d, k, key)?;
+pub fn kfold(
+    d: &Dataset,
+    k: usize,
+    key: &SplitKey,
+    basis: SplitBasis,
+) -> Result<Vec<Fold>, DataError> {
+    let assignment = fold_assignments(d, k, key, basis)?;
     Ok((0..k)
         .map(|f| (0..d.n).partition(|&i| assignment[i] != f))
         .collect())
@@ -324,16 +408,21 @@ mod tests {
     #[test]
     fn split_is_a_reproducible_partition_that_keeps_rows_whole() {
         let d = toy(40);
-        let (train, test) = split_indices(&d, 0.3, &key(1)).unwrap();
+        let (train, test) = split_indices(&d, 0.3, &key(1), SplitBasis::Record).unwrap();
         assert!(is_partition(&train, &test, 40));
         assert!(train.windows(2).all(|w| w[0] < w[1]));
         assert!(test.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(
-            split_indices(&d, 0.3, &key(1)).unwrap(),
+            split_indices(&d, 0.3, &key(1), SplitBasis::Record).unwrap(),
             (train.clone(), test.clone())
         );
-        assert_ne!(split_indices(&d, 0.3, &key(2)).unwrap().1, test);
-        let (a, b) = train_test_split(&d, 0.3, &key(1)).unwrap();
+        assert_ne!(
+            split_indices(&d, 0.3, &key(2), SplitBasis::Record)
+                .unwrap()
+                .1,
+            test
+        );
+        let (a, b) = train_test_split(&d, 0.3, &key(1), SplitBasis::Record).unwrap();
         assert_eq!((a.n, b.n), (train.len(), test.len()));
         assert_eq!(a.x.len(), 2 * a.n);
         // Rows keep their labels: feature 0 of record i is i, its class i % 3.
@@ -348,8 +437,12 @@ mod tests {
     fn a_larger_fraction_holds_out_a_superset() {
         // Both cuts threshold the same per-record value.
         let d = toy(200);
-        let small = split_indices(&d, 0.2, &key(3)).unwrap().1;
-        let large = split_indices(&d, 0.5, &key(3)).unwrap().1;
+        let small = split_indices(&d, 0.2, &key(3), SplitBasis::Record)
+            .unwrap()
+            .1;
+        let large = split_indices(&d, 0.5, &key(3), SplitBasis::Record)
+            .unwrap()
+            .1;
         assert!(small.iter().all(|i| large.contains(i)));
     }
 
@@ -361,7 +454,8 @@ mod tests {
             d.x[2 * i + 1] = 5.0;
             d.y[i] = 1;
         }
-        let draw = |d: &Dataset, i| record_draw(d, i, &key(4), Purpose::TrainTest);
+        let draw =
+            |d: &Dataset, i| record_draw(d, i, &key(4), Purpose::TrainTest, SplitBasis::Record);
         assert!((0..6).all(|i| draw(&d, i) == draw(&d, 0)));
         d.y[5] = 2;
         assert_ne!(draw(&d, 5), draw(&d, 0));
@@ -379,11 +473,13 @@ mod tests {
     fn split_rejects_bad_fractions_and_empty_sides() {
         let d = toy(10);
         for f in [0.0, 1.0, -0.5, f64::NAN, f64::INFINITY] {
-            let msg = split_indices(&d, f, &key(0)).unwrap_err().to_string();
+            let msg = split_indices(&d, f, &key(0), SplitBasis::Record)
+                .unwrap_err()
+                .to_string();
             assert!(msg.contains("test_fraction"), "{msg}");
         }
         for f in [1e-12, 1.0 - 1e-12] {
-            let e = split_indices(&d, f, &key(0)).unwrap_err();
+            let e = split_indices(&d, f, &key(0), SplitBasis::Record).unwrap_err();
             assert!(matches!(e, DataError::EmptySplit { .. }), "{e}");
             let msg = e.to_string();
             assert!(msg.contains("came out empty") && msg.contains(&key(0).to_string()));
@@ -394,22 +490,26 @@ mod tests {
     #[test]
     fn validation_cut_is_per_record_and_apart_from_the_test_cut() {
         let d = toy(300);
-        let (fit, validation) = validation_split(&d, 0.25, &key(7)).unwrap();
+        let (fit, validation) = validation_split(&d, 0.25, &key(7), SplitBasis::Record).unwrap();
         assert_eq!(fit.n + validation.n, 300);
         assert!((50..=100).contains(&validation.n), "{}", validation.n);
         // Another purpose: not the records the test cut at the same fraction holds out.
-        let test = split_indices(&d, 0.25, &key(7)).unwrap().1;
+        let test = split_indices(&d, 0.25, &key(7), SplitBasis::Record)
+            .unwrap()
+            .1;
         let held: Vec<f32> = test.iter().map(|&i| d.row(i)[0]).collect();
         let valid: Vec<f32> = (0..validation.n).map(|i| validation.row(i)[0]).collect();
         assert_ne!(held, valid);
         // Removing a record moves only that record: the others keep their side.
         let without = d.subset(&(1..300).collect::<Vec<_>>());
-        let (_, v2) = validation_split(&without, 0.25, &key(7)).unwrap();
+        let (_, v2) = validation_split(&without, 0.25, &key(7), SplitBasis::Record).unwrap();
         let first_out = validation.row(0)[0] == 0.0;
         assert_eq!(v2.n, validation.n - usize::from(first_out));
-        let msg = validation_split(&d, 1.5, &key(7)).unwrap_err().to_string();
+        let msg = validation_split(&d, 1.5, &key(7), SplitBasis::Record)
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("validation_fraction"), "{msg}");
-        let msg = validation_split(&toy(3), 1e-9, &key(7))
+        let msg = validation_split(&toy(3), 1e-9, &key(7), SplitBasis::Record)
             .unwrap_err()
             .to_string();
         assert!(msg.contains("the validation set"), "{msg}");
@@ -418,9 +518,9 @@ mod tests {
     #[test]
     fn kfold_folds_partition_and_cover_everything_once() {
         let d = toy(60);
-        let folds = kfold(&d, 5, &key(11)).unwrap();
+        let folds = kfold(&d, 5, &key(11), SplitBasis::Record).unwrap();
         assert_eq!(folds.len(), 5);
-        let assignment = fold_assignments(&d, 5, &key(11)).unwrap();
+        let assignment = fold_assignments(&d, 5, &key(11), SplitBasis::Record).unwrap();
         let mut seen = [0; 60];
         for (f, (train, test)) in folds.iter().enumerate() {
             assert!(is_partition(train, test, 60));
@@ -432,20 +532,29 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&s| s == 1));
-        assert_eq!(kfold(&d, 5, &key(11)).unwrap(), folds);
-        assert_ne!(kfold(&d, 5, &key(12)).unwrap(), folds);
+        assert_eq!(kfold(&d, 5, &key(11), SplitBasis::Record).unwrap(), folds);
+        assert_ne!(kfold(&d, 5, &key(12), SplitBasis::Record).unwrap(), folds);
         // Folds and the train/test cut draw independent values from one key.
         assert_ne!(
-            fold_assignments(&d, 2, &key(11)).unwrap(),
+            fold_assignments(&d, 2, &key(11), SplitBasis::Record).unwrap(),
             (0..60)
-                .map(|i| usize::from(split_indices(&d, 0.5, &key(11)).unwrap().1.contains(&i)))
+                .map(|i| usize::from(
+                    split_indices(&d, 0.5, &key(11), SplitBasis::Record)
+                        .unwrap()
+                        .1
+                        .contains(&i)
+                ))
                 .collect::<Vec<_>>()
         );
         for (n, k) in [(5, 1), (5, 6)] {
-            let msg = kfold(&toy(n), k, &key(0)).unwrap_err().to_string();
+            let msg = kfold(&toy(n), k, &key(0), SplitBasis::Record)
+                .unwrap_err()
+                .to_string();
             assert!(msg.contains("k must be"), "{msg}");
         }
-        let msg = kfold(&toy(3), 3, &key(0)).unwrap_err().to_string();
+        let msg = kfold(&toy(3), 3, &key(0), SplitBasis::Record)
+            .unwrap_err()
+            .to_string();
         assert!(
             msg.contains("fold") && msg.contains("came out empty"),
             "{msg}"

@@ -143,11 +143,14 @@ impl Columns {
     }
 
     /// Clamps every feature column into its range (`bounds` in feature order, the label
-    /// skipped).
+    /// skipped); returns how many values of each feature were moved.
     ///
     /// # Errors
     /// [`DataError::Schema`] when `bounds` does not hold one range per feature column.
-    pub fn clamp_features(&mut self, bounds: &crate::FeatureBounds) -> Result<(), DataError> {
+    pub fn clamp_features(
+        &mut self,
+        bounds: &crate::FeatureBounds,
+    ) -> Result<Vec<usize>, DataError> {
         let label = self.label;
         let ranges = bounds.per_feature(self.names.len() - 1)?;
         let features = self
@@ -155,10 +158,15 @@ impl Columns {
             .iter_mut()
             .enumerate()
             .filter(|(j, _)| *j != label);
-        for ((_, column), &(lo, hi)) in features.zip(&ranges) {
-            column.iter_mut().for_each(|v| *v = v.clamp(lo, hi));
+        let mut clamped = vec![0; ranges.len()];
+        for (((_, column), &(lo, hi)), count) in features.zip(&ranges).zip(&mut clamped) {
+            for v in column.iter_mut() {
+                let c = v.clamp(lo, hi);
+                *count += usize::from(c != *v);
+                *v = c;
+            }
         }
-        Ok(())
+        Ok(clamped)
     }
 
     /// The ML view: features are every column but the label, converted to f32 row-major.

@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::path::Path;
 
+use crate::DataError;
 use crate::embedded::Embedded;
 use crate::known::{IDX_FILES, KnownIdxFile, embedded_sha256, sha256_reader};
 
@@ -35,9 +36,21 @@ pub struct FileCheck {
 }
 
 /// Checks the MNIST and Fashion-MNIST files under `data_dir` (the `.gz` file, or else the
-/// unpacked one against the unpacked sum) and the embedded tables compiled into this binary.
-pub fn verify(data_dir: &Path) -> Vec<FileCheck> {
-    let idx = IDX_FILES.iter().map(|f| check_idx(data_dir, f));
+/// unpacked one against the unpacked sum), only those of the set named `set` when one is
+/// (`mnist`, `fashion-mnist`), and the embedded tables compiled into this binary.
+///
+/// # Errors
+/// [`DataError::InvalidParameter`] for a set name that is not an IDX set.
+pub fn verify(data_dir: &Path, set: Option<&str>) -> Result<Vec<FileCheck>, DataError> {
+    if let Some(name) = set
+        && !IDX_FILES.iter().any(|f| f.dir == name)
+    {
+        return Err(DataError::param("set", "mnist or fashion-mnist", name));
+    }
+    let idx = IDX_FILES
+        .iter()
+        .filter(|f| set.is_none_or(|s| s == f.dir))
+        .map(|f| check_idx(data_dir, f));
     let embedded = Embedded::ALL.into_iter().map(|e| {
         let actual = sha256_reader(e.bytes()).ok();
         let expected = embedded_sha256(e);
@@ -54,7 +67,7 @@ pub fn verify(data_dir: &Path) -> Vec<FileCheck> {
             error: None,
         }
     });
-    idx.chain(embedded).collect()
+    Ok(idx.chain(embedded).collect())
 }
 
 fn check_idx(data_dir: &Path, known: &KnownIdxFile) -> FileCheck {
@@ -108,8 +121,12 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join("mnist/t10k-images-idx3-ubyte"), b"unpacked").unwrap();
         std::fs::create_dir(dir.path().join("mnist/train-labels-idx1-ubyte.gz")).unwrap();
-        let checks = verify(dir.path());
+        let checks = verify(dir.path(), None).unwrap();
         assert_eq!(checks.len(), 12);
+        let only = verify(dir.path(), Some("fashion-mnist")).unwrap();
+        assert_eq!(only.len(), 8);
+        assert!(only[..4].iter().all(|c| c.path.contains("fashion-mnist")));
+        assert!(verify(dir.path(), Some("cifar")).is_err());
         let by_name = |s: &str| checks.iter().find(|c| c.path.ends_with(s)).unwrap();
         assert_eq!(
             by_name("mnist/train-images-idx3-ubyte.gz").status,

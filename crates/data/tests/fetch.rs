@@ -1,5 +1,5 @@
 //! End-to-end tests of `fetch` against a small HTTP server on 127.0.0.1 that serves the real
-//! MNIST files from `shared/data` (skipped, with a notice, when that folder is absent). Nothing
+//! MNIST files from `$DPML_DATA_DIR` (those tests are listed as ignored without it). Nothing
 //! here talks to any other host.
 
 mod common;
@@ -129,10 +129,9 @@ fn fetch_collecting(
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn fetches_verifies_and_skips_what_is_there() {
-    let Some(data) = common::shared_data("fetches_verifies_and_skips_what_is_there") else {
-        return;
-    };
+    let data = common::mnist_data_dir();
     let server = Server::start(real_routes(&data));
     let to = tempfile::tempdir().unwrap();
 
@@ -169,7 +168,11 @@ fn fetches_verifies_and_skips_what_is_there() {
                 .all(|e| e.stage == FetchStage::Downloading)
         );
     }
-    let mnist_checks: Vec<_> = verify(to.path()).into_iter().take(4).collect();
+    let mnist_checks: Vec<_> = verify(to.path(), Some("mnist"))
+        .unwrap()
+        .into_iter()
+        .take(4)
+        .collect();
     assert!(
         mnist_checks.iter().all(|c| c.status == CheckStatus::Ok),
         "{mnist_checks:#?}"
@@ -184,10 +187,9 @@ fn fetches_verifies_and_skips_what_is_there() {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn corrupted_download_is_rejected_and_leaves_the_target_clean() {
-    let Some(data) = common::shared_data("corrupted_download_is_rejected") else {
-        return;
-    };
+    let data = common::mnist_data_dir();
     let mut routes = real_routes(&data);
     let mut bad = body(&routes, FILES[3]);
     let mid = bad.len() / 2;
@@ -212,10 +214,9 @@ fn corrupted_download_is_rejected_and_leaves_the_target_clean() {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn early_end_and_missing_files_fail_cleanly() {
-    let Some(data) = common::shared_data("early_end_and_missing_files_fail_cleanly") else {
-        return;
-    };
+    let data = common::mnist_data_dir();
     let mut routes = real_routes(&data);
     let full = body(&routes, FILES[0]);
     routes.insert(

@@ -69,7 +69,7 @@ fn csv_source_with_label_column() {
     assert_eq!(t.column("group").unwrap(), &[1.0, 0.0, 1.0]);
     let msg = t.column("salary").unwrap_err().to_string();
     assert!(
-        msg.contains("\"salary\"") && msg.contains("age, group, income"),
+        msg.contains("\"salary\"") && msg.contains("\"age\", \"group\", \"income\""),
         "{msg}"
     );
 

@@ -1,5 +1,5 @@
-//! Tests against the real MNIST and Fashion-MNIST files in `shared/data` (skipped, with a
-//! notice, when that folder is absent).
+//! Tests against the real MNIST and Fashion-MNIST files in `$DPML_DATA_DIR` (listed as ignored,
+//! with the reason, without it).
 
 mod common;
 
@@ -17,10 +17,9 @@ fn counts(labels: &[u8]) -> Vec<usize> {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn label_counts_match_the_readme() {
-    let Some(dir) = common::shared_data("label_counts_match_the_readme") else {
-        return;
-    };
+    let dir = common::mnist_data_dir();
     let train = read_labels(&dir.join("mnist/train-labels-idx1-ubyte.gz")).unwrap();
     let test = read_labels(&dir.join("mnist/t10k-labels-idx1-ubyte.gz")).unwrap();
     assert_eq!(
@@ -38,10 +37,9 @@ fn label_counts_match_the_readme() {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn mnist_loads_with_both_splits() {
-    let Some(dir) = common::shared_data("mnist_loads_with_both_splits") else {
-        return;
-    };
+    let dir = common::mnist_data_dir();
     let opts = LoadOptions {
         data_dir: Some(dir),
         label_column: None,
@@ -64,10 +62,9 @@ fn mnist_loads_with_both_splits() {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn catalog_and_verify_see_the_real_files() {
-    let Some(dir) = common::shared_data("catalog_and_verify_see_the_real_files") else {
-        return;
-    };
+    let dir = common::mnist_data_dir();
     let start = std::time::Instant::now();
     let list = catalog(Some(&dir));
     let took = start.elapsed();
@@ -88,7 +85,7 @@ fn catalog_and_verify_see_the_real_files() {
         took < decode,
         "catalog took {took:?}, decoding one file {decode:?}"
     );
-    let checks = verify(&dir);
+    let checks = verify(&dir, None).unwrap();
     assert_eq!(checks.len(), 12);
     assert!(
         checks.iter().all(|c| c.status == CheckStatus::Ok),

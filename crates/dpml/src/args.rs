@@ -95,11 +95,12 @@ pub const MAX_THREADS: u64 = 1 << 12;
 /// laid out before the first starts.
 pub const MAX_REPEATS: u64 = 10_000;
 
-/// `LO,HI` with LO < HI, both finite.
+/// One range, `LO,HI` or `LO:HI` alike, with LO < HI, both finite.
 pub fn bounds(s: &str) -> Result<(f64, f64), String> {
-    let parts: Vec<&str> = s.split(',').collect();
+    let sep = if s.contains(':') { ':' } else { ',' };
+    let parts: Vec<&str> = s.split(sep).collect();
     let [lo, hi] = parts.as_slice() else {
-        return Err(format!("expected LO,HI, got {s}"));
+        return Err(format!("expected LO,HI or LO:HI, got {s}"));
     };
     let (lo, hi) = (finite(lo)?, finite(hi)?);
     if lo < hi {
@@ -188,12 +189,21 @@ impl SeedArg {
     }
 }
 
+/// The forms every `--dataset` flag takes, for its help, as a literal for `concat!` (one
+/// text, so that no command leaves a form out).
+macro_rules! dataset_help {
+    () => {
+        "mnist, fashion-mnist, digits, iris, breast-cancer, wine, or your files: \
+         csv:PATH (gzip too), parquet:PATH, npy:FEATURES.npy,LABELS.npy, npz:PATH (arrays x \
+         and y), idx:IMAGES,LABELS, images:DIR (one subfolder per class)."
+    };
+}
+pub(crate) use dataset_help;
+
 /// `--dataset` and how to find it.
 #[derive(Args, Debug, Clone)]
 pub struct DataArgs {
-    /// Data set: mnist, fashion-mnist, iris, breast-cancer, wine, digits, csv:PATH (gzip too),
-    /// npy:FEATURES.npy,LABELS.npy, npz:PATH (arrays x and y), idx:IMAGES,LABELS, images:DIR.
-    #[arg(long, value_parser = dataset)]
+    #[arg(long, value_parser = dataset, help = concat!("Data set: ", dataset_help!()))]
     pub dataset: dpml_data::Source,
     /// Label column of a csv: data set (default: the last column).
     #[arg(long)]

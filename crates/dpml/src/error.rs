@@ -98,10 +98,20 @@ impl fmt::Display for CliError {
     }
 }
 
-/// Errors are reported on one line, so a multi-line library message is folded, and numbers
-/// too long to read are shortened ([`short_numbers`]).
+/// The most characters of an error message: the messages quote the user's values and cut
+/// them, and this cuts whatever a library did not.
+const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// Errors are reported on one line, so a multi-line library message is folded, numbers too
+/// long to read are shortened ([`short_numbers`]), control characters escaped
+/// ([`crate::output::printable`]) and the line cut to [`MAX_MESSAGE_CHARS`].
 fn one_line(s: &str) -> String {
-    short_numbers(&s.split_whitespace().collect::<Vec<_>>().join(" "))
+    let folded = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut = match folded.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((at, _)) => format!("{}… (cut)", &folded[..at]),
+        None => folded,
+    };
+    short_numbers(&crate::output::printable(&cut))
 }
 
 /// A number token longer than this is shortened. No u64 (20 digits) or f64 in Rust's shortest

@@ -1,25 +1,24 @@
-//! The budget-ledger flags shared by every command that releases something (`query`,
-//! `predict`): which ledger, its fixed budget, and how a balance is reported. The budget is
-//! stored in the ledger when it is created (`dpml ledger create`), not retyped on every use.
+//! The budget-ledger flags shared by every command that releases something computed from
+//! private data (`train`, `label-dp`, `kmeans`, `rr`, `release`, `query`, `predict`, `sweep`,
+//! `audit`): which ledger, its fixed budget, and its key. The budget is stored in the ledger when
+//! it is created (`dpml ledger create`), not retyped on every use.
 
 use std::path::PathBuf;
 
 use clap::Args;
-#[cfg(test)]
-use dpml_accounting::ledger::Budget;
-use dpml_accounting::ledger::{Balance, Ledger};
-use serde_json::{Value, json};
+use dpml_core::budget::{self, Ledger, LedgerOptions, PASSPHRASE_ENV};
 
 use crate::args;
 use crate::error::CliResult;
 
-pub use dpml_accounting::ledger::DEFAULT_BUDGET_DELTA;
+pub use dpml_core::budget::DEFAULT_BUDGET_DELTA;
 
-/// `--ledger FILE [--budget E] [--budget-delta D]`.
+/// `--ledger FILE [--budget E] [--budget-delta D] [--ledger-key FILE]`.
 #[derive(Args, Debug, Clone)]
 pub struct LedgerArgs {
     /// Budget ledger file (made by `dpml ledger create`): the spend is recorded there durably
-    /// before anything is released, against the budget stored in it.
+    /// before anything is released, against the budget stored in it; a run that would
+    /// overspend is refused before it starts.
     #[arg(long, value_parser = args::input_path)]
     pub ledger: Option<PathBuf>,
     /// Total ε budget: not needed with an existing ledger (its stored budget is used; a
@@ -31,6 +30,11 @@ pub struct LedgerArgs {
     /// composed by plain sum, that refuses any spend with δ > 0.
     #[arg(long, value_parser = args::unit_from_zero, requires = "ledger")]
     pub budget_delta: Option<f64>,
+    /// The key file that seals the ledger (default: the ledger's path with `.key` appended,
+    /// made with 0600 permissions when the ledger is created). A ledger sealed with a
+    /// passphrase reads it from the DPML_LEDGER_PASSPHRASE environment variable instead.
+    #[arg(long, value_name = "FILE", requires = "ledger")]
+    pub ledger_key: Option<PathBuf>,
 }
 
 impl LedgerArgs {
@@ -39,30 +43,32 @@ impl LedgerArgs {
     ///
     /// An existing ledger keeps the budget it was created with: a `--budget` or
     /// `--budget-delta` given too must equal it. A missing file is created only when
-    /// `--budget` says with what budget (as before `dpml ledger create` existed); otherwise
-    /// it is refused by name, so a typo in the path never starts a fresh budget.
+    /// `--budget` says with what budget; otherwise it is refused by name, so a typo in the
+    /// path never starts a fresh budget.
     pub fn open(&self) -> CliResult<Option<Ledger>> {
         let Some(path) = &self.ledger else {
             return Ok(None);
         };
-        Ok(Some(Ledger::open_or_create(
-            path,
-            self.budget,
-            self.budget_delta,
-        )?))
+        let mut options =
+            LedgerOptions::new(path.clone()).with_key(self.ledger_key.clone(), passphrase());
+        options.budget = self.budget;
+        options.budget_delta = self.budget_delta;
+        Ok(Some(budget::open(&options)?))
     }
 }
 
-/// A ledger composed with RDP where that is tighter than adding up (both are upper bounds),
-/// created with this budget if missing (the unit tests' shortcut).
-#[cfg(test)]
-pub fn open_ledger(path: &std::path::Path, epsilon: f64, delta: f64) -> CliResult<Ledger> {
-    Ok(Ledger::open(path, Budget { epsilon, delta })?.with_rdp())
+/// The passphrase in [`PASSPHRASE_ENV`], if set and not empty.
+pub fn passphrase() -> Option<String> {
+    std::env::var(PASSPHRASE_ENV).ok().filter(|p| !p.is_empty())
 }
 
-/// The `"ledger"` object of a command's JSON output.
-pub fn balance_json(b: &Balance) -> Value {
-    json!({"spent": b.spent_epsilon, "remaining": b.remaining_epsilon,
-           "spent_delta": b.spent_delta, "remaining_delta": b.remaining_delta,
-           "entries": b.entries, "composition": b.composition})
+/// A ledger composed as the fronts compose it, created with this budget if missing (the unit
+/// tests' shortcut).
+#[cfg(test)]
+pub fn open_ledger(path: &std::path::Path, epsilon: f64, delta: f64) -> CliResult<Ledger> {
+    let options = LedgerOptions::new(path.to_path_buf()).with_budget(epsilon, Some(delta));
+    Ok(budget::open(&options)?)
 }
+
+/// The `"ledger"` object of a command's JSON output (the library's, shared with Python).
+pub use dpml_core::ledger_json::balance as balance_json;

@@ -96,7 +96,7 @@ fn main() {
     let _mpi = cluster::init();
     let json = error::json_requested(std::env::args_os());
     let (cli, command_name) = match allow_negative_numbers(Cli::command())
-        .try_get_matches()
+        .try_get_matches_from(join_negative_values(std::env::args_os()))
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, command_path(&m))))
     {
         Ok(parsed) => parsed,
@@ -210,6 +210,34 @@ fn fold_clap_message(rendered: &str) -> String {
     }
 }
 
+/// The command line with every negative number that clap would take for a flag (`-1e-5`,
+/// `-inf`: clap's own rule knows only digits and a point) joined to the long flag before it
+/// (`--delta=-1e-5`), so that the flag's parser names the value and says why it is refused.
+/// Arguments after `--` are left alone.
+fn join_negative_values(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    let mut rest = false;
+    for arg in args {
+        let text = arg.to_str();
+        rest |= text == Some("--");
+        let negative = text.is_some_and(|t| t.starts_with('-') && t.parse::<f64>().is_ok());
+        let after_flag = out
+            .last()
+            .and_then(|f| f.to_str())
+            .is_some_and(|f| f.starts_with("--") && f.len() > 2 && !f.contains('='));
+        match (negative && after_flag && !rest, out.last_mut()) {
+            (true, Some(flag)) => {
+                flag.push("=");
+                flag.push(&arg);
+            }
+            _ => out.push(arg),
+        }
+    }
+    out
+}
+
 /// A number that starts with `-` is a value (`--epsilon -1`), so the flag's own parser names
 /// it and says why it is refused, instead of clap calling it an unknown flag. Clap does not
 /// propagate this setting, so every subcommand gets it here.
@@ -223,4 +251,31 @@ fn allow_negative_numbers(cmd: clap::Command) -> clap::Command {
         .fold(cmd.allow_negative_numbers(true), |cmd, name| {
             cmd.mut_subcommand(name, allow_negative_numbers)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join_negative_values;
+
+    fn joined(args: &[&str]) -> Vec<String> {
+        join_negative_values(args.iter().map(Into::into))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn negative_numbers_in_any_form_join_their_flag() {
+        assert_eq!(
+            joined(&[
+                "dpml", "account", "--delta", "-1e-5", "--steps", "-inf", "-v"
+            ]),
+            ["dpml", "account", "--delta=-1e-5", "--steps=-inf", "-v"]
+        );
+        // A flag already holding its value, a short flag, and everything after `--` are kept.
+        assert_eq!(
+            joined(&["dpml", "--a=1", "-2e3", "-x", "-3", "--", "--b", "-4"]),
+            ["dpml", "--a=1", "-2e3", "-x", "-3", "--", "--b", "-4"]
+        );
+    }
 }

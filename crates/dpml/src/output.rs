@@ -11,12 +11,34 @@ use crate::error::CliError;
 use crate::privacy_model::DIAGNOSTICS_KEY;
 use crate::progress::Progress;
 
+/// `text` with every control character other than a line break or a tab written as its
+/// escape (`\u{1b}`): names and metadata read from files (an architecture's name, a model's
+/// facts) must not drive the terminal they are printed on.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if unsafe_char(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// A diagnostic line on stderr. Unlike `eprintln!`, it never panics: with stderr closed or
 /// full there is nowhere left to report to, and the exit code still tells what happened.
 macro_rules! diag {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        // Control characters escaped: a line may quote a name read from a file.
+        let line = $crate::output::printable(&format!($($arg)*)).into_owned();
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
     }};
 }
 pub(crate) use diag;
@@ -48,6 +70,15 @@ impl Output {
             _ => None,
         }
         .filter(|_| self.diagnostics);
+        // Warnings drawn from the data (a feature clamped for most records) reach the
+        // operator on stderr too, as diagnostics: never with --no-diagnostics.
+        let warnings = diagnostics
+            .as_ref()
+            .and_then(|d| d.get("warnings"))
+            .and_then(Value::as_array);
+        for w in warnings.into_iter().flatten().filter_map(Value::as_str) {
+            diag!("dpml: warning: {w}");
+        }
         let text = if self.json {
             if let Value::Object(map) = &mut result {
                 if let Some(d) = diagnostics {
@@ -58,7 +89,12 @@ impl Output {
             }
             format!("{result}\n")
         } else {
-            crate::summary::render(self.command, &result, diagnostics.as_ref())
+            printable(&crate::summary::render(
+                self.command,
+                &result,
+                diagnostics.as_ref(),
+            ))
+            .into_owned()
         };
         let mut stdout = std::io::stdout().lock();
         match stdout

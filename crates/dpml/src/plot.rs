@@ -72,25 +72,41 @@ pub struct Chart {
 
 /// Write `charts` side by side as `dir/stem.png` and `dir/stem.svg`.
 pub fn write(charts: &[Chart], dir: &Path, stem: &str) -> CliResult<(PathBuf, PathBuf)> {
-    register_font()?;
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
-    let size = (PANEL_SIZE.0 * charts.len().max(1) as u32, PANEL_SIZE.1);
     let png = dir.join(format!("{stem}.png"));
     let svg = dir.join(format!("{stem}.svg"));
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        draw_panels(&root, charts)?;
-        root.present()
-            .map_err(|e| CliError::usage(format!("writing {}: {e}", png.display())))?;
-    }
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        draw_panels(&root, charts)?;
-        root.present()
-            .map_err(|e| CliError::usage(format!("writing {}: {e}", svg.display())))?;
-    }
+    write_file(charts, &png)?;
+    write_file(charts, &svg)?;
     Ok((png, svg))
+}
+
+/// Write `charts` side by side to `path`, a PNG or an SVG as its extension says.
+pub fn write_file(charts: &[Chart], path: &Path) -> CliResult<()> {
+    register_font()?;
+    let size = (PANEL_SIZE.0 * charts.len().max(1) as u32, PANEL_SIZE.1);
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let present =
+        |e: &dyn std::fmt::Display| CliError::usage(format!("writing {}: {e}", path.display()));
+    match ext.as_str() {
+        "png" => {
+            let root = BitMapBackend::new(path, size).into_drawing_area();
+            draw_panels(&root, charts)?;
+            root.present().map_err(|e| present(&e))
+        }
+        "svg" => {
+            let root = SVGBackend::new(path, size).into_drawing_area();
+            draw_panels(&root, charts)?;
+            root.present().map_err(|e| present(&e))
+        }
+        _ => Err(CliError::usage(format!(
+            "plot file {} must end in .png or .svg",
+            path.display()
+        ))),
+    }
 }
 
 fn register_font() -> CliResult<()> {

@@ -97,7 +97,7 @@ impl Progress {
 
     /// A short note beside the bar (the loss so far), or after the count of the next plain line.
     pub fn set_message(&self, message: impl Into<String>) {
-        let message = message.into();
+        let message = crate::output::printable(&message.into()).into_owned();
         match &self.draw {
             Draw::Bar(b) => b.set_message(message),
             Draw::Lines(c) => {
@@ -174,7 +174,9 @@ fn with<T>(counts: &Mutex<Counts>, f: impl FnOnce(&mut Counts) -> T) -> Option<T
     counts.lock().ok().map(|mut c| f(&mut c))
 }
 
+/// A progress line, control characters escaped (it may name an architecture from a file).
 fn write_line(text: &str) {
+    let text = crate::output::printable(text);
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 

@@ -18,8 +18,8 @@ pub struct SchemaArgs {
     /// bounds each), bounds (one range for every feature), classes or label_range.
     #[arg(long, value_parser = crate::args::input_path)]
     pub schema: Option<PathBuf>,
-    /// Declared feature bounds: LO,HI for every feature, or lo1:hi1,lo2:hi2,… one per
-    /// feature. Features are clamped to them when loaded; sensitivities and scaling come from
+    /// Declared feature bounds: one range for every feature (LO,HI or LO:HI), or
+    /// lo1:hi1,lo2:hi2,… one per feature. Features are clamped to them when loaded; sensitivities and scaling come from
     /// them. Default: the data set's own (MNIST 0–255, digits 0–16: public; iris, wine,
     /// breast-cancer: data-derived, demo only); csv: tables have none.
     #[arg(long, allow_hyphen_values = true, value_parser = feature_bounds)]
@@ -27,7 +27,7 @@ pub struct SchemaArgs {
     /// Declared classes of a csv: table, comma-separated (a label outside them is refused).
     #[arg(long, value_delimiter = ',')]
     pub classes: Option<Vec<String>>,
-    /// Declared integer label range LO,HI of a csv: table: the classes are LO..=HI, and HI − LO
+    /// Declared integer label range LO,HI (or LO:HI) of a csv: table: the classes are LO..=HI, and HI − LO
     /// is the sensitivity of a regression on the label's value.
     #[arg(long, allow_hyphen_values = true, value_parser = args::bounds, conflicts_with = "classes")]
     pub label_range: Option<(f64, f64)>,
@@ -35,8 +35,13 @@ pub struct SchemaArgs {
     /// (default ',').
     #[arg(long)]
     pub delimiter: Option<String>,
-    /// Resize the images of an images: folder to the declared shape (schema key `shape`)
-    /// instead of refusing an image of another size.
+    /// Declared record shape C,H,W of an images: folder (C = 1 grayscale, 3 RGB; schema key
+    /// `shape`), or the shape an array's or table's features are laid out in. A private run
+    /// on images: needs it: the first image's size is used only by non-private runs.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(usize))]
+    pub shape: Option<Vec<usize>>,
+    /// Resize the images of an images: folder to the declared shape (--shape or schema key
+    /// `shape`) instead of refusing an image of another size.
     #[arg(long)]
     pub resize: bool,
 }
@@ -50,6 +55,7 @@ impl SchemaArgs {
             classes: self.classes.clone(),
             label_range: self.label_range,
             delimiter: self.delimiter.clone(),
+            shape: self.shape.clone(),
             resize: self.resize,
         }
     }
@@ -67,9 +73,10 @@ impl SchemaArgs {
     }
 }
 
-/// `LO,HI` (one range for every feature) or `lo1:hi1,lo2:hi2,…` (one per feature).
+/// One range for every feature, `LO,HI` or `LO:HI` alike, or `lo1:hi1,lo2:hi2,…` (one per
+/// feature).
 pub fn feature_bounds(spec: &str) -> Result<FeatureBounds, String> {
-    if !spec.contains(':') {
+    if !(spec.contains(':') && spec.contains(',')) {
         return args::bounds(spec).map(FeatureBounds::Uniform);
     }
     spec.split(',')
@@ -102,7 +109,13 @@ mod tests {
             feature_bounds("0:1,-5:5").unwrap(),
             FeatureBounds::PerFeature(vec![(0.0, 1.0), (-5.0, 5.0)])
         );
-        for bad in ["1", "2,1", "0:1,3", "0:1,2:2", "a:1"] {
+        // One range is one range, written either way: broadcast to every feature.
+        assert_eq!(
+            feature_bounds("0:16").unwrap(),
+            FeatureBounds::Uniform((0.0, 16.0))
+        );
+        assert_eq!(args::bounds("0:9").unwrap(), (0.0, 9.0));
+        for bad in ["1", "2,1", "0:1,3", "0:1,2:2", "a:1", "1:0", "0:1:2"] {
             assert!(feature_bounds(bad).is_err(), "{bad}");
         }
     }

@@ -44,6 +44,8 @@ const SPECIFIC: &[Summary] = &[
             "max_grad_norm",
             "train_size",
             "model_file",
+            "split_key",
+            "notes",
             "seeded",
             "wall_seconds",
         ],
@@ -71,6 +73,8 @@ const SPECIFIC: &[Summary] = &[
             "score.validation_size",
             "train_size",
             "model_file",
+            "split_key",
+            "notes",
             "seeded",
         ],
         rows: None,
@@ -93,6 +97,8 @@ const SPECIFIC: &[Summary] = &[
         headline: account,
         fields: &[
             "epsilon.pld",
+            "pld_lower",
+            "pld_gap",
             "epsilon.rdp",
             "epsilon.gdp",
             "delta",
@@ -146,6 +152,7 @@ const SPECIFIC: &[Summary] = &[
             let privacy = v.get("privacy").unwrap_or(&Value::Null);
             let what = match privacy.get("guarantee").and_then(Value::as_str) {
                 Some("unknown") | None => "privacy facts unknown (not written by this dpml)".into(),
+                Some("invalid") => "privacy facts invalid: no stated guarantee".into(),
                 Some("non-private") => "non-private".into(),
                 Some(g) => format!("{g}, {}", guarantee(privacy)),
             };
@@ -159,6 +166,7 @@ const SPECIFIC: &[Summary] = &[
         fields: &[
             "model",
             "privacy.guarantee",
+            "privacy.problems",
             "privacy.epsilon",
             "privacy.delta",
             "privacy.accountant",
@@ -207,19 +215,26 @@ const SPECIFIC: &[Summary] = &[
                 field(v, "budget.delta")
             )
         },
-        fields: &["ledger", "budget.epsilon", "budget.delta", "composition"],
+        fields: &[
+            "ledger",
+            "key",
+            "budget.epsilon",
+            "budget.delta",
+            "composition",
+        ],
         rows: None,
     },
     Summary {
         command: "ledger show",
         headline: |v, _| {
             format!(
-                "ledger {}: ε spent {} of {}, {} remaining ({} entries)",
+                "ledger {}: ε spent {} of {}, {} remaining ({} entries); {}",
                 field(v, "ledger"),
                 field(v, "spent"),
                 field(v, "budget.epsilon"),
                 field(v, "remaining"),
-                count(v, "entries")
+                count(v, "entries"),
+                ledger_delta(v)
             )
         },
         fields: &[
@@ -230,8 +245,20 @@ const SPECIFIC: &[Summary] = &[
             "spent_delta",
             "remaining_delta",
             "composition",
+            "plot",
         ],
-        rows: Some(("entries", &["id", "time", "label", "epsilon", "delta"])),
+        rows: Some((
+            "entries",
+            &[
+                "id",
+                "time",
+                "command",
+                "dataset",
+                "label",
+                "epsilon_at_ledger_delta",
+                "spent_after",
+            ],
+        )),
     },
     Summary {
         command: "rr",
@@ -274,7 +301,7 @@ const SPECIFIC: &[Summary] = &[
             "delta",
             "seeded",
         ],
-        rows: None,
+        rows: Some(("centroids", &[])),
     },
     Summary {
         command: "label-dp",
@@ -304,8 +331,18 @@ const SPECIFIC: &[Summary] = &[
     Summary {
         command: "predict",
         headline: |v, _| {
+            // The total adds the queries up; a ledger composes its entries with the tighter of
+            // that and its accountant, so its figure can be smaller: say which is which.
+            let ledger = match v.get("ledger") {
+                Some(l) if !l.is_null() => format!(
+                    "; the ledger's spend is {} (composed: {})",
+                    field(l, "spent"),
+                    field(l, "composition")
+                ),
+                _ => String::new(),
+            };
             format!(
-                "answered {} queries with output perturbation: ε = {} per query, {} in all",
+                "answered {} queries with output perturbation: ε = {} per query, {} in all by adding them up{ledger}",
                 field(v, "queries"),
                 field(v, "epsilon"),
                 field(v, "epsilon_total")
@@ -320,6 +357,7 @@ const SPECIFIC: &[Summary] = &[
             "noise_scale",
             "ledger.spent",
             "ledger.remaining",
+            "ledger.composition",
         ],
         rows: None,
     },
@@ -327,21 +365,34 @@ const SPECIFIC: &[Summary] = &[
         command: "tradeoff",
         headline: |v, _| {
             format!(
-                "trade-off curve of DP-SGD: μ = {}, ε = {} (RDP, δ = {}); plot {}",
+                "trade-off curve of DP-SGD: μ = {}, ε = {} (PLD, δ = {}); plot {}",
                 field(v, "mu"),
-                field(v, "epsilon.rdp"),
+                field(v, "epsilon.pld"),
                 field(v, "delta"),
                 field(v, "png")
             )
         },
-        fields: &["mu", "epsilon.rdp", "delta", "points", "csv", "png", "svg"],
+        fields: &[
+            "mu",
+            "epsilon.pld",
+            "epsilon.rdp",
+            "delta",
+            "points",
+            "csv",
+            "png",
+            "svg",
+        ],
         rows: None,
     },
     Summary {
         command: "sweep",
         headline: |v, _| {
+            let folds = match v.get("folds").and_then(Value::as_u64) {
+                Some(k) => format!(" of {k} folds each"),
+                None => String::new(),
+            };
             format!(
-                "sweep of {} on {}: {} runs over ε in {}; plot {}",
+                "sweep of {} on {}: {} runs{folds} over ε in {}; plot {}",
                 field(v, "experiment"),
                 field(v, "dataset"),
                 field(v, "runs"),
@@ -364,20 +415,11 @@ const SPECIFIC: &[Summary] = &[
     },
     Summary {
         command: "audit",
-        headline: |v, _| {
-            format!(
-                "audit on {}: empirical ε ≥ {} (confidence {}), accountant's ε {}; consistent: {}",
-                field(v, "dataset"),
-                field(v, "epsilon_lower_bound"),
-                field(v, "confidence"),
-                field(v, "epsilon_theoretical"),
-                field(v, "consistent")
-            )
-        },
+        headline: audit,
         fields: &[
             "epsilon_lower_bound",
             "epsilon_theoretical",
-            "consistent",
+            "verdict",
             "best_attack",
             "confidence",
             "train_size",
@@ -421,7 +463,17 @@ const SPECIFIC: &[Summary] = &[
             )
         },
         fields: &[],
-        rows: Some(("presets", &["name", "dataset"])),
+        rows: Some((
+            "presets",
+            &[
+                "name",
+                "dataset",
+                "model",
+                "epsilon",
+                "expected_accuracy",
+                "time",
+            ],
+        )),
     },
     Summary {
         command: "data list",
@@ -443,10 +495,11 @@ const SPECIFIC: &[Summary] = &[
         command: "data verify",
         headline: |v, _| {
             format!(
-                "verified {} files: {} ok, {} mismatched",
+                "verified {} files: {} ok, {} mismatched, {} missing",
                 count(v, "files"),
                 field(v, "ok"),
-                field(v, "mismatched")
+                field(v, "mismatched"),
+                field(v, "missing")
             )
         },
         fields: &[],
@@ -560,6 +613,54 @@ fn tune(v: &Value, d: Option<&Value>) -> String {
     )
 }
 
+/// The audit's headline: the best attack's AUC and TPR at 0.1% FPR, the empirical lower bound
+/// and what it is checked against (or that there is no claim to check).
+fn audit(v: &Value, _: Option<&Value>) -> String {
+    // The attack with the best bound; when none bounds ε above 0, the one of highest AUC.
+    let attacks = v.get("attacks").and_then(Value::as_object);
+    let auc = |a: &Value| a.get("auc").and_then(Value::as_f64).unwrap_or(0.0);
+    let best = v
+        .get("best_attack")
+        .and_then(Value::as_str)
+        .filter(|b| !b.is_empty())
+        .and_then(|b| attacks?.get_key_value(b))
+        .or_else(|| attacks?.iter().max_by(|x, y| auc(x.1).total_cmp(&auc(y.1))));
+    let attack = match best {
+        Some((name, a)) => format!(
+            "{name} (AUC {}, TPR {} at 0.1% FPR)",
+            field(a, "auc"),
+            a.get("tpr_at_fpr")
+                .and_then(|t| t.get("0.001"))
+                .and_then(Value::as_f64)
+                .map_or("-".into(), percent)
+        ),
+        None => "-".into(),
+    };
+    let claim = match v.get("epsilon_theoretical").filter(|e| !e.is_null()) {
+        Some(e) => format!("the model's ε {}: {}", text(e), field(v, "verdict")),
+        None => "no claim to check (the model states no ε)".into(),
+    };
+    format!(
+        "audit on {}: attack {attack}, empirical ε ≥ {} (confidence {}); {claim}",
+        field(v, "dataset"),
+        field(v, "epsilon_lower_bound"),
+        field(v, "confidence"),
+    )
+}
+
+/// What a ledger's δ figures mean: spent by adding up (basic composition), or the δ at which
+/// the accountant's ε holds (the whole budget's δ, not a sum spent).
+fn ledger_delta(v: &Value) -> String {
+    match v.get("composition").and_then(Value::as_str) {
+        Some(c) if c.starts_with("basic") => format!("δ spent {}", field(v, "spent_delta")),
+        Some(c) => format!(
+            "ε composed by {c} holds at the budget's δ = {} (δ is not spent entry by entry)",
+            field(v, "budget.delta")
+        ),
+        None => String::new(),
+    }
+}
+
 fn eval(v: &Value, d: Option<&Value>) -> String {
     format!(
         "evaluated {} on {}{}",
@@ -588,9 +689,13 @@ fn account(v: &Value, _: Option<&Value>) -> String {
             field(v, "delta")
         );
     }
+    // The PLD's own error bar: its lower bound beside the upper bound it reports.
+    let pld = match lookup(v, "pld_lower") {
+        Some(lower) => format!("{} (PLD; lower bound {})", eps("pld"), text(lower)),
+        None => format!("{} (PLD)", eps("pld")),
+    };
     format!(
-        "ε = {} (PLD), {} (RDP), {} (GDP approximation) at δ = {}",
-        eps("pld"),
+        "ε = {pld}, {} (RDP), {} (GDP approximation) at δ = {}",
         eps("rdp"),
         eps("gdp"),
         field(v, "delta")
@@ -721,18 +826,43 @@ fn table(out: &mut String, rows: &[(String, String)]) {
 }
 
 /// A list of objects as a table with a header row, one column per path in `columns`.
+/// A list of lists of numbers (k-means' centroids), without `columns`, is a table with a row
+/// number and one column per entry.
 fn list(out: &mut String, items: Option<&Value>, columns: &[&str]) {
     let Some(items) = items.and_then(Value::as_array) else {
         return;
     };
-    let mut cells: Vec<Vec<String>> = vec![columns.iter().map(|c| c.to_string()).collect()];
-    cells.extend(items.iter().map(|item| {
-        columns
+    let mut cells: Vec<Vec<String>> = if columns.is_empty() {
+        let width = items
             .iter()
-            .map(|c| lookup(item, c).map_or("-".into(), text))
-            .collect()
-    }));
-    let widths: Vec<usize> = (0..columns.len())
+            .filter_map(Value::as_array)
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0);
+        let mut rows = vec![
+            std::iter::once("#".to_string())
+                .chain((0..width).map(|j| format!("x{j}")))
+                .collect::<Vec<_>>(),
+        ];
+        rows.extend(items.iter().enumerate().map(|(i, row)| {
+            let values = row.as_array().map(Vec::as_slice).unwrap_or_default();
+            std::iter::once(i.to_string())
+                .chain((0..width).map(|j| values.get(j).map_or("-".into(), text)))
+                .collect()
+        }));
+        rows
+    } else {
+        vec![columns.iter().map(|c| c.to_string()).collect()]
+    };
+    if !columns.is_empty() {
+        cells.extend(items.iter().map(|item| {
+            columns
+                .iter()
+                .map(|c| lookup(item, c).map_or("-".into(), text))
+                .collect()
+        }));
+    }
+    let widths: Vec<usize> = (0..cells[0].len())
         .map(|i| {
             cells
                 .iter()
@@ -870,6 +1000,36 @@ mod tests {
             text.starts_with("trained mlp on breast-cancer: test MSE 1.25, ε = 3.00"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn headlines_lead_with_pld_and_say_how_totals_compose() {
+        let v = json!({"mu": 0.5, "epsilon": {"pld": 1.2, "rdp": 1.5}, "delta": 1e-5});
+        assert!(render("tradeoff", &v, None).contains("ε = 1.20 (PLD"));
+        let v = json!({"queries": 10, "epsilon": 5.0, "epsilon_total": 50.0,
+                       "ledger": {"spent": 30.0, "composition": "rdp"}});
+        let text = render("predict", &v, None);
+        assert!(
+            text.contains("50 in all by adding them up; the ledger's spend is 30 (composed: rdp)"),
+            "{text}"
+        );
+        let v = json!({"ledger": "l.db", "spent": 1.0, "remaining": 2.0, "entries": [],
+                       "budget": {"epsilon": 3.0, "delta": 1e-5}, "spent_delta": 1e-5,
+                       "composition": "rdp"});
+        let text = render("ledger show", &v, None);
+        assert!(text.contains("holds at the budget's δ = 1e-5"), "{text}");
+        let v = json!({"experiment": "dpsgd", "dataset": "iris", "runs": 18, "folds": 3,
+                       "epsilons": [1.0]});
+        assert!(render("sweep", &v, None).contains("18 runs of 3 folds each"));
+    }
+
+    #[test]
+    fn kmeans_shows_the_centroids_it_released() {
+        let v = json!({"k": 2, "centroids": [[0.5, 1.25], [3.0, 4.0]]});
+        let text = render("kmeans", &v, None);
+        assert!(text.contains("  #  x0     x1\n"), "{text}");
+        assert!(text.contains("  0  0.500  1.25\n"), "{text}");
+        assert!(text.contains("  1  3      4\n"), "{text}");
     }
 
     #[test]

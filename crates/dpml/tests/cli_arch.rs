@@ -3,7 +3,7 @@
 //! show` counts parameters and FLOPs.
 
 mod common;
-use common::{dpml, shared_data};
+use common::{dpml, mnist_data_dir};
 
 /// The repository's shipped architecture `name` (crates/nn/archs).
 fn shipped(name: &str) -> String {
@@ -33,8 +33,9 @@ fn train_digits(arch: &std::path::Path) -> common::Run {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn shipped_cnn_json_trains_bit_identically_to_the_named_model() {
-    let Some(data) = shared_data() else { return };
+    let data = mnist_data_dir();
     let run = |model: &[&str]| {
         let mut a = vec![
             "train",

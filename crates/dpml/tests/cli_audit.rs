@@ -74,6 +74,7 @@ fn report_files_are_well_formed_and_the_cache_skips_retraining() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("report");
     let out_s = out.to_str().unwrap();
+    let cache = dir.path().join("cache");
     let args = audit_args(&[
         "--non-private",
         "--attack",
@@ -84,6 +85,8 @@ fn report_files_are_well_formed_and_the_cache_skips_retraining() {
         "50",
         "--out",
         out_s,
+        "--cache",
+        cache.to_str().unwrap(),
     ]);
     let first = dpml(&args).json();
     assert_eq!(first["models_trained"], 6, "{first}");
@@ -102,7 +105,9 @@ fn report_files_are_well_formed_and_the_cache_skips_retraining() {
         loss["tpr_at_fpr"]["0.01"].as_f64().is_some()
             && loss["tpr_at_fpr"]["0.001"].as_f64().is_some()
     );
-    assert!(first["epsilon_theoretical"].is_null() && first["consistent"] == true);
+    // A non-private model claims no ε: nothing to be consistent with.
+    assert!(first["epsilon_theoretical"].is_null() && first["consistent"].is_null());
+    assert_eq!(first["verdict"], "no claim to check");
 
     // audit.json is the same object as stdout.
     let saved: serde_json::Value =
@@ -290,4 +295,46 @@ fn a_batch_size_the_canary_model_cannot_take_is_refused_by_name() {
         "--no-cache",
     ]);
     r.assert_usage_error("batch-size must be at most 38");
+}
+
+/// The model cache holds models trained on the private data: by default it is a per-user
+/// folder (never the output folder a report is shared from, nor the shared temporary
+/// folder), created private (0700), each model file 0600. `--arch` audits an architecture file.
+#[test]
+fn audit_cache_is_private_by_default_and_audit_takes_an_arch() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("report");
+    let arch = home.path().join("tiny.json");
+    std::fs::write(
+        &arch,
+        r#"{"name": "tiny-digits", "input_shape": [1, 8, 8], "layers": [
+            {"type": "conv2d", "in_channels": 1, "out_channels": 2, "kernel": 3, "stride": 1, "padding": 1},
+            {"type": "relu"}, {"type": "flatten"},
+            {"type": "linear", "in_features": 128, "out_features": 10}]}"#,
+    )
+    .unwrap();
+    let mut args = audit_args(&["--epsilon", "2", "--attack", "loss", "--out"]);
+    args.retain(|a| *a != "--model" && *a != "logreg");
+    let (out_s, arch_s) = (out.to_str().unwrap(), arch.to_str().unwrap());
+    args.extend([out_s, "--arch", arch_s]);
+    let run = common::from_output(
+        common::command(&args)
+            .env("HOME", home.path())
+            .env_remove("XDG_CACHE_HOME")
+            .output()
+            .unwrap(),
+    );
+    let v = run.json();
+    assert_eq!(v["recipe"]["model"], "tiny-digits", "{v}");
+    let cache = home.path().join(".cache/dpml/audit-models");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&cache), 0o700);
+    assert_eq!(mode(&home.path().join(".cache/dpml")), 0o700);
+    let files: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().collect();
+    assert!(!files.is_empty());
+    for f in files {
+        assert_eq!(mode(&f.path()), 0o600, "{:?}", f.path());
+    }
+    assert!(!out.join("model-cache").exists());
 }

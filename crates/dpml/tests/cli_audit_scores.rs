@@ -38,7 +38,9 @@ fn scores_audit_writes_the_audit_files_and_bounds_epsilon() {
     );
     assert_eq!(v["best_attack"], "scores");
     assert_eq!(v["train_size"], 1000);
-    assert!(v["epsilon_theoretical"].is_null() && v["consistent"] == true);
+    // Without --epsilon the scores claim no ε: nothing to be consistent with.
+    assert!(v["epsilon_theoretical"].is_null() && v["consistent"].is_null());
+    assert_eq!(v["verdict"], "no claim to check");
     assert!(v.get("target_train_accuracy").is_none());
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("audit.json")).unwrap()).unwrap();
@@ -91,8 +93,11 @@ fn bad_scores_files_are_usage_errors_naming_the_value() {
         .assert_usage_error("/nonexistent/scores.csv");
     let ok = write("ok.csv", "score,member\n0.5,1\n0.6,1\n0.2,0\n0.1,0\n");
     dpml(&["audit", "--scores", &ok, "--confidence", "1.5"]).assert_usage_error("1.5");
-    // --scores audits a given model: it takes no privacy setting of a dpml-trained one.
-    let r = dpml(&["audit", "--scores", &ok, "--epsilon", "1"]);
+    // --scores audits a given model: --epsilon is the ε it claims (checked), but no other
+    // privacy setting of a dpml-trained one applies.
+    let r = dpml(&["audit", "--scores", &ok, "--epsilon", "1", "--json"]);
+    assert_eq!(r.json()["verdict"], "consistent");
+    let r = dpml(&["audit", "--scores", &ok, "--noise-multiplier", "1"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     // Without --scores the data set, attack and privacy are still required.
     let r = dpml(&["audit", "--attack", "loss", "--epsilon", "1"]);

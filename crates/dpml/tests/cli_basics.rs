@@ -256,3 +256,57 @@ fn release_rejects_bad_parameters() {
     ])
     .assert_usage_error("0");
 }
+
+/// Every command that reads a data set lists every form `--dataset` takes in its help.
+#[test]
+fn dataset_help_names_every_input_form() {
+    for command in [
+        "train", "eval", "label-dp", "kmeans", "query", "audit", "predict", "sweep", "rr", "tune",
+    ] {
+        let help = dpml(&[command, "--help"]);
+        assert_eq!(help.code, 0, "{command}: {}", help.stderr);
+        for form in ["csv:", "parquet:", "npy:", "npz:", "idx:", "images:"] {
+            assert!(help.stdout.contains(form), "{command} --help omits {form}");
+        }
+    }
+}
+
+/// A path that cannot be what it is used for (a file where a folder belongs, a folder that
+/// does not exist) is the caller's mistake: exit 2, never 1.
+#[test]
+fn path_mistakes_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let under_file = file.join("x.db");
+    let missing = dir.path().join("no-such-folder").join("x.db");
+    for ledger in [&under_file, &missing] {
+        let run = dpml(&[
+            "ledger",
+            "create",
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "--budget-epsilon",
+            "1",
+        ]);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+    }
+    let file = file.to_str().unwrap();
+    let fit = [
+        "train",
+        "--dataset",
+        "iris",
+        "--epsilon",
+        "1",
+        "--epochs",
+        "2",
+    ];
+    for extra in [
+        &["--checkpoint", file, "--checkpoint-every", "1"][..],
+        &["--resume", file],
+    ] {
+        let run = dpml(&[&fit[..], extra].concat());
+        assert_eq!(run.code, 2, "{extra:?}: {}", run.stderr);
+        assert!(run.stderr.contains(file), "{}", run.stderr);
+    }
+}

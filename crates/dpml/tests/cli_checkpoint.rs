@@ -30,12 +30,12 @@ fn run(extra: &[&str]) -> common::Run {
     dpml(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-/// The data rows of a `--log` CSV (after its comment and header lines).
+/// The data rows of a `--log` CSV (after its header line).
 fn log_rows(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
-        .skip(2)
+        .skip(1)
         .map(str::to_string)
         .collect()
 }
@@ -195,4 +195,173 @@ fn only_seeded_runs_keep_their_generator_in_a_checkpoint() {
         "{}",
         resumed["epsilon"]
     );
+}
+
+/// A new ledger of ε = 10 in `dir`.
+fn new_ledger(dir: &Path) -> std::path::PathBuf {
+    let ledger = dir.join("l.db");
+    let l = ledger.to_str().unwrap();
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        l,
+        "--budget-epsilon",
+        "10",
+        "--json",
+    ])
+    .json();
+    ledger
+}
+
+/// `dpml ledger show --json` of `ledger`.
+fn ledger_entries(ledger: &Path) -> Vec<serde_json::Value> {
+    dpml(&[
+        "ledger",
+        "show",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--json",
+    ])
+    .json()["entries"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Issue 35: a checkpointed run is one spend. It is charged when its first checkpoint is
+/// written; `--resume` of the same run charges nothing more; resuming the same checkpoint a
+/// second time (a fork whose result would be released beside the first) is charged again, for
+/// the steps the fork adds; a run charged to a ledger is not resumed without it.
+#[test]
+fn a_checkpointed_run_is_one_spend_and_a_fork_is_charged_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = new_ledger(dir.path());
+    let l = ledger.to_str().unwrap();
+    let ck = dir.path().join("ck");
+    let ck_s = ck.to_str().unwrap();
+    let stopped = run(&[
+        "--checkpoint",
+        ck_s,
+        "--stop-after-steps",
+        "5",
+        "--ledger",
+        l,
+    ])
+    .json();
+    assert_eq!(stopped["status"], "stopped");
+    let entries = ledger_entries(&ledger);
+    assert_eq!(entries.len(), 1, "charged when the checkpoint was written");
+    let whole = entries[0]["epsilon"].as_f64().unwrap();
+    assert!(
+        whole > 0.9 && whole <= 1.0 + 1e-9,
+        "the whole run's ε: {whole}"
+    );
+    // Keep a copy of this checkpoint, to fork from later.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(ck.join("checkpoint.json"), copy.join("checkpoint.json")).unwrap();
+
+    run(&["--resume", ck_s]).assert_usage_error("resume it with the same --ledger");
+    let resumed = run(&["--resume", ck_s, "--ledger", l]).json();
+    assert_eq!(
+        resumed["ledger"]["entries"], 1,
+        "a resume charges nothing more"
+    );
+    let fork = run(&["--resume", copy.to_str().unwrap(), "--ledger", l]).json();
+    assert_eq!(fork["ledger"]["entries"], 2, "a fork is charged again");
+    let entries = ledger_entries(&ledger);
+    let added = entries[1]["epsilon"].as_f64().unwrap();
+    assert!(
+        added > 0.0 && added < whole,
+        "the fork's steps: {added} of {whole}"
+    );
+    assert_eq!(entries[1]["run"], entries[0]["run"]);
+}
+
+/// A run killed after its charge keeps it: the checkpoint was written after the charge.
+#[test]
+fn a_run_killed_after_its_charge_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = new_ledger(dir.path());
+    let l = ledger.to_str().unwrap();
+    let ck = dir.path().join("ck");
+    let mut child = common::command(&[
+        "train",
+        "--dataset",
+        "digits",
+        "--epsilon",
+        "1",
+        "--epochs",
+        "200",
+        "--seed",
+        "7",
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--checkpoint-every",
+        "1",
+        "--ledger",
+        l,
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let start = std::time::Instant::now();
+    while !ck.join("checkpoint.json").exists() && start.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(ck.join("checkpoint.json").exists());
+    assert_eq!(ledger_entries(&ledger).len(), 1);
+}
+
+/// Issue 35's fuzzing pass: checkpoints are inputs. An edited `step`, a FIFO in place of the
+/// file, and (issue 40) another --seed are refused by name; a mismatch names the part that
+/// differs and prints no digest.
+#[test]
+fn checkpoints_are_validated_as_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let ck_s = ck.to_str().unwrap();
+    run(&["--checkpoint", ck_s, "--stop-after-steps", "2"]).json();
+    let file = ck.join("checkpoint.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    // Another learning rate: the recipe differs, said without a digest.
+    let other = with(&["--resume", ck_s, "--learning-rate", "1.5"]);
+    let r = dpml(&other.iter().map(String::as_str).collect::<Vec<_>>());
+    r.assert_usage_error("another recipe");
+    assert!(
+        !r.stderr
+            .chars()
+            .collect::<Vec<_>>()
+            .windows(32)
+            .any(|w| w.iter().all(char::is_ascii_hexdigit)),
+        "{}",
+        r.stderr
+    );
+    // Another seed is refused rather than silently ignored.
+    let reseeded: Vec<String> = RECIPE
+        .iter()
+        .map(|s| if *s == "7" { "8" } else { s })
+        .chain(["--resume", ck_s])
+        .map(str::to_string)
+        .collect();
+    dpml(&reseeded.iter().map(String::as_str).collect::<Vec<_>>())
+        .assert_usage_error("differs from the seed of the checkpoint's run");
+    // An edited step.
+    let mut v: serde_json::Value = serde_json::from_str(&original).unwrap();
+    v["step"] = 1.into();
+    std::fs::write(&file, serde_json::to_string(&v).unwrap()).unwrap();
+    run(&["--resume", ck_s]).assert_usage_error("edited outside dpml");
+    // A FIFO does not hang the resume.
+    std::fs::remove_file(&file).unwrap();
+    if std::process::Command::new("mkfifo")
+        .arg(&file)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        run(&["--resume", ck_s]).assert_usage_error("not a regular file");
+    }
 }

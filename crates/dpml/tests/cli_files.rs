@@ -154,21 +154,13 @@ fn train_iris_non_private(path: &Path) -> Value {
     .json()
 }
 
-/// Copies the model at `from` to `to` without its privacy facts: the safetensors header
-/// re-written without the `dpml_privacy` metadata entry, padded with spaces to its old length
-/// so the tensor offsets stay valid. What an older dpml, or another tool, writes.
+/// Copies the model at `from` to `to` without its privacy facts (the `dpml_privacy` metadata
+/// entry): what an older dpml, or another tool, writes.
 fn strip_privacy_facts(from: &Path, to: &Path) {
-    let bytes = std::fs::read(from).unwrap();
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let mut header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
-    let meta = header["__metadata__"].as_object_mut().unwrap();
-    assert!(meta.remove("dpml_privacy").is_some(), "no facts to strip");
-    let mut text = serde_json::to_string(&header).unwrap();
-    text.push_str(&" ".repeat(n - text.len()));
-    let mut out = bytes[..8].to_vec();
-    out.extend_from_slice(text.as_bytes());
-    out.extend_from_slice(&bytes[8 + n..]);
-    std::fs::write(to, out).unwrap();
+    common::edit_safetensors_header(from, to, |header| {
+        let meta = header["__metadata__"].as_object_mut().unwrap();
+        assert!(meta.remove("dpml_privacy").is_some(), "no facts to strip");
+    });
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::{dpml, shared_data};
+use common::{dpml, mnist_data_dir};
 use npyz::WriterBuilder;
 
 /// How many MNIST training images the round trips use (enough for a real epoch, small enough
@@ -159,8 +159,9 @@ fn train(dataset: &str, extra: &[&str]) -> Vec<(String, serde_json::Value)> {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn mnist_as_npy_npz_and_png_trains_as_the_idx_files_do() {
-    let Some(data) = shared_data() else { return };
+    let data = mnist_data_dir();
     let (images, labels) = mnist_subset(&data);
     let dir = tempfile::tempdir().unwrap();
     let p = |name: &str| -> PathBuf { dir.path().join(name) };
@@ -184,10 +185,15 @@ fn mnist_as_npy_npz_and_png_trains_as_the_idx_files_do() {
     for dataset in [
         format!("npy:{},{}", show(p("x.npy")), show(p("y.npy"))),
         format!("npz:{}", show(p("d.npz"))),
-        format!("images:{}", show(p("png"))),
     ] {
         assert_eq!(train(&dataset, &cnn), reference, "{dataset}");
     }
+    // A private run on images declares their shape (never read from an image).
+    let folder = format!("images:{}", show(p("png")));
+    assert_eq!(
+        train(&folder, &["--model", "cnn", "--shape", "1,28,28"]),
+        reference
+    );
     // A table's columns hold the scaled pixels (the split hashes each record's features, so
     // they must be the same values): bounds declare their range, a shape lays them out as the
     // CNN's image.
@@ -422,6 +428,8 @@ fn input_perturbation_on_colour_images_states_the_composed_epsilon() {
         &ds,
         "--classes",
         "dark,light",
+        "--shape",
+        "3,17,23",
         "--model",
         "logreg",
         "--epsilon",
@@ -441,4 +449,52 @@ fn input_perturbation_on_colour_images_states_the_composed_epsilon() {
     let features = 3.0 * 17.0 * 23.0;
     assert!((per_record - 0.01 * features).abs() < 1e-9, "{v}");
     assert!(v["epsilon"].as_f64().unwrap() <= 2.0, "{v}");
+}
+
+/// An image folder's shape is declared for a private run: one RGB image named to be read
+/// first would otherwise turn every grey record into three channels and change the model.
+#[test]
+fn private_runs_on_images_need_a_declared_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let grey: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i * 10; 64]).collect();
+    let labels: Vec<u8> = (0..20).map(|i| i % 2).collect();
+    png_folder(dir.path(), 8, &grey, &labels);
+    let ds = format!("images:{}", dir.path().display());
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--dataset",
+            &ds,
+            "--classes",
+            "0,1",
+            "--model",
+            "logreg",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--seed",
+            "1",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        dpml(&args)
+    };
+    run(&["--epsilon", "1"]).assert_usage_error("--shape");
+    let declared = run(&["--epsilon", "1", "--shape", "1,8,8"]).json();
+    assert!(declared["train_size"].as_u64().unwrap() > 0, "{declared}");
+    // The RGB image read first changes nothing a private run uses: its declared grey shape
+    // holds, the image is converted to it.
+    image::RgbImage::from_pixel(8, 8, image::Rgb([255, 0, 0]))
+        .save(dir.path().join("0").join("aaa.png"))
+        .unwrap();
+    run(&["--epsilon", "1"]).assert_usage_error("--shape");
+    let v = run(&["--epsilon", "1", "--shape", "1,8,8"]).json();
+    assert_eq!(v["schema"]["shape"], "declared", "{v}");
+    // A non-private look at the data may take the first image's shape, and says so.
+    let v = run(&["--non-private"]).json();
+    assert_eq!(
+        v["schema"]["shape"], "inferred from the records (not private)",
+        "{v}"
+    );
 }

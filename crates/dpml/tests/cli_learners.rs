@@ -252,3 +252,79 @@ fn input_perturbation_reports_per_record_and_per_feature_epsilon() {
     ])
     .assert_usage_error("cauchy");
 }
+
+/// A csv table of 300 records (two features, a label in 0..3); `relabel` and `shift` change
+/// every record's label and features, the attributes that label DP and local DP on the
+/// features protect.
+fn split_table(dir: &std::path::Path, name: &str, relabel: u32, shift: f32) -> String {
+    let mut text = String::from("a,b,label\n");
+    for i in 0..300u32 {
+        let (a, b) = ((i % 100) as f32 / 10.0 + shift, (i * 7 % 11) as f32 - shift);
+        text.push_str(&format!("{a},{b},{}\n", (i + relabel) % 3));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    format!("csv:{}", path.display())
+}
+
+#[test]
+fn splits_do_not_depend_on_the_protected_attribute() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "5".repeat(64);
+    let common = ["--split-key", key.as_str(), "--epochs", "1", "--seed", "2"];
+    let train_size = |args: &[&str]| -> u64 {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&common);
+        a.push("--json");
+        let v = dpml(&a).json();
+        v["train_size"]
+            .as_u64()
+            .or(v["train_records"].as_u64())
+            .unwrap_or_else(|| panic!("no training-set size: {v}"))
+    };
+    // Label DP: the three tables differ in every label; the split hashes the features only.
+    let label_dp: Vec<u64> = (0..3)
+        .map(|r| {
+            let source = split_table(dir.path(), &format!("labels{r}.csv"), r, 0.0);
+            train_size(&[
+                "label-dp",
+                "--dataset",
+                &source,
+                "--mechanism",
+                "rr",
+                "--classes",
+                "0,1,2",
+                "--epsilon",
+                "1",
+            ])
+        })
+        .collect();
+    // Local DP on the features: the tables differ in every record's features; the split
+    // hashes positions.
+    let local: Vec<u64> = [0.0, 0.25, 0.5]
+        .iter()
+        .enumerate()
+        .map(|(r, &shift)| {
+            let source = split_table(dir.path(), &format!("features{r}.csv"), 0, shift);
+            train_size(&[
+                "train",
+                "--dataset",
+                &source,
+                "--model",
+                "logreg",
+                "--non-private",
+                "--bounds",
+                "-1,11",
+                "--input-perturbation",
+                "laplace",
+                "--input-epsilon",
+                "1",
+            ])
+        })
+        .collect();
+    let same = |sizes: &[u64]| sizes.windows(2).all(|w| w[0] == w[1]);
+    assert!(
+        same(&label_dp) && same(&local),
+        "label DP {label_dp:?}, local DP {local:?}"
+    );
+}

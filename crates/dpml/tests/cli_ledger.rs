@@ -151,3 +151,476 @@ fn predict_refuses_a_model_that_does_not_fit_before_charging_the_ledger() {
     let again = predict(&good, "iris").json();
     assert_eq!(again["ledger"]["entries"], 2);
 }
+
+/// Logistic regression on iris, two epochs of batches of 32 (ε and seed to add).
+const IRIS_LOGREG: &[&str] = &[
+    "train",
+    "--dataset",
+    "iris",
+    "--model",
+    "logreg",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "32",
+];
+
+/// A count of iris' petal lengths at ε = 0.5.
+const COUNT_QUERY: &[&str] = &[
+    "query",
+    "--dataset",
+    "iris",
+    "--column",
+    "petal_length",
+    "--aggregate",
+    "count",
+    "--epsilon",
+    "0.5",
+];
+
+/// Runs `dpml ARGS --ledger L --json` and returns the run.
+fn charged(ledger: &Path, args: &[&str]) -> common::Run {
+    let l = ledger.to_str().unwrap();
+    let all: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--ledger", l, "--json"])
+        .collect();
+    dpml(&all)
+}
+
+fn create(ledger: &Path, epsilon: &str) {
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--budget-epsilon",
+        epsilon,
+        "--json",
+    ])
+    .json();
+}
+
+fn show(ledger: &Path) -> serde_json::Value {
+    dpml(&[
+        "ledger",
+        "show",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--json",
+    ])
+    .json()
+}
+
+/// Issue 35: every command that releases something computed from private data charges the
+/// ledger it is given, each entry naming its command and data set.
+#[test]
+fn every_releasing_command_charges_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("all.db");
+    create(&ledger, "100");
+    let model = dir.path().join("m.safetensors");
+    let m = model.to_str().unwrap();
+    let runs: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "train",
+            [
+                IRIS_LOGREG,
+                &["--epsilon", "1", "--seed", "1", "--save-model", m],
+            ]
+            .concat(),
+        ),
+        (
+            "label-dp",
+            vec![
+                "label-dp",
+                "--dataset",
+                "iris",
+                "--mechanism",
+                "rr",
+                "--epsilon",
+                "1",
+                "--epochs",
+                "1",
+                "--seed",
+                "1",
+            ],
+        ),
+        (
+            "kmeans",
+            vec![
+                "kmeans",
+                "--dataset",
+                "iris",
+                "--k",
+                "3",
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+            ],
+        ),
+        (
+            "rr",
+            vec![
+                "rr",
+                "--dataset",
+                "iris",
+                "--column",
+                "target",
+                "--categories",
+                "0,1,2",
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+            ],
+        ),
+        (
+            "release",
+            vec![
+                "release",
+                "--mechanism",
+                "laplace",
+                "--value",
+                "3",
+                "--sensitivity",
+                "1",
+                "--epsilon",
+                "0.5",
+                "--count",
+                "2",
+                "--seed",
+                "1",
+            ],
+        ),
+        (
+            "query",
+            vec![
+                "query",
+                "--dataset",
+                "iris",
+                "--column",
+                "petal_length",
+                "--aggregate",
+                "count",
+                "--epsilon",
+                "0.5",
+                "--seed",
+                "1",
+            ],
+        ),
+        (
+            "predict",
+            vec![
+                "predict",
+                "--model-file",
+                m,
+                "--dataset",
+                "iris",
+                "--epsilon",
+                "0.1",
+                "--queries",
+                "3",
+                "--seed",
+                "1",
+            ],
+        ),
+    ];
+    for (i, (command, args)) in runs.iter().enumerate() {
+        let out = charged(&ledger, args).json();
+        assert_eq!(out["ledger"]["entries"], i + 1, "{command}: {out}");
+    }
+    let entries = show(&ledger)["entries"].as_array().unwrap().clone();
+    let commands: Vec<&str> = entries
+        .iter()
+        .map(|e| e["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands, runs.iter().map(|r| r.0).collect::<Vec<_>>());
+    for e in &entries {
+        assert!(e["epsilon_at_ledger_delta"].as_f64().unwrap() > 0.0, "{e}");
+        assert!(e["time"].as_str().unwrap().ends_with('Z'), "{e}");
+        assert!(e["event"].is_object(), "{e}");
+    }
+    assert_eq!(entries[0]["dataset"], "iris");
+}
+
+/// A run that would overspend is refused before it trains (no model written, nothing
+/// charged); non-private work cannot be charged at all.
+#[test]
+fn an_overspending_run_is_refused_before_it_trains() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("small.db");
+    create(&ledger, "0.5");
+    let model = dir.path().join("m.safetensors");
+    let train = |epsilon: &str| {
+        charged(
+            &ledger,
+            &[
+                IRIS_LOGREG,
+                &[
+                    "--epsilon",
+                    epsilon,
+                    "--seed",
+                    "1",
+                    "--save-model",
+                    model.to_str().unwrap(),
+                ],
+            ]
+            .concat(),
+        )
+    };
+    let before = std::fs::read(&ledger).unwrap();
+    let refused = train("1");
+    refused.assert_usage_error("over budget");
+    assert!(
+        !refused.stderr.contains("epoch"),
+        "it trained: {}",
+        refused.stderr
+    );
+    assert!(!model.exists());
+    assert_eq!(std::fs::read(&ledger).unwrap(), before);
+    charged(
+        &ledger,
+        &[
+            "kmeans",
+            "--dataset",
+            "iris",
+            "--k",
+            "3",
+            "--algorithm",
+            "lloyd",
+        ],
+    )
+    .assert_usage_error("not differentially private");
+    charged(
+        &ledger,
+        &[
+            "train",
+            "--dataset",
+            "iris",
+            "--model",
+            "logreg",
+            "--non-private",
+        ],
+    )
+    .assert_usage_error("non-private");
+    assert_eq!(show(&ledger)["entries"].as_array().unwrap().len(), 0);
+    // A failing run charges nothing: a column that does not exist.
+    charged(
+        &ledger,
+        &[
+            "rr",
+            "--dataset",
+            "iris",
+            "--column",
+            "nope",
+            "--epsilon",
+            "0.1",
+        ],
+    )
+    .assert_usage_error("nope");
+    assert_eq!(show(&ledger)["entries"].as_array().unwrap().len(), 0);
+}
+
+/// A sweep is charged the sum of its private runs, before its results are written; one that
+/// would not fit is refused before its first run.
+#[test]
+fn a_sweep_is_charged_the_sum_of_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("sweep.db");
+    create(&ledger, "3");
+    let out = dir.path().join("out");
+    let sweep = |eps: &str| {
+        charged(
+            &ledger,
+            &[
+                "sweep",
+                "--experiment",
+                "kmeans",
+                "--dataset",
+                "iris",
+                "--epsilons",
+                eps,
+                "--repeats",
+                "2",
+                "--seed",
+                "1",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+    };
+    sweep("5").assert_usage_error("over budget");
+    assert!(!out.join("results.csv").exists());
+    let done = sweep("0.5,1").json();
+    // 2 repeats of ε 0.5 and of ε 1: 3 by adding up.
+    let spent = done["ledger"]["spent"].as_f64().unwrap();
+    assert!(spent > 2.0 && spent <= 3.0 + 1e-9, "{spent}");
+    assert_eq!(show(&ledger)["entries"][0]["command"], "sweep");
+}
+
+/// Issue 40: after pure-ε spends `ledger show` reported all of δ spent.
+#[test]
+fn pure_epsilon_spends_leave_delta_unspent() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("pure.db");
+    create(&ledger, "3");
+    for _ in 0..4 {
+        charged(&ledger, COUNT_QUERY).json();
+    }
+    let v = show(&ledger);
+    assert_eq!(v["spent"], 2.0, "{v}");
+    assert_eq!(v["spent_delta"], 0.0, "{v}");
+    assert_eq!(v["remaining_delta"], 1e-5, "{v}");
+}
+
+/// The ledger composes heterogeneous events with the tightest accountant and says which, and
+/// plots the spend over time (PNG or SVG).
+#[test]
+fn show_names_the_accountant_and_plots_the_spend() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("mix.db");
+    create(&ledger, "20");
+    charged(
+        &ledger,
+        &[IRIS_LOGREG, &["--epsilon", "1", "--seed", "1"]].concat(),
+    )
+    .json();
+    charged(
+        &ledger,
+        &[
+            "release",
+            "--mechanism",
+            "gaussian",
+            "--value",
+            "1",
+            "--sensitivity",
+            "1",
+            "--epsilon",
+            "0.5",
+            "--delta",
+            "1e-6",
+            "--seed",
+            "1",
+        ],
+    )
+    .json();
+    let v = show(&ledger);
+    assert_eq!(v["composition"], "pld", "{v}");
+    for ext in ["png", "svg"] {
+        let plot = dir.path().join(format!("spend.{ext}"));
+        let p = dpml(&[
+            "ledger",
+            "show",
+            "--ledger",
+            ledger.to_str().unwrap(),
+            "--plot",
+            plot.to_str().unwrap(),
+            "--json",
+        ])
+        .json();
+        assert_eq!(p["plot"], plot.to_str().unwrap());
+        assert!(std::fs::metadata(&plot).unwrap().len() > 1000);
+    }
+    dpml(&[
+        "ledger",
+        "show",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--plot",
+        "x.gif",
+    ])
+    .assert_usage_error(".png or .svg");
+}
+
+/// Issue 35: overwriting one entry's stored ε in the SQLite file (which stays valid) returned
+/// budget; now the entry's seal does not match and the ledger is refused. A key file others
+/// can read is refused too, and an error never names a temporary `.creating` file.
+#[test]
+fn a_ledger_edited_outside_dpml_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("sealed.db");
+    create(&ledger, "1");
+    charged(&ledger, COUNT_QUERY).json();
+    let conn = rusqlite::Connection::open(&ledger).unwrap();
+    conn.execute_batch(
+        "DROP TRIGGER ledger_entries_append_only_update;
+         UPDATE ledger_entries SET epsilon = 0.0;",
+    )
+    .unwrap();
+    drop(conn);
+    dpml(&["ledger", "show", "--ledger", ledger.to_str().unwrap()])
+        .assert_usage_error("changed outside dpml");
+    charged(&ledger, COUNT_QUERY).assert_usage_error("entry 1 does not match its seal");
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let other = dir.path().join("other.db");
+        create(&other, "1");
+        let key = dir.path().join("other.db.key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        dpml(&["ledger", "show", "--ledger", other.to_str().unwrap()])
+            .assert_usage_error("chmod 600");
+    }
+    let missing_dir = dir.path().join("no-such-dir").join("l.db");
+    let r = dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        missing_dir.to_str().unwrap(),
+        "--budget-epsilon",
+        "1",
+        "--ledger-key",
+        dir.path().join("k").to_str().unwrap(),
+    ]);
+    assert_ne!(r.code, 0);
+    assert!(!r.stderr.contains(".creating"), "{}", r.stderr);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".creating"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+/// A ledger sealed with a passphrase (DPML_LEDGER_PASSPHRASE) makes no key file and opens only
+/// with the same passphrase.
+#[test]
+fn a_passphrase_ledger_needs_its_passphrase() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("pass.db");
+    let l = ledger.to_str().unwrap();
+    let with = |pass: Option<&str>, args: &[&str]| {
+        let mut c = common::command(args);
+        match pass {
+            Some(p) => c.env("DPML_LEDGER_PASSPHRASE", p),
+            None => c.env_remove("DPML_LEDGER_PASSPHRASE"),
+        };
+        common::from_output(c.output().unwrap())
+    };
+    with(
+        Some("s3cret words"),
+        &[
+            "ledger",
+            "create",
+            "--ledger",
+            l,
+            "--budget-epsilon",
+            "1",
+            "--json",
+        ],
+    )
+    .json();
+    assert!(!dir.path().join("pass.db.key").exists());
+    with(
+        Some("s3cret words"),
+        &["ledger", "show", "--ledger", l, "--json"],
+    )
+    .json();
+    with(Some("other words"), &["ledger", "show", "--ledger", l])
+        .assert_usage_error("does not open this ledger");
+    with(None, &["ledger", "show", "--ledger", l]).assert_usage_error("DPML_LEDGER_PASSPHRASE");
+}

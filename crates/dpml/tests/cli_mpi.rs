@@ -107,7 +107,7 @@ fn two_ranks_match_one(extra: &[&str]) {
     // order only if every step had the same members.
     let row = |log: &str| -> Vec<f64> {
         log.lines()
-            .nth(2)
+            .nth(1)
             .unwrap()
             .split(',')
             .take(4)
@@ -225,4 +225,79 @@ fn a_dying_rank_ends_the_job() {
     assert_ne!(r.code, 0);
     assert!(r.stdout.trim().is_empty(), "{}", r.stdout);
     assert!(r.stderr.contains("rank 1"), "{}", r.stderr);
+}
+
+/// `mpirun` with one process per argument list (MPI's colon-separated app contexts): each
+/// rank runs its own command line.
+fn mpirun_each(ranks: &[Vec<String>]) -> Run {
+    let mut c = Command::new("mpirun");
+    c.args(["--allow-run-as-root", "--oversubscribe"]);
+    for (i, args) in ranks.iter().enumerate() {
+        if i > 0 {
+            c.arg(":");
+        }
+        c.args(["-np", "1"])
+            .arg(env!("CARGO_BIN_EXE_dpml"))
+            .args(args);
+    }
+    from_output(
+        c.env("RAYON_NUM_THREADS", "1")
+            .output()
+            .expect("run mpirun (install openmpi-bin)"),
+    )
+}
+
+/// Ranks that loaded other data or another recipe (a table with a row less, a renamed
+/// column, more epochs) are refused before the first step, naming the rank and what differs.
+#[test]
+fn ranks_that_disagree_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = |name: &str, header: &str, rows: usize| {
+        let mut text = format!("{header}\n");
+        for i in 0..rows {
+            text.push_str(&format!("{},{},{}\n", i % 7, (i * 3) % 5, i % 2));
+        }
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        format!("csv:{}", path.display())
+    };
+    let base = table("a.csv", "a,b,y", 200);
+    let args = |dataset: &str, epochs: &str| -> Vec<String> {
+        [
+            "train",
+            "--dataset",
+            dataset,
+            "--classes",
+            "0,1",
+            "--bounds",
+            "0,10",
+            "--model",
+            "logreg",
+            "--epsilon",
+            "1",
+            "--epochs",
+            epochs,
+            "--seed",
+            "1",
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let agree = mpirun_each(&[args(&base, "1"), args(&base, "1")]);
+    assert_eq!(agree.code, 0, "{}", agree.stderr);
+    for (other, epochs, what) in [
+        (table("short.csv", "a,b,y", 199), "1", "training-set size N"),
+        (table("renamed.csv", "a,c,y", 200), "1", "data schema"),
+        (base.clone(), "2", "step count T"),
+    ] {
+        let r = mpirun_each(&[args(&base, "1"), args(&other, epochs)]);
+        assert_ne!(r.code, 0, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("rank 1 disagrees with rank 0 on the {what}")),
+            "{what}: {}",
+            r.stderr
+        );
+    }
 }

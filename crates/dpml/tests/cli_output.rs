@@ -202,10 +202,10 @@ fn malformed_command_lines_are_usage_errors_wherever_json_stands() {
 #[test]
 fn environment_failures_are_runtime_errors() {
     let dir = tempfile::tempdir().unwrap();
-    // A ledger under a regular file cannot be created: the file system refuses, exit 1.
-    let file = dir.path().join("plain");
-    std::fs::write(&file, "x").unwrap();
-    let ledger = file.join("ledger.db");
+    // A folder that exists but takes no files (proc): the file system refuses, exit 1. (A
+    // path under a regular file or a missing folder is the caller's mistake: exit 2,
+    // cli_basics.)
+    let ledger = std::path::Path::new("/proc/dpml-ledger-test.db");
     let args = [
         "query",
         "--dataset",

@@ -1,7 +1,7 @@
 //! `dpml query`, `dpml rr`, `dpml data` and the budget ledger, run as a user would.
 
 mod common;
-use common::{IRIS_MEAN, command, dpml, from_output, shared_data};
+use common::{IRIS_MEAN, command, dpml, from_output, mnist_data_dir};
 
 fn query(extra: &[&str]) -> common::Run {
     common::query_iris_mean(extra)
@@ -397,8 +397,9 @@ fn coin_flip_survey_recovers_the_proportion() {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn data_list_and_verify() {
-    let Some(data) = shared_data() else { return };
+    let data = mnist_data_dir();
     let d = data.to_str().unwrap();
     let v = dpml(&["data", "list", "--data-dir", d, "--json"]).json();
     let sets = v["datasets"].as_array().unwrap();
@@ -412,8 +413,9 @@ fn data_list_and_verify() {
 }
 
 #[test]
+#[cfg_attr(not(dpml_mnist), ignore = "needs MNIST: set DPML_DATA_DIR")]
 fn truncated_idx_is_a_named_error() {
-    let Some(data) = shared_data() else { return };
+    let data = mnist_data_dir();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("mnist")).unwrap();
     for f in [

@@ -560,3 +560,266 @@ fn special_files_and_huge_csv_lines_are_refused() {
     dpml_within(&[&q[..], &["--dataset", &csv_long]].concat(), FIVE_S)
         .assert_usage_error("line 2 holds");
 }
+
+/// A conv layer's declared padding sizes its output: 10^5 asked for 320 GB (an abort) in every
+/// command that builds an architecture, and 2^63 wrapped around and trained. Each is refused by
+/// name, from a file and from a saved model.
+#[test]
+fn declared_layer_sizes_are_refused_by_name_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    for padding in ["100000", "9223372036854775808"] {
+        let arch = format!(
+            r#"{{"name": "pad", "input_shape": [1, 8, 8], "layers": [
+            {{"type": "conv2d", "in_channels": 1, "out_channels": 2, "kernel": 3, "stride": 1, "padding": {padding}}},
+            {{"type": "flatten"}}, {{"type": "linear", "in_features": 4, "out_features": 10}}]}}"#
+        );
+        let path = dir.path().join(format!("pad{padding}.json"));
+        std::fs::write(&path, &arch).unwrap();
+        assert!(arch.len() < 400);
+        let file = d(&path);
+        let out = d(&dir.path().join("sweep"));
+        let fit = ["--dataset", "digits", "--arch", &file, "--epochs", "1"];
+        let commands: Vec<Vec<&str>> = vec![
+            vec!["arch", "show", &file],
+            [&["train"], &fit[..], &["--epsilon", "1"]].concat(),
+            vec!["bench", "dpsgd", "--arch", &file, "--steps", "1"],
+            [
+                &[
+                    "sweep",
+                    "--experiment",
+                    "dp-sgd",
+                    "--epsilons",
+                    "1",
+                    "--repeats",
+                    "1",
+                ],
+                &fit[..],
+                &["--out", &out],
+            ]
+            .concat(),
+        ];
+        for args in &commands {
+            let run = dpml_within(args, FIVE_S);
+            assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+            let last = run.stderr.trim_end().lines().last().unwrap_or_default();
+            assert!(
+                last.starts_with("error: ") && last.contains(&format!("padding {padding}")),
+                "{args:?}: {}",
+                run.stderr
+            );
+        }
+        // The same architecture saved in a model file, with tensors of the declared shapes.
+        let model = safetensors_file(
+            &dir,
+            &arch,
+            &[
+                ("0.weight", &[2, 1, 3, 3], &[0.1; 18]),
+                ("0.bias", &[2], &[0.0; 2]),
+                ("2.weight", &[10, 4], &[0.1; 40]),
+                ("2.bias", &[10], &[0.0; 10]),
+            ],
+        );
+        for args in [
+            vec!["inspect", model.as_str()],
+            vec![
+                "eval",
+                "--model-file",
+                &model,
+                "--dataset",
+                "digits",
+                "--split-seed",
+                "1",
+            ],
+            vec![
+                "predict",
+                "--model-file",
+                &model,
+                "--dataset",
+                "digits",
+                "--epsilon",
+                "1",
+            ],
+        ] {
+            dpml_within(&args, FIVE_S).assert_usage_error(&format!("padding {padding}"));
+        }
+    }
+}
+
+/// An image header declaring 20 000 × 20 000 pixels in a file of 60 bytes, and a declared
+/// shape of 10^10 pixels to resize to: refused by name, before anything is decoded.
+#[test]
+fn image_sizes_are_refused_before_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let class = dir.path().join("a");
+    std::fs::create_dir(&class).unwrap();
+    image::GrayImage::new(8, 8)
+        .save(class.join("ok.png"))
+        .unwrap();
+    // A PNG header (IHDR) claiming 20000 x 20000, its image data cut.
+    let full = {
+        let mut png = Vec::new();
+        image::GrayImage::new(1, 1)
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        png
+    };
+    let mut forged = full.clone();
+    forged[16..20].copy_from_slice(&20_000u32.to_be_bytes());
+    forged[20..24].copy_from_slice(&20_000u32.to_be_bytes());
+    // The IHDR's CRC over its type and data.
+    let mut crc = flate2::Crc::new();
+    crc.update(&forged[12..29]);
+    forged[29..33].copy_from_slice(&crc.sum().to_be_bytes());
+    std::fs::write(class.join("huge.png"), &forged).unwrap();
+    let ds = format!("images:{}", dir.path().display());
+    let train = |extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--dataset",
+            &ds,
+            "--classes",
+            "a",
+            "--epsilon",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        dpml_within(&args, FIVE_S)
+    };
+    for extra in [&["--shape", "1,8,8"][..], &["--shape", "1,8,8", "--resize"]] {
+        train(extra).assert_usage_error("20000x20000");
+    }
+    std::fs::remove_file(class.join("huge.png")).unwrap();
+    train(&["--shape", "1,100000,100000", "--resize"]).assert_usage_error("1, 100000, 100000");
+}
+
+/// Rewrites the JSON of metadata entry `key` of the safetensors file `path` with `edit`.
+fn edit_metadata(path: &str, key: &str, edit: impl Fn(&mut serde_json::Value)) {
+    let path = std::path::Path::new(path);
+    common::edit_safetensors_header(path, path, |header| {
+        let entry = &mut header["__metadata__"][key];
+        let mut value: serde_json::Value = serde_json::from_str(entry.as_str().unwrap()).unwrap();
+        edit(&mut value);
+        *entry = value.to_string().into();
+    });
+}
+
+/// Privacy facts edited into a model file (ε = −1, δ = 2, σ = −5, q = 7) are not shown as
+/// the model's guarantee but as invalid, by name; text from the file (its data set's name, its
+/// architecture's name) reaches the terminal with control characters escaped.
+#[test]
+fn forged_model_facts_are_invalid_and_file_text_is_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.safetensors");
+    let model = model.to_str().unwrap();
+    dpml(&[
+        "train",
+        "--dataset",
+        "iris",
+        "--model",
+        "logreg",
+        "--epsilon",
+        "1",
+        "--epochs",
+        "1",
+        "--save-model",
+        model,
+        "--json",
+    ])
+    .json();
+    let v = dpml(&["inspect", model, "--json"]).json();
+    assert_eq!(v["privacy"]["guarantee"], "dp-sgd", "{v}");
+    edit_metadata(model, "dpml_privacy", |f| {
+        f["epsilon"] = (-1.0).into();
+        f["delta"] = 2.0.into();
+        f["noise_multiplier"] = (-5.0).into();
+        f["sampling_rate"] = 7.0.into();
+        f["dataset"] = "\u{1b}[2Jiris".into();
+    });
+    let v = dpml(&["inspect", model, "--json"]).json();
+    let p = &v["privacy"];
+    assert_eq!(p["guarantee"], "invalid", "{v}");
+    assert!(
+        p.get("epsilon").is_none(),
+        "a forged ε at the guarantee's place: {v}"
+    );
+    let problems = p["problems"].to_string();
+    for name in [
+        "epsilon -1",
+        "delta 2",
+        "noise_multiplier -5",
+        "sampling_rate 7",
+    ] {
+        assert!(problems.contains(name), "{problems}");
+    }
+    let human = dpml(&["inspect", model]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    assert!(human.stdout.contains("invalid"), "{}", human.stdout);
+    assert!(!human.stdout.contains('\u{1b}'), "{:?}", human.stdout);
+    let eval = eval_iris(model, &["--json"]).json();
+    assert_eq!(eval["model_privacy"]["guarantee"], "invalid", "{eval}");
+    // An architecture named with a terminal escape.
+    let arch = dir.path().join("a.json");
+    std::fs::write(
+        &arch,
+        r#"{"name": "\u001b]0;owned\u0007x", "input_shape": [4], "layers": [{"type": "linear", "in_features": 4, "out_features": 3}]}"#,
+    )
+    .unwrap();
+    let shown = dpml(&["arch", "show", arch.to_str().unwrap()]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        !shown.stdout.contains('\u{1b}') && !shown.stdout.contains('\u{7}'),
+        "{:?}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains("\\u{1b}"), "{:?}", shown.stdout);
+}
+
+/// `data fetch` from a server that accepts and never answers gives up after its few-second
+/// read timeout (it waited 62 s), saying so; offline or not, the error says where the files
+/// go by hand and how to check them; `data verify` counts missing files and fails on them.
+#[test]
+fn data_fetch_fails_in_seconds_and_says_how_to_install_by_hand() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        // Hold every connection open without a byte of answer.
+        let held: Vec<_> = listener.incoming().flatten().collect();
+        drop(held);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().to_str().unwrap();
+    let start = Instant::now();
+    let run = dpml_within(
+        &["data", "fetch", "mnist", "--to", to, "--base-url", &base],
+        Duration::from_secs(30),
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let mnist = dir.path().join("mnist");
+    for needle in [
+        "no answer within 5 s",
+        "train-labels-idx1-ubyte.gz",
+        mnist.to_str().unwrap(),
+        &format!("dpml data verify mnist --data-dir {to}"),
+    ] {
+        assert!(run.stderr.contains(needle), "{needle:?}: {}", run.stderr);
+    }
+    // Nothing is there: verify names the missing files and fails, for one set or all.
+    for args in [
+        vec!["data", "verify", "--data-dir", to],
+        vec!["data", "verify", "mnist", "--data-dir", to],
+    ] {
+        let run = dpml(&args);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(
+            run.stderr.contains("missing:") && run.stderr.contains("t10k-images-idx3-ubyte.gz"),
+            "{}",
+            run.stderr
+        );
+    }
+}

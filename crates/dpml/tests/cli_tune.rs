@@ -139,6 +139,18 @@ fn a_search_reports_its_total_and_keeps_the_trials_in_the_diagnostics() {
     let text = inspect.to_string();
     assert!(text.contains("\"tuning\""), "{text}");
     assert!(text.contains("\"law\":\"poisson\""), "{text}");
+    // ... and the split that held the test records out: `eval` holds out the same ones.
+    assert_eq!(
+        inspect["privacy"]["split"]["key"], v["split_key"],
+        "{inspect}"
+    );
+    let m = model.to_str().unwrap();
+    let eval = dpml(&["eval", "--model-file", m, "--dataset", "digits", "--json"]).json();
+    assert_eq!(eval["split_key"], v["split_key"]);
+    assert_eq!(
+        eval["diagnostics"]["test_size"],
+        v["diagnostics"]["test_size"]
+    );
     // Without the diagnostics: no trials, no scores of trials in the progress.
     let quiet = tune(&["--json", "--no-diagnostics"]);
     let q = quiet.json();
@@ -148,7 +160,7 @@ fn a_search_reports_its_total_and_keeps_the_trials_in_the_diagnostics() {
 }
 
 #[test]
-fn a_search_is_charged_to_the_ledger_once_before_it_trains() {
+fn a_search_is_checked_before_it_trains_and_charged_once() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("budget.ledger");
     let l = ledger.to_str().unwrap();
@@ -166,12 +178,20 @@ fn a_search_is_charged_to_the_ledger_once_before_it_trains() {
     assert_eq!(v["ledger"]["entries"], 1);
     let spent = v["ledger"]["spent"].as_f64().unwrap();
     assert!((spent - v["epsilon"].as_f64().unwrap()).abs() < 1e-9, "{v}");
-    // A second search does not fit the rest of the budget: refused, nothing trained.
+    // A second search does not fit the rest of the budget: refused before anything trains,
+    // with the one error line and nothing else printed, and nothing recorded.
     let r = tune(&["--ledger", l]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(!r.stderr.contains("train:"), "{}", r.stderr);
+    r.assert_usage_error("over budget");
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     let show = dpml(&["ledger", "show", "--ledger", l, "--json"]).json();
-    assert_eq!(show["entries"][0]["event"]["type"], "repeat_and_select");
+    assert_eq!(show["entries"].as_array().unwrap().len(), 1, "{show}");
+    let entry = &show["entries"][0];
+    assert_eq!(entry["event"]["type"], "repeat_and_select");
+    assert_eq!(
+        (&entry["command"], &entry["dataset"]),
+        (&"tune".into(), &"digits".into())
+    );
 }
 
 #[test]

@@ -1,8 +1,14 @@
 //! Helpers shared by the command-line tests: run the built binary as a user would.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
+
+// The MNIST folder of the tests marked `cfg_attr(not(dpml_mnist), ignore = …)`, as dpml-data's
+// tests find it (both crates share the build script that sets `dpml_mnist`).
+#[path = "../../data/tests/common/mod.rs"]
+mod data_dir;
+#[allow(unused_imports)] // not every test file reads MNIST
+pub use data_dir::mnist_data_dir;
 
 /// A finished run of `dpml`.
 pub struct Run {
@@ -105,22 +111,6 @@ pub fn from_output(o: Output) -> Run {
     }
 }
 
-/// The shared data folder: $DPML_DATA_DIR, else ../shared/data beside the checkout.
-pub fn shared_data() -> Option<PathBuf> {
-    let dir = std::env::var_os("DPML_DATA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    if dir.join("mnist").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: shared data not found at {} (set DPML_DATA_DIR)",
-            dir.display()
-        );
-        None
-    }
-}
-
 /// The exact numbers an HTML report keeps in `<data value="…">` elements.
 pub fn report_numbers(html: &str) -> Vec<f64> {
     html.split("<data value=\"")
@@ -135,4 +125,23 @@ pub fn report_states(html: &str, v: f64) -> bool {
     report_numbers(html)
         .iter()
         .any(|s| (s - v).abs() <= 1e-12 * v.abs().max(1e-300))
+}
+
+/// Copies the safetensors model at `from` to `to` with its header's JSON changed by `edit`
+/// (its `__metadata__` entries are strings of JSON or text), the header's length fixed up so
+/// the tensor offsets stay valid: what a careless tool or a forger writes.
+pub fn edit_safetensors_header(
+    from: &std::path::Path,
+    to: &std::path::Path,
+    edit: impl FnOnce(&mut serde_json::Value),
+) {
+    let bytes = std::fs::read(from).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    edit(&mut header);
+    let text = header.to_string();
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&bytes[8 + n..]);
+    std::fs::write(to, out).unwrap();
 }

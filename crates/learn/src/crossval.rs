@@ -53,7 +53,8 @@ pub fn k_fold<E: From<dpml_data::DataError>>(
     rng: &mut DpRng,
     fit: &mut FoldTrainer<'_, E>,
 ) -> Result<FoldResults, E> {
-    let folds = dpml_data::kfold(all, k, key)?;
+    // DP-SGD's relation is add/remove of whole records: the folds hash whole records.
+    let folds = dpml_data::kfold(all, k, key, dpml_data::SplitBasis::Record)?;
     let mut accuracies = Vec::with_capacity(k);
     let mut epsilons = Vec::with_capacity(k);
     for (i, (train_idx, test_idx)) in folds.iter().enumerate() {

@@ -11,6 +11,7 @@
 use std::time::SystemTime;
 
 use dpml_accounting::BoundKind;
+use dpml_data::SplitBasis;
 use serde::{Deserialize, Serialize};
 
 use crate::dpsgd::{Objective, TrainReport};
@@ -73,6 +74,17 @@ pub struct TuningFacts {
     pub score: f64,
 }
 
+/// The train/test split a training run cut from its records: public (a key drawn independently
+/// of the data, and the share held out), so `dpml eval` can hold out the same records by
+/// default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitFacts {
+    /// The split key, 64 hex digits (the run's `"split_key"`).
+    pub key: String,
+    /// The share of records held out for testing.
+    pub test_fraction: f64,
+}
+
 /// The privacy facts of a saved model. Field names follow `dpml train --json`; a field the
 /// guarantee does not have is `null` (e.g. σ of a label-DP model, ε of a non-private one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,6 +137,14 @@ pub struct ModelFacts {
     /// The private hyperparameter search that chose the model, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuning: Option<TuningFacts>,
+    /// The split that held the test records out, when the run cut one (files written before
+    /// this field, or models of a source with its own test split, have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitFacts>,
+    /// The class names, in the order of the model's outputs (public: declared, never read
+    /// from the records). Files written before this field have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<String>>,
     /// The data set trained on (its name, or `csv:PATH`).
     pub dataset: String,
     /// Training-set size N (public: the guarantee is stated for a known N).
@@ -159,6 +179,8 @@ impl ModelFacts {
             task: Task::Classification,
             regression: None,
             tuning: None,
+            split: None,
+            classes: None,
             dataset: dataset.into(),
             train_size,
             seeded,
@@ -235,6 +257,18 @@ impl ModelFacts {
         self
     }
 
+    /// These facts with the class names of the model's outputs.
+    pub fn with_classes(mut self, classes: Vec<String>) -> Self {
+        self.classes = Some(classes);
+        self
+    }
+
+    /// These facts with the split that held the test records out.
+    pub fn with_split(mut self, split: Option<SplitFacts>) -> Self {
+        self.split = split;
+        self
+    }
+
     /// These facts with the input perturbation `p` that preceded training. Without DP-SGD the
     /// perturbation is the whole guarantee: local DP on the features, under `neighbouring`.
     pub fn with_input_perturbation(mut self, p: &PerturbationReport, neighbouring: &str) -> Self {
@@ -250,6 +284,122 @@ impl ModelFacts {
             delta_per_record: p.delta_per_record,
         });
         self
+    }
+}
+
+impl ModelFacts {
+    /// What is wrong with these facts as a guarantee, one line each (empty when nothing is):
+    /// a file can hold any JSON, and a reader must not take ε = −1 or a sampling rate of 7
+    /// for the model's guarantee. Checks each number's domain and that the guarantee has the
+    /// fields its kind needs (and a non-private model no ε).
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |name: &str, v: Option<f64>, ok: fn(f64) -> bool, domain: &str| {
+            if let Some(v) = v.filter(|&v| !ok(v)) {
+                out.push(format!("{name} {v} is not {domain}"));
+            }
+        };
+        check(
+            "epsilon",
+            self.epsilon,
+            |e| e.is_finite() && e >= 0.0,
+            "a finite number ≥ 0",
+        );
+        check(
+            "delta",
+            self.delta,
+            |d| (0.0..1.0).contains(&d),
+            "in [0, 1)",
+        );
+        check(
+            "noise_multiplier",
+            self.noise_multiplier,
+            |s| s.is_finite() && s > 0.0,
+            "a finite number > 0",
+        );
+        check(
+            "sampling_rate",
+            self.sampling_rate,
+            |q| q > 0.0 && q <= 1.0,
+            "in (0, 1]",
+        );
+        check(
+            "max_grad_norm",
+            self.max_grad_norm,
+            |c| c.is_finite() && c > 0.0,
+            "a finite number > 0",
+        );
+        if let Some(p) = &self.input_perturbation {
+            check(
+                "input_perturbation.epsilon_per_record",
+                Some(p.epsilon_per_record),
+                |e| e.is_finite() && e >= 0.0,
+                "a finite number ≥ 0",
+            );
+            check(
+                "input_perturbation.delta_per_record",
+                Some(p.delta_per_record),
+                |d| (0.0..1.0).contains(&d),
+                "in [0, 1)",
+            );
+        }
+        if let Some(t) = &self.tuning {
+            check(
+                "tuning.epsilon_per_trial",
+                Some(t.epsilon_per_trial),
+                |e| e.is_finite() && e >= 0.0,
+                "a finite number ≥ 0",
+            );
+            check(
+                "tuning.epsilon_kept_run",
+                t.epsilon_kept_run,
+                |e| e.is_finite() && e >= 0.0,
+                "a finite number ≥ 0",
+            );
+        }
+        if let Some(Err(e)) = self.tuning.as_ref().map(|t| t.repetitions.validate()) {
+            out.push(format!("tuning.repetitions: {e}"));
+        }
+        let private = self.guarantee != Guarantee::NonPrivate;
+        if private && (self.epsilon.is_none() || self.delta.is_none()) {
+            out.push(format!(
+                "a {} guarantee without epsilon and delta",
+                self.guarantee.name()
+            ));
+        }
+        if !private && self.epsilon.is_some() {
+            out.push("a non-private model with an epsilon".into());
+        }
+        if self.guarantee == Guarantee::DpSgd
+            && (self.noise_multiplier.is_none()
+                || self.sampling_rate.is_none()
+                || self.steps.is_none())
+        {
+            out.push("a dp-sgd guarantee without noise_multiplier, sampling_rate and steps".into());
+        }
+        out
+    }
+}
+
+impl Guarantee {
+    /// The guarantee's name as files and reports spell it (`"dp-sgd"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::DpSgd => "dp-sgd",
+            Self::LabelDp => "label-dp",
+            Self::InputPerturbation => "input-perturbation",
+            Self::NonPrivate => "non-private",
+        }
+    }
+
+    /// What the train/test split of a run under this guarantee hashes: the part of a record
+    /// that the guarantee's neighbouring relation leaves fixed (see [`SplitBasis`]).
+    pub const fn split_basis(self) -> SplitBasis {
+        match self {
+            Self::LabelDp => SplitBasis::Features,
+            Self::InputPerturbation => SplitBasis::Position,
+            Self::DpSgd | Self::NonPrivate => SplitBasis::Record,
+        }
     }
 }
 
@@ -370,11 +520,56 @@ mod tests {
             "{json}"
         );
         let back: ModelFacts = serde_json::from_str(&json).unwrap();
-        assert_eq!(back.tuning, Some(tuning));
+        assert_eq!(back.tuning.as_ref(), Some(&tuning));
+        assert!(f.problems().is_empty(), "{:?}", f.problems());
+        let forged = f.clone().with_tuning(
+            TuningFacts {
+                repetitions: dpml_mechanisms::Repetitions::Poisson { mean: -2.0 },
+                epsilon_per_trial: f64::NAN,
+                ..tuning.clone()
+            },
+            3.0,
+            1e-5,
+        );
+        let problems = forged.problems().join("; ");
+        for name in ["tuning.repetitions", "tuning.epsilon_per_trial NaN"] {
+            assert!(problems.contains(name), "{problems}");
+        }
         // Files without the field read as untuned.
         let plain = ModelFacts::from_training(&report(Some(1.6)), "mnist", 54000, "add/remove");
         let json = serde_json::to_string(&plain).unwrap();
         assert!(!json.contains("tuning"));
+    }
+
+    #[test]
+    fn forged_facts_are_named_and_true_ones_pass() {
+        let f = ModelFacts::from_training(&report(Some(2.5)), "digits", 1437, "add/remove");
+        assert_eq!(f.problems(), Vec::<String>::new());
+        let forged = ModelFacts {
+            epsilon: Some(-1.0),
+            delta: Some(2.0),
+            noise_multiplier: Some(-5.0),
+            sampling_rate: Some(7.0),
+            ..f.clone()
+        };
+        let problems = forged.problems().join("; ");
+        for name in [
+            "epsilon -1",
+            "delta 2",
+            "noise_multiplier -5",
+            "sampling_rate 7",
+        ] {
+            assert!(problems.contains(name), "{problems}");
+        }
+        let nan = ModelFacts {
+            epsilon: Some(f64::NAN),
+            ..f.clone()
+        };
+        assert_eq!(nan.problems().len(), 1);
+        let missing = ModelFacts { epsilon: None, ..f };
+        assert!(missing.problems()[0].contains("without epsilon"));
+        let none = ModelFacts::from_training(&report(None), "iris", 120, "add/remove");
+        assert!(none.problems().is_empty());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! grid units): `cargo run --release -p dpml-mechanisms --example exact_bench [n] [mode]`.
 //! Without a mode it times all of them; with one (`cks`, `table`, `bulk`, `words`) it runs
 //! that one only, for instruction counts (`valgrind --tool=callgrind` at two n, the difference
-//! divided by the difference in n is the cost of one draw).
+//! divided by the difference in n is the cost of one draw; `--profile profiling` instead of
+//! `--release` builds the same code with line tables, for per-line counts).
 use dpml_mechanisms::exact::DiscreteGaussian;
 use dpml_mechanisms::{AliasDiscreteGaussian, DpRng, Rational};
 use rand::RngCore;

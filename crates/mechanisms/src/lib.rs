@@ -32,6 +32,7 @@ pub mod stats;
 #[cfg(test)]
 mod testing;
 mod validate;
+pub mod vector;
 
 pub use alias_gaussian::AliasDiscreteGaussian;
 pub use calibration::{

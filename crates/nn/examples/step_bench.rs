@@ -4,7 +4,8 @@
 //! the same run. Run with `cargo run -p dpml-nn --release --example step_bench [batch] [steps]`.
 //! With `STEP_BENCH_ONLY=private` (or `nonprivate`) it runs that one mode once (conv norms
 //! `Auto`), for instruction counts: `valgrind --tool=callgrind` at two step counts, the
-//! difference divided by the difference in steps is the cost of one step.
+//! difference divided by the difference in steps is the cost of one step (`--profile
+//! profiling` instead of `--release` gives the same code with line tables, for per-line counts).
 
 use std::time::Instant;
 

@@ -225,6 +225,12 @@ pub const MAX_PARAMETERS: usize = 1 << 28;
 /// The most values one input record may have (MNIST has 784, CIFAR 3072).
 pub const MAX_RECORD_ELEMENTS: usize = 1 << 22;
 
+/// The most values one layer may compute per record (its output, or a convolution's unfolded
+/// input): 128 MiB of f32 per record, far above any trainable model (a 3×3 convolution of 64
+/// channels on 224×224 unfolds to 2.9·10⁷), far below what a declared padding of 10⁵ asks
+/// (4·10¹⁰ output positions).
+pub const MAX_LAYER_VALUES: usize = 1 << 25;
+
 /// The shipped description of `cnn` or `cnn-tanh` (crates/nn/archs/*.json, the same JSON a
 /// user passes with `--arch`), for `[1, 28, 28]` records, with the last layer resized to
 /// `num_classes` outputs.

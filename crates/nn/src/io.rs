@@ -63,12 +63,15 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
     // The architecture is only a claim: check every tensor it declares against the file
     // before building it, so a small file cannot make us allocate what it declares.
     spec.check_size()?;
+    let mut declared = Vec::new();
     for (i, layer) in spec.layers.iter().enumerate() {
         for (param, shape) in layer.parameter_shapes() {
             let name = format!("{i}.{param}");
             check_tensor(&tensors, &name, &shape)?;
+            declared.push(name);
         }
     }
+    check_layout(&meta, &declared)?;
     // Parameters are overwritten below, so the initialisation seed does not matter.
     let mut model = Sequential::new(spec, &mut DpRng::seeded(0))?;
     let names: Vec<String> = model.named_params().into_iter().map(|(n, _)| n).collect();
@@ -107,6 +110,39 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Sequential> {
         Some(e) => Err(e),
         None => Ok(model),
     }
+}
+
+/// Checks that the file holds nothing but the `declared` tensors, each in bytes of its own: a
+/// tensor that is no parameter, that holds no bytes, or whose bytes another tensor's overlap
+/// is refused, naming it (the safetensors reader lets an empty tensor sit inside another).
+fn check_layout(meta: &safetensors::tensor::Metadata, declared: &[String]) -> Result<()> {
+    let mut spans: Vec<(usize, usize, String)> = meta
+        .tensors()
+        .into_iter()
+        .map(|(name, info)| (info.data_offsets.0, info.data_offsets.1, name))
+        .collect();
+    spans.sort();
+    for (start, end, name) in &spans {
+        if !declared.contains(name) {
+            return Err(NnError::Io(format!(
+                "tensor {name:?} is not a parameter of the architecture"
+            )));
+        }
+        if end <= start {
+            return Err(NnError::Io(format!(
+                "tensor {name:?} holds no data (data offsets {start}..{end})"
+            )));
+        }
+    }
+    for pair in spans.windows(2) {
+        let ((_, end, a), (start, _, b)) = (&pair[0], &pair[1]);
+        if start < end {
+            return Err(NnError::Io(format!(
+                "tensors {a:?} and {b:?} overlap (data offsets ..{end} and {start}..)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that the file holds tensor `name` as F32 of `shape`.
@@ -194,6 +230,55 @@ mod tests {
         let st = SafeTensors::deserialize(&bytes).unwrap();
         assert_eq!(st.tensor("0.weight").unwrap().shape(), &[16, 1, 8, 8]);
         assert_eq!(st.tensor("9.bias").unwrap().shape(), &[10]);
+    }
+
+    /// Safetensors bytes of `tensors` (name, F32 shape, data offsets) over `data`, under the
+    /// architecture of [`Sequential`] `m`.
+    fn raw_file(
+        m: &Sequential,
+        tensors: &[(&str, &[usize], (usize, usize))],
+        data: &[u8],
+    ) -> Vec<u8> {
+        let arch = serde_json::to_string(m.spec()).unwrap();
+        let mut header = serde_json::json!({"__metadata__": {ARCH_KEY: arch}});
+        for (name, shape, (s, e)) in tensors {
+            header[*name] =
+                serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [s, e]});
+        }
+        let header = header.to_string();
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        bytes.extend(data);
+        bytes
+    }
+
+    #[test]
+    fn overlapping_empty_and_stray_tensors_are_refused() {
+        let spec = crate::ModelSpec::named("logreg", &[4], 3, &[]).unwrap();
+        let m = Sequential::new(spec, &mut DpRng::seeded(0)).unwrap();
+        let data: Vec<u8> = (0..15)
+            .flat_map(|i| (i as f32 * 0.1).to_le_bytes())
+            .collect();
+        let (w, b): (&[usize], &[usize]) = (&[3, 4], &[3]);
+        let good = raw_file(
+            &m,
+            &[("0.weight", w, (0, 48)), ("0.bias", b, (48, 60))],
+            &data,
+        );
+        assert!(from_bytes(&good).is_ok());
+        // An empty tensor at offset 0 passes the safetensors reader, inside the weight.
+        let empty: &[usize] = &[0];
+        let inside = raw_file(
+            &m,
+            &[
+                ("0.weight", w, (0, 48)),
+                ("0.bias", b, (48, 60)),
+                ("0.extra", empty, (0, 0)),
+            ],
+            &data,
+        );
+        let msg = from_bytes(&inside).unwrap_err().to_string();
+        assert!(msg.contains("\"0.extra\""), "{msg}");
     }
 
     #[test]

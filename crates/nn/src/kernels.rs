@@ -248,13 +248,16 @@ pub(crate) struct Window {
 }
 
 impl Window {
-    /// The window geometry, or `None` when the kernel does not fit the padded input.
+    /// The window geometry, or `None` when the kernel does not fit the padded input or a
+    /// padded side overflows `usize` (a declared padding of 2⁶³ must not wrap).
     pub fn new(c: usize, h: usize, w: usize, k: usize, stride: usize, pad: usize) -> Option<Self> {
-        if stride == 0 || k == 0 || h + 2 * pad < k || w + 2 * pad < k {
+        let padded = |len: usize| pad.checked_mul(2)?.checked_add(len);
+        let (ph, pw) = (padded(h)?, padded(w)?);
+        if stride == 0 || k == 0 || ph < k || pw < k {
             return None;
         }
-        let oh = (h + 2 * pad - k) / stride + 1;
-        let ow = (w + 2 * pad - k) / stride + 1;
+        let oh = (ph - k) / stride + 1;
+        let ow = (pw - k) / stride + 1;
         Some(Self {
             c,
             h,

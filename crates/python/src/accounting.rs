@@ -1,9 +1,10 @@
 //! Accountants by name over privacy events given as JSON (the `PrivacyEvent` serde shape that
 //! `dpml account --events` reads).
 
-use dpml_accounting::named::Named;
-use dpml_accounting::pld::PldAccountant;
-use dpml_accounting::{AccountingError, PrivacyEvent};
+use dpml_core::account::{self, CalibrationAccountant};
+use dpml_core::accounting::named::Named;
+use dpml_core::accounting::pld::PldAccountant;
+use dpml_core::accounting::{AccountingError, PrivacyEvent};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
@@ -38,20 +39,41 @@ fn pld_epsilon_bounds(py: Python<'_>, event_json: &str, delta: f64) -> PyResult<
     })
 }
 
-/// (σ, ε) calibrated for T Poisson-subsampled Gaussian steps.
+/// `dpml calibrate`'s result (JSON) for T Poisson-subsampled Gaussian steps, under the named
+/// accountant or the library's default.
 #[pyfunction]
+#[pyo3(signature = (target_epsilon, delta, sampling_rate, steps, accountant=None))]
 fn calibrate(
     py: Python<'_>,
     target_epsilon: f64,
     delta: f64,
     sampling_rate: f64,
     steps: u64,
-    accountant: &str,
-) -> PyResult<(f64, f64)> {
-    guard::run(py, || {
-        let c = Named::parse(accountant)?.calibrate(target_epsilon, delta, sampling_rate, steps)?;
-        Ok::<_, AccountingError>((c.noise_multiplier, c.epsilon))
-    })
+    accountant: Option<&str>,
+) -> PyResult<String> {
+    let accountant: CalibrationAccountant = match accountant {
+        Some(a) => a.parse().map_err(guard::value_error)?,
+        None => CalibrationAccountant::default(),
+    };
+    let inputs = serde_json::json!({"sampling_rate": sampling_rate, "steps": steps});
+    let v = guard::run(py, || {
+        account::calibrate(
+            target_epsilon,
+            delta,
+            sampling_rate,
+            steps,
+            accountant,
+            inputs,
+        )
+    })?;
+    Ok(v.to_string())
+}
+
+/// (ε, best order) of the event at δ under RDP (Opacus's `get_privacy_spent`).
+#[pyfunction]
+fn rdp_epsilon_and_order(py: Python<'_>, event_json: &str, delta: f64) -> PyResult<(f64, f64)> {
+    let event = event(event_json).map_err(guard::value_error)?;
+    guard::run(py, || account::rdp_epsilon_and_order(&event, delta))
 }
 
 /// (q, T) of `epochs` epochs of batches of `batch_size` over `dataset_size` records.
@@ -63,7 +85,7 @@ fn steps_for_epochs(
     dataset_size: u64,
 ) -> PyResult<(f64, u64)> {
     guard::run(py, || {
-        dpml_accounting::calibrate::steps_for_epochs(epochs, batch_size, dataset_size)
+        dpml_core::accounting::calibrate::steps_for_epochs(epochs, batch_size, dataset_size)
     })
 }
 
@@ -86,7 +108,7 @@ fn tradeoff<'py>(
 /// `n` type I errors log-spaced from 1e-6 to 1.
 #[pyfunction]
 fn alpha_grid(py: Python<'_>, n: usize) -> Bound<'_, PyArray1<f64>> {
-    dpml_accounting::fdp::alpha_grid(n).into_pyarray(py)
+    dpml_core::accounting::fdp::alpha_grid(n).into_pyarray(py)
 }
 
 /// Registers the accounting functions.
@@ -95,6 +117,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(delta, m)?)?;
     m.add_function(wrap_pyfunction!(pld_epsilon_bounds, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(rdp_epsilon_and_order, m)?)?;
     m.add_function(wrap_pyfunction!(steps_for_epochs, m)?)?;
     m.add_function(wrap_pyfunction!(tradeoff, m)?)?;
     m.add_function(wrap_pyfunction!(alpha_grid, m)?)?;

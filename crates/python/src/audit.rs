@@ -1,10 +1,10 @@
 //! Auditing any model from its scores: the threshold-attack metrics and Clopper–Pearson ε
 //! lower bound of `dpml audit`, LiRA from logits, and the one-run canary bound.
 
-use dpml_audit::driver::metrics::AttackMetrics;
-use dpml_audit::driver::scores::RecordScores;
-use dpml_audit::lira::{self as lira_core, OfflineStatistic, ReferenceScores, Variance};
-use dpml_audit::{AuditError, bounds::EpsilonBoundParams, one_run};
+use dpml_core::audit::driver::metrics::AttackMetrics;
+use dpml_core::audit::driver::scores::RecordScores;
+use dpml_core::audit::lira::{self as lira_core, OfflineStatistic, ReferenceScores, Variance};
+use dpml_core::audit::{AuditError, bounds::EpsilonBoundParams, one_run};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::prelude::*;
 

@@ -12,6 +12,7 @@ mod accounting;
 mod audit;
 mod guard;
 mod learn;
+mod ledger;
 mod mechanisms;
 mod tune;
 

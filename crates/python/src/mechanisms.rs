@@ -1,18 +1,20 @@
-//! The exact noise samplers vectorised over arrays, the DP statistics of `dpml query`, and the
-//! budget ledger. Each release returns its values with its privacy event (JSON).
+//! The exact noise samplers vectorised over arrays and the DP statistics of `dpml query`.
+//! Each release returns its values with its privacy event (JSON); with a ledger it is charged
+//! through `dpml-core`'s budget module as the command line charges one: checked before any
+//! noise is drawn, recorded before the values are returned.
 
-use std::path::PathBuf;
-
-use dpml_accounting::ledger::{Ledger, Spend};
-use dpml_mechanisms::stats::{self, Noise, StatRelease};
-use dpml_mechanisms::{
+use dpml_core::budget::{self, Charge};
+use dpml_core::mechanisms::stats::{self, Noise, StatRelease};
+use dpml_core::mechanisms::{
     DiscreteGaussianMechanism, DiscreteLaplaceMechanism, GaussianMechanism, LaplaceMechanism,
-    MechanismError, PrivacyEvent, RandomizedResponse, gaussian::Calibration,
+    MechanismError, PrivacyEvent, RandomizedResponse, gaussian::Calibration, vector,
 };
+use dpml_core::train::MEMORY_DATASET;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-use crate::guard;
+use crate::guard::{self, value_error};
+use crate::ledger::{PyLedger, inner};
 
 type Released<'py, T> = (Bound<'py, PyArray1<T>>, String);
 
@@ -20,14 +22,27 @@ fn event_json(e: &PrivacyEvent) -> Result<String, MechanismError> {
     guard::json(e).map_err(MechanismError::InvalidParameter)
 }
 
+/// What a mechanism's release costs: its name (the ledger's command) and its (ε, δ) by itself.
+struct Cost {
+    command: &'static str,
+    epsilon: f64,
+    delta: f64,
+}
+
 /// Releases each value with `release`, all under one mechanism whose event covers the whole
-/// array (the sensitivity is that of the array-valued query).
+/// array (the sensitivity is that of the array-valued query); with a `ledger`, charged as
+/// `cost` says (as `cost.command` on records in memory) before the values are returned.
+#[allow(clippy::too_many_arguments)]
 fn release_all<'py, T, M>(
     py: Python<'py>,
     values: PyReadonlyArray1<'py, T>,
     seed: Option<u64>,
+    ledger: Option<PyRef<'py, PyLedger>>,
+    cost: Cost,
     mech: impl FnOnce() -> Result<M, MechanismError> + Send,
-    release: impl Fn(&M, &mut dpml_mechanisms::DpRng, T) -> Result<T, MechanismError> + Send + Sync,
+    release: impl Fn(&M, &mut dpml_core::mechanisms::DpRng, T) -> Result<T, MechanismError>
+    + Send
+    + Sync,
     event: impl FnOnce(&M) -> PrivacyEvent + Send,
 ) -> PyResult<Released<'py, T>>
 where
@@ -36,40 +51,62 @@ where
 {
     let mut rng = guard::rng(seed)?;
     let values = values.as_array();
+    let ledger = inner(&ledger);
     let (out, json) = guard::run(py, || {
         let m = mech()?;
-        let out = values
-            .iter()
-            .map(|&v| release(&m, &mut rng, v))
-            .collect::<Result<Vec<T>, _>>()?;
-        Ok::<_, MechanismError>((out, event_json(&event(&m))?))
+        let event = event(&m);
+        let charge = Charge::of(
+            cost.command,
+            MEMORY_DATASET,
+            event.clone(),
+            cost.epsilon,
+            cost.delta,
+        );
+        let (out, _) = budget::charged(ledger, &charge, || {
+            Ok(values
+                .iter()
+                .map(|&v| release(&m, &mut rng, v))
+                .collect::<Result<Vec<T>, _>>()?)
+        })?;
+        Ok::<_, dpml_core::Error>((out, event_json(&event)?))
     })?;
     Ok((out.into_pyarray(py), json))
 }
 
-/// Laplace noise calibrated to ε for a query of L1 sensitivity `sensitivity`.
+/// Laplace noise calibrated to ε for an array-valued query of L1 sensitivity `sensitivity`
+/// (the whole array's, its rounding to the noise grid included: [`vector::laplace`]).
 #[pyfunction]
-#[pyo3(signature = (values, sensitivity, epsilon, seed=None))]
+#[pyo3(signature = (values, sensitivity, epsilon, seed=None, ledger=None))]
 fn laplace<'py>(
     py: Python<'py>,
     values: PyReadonlyArray1<'py, f64>,
     sensitivity: f64,
     epsilon: f64,
     seed: Option<u64>,
+    ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<Released<'py, f64>> {
+    let dim = values.as_array().len().max(1);
     release_all(
         py,
         values,
         seed,
-        || LaplaceMechanism::new(sensitivity, epsilon),
+        ledger,
+        Cost {
+            command: "laplace",
+            epsilon,
+            delta: 0.0,
+        },
+        || vector::laplace(sensitivity, dim, epsilon),
         |m, rng, v| m.release(rng, v),
         LaplaceMechanism::event,
     )
 }
 
-/// Analytic Gaussian noise calibrated to (ε, δ) for a query of L2 sensitivity `sensitivity`.
+/// Analytic Gaussian noise calibrated to (ε, δ) for an array-valued query of L2 sensitivity
+/// `sensitivity` (the whole array's, its rounding to the noise grid included:
+/// [`vector::gaussian`]).
 #[pyfunction]
-#[pyo3(signature = (values, sensitivity, epsilon, delta, seed=None))]
+#[pyo3(signature = (values, sensitivity, epsilon, delta, seed=None, ledger=None))]
 fn gaussian<'py>(
     py: Python<'py>,
     values: PyReadonlyArray1<'py, f64>,
@@ -77,12 +114,20 @@ fn gaussian<'py>(
     epsilon: f64,
     delta: f64,
     seed: Option<u64>,
+    ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<Released<'py, f64>> {
+    let dim = values.as_array().len().max(1);
     release_all(
         py,
         values,
         seed,
-        || GaussianMechanism::new(sensitivity, epsilon, delta, Calibration::Analytic),
+        ledger,
+        Cost {
+            command: "gaussian",
+            epsilon,
+            delta,
+        },
+        || vector::gaussian(sensitivity, dim, epsilon, delta, Calibration::Analytic),
         |m, rng, v| m.release(rng, v),
         GaussianMechanism::event,
     )
@@ -90,18 +135,25 @@ fn gaussian<'py>(
 
 /// Exact discrete Laplace noise on integers (L1 sensitivity `sensitivity`).
 #[pyfunction]
-#[pyo3(signature = (values, sensitivity, epsilon, seed=None))]
+#[pyo3(signature = (values, sensitivity, epsilon, seed=None, ledger=None))]
 fn discrete_laplace<'py>(
     py: Python<'py>,
     values: PyReadonlyArray1<'py, i64>,
     sensitivity: u64,
     epsilon: f64,
     seed: Option<u64>,
+    ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<Released<'py, i64>> {
     release_all(
         py,
         values,
         seed,
+        ledger,
+        Cost {
+            command: "discrete-laplace",
+            epsilon,
+            delta: 0.0,
+        },
         || DiscreteLaplaceMechanism::new(sensitivity, epsilon),
         |m, rng, v| Ok(m.release(rng, v)),
         DiscreteLaplaceMechanism::event,
@@ -110,7 +162,7 @@ fn discrete_laplace<'py>(
 
 /// Exact discrete Gaussian noise on integers (L2 sensitivity `sensitivity`).
 #[pyfunction]
-#[pyo3(signature = (values, sensitivity, epsilon, delta, seed=None))]
+#[pyo3(signature = (values, sensitivity, epsilon, delta, seed=None, ledger=None))]
 fn discrete_gaussian<'py>(
     py: Python<'py>,
     values: PyReadonlyArray1<'py, i64>,
@@ -118,11 +170,18 @@ fn discrete_gaussian<'py>(
     epsilon: f64,
     delta: f64,
     seed: Option<u64>,
+    ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<Released<'py, i64>> {
     release_all(
         py,
         values,
         seed,
+        ledger,
+        Cost {
+            command: "discrete-gaussian",
+            epsilon,
+            delta,
+        },
         || DiscreteGaussianMechanism::new(sensitivity, epsilon, delta),
         |m, rng, v| Ok(m.release(rng, v)),
         DiscreteGaussianMechanism::event,
@@ -132,18 +191,25 @@ fn discrete_gaussian<'py>(
 /// k-ary randomized response on category indices in 0..categories (each record's own
 /// response: local DP, one event per record).
 #[pyfunction]
-#[pyo3(signature = (values, epsilon, categories, seed=None))]
+#[pyo3(signature = (values, epsilon, categories, seed=None, ledger=None))]
 fn randomized_response<'py>(
     py: Python<'py>,
     values: PyReadonlyArray1<'py, i64>,
     epsilon: f64,
     categories: u32,
     seed: Option<u64>,
+    ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<Released<'py, i64>> {
     release_all(
         py,
         values,
         seed,
+        ledger,
+        Cost {
+            command: "randomized-response",
+            epsilon,
+            delta: 0.0,
+        },
         || RandomizedResponse::k_ary(epsilon, categories),
         |m, rng, v| {
             let i = usize::try_from(v).map_err(|_| {
@@ -153,57 +219,6 @@ fn randomized_response<'py>(
         },
         RandomizedResponse::event,
     )
-}
-
-/// A budget ledger (SQLite file) composing with RDP where that is tighter than adding up, as
-/// the CLI's `--ledger` does.
-#[pyclass(name = "Ledger", unsendable)]
-pub struct PyLedger {
-    inner: Ledger,
-}
-
-#[pymethods]
-impl PyLedger {
-    /// Opens the ledger at `path`, creating it with the budget (ε, δ) when missing; an existing
-    /// one must have the same budget when one is given.
-    #[new]
-    #[pyo3(signature = (path, budget=None, budget_delta=None))]
-    fn new(path: PathBuf, budget: Option<f64>, budget_delta: Option<f64>) -> PyResult<Self> {
-        let inner = Ledger::open_or_create(&path, budget, budget_delta).map_err(value_error)?;
-        Ok(PyLedger { inner })
-    }
-
-    /// The balance as JSON.
-    fn balance_json(&self) -> PyResult<String> {
-        let b = self.inner.balance().map_err(value_error)?;
-        guard::json(&b).map_err(pyo3::exceptions::PyValueError::new_err)
-    }
-
-    /// Every entry as JSON.
-    fn entries_json(&self) -> PyResult<String> {
-        let e = self.inner.entries().map_err(value_error)?;
-        guard::json(&e).map_err(pyo3::exceptions::PyValueError::new_err)
-    }
-
-    /// Records a spend (refused over budget); returns the balance after it as JSON.
-    fn spend(&self, label: String, event_json: &str, epsilon: f64, delta: f64) -> PyResult<String> {
-        let event: PrivacyEvent = serde_json::from_str(event_json)
-            .map_err(|e| value_error(format!("invalid privacy event: {e}")))?;
-        let b = self
-            .inner
-            .spend(&Spend {
-                label,
-                event,
-                epsilon,
-                delta,
-            })
-            .map_err(value_error)?;
-        guard::json(&b).map_err(pyo3::exceptions::PyValueError::new_err)
-    }
-}
-
-fn value_error(e: impl std::fmt::Display) -> PyErr {
-    pyo3::exceptions::PyValueError::new_err(e.to_string())
 }
 
 /// A DP statistic of `values` (count, sum, mean, histogram) with Laplace noise, or analytic
@@ -227,7 +242,17 @@ fn statistic(
     let mut rng = guard::rng(seed)?;
     let values = values.as_slice()?;
     let noise = delta.map_or(Noise::Laplace, |delta| Noise::Gaussian { delta });
-    let release: StatRelease = guard::run(py, || {
+    let ledger = inner(&ledger);
+    let label = label.unwrap_or_else(|| format!("{kind} of {MEMORY_DATASET}"));
+    let charge = |event: PrivacyEvent, epsilon: f64, delta: f64| {
+        Charge::of("query", MEMORY_DATASET, event, epsilon, delta).labelled(label.clone())
+    };
+    let (release, balance) = guard::run(py, || {
+        // A request that can never fit is refused before any noise is drawn, as `dpml query`
+        // refuses it; the release's own event is recorded before it is returned.
+        let delta = delta.unwrap_or(0.0);
+        let planned = PrivacyEvent::EpsilonDelta { epsilon, delta };
+        budget::check(ledger, &charge(planned, epsilon, delta))?;
         let bounds = || {
             bounds.ok_or_else(|| {
                 MechanismError::InvalidParameter(format!(
@@ -235,7 +260,7 @@ fn statistic(
                 ))
             })
         };
-        match kind {
+        let release: StatRelease = match kind {
             "count" => stats::count(&mut rng, values, epsilon, noise),
             "sum" => stats::sum(&mut rng, values, bounds()?, epsilon, noise),
             "mean" => stats::mean(&mut rng, values, bounds()?, epsilon, noise),
@@ -243,17 +268,16 @@ fn statistic(
             other => Err(MechanismError::InvalidParameter(format!(
                 "statistic must be count, sum, mean or histogram, got {other:?}"
             ))),
-        }
+        }?;
+        let balance = budget::charge(
+            ledger,
+            &charge(release.event.clone(), release.epsilon, release.delta),
+        )?;
+        Ok::<_, dpml_core::Error>((release, balance))
     })?;
     let mut out = serde_json::to_value(&release).map_err(value_error)?;
-    if let Some(ledger) = ledger {
-        let balance = ledger.spend(
-            label.unwrap_or_else(|| format!("python {kind}")),
-            &event_json(&release.event).map_err(value_error)?,
-            release.epsilon,
-            release.delta,
-        )?;
-        out["ledger"] = serde_json::from_str(&balance).map_err(value_error)?;
+    if let Some(b) = balance {
+        out["ledger"] = dpml_core::ledger_json::balance(&b);
     }
     out["seeded"] = rng.is_seeded().into();
     Ok(out.to_string())

@@ -140,12 +140,19 @@ pub fn epsilon_for_delta(mu: f64, delta: f64) -> Result<f64, AccountingError> {
     if delta_unchecked(mu, 0.0) <= delta {
         return Ok(0.0);
     }
-    let mut hi = mu * mu / 2.0 + mu * (2.0 * (1.0 / delta).ln()).sqrt();
-    // Rounding can put δ(hi) a hair above δ; widen until it is not.
-    while delta_unchecked(mu, hi) > delta {
+    // −ln δ, not ln(1/δ): 1/δ overflows for a subnormal δ (1e-320), its logarithm does not.
+    let mut hi = mu * mu / 2.0 + mu * (-2.0 * delta.ln()).sqrt();
+    // Rounding can put δ(hi) a hair above δ; widen until it is not (or nothing finite is).
+    while hi.is_finite() && delta_unchecked(mu, hi) > delta {
         hi = hi * 2.0 + 1e-12;
     }
-    Ok(bisect(0.0, hi, |eps| delta_unchecked(mu, eps) <= delta).1)
+    let eps = bisect(0.0, hi, |eps| delta_unchecked(mu, eps) <= delta).1;
+    if !eps.is_finite() {
+        return Err(AccountingError::Unsupported(format!(
+            "the Gaussian-DP conversion has no finite epsilon for mu = {mu} at delta = {delta}"
+        )));
+    }
+    Ok(eps)
 }
 
 /// The largest μ such that a μ-GDP mechanism is (ε, δ)-DP (bisection; the returned μ is on the

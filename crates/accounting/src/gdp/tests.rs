@@ -104,6 +104,12 @@ fn epsilon_for_delta_is_a_safe_inverse_over_a_wide_range() {
         f64::INFINITY
     );
     assert_eq!(epsilon_for_delta(0.0, 1e-5).unwrap(), 0.0);
+    // A subnormal δ: 1/δ overflows, but ε is finite and on the safe side.
+    for &mu in &[0.131, 1.0] {
+        let eps = epsilon_for_delta(mu, 1e-320).unwrap();
+        assert!(eps.is_finite() && eps > epsilon_for_delta(mu, 1e-300).unwrap());
+        assert!(delta_for_epsilon(mu, eps).unwrap() <= 1e-320);
+    }
 }
 
 #[test]

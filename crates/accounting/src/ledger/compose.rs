@@ -1,8 +1,10 @@
 //! How the ledger adds up its entries: basic sequential composition with outward rounding, or
-//! the tighter of basic composition and an upper-bound accountant.
+//! the tightest of basic composition and upper-bound accountants (PLD, RDP).
 
 use super::{Budget, Composition, LedgerError};
-use crate::{AccountingError, BoundKind, PrivacyEvent};
+use crate::pld::PldAccountant;
+use crate::rdp::{Conversion, RdpAccountant};
+use crate::{Accountant, AccountingError, BoundKind, PrivacyEvent};
 
 /// Relative tolerance when comparing a total with the budget.
 ///
@@ -68,15 +70,21 @@ pub(super) fn sum_up(values: impl IntoIterator<Item = f64>) -> f64 {
     values.into_iter().fold(0.0, add_up)
 }
 
+/// How much more ε than an accountant's the entries' own (ε, δ), added up, may cost and still
+/// be preferred: adding up spends no more δ than the entries' own (none after pure-ε spends),
+/// so δ is spent on an accountant's bound only where it saves more than 1% of ε.
+pub(super) const DELTA_WORTH: f64 = 0.01;
+
 /// Composes `costs` under `composition` for a ledger with `budget`.
 ///
-/// Basic: (Σε_i, Σδ_i). Accountant (upper bound only): ε = min(Σε_i, ε_acc(Composed(events),
-/// δ_budget)) where Σε_i only competes if Σδ_i ≤ δ_budget (otherwise it is no bound at δ_budget);
-/// δ is δ_budget when the accountant's ε is used, Σδ_i when basic is tighter. An accountant
-/// answering `Unsupported`, or a budget with δ = 0 (accountants need δ > 0), falls back to basic.
+/// Basic: (Σε_i, Σδ_i). With accountants (upper bounds only): their smallest ε for
+/// Composed(events) at δ_budget competes with Σε_i, which is kept (with Σδ_i) when Σδ_i ≤
+/// δ_budget and it is at most [`DELTA_WORTH`] above the accountant's ε (unless only the
+/// accountant's fits the budget). An accountant answering `Unsupported`, or a budget with δ = 0
+/// (accountants need δ > 0), leaves basic composition.
 ///
 /// # Errors
-/// [`LedgerError::Accountant`] if the accountant is not an upper bound, fails for another reason
+/// [`LedgerError::Accountant`] if an accountant is not an upper bound, fails for another reason
 /// than `Unsupported`, or returns NaN or a negative ε.
 pub(super) fn compose(
     budget: &Budget,
@@ -88,59 +96,142 @@ pub(super) fn compose(
         delta: sum_up(costs.iter().map(|c| c.delta)),
         composition: "basic".to_string(),
     };
-    let Composition::Accountant(accountant) = composition else {
-        return Ok(basic);
+    let names = match composition {
+        Composition::Basic => return Ok(basic),
+        Composition::Accountant(a) => {
+            require_upper_bound(a.as_ref())?;
+            a.name().to_string()
+        }
+        Composition::Tightest => "pld".to_string(),
     };
-    let name = accountant.name();
-    let refuse = |message: String| LedgerError::Accountant {
-        accountant: name.to_string(),
-        message,
-    };
-    if accountant.bound() != BoundKind::UpperBound {
-        return Err(refuse(format!(
-            "it reports {:?}, not an upper bound, so it may not limit a budget",
-            accountant.bound()
-        )));
-    }
     if costs.is_empty() {
         return Ok(Spent {
-            composition: name.to_string(),
+            composition: names,
             ..basic
         });
     }
     if budget.delta == 0.0 {
         return Ok(Spent {
-            composition: format!("basic ({name} needs a δ budget > 0)"),
+            composition: "basic (accountants need a δ budget > 0)".into(),
             ..basic
         });
     }
     let events = PrivacyEvent::Composed {
         events: costs.iter().map(|c| c.event.clone()).collect(),
     };
-    let epsilon = match accountant.epsilon(&events, budget.delta) {
-        Ok(e) if e.is_nan() || e < 0.0 => {
-            return Err(refuse(format!("it returned an invalid ε = {e}")));
-        }
-        Ok(e) => e,
-        Err(AccountingError::Unsupported(why)) => {
-            return Ok(Spent {
-                composition: format!("basic ({name} unsupported: {why})"),
-                ..basic
-            });
-        }
-        Err(other) => return Err(refuse(other.to_string())),
+    let bounds = match composition {
+        Composition::Accountant(a) => vec![accountant_bound(a.as_ref(), &events, budget.delta)?],
+        _ => vec![
+            pld_bound(&events, budget.delta)?,
+            accountant_bound(
+                &RdpAccountant::new(Conversion::Current),
+                &events,
+                budget.delta,
+            )?,
+        ],
     };
-    if basic.delta <= budget.delta && basic.epsilon < epsilon {
+    let mut unsupported = Vec::new();
+    let mut best: Option<(f64, String)> = None;
+    for bound in bounds {
+        match bound {
+            Bound::Epsilon(e, name) if best.as_ref().is_none_or(|(b, _)| e < *b) => {
+                best = Some((e, name))
+            }
+            Bound::Epsilon(..) => {}
+            Bound::Unsupported(why) => unsupported.push(why),
+        }
+    }
+    let Some((epsilon, name)) = best else {
         return Ok(Spent {
-            composition: format!("basic (tighter than {name})"),
+            composition: format!("basic ({})", unsupported.join("; ")),
+            ..basic
+        });
+    };
+    let accounted = Spent {
+        epsilon,
+        delta: budget.delta,
+        composition: name.clone(),
+    };
+    let basic_holds = fits(basic.delta, budget.delta);
+    let basic_close = basic.epsilon <= epsilon * (1.0 + DELTA_WORTH);
+    let basic_fits_as_well = basic.within(budget) || !accounted.within(budget);
+    if basic_holds && basic_close && basic_fits_as_well {
+        let why = if basic.epsilon <= epsilon {
+            format!("basic (tighter than {name})")
+        } else {
+            format!("basic (within 1% of {name}, spending no more δ)")
+        };
+        return Ok(Spent {
+            composition: why,
             ..basic
         });
     }
-    Ok(Spent {
-        epsilon,
-        delta: budget.delta,
-        composition: name.to_string(),
+    Ok(accounted)
+}
+
+/// What one accountant says about the composed events.
+enum Bound {
+    /// Its ε at the budget's δ, and the name of who computed it.
+    Epsilon(f64, String),
+    /// It cannot handle them: why.
+    Unsupported(String),
+}
+
+/// The PLD accountant's upper bound (which is RDP's below the PLD's floor in δ: named so).
+fn pld_bound(events: &PrivacyEvent, delta: f64) -> Result<Bound, LedgerError> {
+    match PldAccountant::pessimistic().upper_epsilon(events, delta) {
+        Ok((e, note)) => check_epsilon("pld", e)
+            .map(|e| Bound::Epsilon(e, if note.is_some() { "rdp" } else { "pld" }.into())),
+        Err(AccountingError::Unsupported(why)) => Ok(Bound::Unsupported(format!("pld: {why}"))),
+        Err(other) => Err(LedgerError::Accountant {
+            accountant: "pld".into(),
+            message: other.to_string(),
+        }),
+    }
+}
+
+/// An accountant's ε, refused unless it is an upper bound.
+fn accountant_bound(
+    accountant: &dyn Accountant,
+    events: &PrivacyEvent,
+    delta: f64,
+) -> Result<Bound, LedgerError> {
+    let name = accountant.name();
+    require_upper_bound(accountant)?;
+    match accountant.epsilon(events, delta) {
+        Ok(e) => check_epsilon(name, e).map(|e| Bound::Epsilon(e, name.to_string())),
+        Err(AccountingError::Unsupported(why)) => {
+            Ok(Bound::Unsupported(format!("{name} unsupported: {why}")))
+        }
+        Err(other) => Err(LedgerError::Accountant {
+            accountant: name.to_string(),
+            message: other.to_string(),
+        }),
+    }
+}
+
+/// Only an upper bound may limit a budget.
+fn require_upper_bound(accountant: &dyn Accountant) -> Result<(), LedgerError> {
+    if accountant.bound() == BoundKind::UpperBound {
+        return Ok(());
+    }
+    Err(LedgerError::Accountant {
+        accountant: accountant.name().to_string(),
+        message: format!(
+            "it reports {:?}, not an upper bound, so it may not limit a budget",
+            accountant.bound()
+        ),
     })
+}
+
+fn check_epsilon(name: &str, e: f64) -> Result<f64, LedgerError> {
+    if e.is_nan() || e < 0.0 {
+        return Err(LedgerError::Accountant {
+            accountant: name.to_string(),
+            message: format!("it returned an invalid ε = {e}"),
+        });
+    }
+    Ok(e)
 }
 
 #[cfg(test)]

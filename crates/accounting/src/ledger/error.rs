@@ -83,9 +83,8 @@ pub enum LedgerError {
     },
     /// A ledger was opened with the budget stored in it, but no file is there.
     #[error(
-        "ledger {} does not exist; create it first with `dpml ledger create --ledger {} \
-         --budget-epsilon E`",
-        path.display(),
+        "ledger {} does not exist; a ledger is created once, with its budget: give the budget \
+         to create it",
         path.display()
     )]
     Missing {
@@ -101,6 +100,26 @@ pub enum LedgerError {
         /// The ledger file.
         path: PathBuf,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// A row does not match its seal: the file was changed outside dpml (a stored ε, event or
+    /// budget edited, an entry removed or reordered). It is refused and left untouched.
+    #[error(
+        "ledger {} was changed outside dpml: {reason}; it is refused, and was left untouched",
+        path.display()
+    )]
+    Tampered {
+        /// The ledger file.
+        path: PathBuf,
+        /// Which row.
+        reason: String,
+    },
+    /// The ledger's key cannot be had, is not private, or does not open this ledger.
+    #[error("ledger {}: {reason}", path.display())]
+    Key {
+        /// The ledger file.
+        path: PathBuf,
+        /// What is wrong with the key.
         reason: String,
     },
     /// SQLite failed for a reason other than a damaged file (locked too long, disk full,
@@ -137,12 +156,46 @@ pub enum LedgerError {
 
 impl LedgerError {
     /// Whether the failure lies with the environment rather than with the caller's budget,
-    /// parameters or file: an I/O error or a SQLite failure other than a damaged file (a
-    /// ledger locked past the busy timeout, a read-only file or folder, a full disk). Such a
-    /// failure is a runtime failure; everything else is a refusal of what was asked.
+    /// parameters or file: an I/O error or a SQLite failure other than a damaged file or a
+    /// mistaken path (a ledger locked past the busy timeout, a read-only file or folder, a
+    /// full disk). Such a failure is a runtime failure; everything else, a path into a folder
+    /// that does not exist included, is a refusal of what was asked.
     pub fn is_environmental(&self) -> bool {
-        matches!(self, LedgerError::Io { .. } | LedgerError::Sqlite { .. })
+        match self {
+            // "Not found" when a file is made is the caller's mistake only when its folder is
+            // missing: a folder that exists but takes no files (/proc) is the environment.
+            LedgerError::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+                !folder_missing(path)
+            }
+            LedgerError::Io { source, .. } => !is_path_mistake(source),
+            LedgerError::Sqlite { path, source } => {
+                let cannot_open =
+                    source.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen);
+                !(cannot_open && folder_missing(path))
+            }
+            _ => false,
+        }
     }
+}
+
+/// Whether the folder `path` would be in does not exist (or is not a folder).
+fn folder_missing(path: &std::path::Path) -> bool {
+    path.parent()
+        .is_some_and(|p| !p.as_os_str().is_empty() && !p.is_dir())
+}
+
+/// Whether an I/O failure on a path the caller named is the caller's mistake: a folder that
+/// does not exist, a file where a folder belongs or the reverse, a file that is already
+/// there, a name the file system refuses. Permissions, a read-only or full disk and a lock
+/// are the environment's.
+pub fn is_path_mistake(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{
+        AlreadyExists, InvalidFilename, InvalidInput, IsADirectory, NotADirectory, NotFound,
+    };
+    matches!(
+        e.kind(),
+        NotFound | NotADirectory | IsADirectory | AlreadyExists | InvalidFilename | InvalidInput
+    )
 }
 
 #[cfg(test)]
@@ -175,6 +228,17 @@ mod tests {
             }
             .is_environmental()
         );
+        // "Not found" while making a file: the environment's in a folder that exists but takes
+        // no files, the caller's under a folder that does not exist.
+        let not_found = |p: &str| LedgerError::Io {
+            path: PathBuf::from(p),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let in_dir = dir.path().join("l.db");
+        assert!(not_found(in_dir.to_str().unwrap()).is_environmental());
+        let under_missing = dir.path().join("missing").join("l.db");
+        assert!(!not_found(under_missing.to_str().unwrap()).is_environmental());
         for e in [
             LedgerError::AlreadyExists { path: path.clone() },
             LedgerError::Missing { path: path.clone() },

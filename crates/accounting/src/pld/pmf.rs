@@ -290,20 +290,18 @@ impl Pmf {
                 .ln()
         };
         let log_inv_tail = (1.0 / tail).ln();
-        let (mut upper, mut lower) = (full.len as f64 - 1.0, 0.0f64);
-        // The Gaussian-optimal order is z/sd with z = sqrt(2 ln(1/tail)) ≈ 8.3; heavier tails
-        // prefer smaller orders.
-        for z in [1.0, 2.0, 4.0, 6.0, 8.3, 12.0, 20.0] {
-            let lambda = z / sd;
-            let up = t * mean + (t * log_mgf(lambda) + log_inv_tail) / lambda;
-            let down = t * mean - (t * log_mgf(-lambda) + log_inv_tail) / lambda;
-            if up.is_finite() {
-                upper = upper.min(up);
-            }
-            if down.is_finite() {
-                lower = lower.max(down);
-            }
-        }
+        // Each side's bound, (t K(±λ) + ln(1/tail)) / λ, minimised over the order λ = z/sd. The
+        // Gaussian-optimal z is sqrt(2 ln(1/tail)) ≈ 8.3, but a heavy-tailed step (a rare large
+        // loss, as Poisson sampling at a small rate gives) needs z far below 1: a fixed handful
+        // of orders from 1 up left such windows a hundred times too wide, and the grid coarse.
+        let margin = |sign: f64| {
+            min_over_orders(|z| {
+                let lambda = z / sd;
+                (t * log_mgf(sign * lambda) + log_inv_tail) / lambda
+            })
+        };
+        let upper = (t * mean + margin(1.0)).min(full.len as f64 - 1.0);
+        let lower = (t * mean - margin(-1.0)).max(0.0);
         let start = lower.floor().max(0.0);
         let end = upper.ceil().max(start);
         Window {
@@ -311,6 +309,43 @@ impl Pmf {
             len: (end - start) as u64 + 1,
         }
     }
+}
+
+/// The smallest finite value of `f(z)` for z > 0 (`+∞` when there is none), `f` being a
+/// Chernoff margin in the order z: a geometric sweep from 2⁻¹² to 2⁶ in steps of 4, then
+/// golden-section search around the best point in log z (each evaluation is a pass over the
+/// PMF: 22 of them). Any z gives a valid bound, so the search only has to
+/// be good, not exact.
+fn min_over_orders(f: impl Fn(f64) -> f64) -> f64 {
+    let value = |log_z: f64| {
+        let v = f(log_z.exp());
+        if v.is_finite() { v } else { f64::INFINITY }
+    };
+    let step = 2.0 * std::f64::consts::LN_2;
+    let grid: Vec<f64> = (-6..=3).map(|k| f64::from(k) * step).collect();
+    let values: Vec<f64> = grid.iter().map(|&g| value(g)).collect();
+    let best = (0..grid.len())
+        .min_by(|&a, &b| values[a].total_cmp(&values[b]))
+        .unwrap_or(0);
+    if values[best] == f64::INFINITY {
+        return f64::INFINITY;
+    }
+    let (mut a, mut b) = (grid[best] - step, grid[best] + step);
+    let ratio = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut c, mut d) = (b - ratio * (b - a), a + ratio * (b - a));
+    let (mut fc, mut fd) = (value(c), value(d));
+    for _ in 0..10 {
+        if fc <= fd {
+            (b, d, fd) = (d, c, fc);
+            c = b - ratio * (b - a);
+            fc = value(c);
+        } else {
+            (a, c, fc) = (c, d, fd);
+            d = a + ratio * (b - a);
+            fd = value(d);
+        }
+    }
+    values[best].min(fc).min(fd)
 }
 
 /// The error for a grid that would exceed [`MAX_POINTS`].

@@ -5,6 +5,10 @@
 //! Files are `DIR/<key>.safetensors` written with [`dpml_learn::dpsgd::save`] (model and
 //! input transform), first to a temporary name and then renamed, so a crash never leaves a
 //! half-written model under a valid key.
+//!
+//! The models are trained on private data (some without noise), so the cache is private to
+//! its user: a folder it creates has mode 0700 (its missing parents too) and every model file
+//! mode 0600, whatever the umask. [`default_dir`] is a per-user folder, never a shared one.
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +61,44 @@ pub fn model_key(recipe: &TrainConfig, train: &Dataset, seed: u64) -> Result<Str
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The default cache folder: `$XDG_CACHE_HOME/dpml/audit-models`, else
+/// `$HOME/.cache/dpml/audit-models`; `None` (no cache) when neither is set to an absolute
+/// path. Per user, never the shared temporary folder.
+pub fn default_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("XDG_CACHE_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".cache")))
+        .map(|base| base.join("dpml").join("audit-models"))
+}
+
+/// Creates `dir` and its missing parents with mode 0700 (nothing changes for folders that
+/// exist).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Gives `path` mode 0600 (read and write for its owner only).
+fn make_private(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(())
+    }
+}
+
 impl ModelCache {
     /// A cache in `dir` (created on first store).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -91,9 +133,10 @@ impl ModelCache {
             path: path.display().to_string(),
             message,
         };
-        std::fs::create_dir_all(&self.dir).map_err(|e| err(&self.dir, e.to_string()))?;
+        create_private_dir(&self.dir).map_err(|e| err(&self.dir, e.to_string()))?;
         let tmp = self.dir.join(format!("{key}.{}.tmp", std::process::id()));
         dpml_learn::dpsgd::save(&tmp, model, input).map_err(|e| err(&tmp, e.to_string()))?;
+        make_private(&tmp).map_err(|e| err(&tmp, e.to_string()))?;
         let path = self.path(key);
         std::fs::rename(&tmp, &path).map_err(|e| err(&path, e.to_string()))
     }
@@ -146,6 +189,13 @@ mod tests {
         let (back, t) = cache.load("abc").unwrap();
         assert_eq!(back.params()[0].value, m.params()[0].value);
         assert_eq!(t, InputTransform::IDENTITY);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&dir), 0o700);
+            assert_eq!(mode(&dir.join("abc.safetensors")), 0o600);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,11 +2,12 @@
 
 use std::sync::Mutex;
 
-use dpml_data::{Dataset, Provenance, Schema, SplitKey};
+use dpml_data::{Dataset, Provenance, Schema, SplitBasis, SplitKey};
 use dpml_learn::crossval::{epsilon_all_folds, k_fold};
 use dpml_learn::dpsgd::{self, Privacy, TrainConfig};
 use dpml_learn::kmeans::{self, Algorithm, KMeansParams};
 use dpml_learn::label_dp::{self, LabelDpConfig, LabelMechanism, Task};
+use dpml_learn::model_facts::Guarantee;
 use dpml_learn::perturbation::{
     InputBudget, InputMechanism, OutputPerturbation, perturb_dataset_in, softmax_rows,
 };
@@ -14,6 +15,7 @@ use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::json;
 
 use super::{DP_SGD_MSE, Experiment, Job, LABEL_DP_MSE, Metrics, SweepOptions};
+use crate::budget::Charge;
 use crate::error::{Error, Result};
 use crate::kmeans::declared_bounds;
 use crate::schema::{Needs, require_declared};
@@ -85,8 +87,17 @@ impl Setup {
         let opts = a
             .declarations
             .load_options(a.data_dir.as_deref(), a.label_column.as_deref())?;
-        let split = |needs: Needs| {
-            let l = load_split(&a.dataset, &opts, needs, a.split.test_fraction, Some(key))?;
+        // Each experiment's split hashes what its relation leaves fixed (`Guarantee::split_basis`).
+        let split = |needs: Needs, guarantee: Guarantee| {
+            let basis = guarantee.split_basis();
+            let l = load_split(
+                &a.dataset,
+                &opts,
+                needs,
+                a.split.test_fraction,
+                Some(key),
+                basis,
+            )?;
             Result::Ok((l.train, l.test, l.schema, l.split_key))
         };
         if let (Some(k), false) = (a.folds, a.experiment == Experiment::DpSgd) {
@@ -111,7 +122,7 @@ impl Setup {
                 let folds = a.folds.unwrap_or(0);
                 // The folds' count checked before any run starts (2 ≤ K ≤ N, no fold empty):
                 // the runs would each refuse it after the progress lines of the others.
-                dpml_data::fold_assignments(&all, folds, &key)?;
+                dpml_data::fold_assignments(&all, folds, &key, SplitBasis::Record)?;
                 Ok((
                     Setup::CrossValidated {
                         base,
@@ -124,7 +135,7 @@ impl Setup {
                 ))
             }
             Experiment::DpSgd => {
-                let (train, test, schema, used) = split(private_training)?;
+                let (train, test, schema, used) = split(private_training, Guarantee::DpSgd)?;
                 let base = recipe_for(a, &schema, &train)?;
                 Ok((Setup::DpSgd { base, train, test }, used))
             }
@@ -136,7 +147,9 @@ impl Setup {
                     bounds: true,
                     classes: false,
                 };
-                let (train, test, schema, used) = split(needs)?;
+                // DP-SGD (add/remove) and label DP (one label changes) on one split: the
+                // features are fixed under both relations.
+                let (train, test, schema, used) = split(needs, Guarantee::LabelDp)?;
                 let base =
                     task_recipe(Task::Regression, &a.recipe, recipe_for(a, &schema, &train)?);
                 let normalize = public_normalization(&a.dataset, &schema, &train)?;
@@ -158,7 +171,7 @@ impl Setup {
                     classes: true,
                     ..Needs::default()
                 };
-                let (train, test, schema, used) = split(needs)?;
+                let (train, test, schema, used) = split(needs, Guarantee::DpSgd)?;
                 let mut cfg = recipe_for(a, &schema, &train)?;
                 cfg.privacy = Privacy::NonPrivate;
                 let mut trained = dpsgd::train(
@@ -182,7 +195,7 @@ impl Setup {
                     bounds: true,
                     ..Needs::default()
                 };
-                let (train, test, schema, used) = split(needs)?;
+                let (train, test, schema, used) = split(needs, Guarantee::InputPerturbation)?;
                 let mut base = recipe_for(a, &schema, &train)?;
                 base.privacy = Privacy::NonPrivate;
                 let ranges = schema.require_bounds(&train.name, train.n_features())?;
@@ -214,7 +227,7 @@ impl Setup {
                     label_range: tasks.contains(&Task::Regression),
                     bounds: false,
                 };
-                let (train, test, schema, used) = split(needs)?;
+                let (train, test, schema, used) = split(needs, Guarantee::LabelDp)?;
                 let normalize = public_normalization(&a.dataset, &schema, &train)?;
                 let base = label_dp::default_training(normalize, train.n);
                 let mut training = a.recipe.apply(base)?;
@@ -395,6 +408,77 @@ impl Setup {
                 Ok(metrics)
             }
         }
+    }
+}
+
+impl Setup {
+    /// What the sweep's private runs cost together, for a ledger: each run is (ε, δ)-DP at its
+    /// grid point by construction (DP-SGD calibrated to ε at the recipe's δ; label DP, DPLloyd
+    /// and input perturbation ε-DP; output perturbation ε per query, for every test record),
+    /// and the sweep releases all of them. The non-private baseline trains without noise: its
+    /// figure is a diagnostic like every sweep figure, and it has no finite ε to charge.
+    pub fn cost(&self, o: &SweepOptions) -> Charge {
+        let mut events = Vec::new();
+        for &e in &o.epsilons {
+            let pure = PrivacyEvent::EpsilonDelta {
+                epsilon: e,
+                delta: 0.0,
+            };
+            let run: Vec<PrivacyEvent> = match self {
+                Setup::DpSgd { base, .. } => vec![PrivacyEvent::EpsilonDelta {
+                    epsilon: e,
+                    delta: base.delta,
+                }],
+                Setup::CrossValidated { base, folds, .. } => vec![
+                    PrivacyEvent::EpsilonDelta {
+                        epsilon: e,
+                        delta: base.delta,
+                    }
+                    .repeated(*folds as u64),
+                ],
+                Setup::Regression { base, .. } => vec![
+                    PrivacyEvent::EpsilonDelta {
+                        epsilon: e,
+                        delta: base.delta,
+                    },
+                    pure,
+                ],
+                Setup::Output { test, .. } => vec![pure.repeated(test.n as u64)],
+                Setup::LabelDp { tasks, .. } => vec![pure; tasks.len()],
+                Setup::Kmeans { .. } | Setup::Input { .. } => vec![pure],
+            };
+            for _ in 0..o.repeats {
+                events.extend(run.iter().cloned());
+            }
+        }
+        let (epsilon, delta) = events.iter().fold((0.0, 0.0), |(e, d), ev| {
+            let (ei, di) = stated(ev);
+            (e + ei, d + di)
+        });
+        Charge::of(
+            "sweep",
+            o.dataset.name(),
+            PrivacyEvent::Composed { events },
+            epsilon,
+            delta,
+        )
+        .labelled(format!(
+            "sweep {} of {} private runs",
+            o.experiment.name(),
+            o.epsilons.len() as u64 * o.repeats
+        ))
+    }
+}
+
+/// The (ε, δ) an event of (ε, δ) steps states by itself (basic composition).
+fn stated(event: &PrivacyEvent) -> (f64, f64) {
+    match event {
+        PrivacyEvent::EpsilonDelta { epsilon, delta } => (*epsilon, *delta),
+        PrivacyEvent::SelfComposed { event, count } => {
+            let (e, d) = stated(event);
+            (e * *count as f64, d * *count as f64)
+        }
+        _ => (0.0, 0.0),
     }
 }
 

@@ -21,6 +21,9 @@ pub struct CheckpointOptions {
     pub resume: Option<PathBuf>,
     /// Stop once this many steps are done, saving a checkpoint.
     pub stop_after_steps: Option<u64>,
+    /// The seed the run's generator was started with (`None`: from the operating system). A
+    /// resumed run continues the generator its checkpoint saved, so it must say the same.
+    pub seed: Option<u64>,
 }
 
 impl CheckpointOptions {
@@ -33,12 +36,27 @@ impl CheckpointOptions {
     ///
     /// # Errors
     /// As [`Checkpoint::load`].
+    /// A checkpoint whose run was started with another `--seed` (or with one where this run
+    /// gives none, or the other way round) is refused by name: the resumed run would continue
+    /// the saved generator while claiming another seed.
     pub fn resumed(&self) -> Result<Option<Checkpoint>> {
-        self.resume
-            .as_deref()
-            .map(Checkpoint::load)
-            .transpose()
-            .map_err(Error::from)
+        let Some(dir) = self.resume.as_deref() else {
+            return Ok(None);
+        };
+        let ck = Checkpoint::load(dir)?;
+        // Checkpoints written before the seed was kept have no entry to compare.
+        if let Some(saved) = ck.context.get(SEED_KEY) {
+            let saved = saved.as_u64();
+            if saved != self.seed {
+                let say = |s: Option<u64>| s.map_or("none".to_string(), |s| s.to_string());
+                return Err(Error::usage(format!(
+                    "--seed {} differs from the seed of the checkpoint's run ({}): resume with the same --seed",
+                    say(self.seed),
+                    say(saved)
+                )));
+            }
+        }
+        Ok(Some(ck))
     }
 
     /// Where to save, and how often (0: every epoch).
@@ -59,10 +77,13 @@ impl CheckpointOptions {
     }
 }
 
+/// The checkpoint context's entry for the run's seed.
+const SEED_KEY: &str = "seed";
+
 /// What a workflow keeps in a checkpoint besides the training state: the split key (the
-/// resumed run must hold out the same records).
-pub fn context(split_key: Option<SplitKey>) -> serde_json::Value {
-    json!({ "split_key": split_key.map(|k| k.to_string()) })
+/// resumed run must hold out the same records) and the seed it was started with.
+pub fn context(split_key: Option<SplitKey>, seed: Option<u64>) -> serde_json::Value {
+    json!({ "split_key": split_key.map(|k| k.to_string()), SEED_KEY: seed })
 }
 
 /// The split key a checkpoint's run used, if it kept one.

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::recipe::private_needs;
 use super::run::{TrainOptions, normalized, train_task_observed};
 use super::split::load_all;
+use crate::budget::{self, Ledger};
 use crate::error::{Error, Result};
 use crate::observe::{Event, Observer};
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
@@ -28,6 +29,7 @@ pub fn cross_validate(
     k: usize,
     rng: &mut DpRng,
     observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
 ) -> Result<Value> {
     let key = o.split.key(rng);
     let opts = o
@@ -36,6 +38,15 @@ pub fn cross_validate(
     let (all, schema) = load_all(source, &opts)?;
     require_declared(&schema, &all, private_needs(cfg, o.task, false))?;
     let cfg = normalized(o, source, &schema, &all, cfg)?;
+    if let Some(l) = ledger {
+        // K models, each on about (K−1)/K of the records: refused before the first trains.
+        let fold_n = all.n - all.n / k.max(1);
+        let event = super::charging::planned_event(&cfg, fold_n, "--folds")?.repeated(k as u64);
+        budget::check(
+            Some(l),
+            &budget::accounted("train", source.name(), event, cfg.delta)?,
+        )?;
+    }
     // Not `with_capacity(k)`: k is checked against the records only when the folds are cut.
     let (mut events, mut mses) = (Vec::new(), Vec::new());
     let cv = k_fold::<Error>(&cfg, &all, k, &key, rng, &mut |i, cfg, train, test, rng| {
@@ -47,6 +58,15 @@ pub fn cross_validate(
     })?;
     let accountant = dpsgd::accountant(cfg.accountant);
     let epsilon_all_folds = epsilon_all_folds(&events, accountant.as_ref(), cfg.delta)?;
+    let balance = match (ledger, events.iter().cloned().collect::<Option<Vec<_>>>()) {
+        (Some(l), Some(events)) => {
+            let event = dpml_mechanisms::PrivacyEvent::Composed { events };
+            let charge = budget::accounted("train", source.name(), event, cfg.delta)?
+                .labelled(format!("{k}-fold cross-validation"));
+            budget::charge(Some(l), &charge)?
+        }
+        _ => None,
+    };
     let (mean, std) = mean_std(&cv.accuracies);
     let model = PrivacyModel::new(
         neighbouring::ADD_REMOVE,
@@ -94,6 +114,9 @@ pub fn cross_validate(
             .diagnostic("test_accuracy_mean", json!(mean))
             .diagnostic("test_accuracy_std", json!(std))
             .diagnostic("fold_accuracies", json!(cv.accuracies));
+    }
+    if let Some(b) = balance {
+        release.insert("ledger", crate::ledger_json::balance(&b));
     }
     Ok(release.into_value())
 }

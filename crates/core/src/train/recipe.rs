@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use dpml_data::Source;
 use dpml_learn::dpsgd::{
-    self, AccountantKind, OptimizerKind, Privacy, ScheduleKind, Task, TrainConfig,
+    self, AccountantKind, ModelSpec, OptimizerKind, Privacy, ScheduleKind, Task, TrainConfig,
 };
 
 use crate::error::{Error, Result};
@@ -38,6 +38,9 @@ pub struct RecipeOptions {
     pub model: Option<String>,
     /// A network described in this JSON file instead of a named model.
     pub arch: Option<PathBuf>,
+    /// A network given as a description (the JSON of an `--arch` file, e.g. the Python
+    /// estimators' `arch=` dict) instead of a named model.
+    pub arch_spec: Option<ModelSpec>,
     /// Hidden layer sizes of mlp.
     pub hidden: Option<Vec<usize>>,
     /// Target ε: σ is calibrated before training.
@@ -92,8 +95,11 @@ impl RecipeOptions {
         if let Some(h) = &self.hidden {
             cfg.hidden = h.clone();
         }
-        if let Some(path) = &self.arch {
-            let spec = crate::arch::load_arch(path)?;
+        let spec = match (&self.arch, &self.arch_spec) {
+            (Some(path), _) => Some(crate::arch::load_arch(path)?),
+            (None, spec) => spec.clone(),
+        };
+        if let Some(spec) = spec {
             cfg.model = spec.name.clone();
             cfg.arch = Some(spec);
         }
@@ -103,6 +109,11 @@ impl RecipeOptions {
             cfg.hidden = DEFAULT_MLP_HIDDEN.to_vec();
         }
         match (self.epsilon, self.noise_multiplier, self.non_private) {
+            (Some(e), Some(s), _) => {
+                return Err(Error::usage(format!(
+                    "give one of --epsilon {e} and --noise-multiplier {s}, not both"
+                )));
+            }
             (Some(e), _, _) => cfg.privacy = Privacy::TargetEpsilon(e),
             (_, Some(s), _) => cfg.privacy = Privacy::NoiseMultiplier(s),
             (_, _, true) => cfg.privacy = Privacy::NonPrivate,
@@ -235,21 +246,63 @@ pub fn task_recipe(task: Task, overrides: &RecipeOptions, mut cfg: TrainConfig) 
     cfg
 }
 
-/// The recipe overrides start from when no preset is named: a small MLP for tables (the
-/// embedded tabular sets and `csv:` files, [`dpsgd::tabular_recipe`]), the `digits-eps1`
-/// recipe for the 8x8 digits (the MNIST CNN needs 28x28 records), else the Opacus MNIST
-/// example ([`TrainConfig::default`]).
+/// The recipe of a table (the embedded tabular sets, `csv:` files, and records handed in by
+/// the Python estimators): a small MLP ([`dpsgd::tabular_recipe`]).
+pub fn table_recipe() -> TrainConfig {
+    dpsgd::tabular_recipe()
+}
+
+/// The preset the 8x8 digits train with when none is named (the MNIST CNN needs 28x28
+/// records).
+const DIGITS_RECIPE: &str = "digits-eps1";
+
+/// The recipe overrides start from when no preset is named: [`table_recipe`] for tables, the
+/// `digits-eps1` recipe for the 8x8 digits, else the Opacus MNIST example
+/// ([`TrainConfig::default`]).
 ///
 /// # Errors
 /// Only if the built-in preset went missing.
 pub fn default_recipe(source: &Source) -> Result<TrainConfig> {
     Ok(match source {
-        Source::Iris | Source::Wine | Source::BreastCancer | Source::Csv(_) => {
-            dpsgd::tabular_recipe()
-        }
-        Source::Digits => dpsgd::preset("digits-eps1")?.config,
+        Source::Iris | Source::Wine | Source::BreastCancer | Source::Csv(_) => table_recipe(),
+        Source::Digits => dpsgd::preset(DIGITS_RECIPE)?.config,
         _ => TrainConfig::default(),
     })
+}
+
+/// A recipe field's defaults as `--help` states them: its value in the table recipe, the
+/// digits recipe and the others, e.g. `tables 30, digits 40, other data 10 (a --preset: its
+/// own)`. `show` formats the field of a recipe.
+pub fn default_help(show: impl Fn(&TrainConfig) -> String) -> String {
+    let digits = dpsgd::preset(DIGITS_RECIPE).map_or_else(|_| "-".into(), |p| show(&p.config));
+    format!(
+        "tables (iris, wine, breast-cancer, csv:) {}, digits {digits}, other data {}; a --preset: its own",
+        show(&table_recipe()),
+        show(&TrainConfig::default())
+    )
+}
+
+/// The share of the training records a default batch is cut to when the recipe's does not fit.
+const FITTED_BATCH_SHARE: usize = 4;
+
+/// Fits the recipe's batch to `n` training records when the caller gave none: a batch larger
+/// than the records (q = B/N above 1) becomes a quarter of them. Returns the note that says
+/// so. A batch the caller gave is kept (training refuses it by name if it does not fit).
+pub fn fit_batch_to_data(
+    cfg: &mut TrainConfig,
+    overrides: &RecipeOptions,
+    n: usize,
+) -> Option<String> {
+    if overrides.batch_size.is_some() || cfg.batch_size <= n {
+        return None;
+    }
+    let fitted = (n / FITTED_BATCH_SHARE).max(1);
+    let note = format!(
+        "batch_size {fitted}: the recipe's {} exceeds the {n} training records, so the default is a quarter of them (give --batch-size to choose)",
+        cfg.batch_size
+    );
+    cfg.batch_size = fitted;
+    Some(note)
 }
 
 /// What a run of `cfg` for `task` needs declared: classes to learn, bounds to scale or perturb

@@ -4,20 +4,24 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use dpml_data::Source;
-use dpml_learn::dpsgd::{self, Collective, EpochLog, Objective, Task, TrainConfig, TrainOutcome};
-use dpml_learn::model_facts::ModelFacts;
+use dpml_data::{Source, SplitBasis};
+use dpml_learn::dpsgd::{self, Collective, EpochLog, Privacy, Task, TrainConfig, TrainOutcome};
+use dpml_learn::model_facts::{Guarantee, SplitFacts};
 use dpml_learn::perturbation::{InputBudget, InputMechanism, perturb_dataset_in};
 use dpml_mechanisms::DpRng;
 use serde_json::{Value, json};
 
+use super::charging;
 use super::checkpoint::{self, CheckpointOptions};
-use super::recipe::{RecipeOptions, private_needs, recipe};
+use super::fit::{RunContext, finish};
+use super::recipe::{RecipeOptions, fit_batch_to_data, private_needs, recipe};
 use super::split::{Loaded, SplitOptions, load_split, public_normalization};
+use crate::budget::{self, Ledger};
 use crate::error::{Error, Result};
+use crate::ledger_json;
 use crate::observe::{Event, Observer};
-use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
-use crate::schema::{Declarations, provenance_report};
+use crate::privacy_model;
+use crate::schema::{Declarations, clamp_diagnostics};
 
 /// Local DP on the features: every feature of every training record perturbed once.
 #[derive(Debug, Clone)]
@@ -104,7 +108,10 @@ pub enum TrainEnd {
 }
 
 /// Trains as `o` says on the processes of `comm` (the root, rank 0, alone writes files),
-/// drawing the split, initialisation and noise from `rng` (every process's the same).
+/// drawing the split, initialisation and noise from `rng` (every process's the same). With a
+/// `ledger`, the run's cost is checked before it trains and recorded (by the root) before the
+/// model, the log or the release is written; a checkpointed run is charged once, when its first
+/// checkpoint is written (see [`super::charging`]).
 ///
 /// # Errors
 /// Usage errors for a bad recipe, missing declarations, data that do not load or do not fit
@@ -114,6 +121,7 @@ pub fn train(
     rng: &mut DpRng,
     comm: &dyn Collective,
     observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
 ) -> Result<TrainEnd> {
     let (source, cfg) = recipe(o.dataset.as_ref(), o.preset.as_deref(), &o.recipe, o.task)?;
     cfg.validate()?;
@@ -123,7 +131,7 @@ pub fn train(
                 "--folds {k} cannot be checkpointed: drop --checkpoint/--resume"
             )));
         }
-        return super::crossval::cross_validate(o, &source, &cfg, k, rng, observer)
+        return super::crossval::cross_validate(o, &source, &cfg, k, rng, observer, ledger)
             .map(TrainEnd::Released);
     }
     let resumed = o.checkpoint.resumed()?;
@@ -143,14 +151,19 @@ pub fn train(
         test,
         schema,
         split_key,
+        clamped,
     } = load_split(
         &source,
         &opts,
         private_needs(&cfg, o.task, o.input_perturbation.is_some()),
         o.split.test_fraction,
         Some(key),
+        split_basis(o, &cfg),
     )?;
-    let cfg = normalized(o, &source, &schema, &train, &cfg)?;
+    let mut cfg = normalized(o, &source, &schema, &train, &cfg)?;
+    let notes: Vec<String> = fit_batch_to_data(&mut cfg, &o.recipe, train.n)
+        .into_iter()
+        .collect();
     let perturbation = match &o.input_perturbation {
         Some(p) => {
             let mechanism = match p.mechanism.as_str() {
@@ -174,15 +187,57 @@ pub fn train(
         }
         None => None,
     };
+    let charges = match ledger {
+        Some(_) => Some(charging::run_charges(
+            "train",
+            &source.name(),
+            &cfg,
+            train.n,
+            resumed.as_ref(),
+            perturbation.as_ref(),
+        )?),
+        None => None,
+    };
+    let checkpointed = checkpoint_plan.is_some() || resumed.is_some();
+    let run_charge = if checkpointed {
+        Some(charging::RunCharge::start(
+            ledger,
+            resumed.as_ref(),
+            charges.clone(),
+        )?)
+    } else {
+        if let Some((first, _)) = &charges {
+            budget::check(ledger, first)?;
+        }
+        None
+    };
+    let before_save =
+        |ck: &mut dpml_learn::dpsgd::Checkpoint| -> dpml_learn::dpsgd::error::Result<()> {
+            let Some(rc) = &run_charge else { return Ok(()) };
+            rc.before_save(ck).map_err(|e| {
+                let message = e.to_string();
+                *rc.failure.borrow_mut() = Some(e);
+                dpml_learn::dpsgd::DpSgdError::Runtime(message)
+            })
+        };
     let run = dpsgd::Run {
         task: o.task,
         comm,
         checkpoint: checkpoint_plan.clone(),
         resume: resumed,
         stop_after: o.checkpoint.stop_after_steps,
-        context: checkpoint::context(split_key),
+        context: checkpoint::context(split_key, o.checkpoint.seed),
+        before_save: Some(&before_save),
     };
-    let outcome = match train_observed(&run, &cfg, &train, Some(&test), rng, observer)? {
+    let trained = train_observed(&run, &cfg, &train, Some(&test), rng, observer);
+    // A ledger's refusal while saving comes back as itself, not as the training error.
+    if let Some(e) = run_charge
+        .as_ref()
+        .and_then(|rc| rc.failure.borrow_mut().take())
+    {
+        return Err(e);
+    }
+    let outcome = match trained? {
         dpsgd::RunEnd::Finished(o) => *o,
         dpsgd::RunEnd::Stopped { step, steps } => {
             return Ok(TrainEnd::Stopped {
@@ -192,81 +247,54 @@ pub fn train(
             });
         }
     };
-    // Only the root of a job of several processes writes files.
-    let root = comm.rank() == 0;
-    // Local DP on the features alone protects neither labels nor membership; with DP-SGD on
-    // top, ε is DP-SGD's over whole records.
-    let model = match (&perturbation, &outcome.event) {
-        (Some(_), None) => training_privacy_model(neighbouring::FEATURES),
-        _ => training_privacy_model(neighbouring::ADD_REMOVE),
+    let ctx = RunContext {
+        dataset: source.name(),
+        dataset_label: privacy_model::dataset_label(&source),
+        preset: o.preset.as_deref(),
+        schema: &schema,
+        split: split_key.map(|k| SplitFacts {
+            key: k.to_string(),
+            test_fraction: o.split.test_fraction,
+        }),
+        test_size: Some(test.n),
+        notes,
     };
-    if let (Some(path), true) = (&o.save_model, root) {
-        let mut facts = ModelFacts::from_training(
-            &outcome.report,
-            &privacy_model::dataset_label(&source),
-            train.n,
-            neighbouring::ADD_REMOVE,
-        );
-        facts = facts.with_objective(Objective::new(o.task, train.n_classes), train.n_classes);
-        if let Some(p) = &perturbation {
-            facts = facts.with_input_perturbation(p, neighbouring::FEATURES);
+    let mut fitted = finish(outcome, &cfg, o.task, &train, perturbation.as_ref(), &ctx)?;
+    privacy_model::add_diagnostics(
+        &mut fitted.release,
+        clamp_diagnostics(&clamped, &train.feature_names, train.n + test.n),
+    );
+    // Only the root of a job of several processes charges and writes files; the charge is
+    // recorded before anything is written.
+    if comm.rank() == 0 {
+        let balance = match (&run_charge, &charges) {
+            (Some(rc), _) => rc.before_release()?,
+            (None, Some((first, _))) => budget::charge(ledger, first)?,
+            (None, None) => None,
+        };
+        if let Some(b) = balance {
+            fitted.release["ledger"] = ledger_json::balance(&b);
         }
-        dpsgd::save_with_facts(path, &outcome.model, &outcome.input, Some(&facts))?;
+        if let Some(path) = &o.save_model {
+            fitted.save(path)?;
+            fitted.release["model_file"] = json!(path);
+        }
+        if let Some(path) = &o.log {
+            write_log(path, &fitted.epoch_log)?;
+        }
     }
-    if let (Some(path), true) = (&o.log, root) {
-        write_log(path, &outcome.report.epoch_log)?;
-    }
-    let mut report = match serde_json::to_value(&outcome.report).map_err(Error::internal)? {
-        Value::Object(map) => map,
-        _ => return Err(Error::internal("training report is not an object")),
-    };
-    report.remove("epoch_log");
-    let mut release = Release::from_map(report, &model);
-    release.diagnose(TRAINING_DIAGNOSTICS);
-    release
-        .insert("dataset", json!(source.name()))
-        .insert("model", json!(cfg.model))
-        .insert("preset", json!(o.preset))
-        .insert("train_size", json!(train.n))
-        .insert("batch_size", json!(cfg.batch_size))
-        .insert("learning_rate", json!(cfg.lr))
-        .insert("model_file", json!(o.save_model))
-        .insert("event", json!(outcome.event))
-        .insert("normalize", json!(cfg.normalize))
-        .insert("schema", provenance_report(&schema))
-        .insert("split_key", json!(split_key.map(|k| k.to_string())))
-        .diagnostic("test_size", json!(test.n));
-    if let Some(p) = &perturbation {
-        release
-            .insert("epsilon_per_record", json!(p.epsilon_per_record))
-            .insert("epsilon_per_feature", json!(p.epsilon_per_feature))
-            .insert("input_perturbation", json!(p));
-    }
-    Ok(TrainEnd::Released(release.into_value()))
+    Ok(TrainEnd::Released(fitted.release))
 }
 
-/// The fields of a [`dpsgd::TrainReport`] computed from the training or test records without
-/// noise: diagnostics, not part of the release (the test records are private data too).
-const TRAINING_DIAGNOSTICS: &[&str] = &[
-    "train_accuracy",
-    "test_accuracy",
-    "test_loss",
-    "test_mse",
-    "test_mae",
-];
-
-/// The privacy model of a trained model: `neighbouring`, with the training-set size, the
-/// schema, the recipe and the split rule public.
-fn training_privacy_model(neighbouring: &'static str) -> PrivacyModel {
-    PrivacyModel::new(
-        neighbouring,
-        &[
-            public::TRAINING_SET_SIZE,
-            public::SCHEMA,
-            public::RECIPE,
-            public::SPLIT_RULE,
-        ],
-    )
+/// What the run's split hashes: the guarantee's own basis. Local DP on the features alone
+/// (no DP-SGD) protects a change of one record's features, so it hashes positions; DP-SGD,
+/// with or without input perturbation, states its ε for add/remove of whole records.
+fn split_basis(o: &TrainOptions, cfg: &TrainConfig) -> SplitBasis {
+    let guarantee = match (&o.input_perturbation, &cfg.privacy) {
+        (Some(_), Privacy::NonPrivate) => Guarantee::InputPerturbation,
+        _ => Guarantee::DpSgd,
+    };
+    guarantee.split_basis()
 }
 
 /// `cfg` with the run's public normalisation ([`public_normalization`]), unless a preset
@@ -354,20 +382,16 @@ pub fn train_observed(
     Ok(end)
 }
 
-/// Writes one CSV row per epoch to `path`, after a `#` line saying the losses and accuracies
-/// are diagnostics (readers skip it as a comment, e.g. pandas' `comment="#"`).
+/// Writes one CSV row per epoch to `path`. The columns computed from private data without
+/// noise (losses, accuracies) are named `diagnostic_…`, so that the file says what they are
+/// and still reads as a plain table (no comment line for a reader to skip).
 ///
 /// # Errors
 /// A usage error naming the file when it cannot be written.
 pub fn write_log(path: &Path, log: &[EpochLog]) -> Result<()> {
     let err = |e: std::io::Error| Error::usage(format!("writing {}: {e}", path.display()));
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
-    writeln!(f, "{}", privacy_model::CSV_DIAGNOSTICS_COMMENT).map_err(err)?;
-    writeln!(
-        f,
-        "epoch,steps,train_loss,train_accuracy,test_accuracy,test_loss,epsilon"
-    )
-    .map_err(err)?;
+    writeln!(f, "{}", privacy_model::CSV_LOG_HEADER).map_err(err)?;
     let opt = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
     for e in log {
         writeln!(

@@ -4,7 +4,7 @@
 //! the records.
 
 use dpml_data::{
-    Dataset, LoadOptions, Provenance, Schema, Source, SplitKey, load, train_test_split,
+    Dataset, LoadOptions, Provenance, Schema, Source, SplitBasis, SplitKey, load, train_test_split,
 };
 use dpml_learn::dpsgd::{FASHION_MNIST_MEAN_STD, MNIST_MEAN_STD, Normalization};
 use dpml_mechanisms::DpRng;
@@ -43,11 +43,14 @@ pub struct Loaded {
     pub schema: Schema,
     /// The key of the per-record split, when there was one.
     pub split_key: Option<SplitKey>,
+    /// How many values of each feature were clamped into the declared bounds (a diagnostic).
+    pub clamped: Vec<usize>,
 }
 
 /// Load `source` under `opts` (its schema), check that what the computation `needs` is
 /// declared (before any record is split or used), then split: the source's own test split,
-/// else the keyed per-record split of its records under `key`.
+/// else the keyed per-record split of its records under `key`, hashing the `basis` part of
+/// each record (what the run's neighbouring relation leaves fixed).
 ///
 /// # Errors
 /// A usage error naming what declares a missing declaration; a usage error when the source
@@ -59,13 +62,14 @@ pub fn load_split(
     needs: Needs,
     test_fraction: f64,
     key: Option<SplitKey>,
+    basis: SplitBasis,
 ) -> Result<Loaded> {
     let sets = load(source, opts)?;
     require_declared(&sets.schema, &sets.train, needs)?;
     let (train, test, split_key) = match (sets.test, key) {
         (Some(test), _) => (sets.train, test, None),
         (None, Some(key)) => {
-            let (train, test) = train_test_split(&sets.train, test_fraction, &key)?;
+            let (train, test) = train_test_split(&sets.train, test_fraction, &key, basis)?;
             (train, test, Some(key))
         }
         (None, None) => {
@@ -81,6 +85,7 @@ pub fn load_split(
         test,
         schema: sets.schema,
         split_key,
+        clamped: sets.clamped,
     })
 }
 

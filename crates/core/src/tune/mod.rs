@@ -4,15 +4,17 @@
 //! validation set), the best model released under the guarantee of the whole search.
 //!
 //! - [`space`]: the search space (`--search` text or a TOML/JSON table) and its cells.
-//! - [`budget`]: the privacy plan: per-cell noise calibrated so the search meets a total ε.
+//! - [`plan`]: the privacy plan: per-cell noise calibrated so the search meets a total ε.
 //! - [`search`]: running the trials and keeping the best.
 //! - [`audit`]: the white-box canary audit of a whole search (an empirical check).
 //! - this module: the workflows the fronts call: [`tune`] (a data source, as the command line
-//!   names it) and [`tune_dataset`] (records already loaded, as Python hands them over), and
-//!   the release they return.
+//!   names it) and [`fit`] (records in memory, as Python hands them over, with the table
+//!   recipe of [`crate::train::fit()`]), and the release they return. Both charge the budget
+//!   ledger as training does: the search's one event is checked before any trial trains and
+//!   recorded before the release is returned or the kept model written.
 
 pub mod audit;
-pub mod budget;
+pub mod plan;
 mod report;
 pub mod search;
 pub mod space;
@@ -20,20 +22,26 @@ pub mod space;
 use std::path::PathBuf;
 
 use dpml_data::{Dataset, LoadOptions, Source, SplitKey, load, validation_split};
-use dpml_learn::dpsgd::{self, Task};
-use dpml_learn::model_facts::{ModelFacts, TuningFacts};
+use dpml_learn::dpsgd::{self, EpochLog, InputTransform, Task};
+use dpml_learn::model_facts::{Guarantee, ModelFacts, SplitFacts, TuningFacts};
 use dpml_mechanisms::{DpRng, Repetitions};
-use serde_json::Value;
+use dpml_nn::Sequential;
+use serde_json::{Value, json};
 
-pub use budget::{CellNoise, Noise, Plan};
-pub use search::{Kept, Search, SearchOutcome, TrainTrial, TrialProgress, TrialRecord, Validation};
+pub use plan::{CellNoise, Noise, Plan};
+pub use search::{Search, SearchOutcome, TrainTrial, TrialProgress, TrialRecord, Validation};
 pub use space::{Hyperparameter, Point, SearchSpace};
 
+use crate::budget::{self, Charge, Ledger};
 use crate::error::{Error, Result};
+use crate::ledger_json;
 use crate::observe::Observer;
-use crate::privacy_model::{self, neighbouring};
-use crate::schema::Declarations;
-use crate::train::{RecipeOptions, SplitOptions, load_split, private_needs, recipe};
+use crate::privacy_model;
+use crate::schema::{Declarations, clamp_diagnostics};
+use crate::train::fit::{RunContext, model_facts};
+use crate::train::{
+    FitOptions, RecipeOptions, SplitOptions, fit_batch_to_data, load_split, private_needs, recipe,
+};
 
 /// The share of the training records a private validation split holds by default.
 pub const DEFAULT_VALIDATION_FRACTION: f64 = 0.1;
@@ -62,9 +70,9 @@ pub enum ValidationChoice {
     },
 }
 
-/// Loaded validation records, as [`tune_dataset`] takes them.
+/// What the trials are scored on, once loaded.
 #[derive(Debug, Clone)]
-pub enum ValidationData {
+enum ValidationData {
     /// Cut from the training records with the run's split key.
     Private {
         /// The share held out.
@@ -109,58 +117,68 @@ pub struct TuneOptions {
     pub save_model: Option<PathBuf>,
 }
 
-/// A finished search: the release (JSON, diagnostics apart) and the trials, for plots.
+/// What a search on records in memory asks for (the Python front): the table recipe of
+/// [`crate::train::fit()`] with `fit`'s overrides (its `epsilon` the search's TOTAL ε, or its
+/// `noise_multiplier` every trial's σ), bounds and classes; the space, the law, and the share
+/// of the records held out (per record, keyed) to score the trials with noise.
+#[derive(Debug, Clone)]
+pub struct SearchFitOptions {
+    /// The recipe every trial starts from, and what is declared about the records.
+    pub fit: FitOptions,
+    /// The search space.
+    pub space: SearchSpace,
+    /// The law of the number of trials.
+    pub repetitions: Repetitions,
+    /// The share of the records held out for validation.
+    pub validation_fraction: f64,
+    /// ε of each trial's noisy count (default: [`DEFAULT_SCORE_SHARE`] of the total ε).
+    pub score_epsilon: Option<f64>,
+}
+
+/// The model a search kept, with its privacy facts: its run's, with the guarantee of the whole
+/// search ([`ModelFacts::with_tuning`]).
+#[derive(Debug)]
+pub struct KeptModel {
+    /// Its place in [`Tuned::trials`].
+    pub index: usize,
+    /// The network.
+    pub model: Sequential,
+    /// The input transform it expects.
+    pub input: InputTransform,
+    /// What its file records.
+    pub facts: ModelFacts,
+    /// Its run's per-epoch log (losses and accuracies: diagnostics).
+    pub epoch_log: Vec<EpochLog>,
+}
+
+/// A finished search: the release (JSON, diagnostics apart), the trials and the kept model.
 #[derive(Debug)]
 pub struct Tuned {
     /// The release: the kept model's guarantee and hyperparameters at top level; the trials,
-    /// their number and every exact accuracy under [`privacy_model::DIAGNOSTICS_KEY`].
+    /// their number and every exact accuracy under [`privacy_model::DIAGNOSTICS_KEY`]; the
+    /// ledger's balance under `"ledger"` when one was charged.
     pub release: Value,
     /// The search's privacy plan.
     pub plan: Plan,
-    /// The law of the number of trials.
-    pub repetitions: Repetitions,
     /// Every trial (not covered by the guarantee).
     pub trials: Vec<TrialRecord>,
-    /// The kept trial's model, when a trial ran.
-    pub kept: Option<Kept>,
-    /// The number of records the trials trained on.
-    pub train_size: usize,
-    /// What the trials were scored on, in words.
-    pub validation: String,
-}
-
-impl Tuned {
-    /// The privacy facts of the kept model (its run's, with the search's guarantee), trained
-    /// on `dataset`; `None` when no trial ran.
-    pub fn facts(&self, dataset: &str) -> Option<ModelFacts> {
-        let kept = self.kept.as_ref()?;
-        let report = &kept.outcome.report;
-        let tuning = TuningFacts {
-            repetitions: self.repetitions,
-            epsilon_per_trial: self.plan.epsilon_per_trial,
-            epsilon_kept_run: report.epsilon,
-            validation: self.validation.clone(),
-            score: self.trials[kept.index].noisy_score,
-        };
-        Some(
-            ModelFacts::from_training(report, dataset, self.train_size, neighbouring::ADD_REMOVE)
-                .with_tuning(tuning, self.plan.epsilon, self.plan.delta),
-        )
-    }
+    /// The kept model, when a trial ran.
+    pub kept: Option<KeptModel>,
 }
 
 /// Runs `dpml tune`: loads the source, cuts the test and validation records (per record,
-/// keyed), searches, and saves the kept model with the search's guarantee in its facts. `charge`
-/// receives the plan before anything trains (a budget ledger).
+/// keyed by one split key, apart by purpose), searches, and saves the kept model with the
+/// search's guarantee and the split in its facts. With a `ledger`, the search's event is
+/// checked before any trial trains and recorded before the kept model is written.
 ///
 /// # Errors
-/// Usage errors for a bad recipe, space, law or data, a target that cannot be met (all before
-/// training); what `charge` returns; training and file errors.
+/// Usage errors for a bad recipe, space, law or data, a target that cannot be met, a ledger
+/// that refuses the spend (all before training); training and file errors.
 pub fn tune(
     o: &TuneOptions,
     rng: &mut DpRng,
     observer: &mut dyn Observer,
-    charge: &mut dyn FnMut(&Plan) -> Result<()>,
+    ledger: Option<&Ledger>,
 ) -> Result<Tuned> {
     let (source, cfg) = recipe(
         o.dataset.as_ref(),
@@ -179,14 +197,18 @@ pub fn tune(
         private_needs(&cfg, Task::Classification, false),
         o.split.test_fraction,
         Some(key),
+        SPLIT_BASIS,
     )?;
-    let cfg = crate::train::run::with_public_normalization(
+    let mut cfg = crate::train::run::with_public_normalization(
         o.preset.as_deref(),
         &source,
         &loaded.schema,
         &loaded.train,
         &cfg,
     )?;
+    let notes = fit_batch_to_data(&mut cfg, &o.recipe, loaded.train.n)
+        .into_iter()
+        .collect();
     let validation = match &o.validation {
         ValidationChoice::Private {
             fraction,
@@ -207,64 +229,122 @@ pub fn tune(
         delta: cfg.delta,
         base: cfg,
     };
-    let mut tuned = tune_dataset(
+    let ctx = RunContext {
+        dataset: source.name(),
+        dataset_label: privacy_model::dataset_label(&source),
+        preset: o.preset.as_deref(),
+        schema: &loaded.schema,
+        split: loaded.split_key.map(|k| SplitFacts {
+            key: k.to_string(),
+            test_fraction: o.split.test_fraction,
+        }),
+        test_size: Some(loaded.test.n),
+        notes,
+    };
+    let mut tuned = run_search(
         &search,
         &loaded.train,
         Some(&loaded.test),
         validation,
         &key,
+        &ctx,
         rng,
         observer,
-        charge,
+        ledger,
     )?;
-    let label = privacy_model::dataset_label(&source);
-    if let (Some(path), Some(kept), Some(facts)) = (&o.save_model, &tuned.kept, tuned.facts(&label))
-    {
-        dpsgd::save_with_facts(path, &kept.outcome.model, &kept.outcome.input, Some(&facts))?;
-    }
-    if let Value::Object(map) = &mut tuned.release {
-        let model = search.base.model.clone();
-        for (k, v) in [
-            ("dataset", Value::from(source.name())),
-            ("model", Value::from(model)),
-            ("preset", serde_json::json!(o.preset)),
-            ("schema", crate::schema::provenance_report(&loaded.schema)),
-            ("split_key", Value::from(key.to_string())),
-            (
-                "model_file",
-                serde_json::json!(o.save_model.as_ref().filter(|_| tuned.kept.is_some())),
-            ),
-        ] {
-            map.insert(k.into(), v);
-        }
+    privacy_model::add_diagnostics(
+        &mut tuned.release,
+        clamp_diagnostics(
+            &loaded.clamped,
+            &loaded.train.feature_names,
+            loaded.train.n + loaded.test.n,
+        ),
+    );
+    if let (Some(path), Some(kept)) = (&o.save_model, &tuned.kept) {
+        dpsgd::save_with_facts(path, &kept.model, &kept.input, Some(&kept.facts))?;
+        tuned.release["model_file"] = json!(path);
     }
     Ok(tuned)
 }
 
-/// Runs a search on loaded records: `train` (the validation records are cut from it with
-/// `key` unless `validation` brings public ones), `test` for the kept model's test accuracy (a
-/// diagnostic). The fronts' common workflow: [`tune`] loads a source first; the Python binding
-/// hands over arrays.
+/// A search on records in memory (the Python front), as [`tune`] runs one on a table: the
+/// trials start from the table recipe with `o.fit`'s overrides, the validation records are a
+/// keyed per-record cut of `data` (the key drawn from `rng` and reported), and the ledger is
+/// charged as `dpml tune --ledger` charges it (on [`crate::train::MEMORY_DATASET`]).
 ///
 /// # Errors
 /// As [`tune`].
+pub fn fit(
+    o: &SearchFitOptions,
+    data: &Dataset,
+    rng: &mut DpRng,
+    observer: &mut dyn Observer,
+    ledger: Option<&Ledger>,
+) -> Result<Tuned> {
+    let (cfg, schema, notes) = o.fit.table_recipe(data)?;
+    let search = Search {
+        space: o.space.clone(),
+        repetitions: o.repetitions,
+        noise: Noise::of(&cfg.privacy)?,
+        delta: cfg.delta,
+        base: cfg,
+    };
+    let key = SplitKey::from_rng(rng.as_rng());
+    let ctx = RunContext {
+        notes,
+        ..RunContext::in_memory(&schema)
+    };
+    let validation = ValidationData::Private {
+        fraction: o.validation_fraction,
+        score_epsilon: o.score_epsilon,
+    };
+    run_search(
+        &search, data, None, validation, &key, &ctx, rng, observer, ledger,
+    )
+}
+
+/// What a search's split hashes: its trials are DP-SGD runs, whose guarantee is stated for
+/// adding or removing whole records.
+const SPLIT_BASIS: dpml_data::SplitBasis = Guarantee::DpSgd.split_basis();
+
+/// What the ledger is charged for a search on `dataset`: the whole search's event and
+/// guarantee, one entry.
+fn search_charge(plan: &Plan, repetitions: &Repetitions, dataset: &str) -> Charge {
+    Charge::of(
+        "tune",
+        dataset,
+        plan.search.clone(),
+        plan.epsilon,
+        plan.delta,
+    )
+    .labelled(format!(
+        "tune on {dataset}: the best of {} trials",
+        repetitions.describe()
+    ))
+}
+
+/// The search both workflows run on loaded records: `train` (the validation records are cut
+/// from it with `key` unless `validation` brings public ones), `test` for the kept model's test
+/// accuracy (a diagnostic); `ctx` says where the records came from. With a `ledger`: checked
+/// before any trial trains, charged before the release returns.
 #[allow(clippy::too_many_arguments)]
-pub fn tune_dataset(
+fn run_search(
     search: &Search,
     train: &Dataset,
     test: Option<&Dataset>,
     validation: ValidationData,
     key: &SplitKey,
+    ctx: &RunContext<'_>,
     rng: &mut DpRng,
     observer: &mut dyn Observer,
-    charge: &mut dyn FnMut(&Plan) -> Result<()>,
+    ledger: Option<&Ledger>,
 ) -> Result<Tuned> {
-    let (fit, set, scoring, name) = match validation {
+    let (fit, set, scoring, name, cut) = match validation {
         ValidationData::Private {
             fraction,
             score_epsilon,
         } => {
-            let (fit, set) = validation_split(train, fraction, key)?;
+            let (fit, set) = validation_split(train, fraction, key, SPLIT_BASIS)?;
             let score_epsilon = match (score_epsilon, search.noise) {
                 (Some(e), _) => e,
                 (None, Noise::TotalEpsilon(total)) => total * DEFAULT_SCORE_SHARE,
@@ -274,19 +354,13 @@ pub fn tune_dataset(
                     ));
                 }
             };
-            (
-                fit,
-                set,
-                Some(score_epsilon),
-                "private validation split".to_string(),
-            )
+            let what = "private validation split".to_string();
+            (fit, set, Some(score_epsilon), what, Some(key.to_string()))
         }
-        ValidationData::Public { set, name } => (
-            train.clone(),
-            set,
-            None,
-            format!("public validation set {name}"),
-        ),
+        ValidationData::Public { set, name } => {
+            let what = format!("public validation set {name}");
+            (train.clone(), set, None, what, None)
+        }
     };
     let validation = match scoring {
         Some(score_epsilon) => Validation::Private {
@@ -295,7 +369,14 @@ pub fn tune_dataset(
         },
         None => Validation::Public { set: &set },
     };
-    let mut outcome = search::run(search, &fit, validation, rng, observer, charge)?;
+    // Checked before the first trial: a search that would overspend never trains.
+    let mut check = |plan: &Plan| {
+        budget::check(
+            ledger,
+            &search_charge(plan, &search.repetitions, &ctx.dataset),
+        )
+    };
+    let mut outcome = search::run(search, &fit, validation, rng, observer, &mut check)?;
     let test_eval = match (&mut outcome.kept, test) {
         (Some(kept), Some(test)) => Some(dpsgd::evaluate(
             &mut kept.outcome.model,
@@ -304,26 +385,51 @@ pub fn tune_dataset(
         )?),
         _ => None,
     };
-    let release = report::release(
+    let mut release = report::release(
         search,
         &outcome,
         &report::Scoring {
             what: &name,
             score_epsilon: scoring,
             set: &set,
+            key: cut,
         },
+        ctx,
         fit.n,
         test_eval.as_ref(),
         rng.is_seeded(),
     );
+    // Recorded before the release returns (and the kept model is written): whatever K was,
+    // the search is one release.
+    let charge = search_charge(&outcome.plan, &search.repetitions, &ctx.dataset);
+    if let Some(b) = budget::charge(ledger, &charge)? {
+        release["ledger"] = ledger_json::balance(&b);
+    }
+    let kept =
+        outcome.kept.map(|mut k| {
+            let trial = &outcome.trials[k.index];
+            let tuning = TuningFacts {
+                repetitions: search.repetitions,
+                epsilon_per_trial: outcome.plan.epsilon_per_trial,
+                epsilon_kept_run: k.outcome.report.epsilon,
+                validation: name.clone(),
+                score: trial.noisy_score,
+            };
+            let facts = model_facts(&k.outcome.report, Task::Classification, &fit, ctx)
+                .with_tuning(tuning, outcome.plan.epsilon, outcome.plan.delta);
+            KeptModel {
+                index: k.index,
+                model: k.outcome.model,
+                input: k.outcome.input,
+                facts,
+                epoch_log: std::mem::take(&mut k.outcome.report.epoch_log),
+            }
+        });
     Ok(Tuned {
         release,
         plan: outcome.plan,
-        repetitions: search.repetitions,
         trials: outcome.trials,
-        kept: outcome.kept,
-        train_size: fit.n,
-        validation: name,
+        kept,
     })
 }
 

@@ -11,6 +11,8 @@ use super::search::{Search, SearchOutcome};
 use super::space::Values;
 use crate::account::tuning_json;
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
+use crate::schema::provenance_report;
+use crate::train::fit::RunContext;
 
 /// How the trials were scored.
 pub(super) struct Scoring<'a> {
@@ -20,6 +22,9 @@ pub(super) struct Scoring<'a> {
     pub score_epsilon: Option<f64>,
     /// The validation records.
     pub set: &'a Dataset,
+    /// The key of the validation cut (and of the test split, in the same run), when the
+    /// trials were scored on a cut of the training records.
+    pub key: Option<String>,
 }
 
 /// Why the trials are diagnostics, in the release's words.
@@ -29,12 +34,14 @@ const NOTE: &str = "epsilon is the guarantee of the whole search (Papernot & Ste
      other trials' scores are not covered and sit under diagnostics. epsilon_per_trial is one \
      trial's; epsilon_kept_run is what the kept run alone would have claimed.";
 
-/// The release of `outcome`, a search of `search` whose trials trained on `train_size` records
-/// and were scored as `scoring` says; `test` is the kept model's test evaluation (diagnostic).
+/// The release of `outcome`, a search of `search` on the records `ctx` describes, whose trials
+/// trained on `train_size` records and were scored as `scoring` says; `test` is the kept
+/// model's test evaluation (diagnostic).
 pub(super) fn release(
     search: &Search,
     outcome: &SearchOutcome,
     scoring: &Scoring<'_>,
+    ctx: &RunContext<'_>,
     train_size: usize,
     test: Option<&Eval>,
     seeded: bool,
@@ -97,6 +104,14 @@ pub(super) fn release(
             }),
         )
         .insert("event", json!(plan.search))
+        .insert("dataset", json!(ctx.dataset))
+        .insert("preset", json!(ctx.preset))
+        .insert("schema", provenance_report(ctx.schema))
+        .insert(
+            "split_key",
+            json!(ctx.split.as_ref().map(|s| &s.key).or(scoring.key.as_ref())),
+        )
+        .insert("notes", json!(ctx.notes))
         .insert("train_size", json!(train_size))
         .insert("model", json!(search.base.model))
         .insert("normalize", json!(search.base.normalize))

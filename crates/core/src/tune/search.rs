@@ -1,4 +1,4 @@
-//! Running a private search: plan and charge its privacy, draw the secret number of trials,
+//! Running a private search: plan its privacy (and have it checked against a budget), draw the secret number of trials,
 //! train each trial with hyperparameters drawn from the space, score it (a noisy count of the
 //! validation records it classifies correctly, or its exact accuracy on a public set), and keep
 //! the best. Only the best trial's model, hyperparameters and noisy score are covered by the
@@ -9,7 +9,7 @@ use dpml_learn::dpsgd::{self, Privacy, Task, TrainConfig, TrainOutcome};
 use dpml_mechanisms::{DiscreteLaplaceMechanism, DpRng, PrivacyEvent, Repetitions};
 use serde::Serialize;
 
-use super::budget::{self, Noise, Plan};
+use super::plan::{self, Noise, Plan};
 use super::space::{Hyperparameter, Point, SearchSpace};
 use crate::error::{Error, Result};
 use crate::observe::{Event, Observer};
@@ -113,6 +113,11 @@ pub struct SearchOutcome {
 /// A search's progress, for observers.
 #[derive(Debug, Clone, Copy)]
 pub enum TrialProgress<'a> {
+    /// The privacy plan is made and accepted (by the budget ledger, if any); no trial has run.
+    Planned {
+        /// The plan: the search's ε, each trial's, δ.
+        plan: &'a Plan,
+    },
     /// The number of trials has been drawn (secret: not part of the release).
     Drawn {
         /// K.
@@ -143,12 +148,12 @@ pub enum TrialProgress<'a> {
 }
 
 /// Runs `search` on `fit` (the records trials train on), scoring on `validation`: plans the
-/// privacy and hands the plan to `charge` (a budget ledger) before anything trains, then runs
-/// the trials with randomness from `rng`.
+/// privacy and hands the plan to `check` (a budget ledger's check) before anything trains,
+/// then runs the trials with randomness from `rng`.
 ///
 /// # Privacy
 /// Papernot & Steinke 2022: each trial is a DP-SGD run with σ of its cell (see
-/// [`budget::plan`]) followed by its noisy score, with hyperparameters drawn from the space
+/// [`plan::plan`]) followed by its noisy score, with hyperparameters drawn from the space
 /// independently of the data; the number of trials K is drawn exactly from the law and kept
 /// secret; the best trial by (noisy score, a uniform 64-bit tie-break drawn with it) is kept.
 /// The release of the kept model, its hyperparameters and noisy score is the plan's `search`
@@ -157,14 +162,14 @@ pub enum TrialProgress<'a> {
 ///
 /// # Errors
 /// Usage errors for a recipe or space that does not fit the data or a target that cannot be
-/// met (before any training); what `charge` returns; training errors.
+/// met (before any training); what `check` returns; training errors.
 pub fn run(
     search: &Search,
     fit: &Dataset,
     validation: Validation<'_>,
     rng: &mut DpRng,
     observer: &mut dyn Observer,
-    charge: &mut dyn FnMut(&Plan) -> Result<()>,
+    check: &mut dyn FnMut(&Plan) -> Result<()>,
 ) -> Result<SearchOutcome> {
     run_with(
         search,
@@ -172,7 +177,7 @@ pub fn run(
         validation,
         rng,
         observer,
-        charge,
+        check,
         &mut |_, cfg, fit, rng, observer| {
             train_task_observed(Task::Classification, cfg, fit, None, rng, observer)
         },
@@ -194,7 +199,7 @@ pub fn run_with(
     validation: Validation<'_>,
     rng: &mut DpRng,
     observer: &mut dyn Observer,
-    charge: &mut dyn FnMut(&Plan) -> Result<()>,
+    check: &mut dyn FnMut(&Plan) -> Result<()>,
     train_trial: &mut TrainTrial<'_>,
 ) -> Result<SearchOutcome> {
     check_fits(search, fit, validation.set())?;
@@ -204,7 +209,7 @@ pub fn run_with(
         }
         Validation::Public { .. } => None,
     };
-    let plan = budget::plan(
+    let plan = plan::plan(
         &search.space.cells(&search.base),
         fit.n,
         score.as_ref().map(DiscreteLaplaceMechanism::event).as_ref(),
@@ -212,7 +217,8 @@ pub fn run_with(
         search.delta,
         search.noise,
     )?;
-    charge(&plan)?;
+    check(&plan)?;
+    observer.observe(Event::Trial(&TrialProgress::Planned { plan: &plan }));
     let trials = search.repetitions.sample(rng)?;
     observer.observe(Event::Trial(&TrialProgress::Drawn { trials }));
     let mut records: Vec<TrialRecord> = Vec::new();

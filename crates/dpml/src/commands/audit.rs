@@ -17,23 +17,27 @@ use serde_json::{Value, json};
 use super::train::TrainingArgs;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::{CliError, CliResult};
+use crate::ledger_args::LedgerArgs;
 use crate::output::{Output, diag};
 use crate::plot::{self, Chart, Series, Style};
 use crate::report;
 use crate::schema_args::SchemaArgs;
+use dpml_core::budget;
 
 /// Flags of `dpml audit`.
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("privacy").required(true).args(["epsilon", "noise_multiplier", "non_private"])))]
 // `--scores` audits a model dpml did not train: no data set, recipe or attack to name.
-#[command(mut_group("privacy", |g| g.arg("scores")))]
+// `--epsilon` with `--scores` is the ε the scored model claims.
+#[command(mut_group("privacy", |g| g.arg("scores").multiple(true)))]
 #[command(mut_arg("dataset", |a| a.required(false).required_unless_present("scores").default_value("iris").hide_default_value(true)))]
 #[command(mut_arg("attack", |a| a.required(false).required_unless_present("scores").default_value("").hide_default_value(true)))]
 pub struct AuditArgs {
     /// Audit a model dpml did not train from its attack scores: a CSV with a header and the
-    /// columns score (higher = member) and member (1 or 0). Uses --delta, --confidence,
-    /// --seed and --out; no data set, model or attack is needed.
-    #[arg(long, value_name = "FILE")]
+    /// columns score (higher = member) and member (1 or 0). Uses --epsilon (the ε the model
+    /// claims, checked against the attack), --delta, --confidence, --seed and --out; no data
+    /// set, model or attack is needed.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["noise_multiplier", "non_private"])]
     pub scores: Option<PathBuf>,
     #[command(flatten)]
     pub data: DataArgs,
@@ -47,6 +51,11 @@ pub struct AuditArgs {
     pub training: TrainingArgs,
     #[command(flatten)]
     pub seed: SeedArg,
+    /// Every model the audit trains on the data set is charged (a DP recipe only; refused
+    /// before the first model when it would not fit). Not with --scores, gradient-canary or
+    /// worst-case-init.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
     /// Records the target trains on (N); N held-out records are the non-members
     /// [default: min(2000, half the data set)].
     #[arg(long, alias = "target-size")]
@@ -99,8 +108,10 @@ pub struct AuditArgs {
     /// Threads training models side by side [default: the CPU count].
     #[arg(long, value_parser = args::at_least_one_at_most(args::MAX_THREADS))]
     pub threads: Option<u64>,
-    /// Model cache folder [default: OUT/model-cache, or dpml-audit-cache in the system temp
-    /// folder]. Only seeded runs use it.
+    /// Model cache folder [default: $XDG_CACHE_HOME/dpml/audit-models, else
+    /// ~/.cache/dpml/audit-models]. It holds models trained on the private data: folders it
+    /// creates are private to you (mode 0700), every model file too (0600). Only seeded runs
+    /// use it.
     #[arg(long)]
     pub cache: Option<PathBuf>,
     /// Do not read or write cached models.
@@ -171,6 +182,18 @@ impl AuditArgs {
 
 /// Run `dpml audit`.
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    let uncharged = a.scores.is_some()
+        || [
+            super::audit_white_box::ATTACK,
+            super::audit_worst_case::ATTACK,
+        ]
+        .contains(&a.attack.trim());
+    if uncharged && a.ledger.ledger.is_some() {
+        return Err(CliError::usage(
+            "--ledger charges the audits that train the target recipe's models (loss, lira, \
+             lira-offline, one-run, attribute); not --scores, gradient-canary or worst-case-init",
+        ));
+    }
     if let Some(scores) = &a.scores {
         return super::audit_scores::run(a, scores, out);
     }
@@ -181,6 +204,15 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         return super::audit_worst_case::run(a, data_dir, out);
     }
     let plan = AuditPlan::new(&a.options(data_dir))?;
+    let ledger = a.ledger.open()?;
+    let cost = match &ledger {
+        Some(l) => {
+            let cost = plan.cost(&a.data.dataset.name())?;
+            budget::check(Some(l), &cost)?;
+            Some(cost)
+        }
+        None => None,
+    };
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
     let bar = out.progress(plan.cfg.models_needed() as u64, "audit", "model");
     let ready = |m: &ModelReady| {
@@ -193,6 +225,11 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let Some(AuditOutcome { report, mut result }) = outcome else {
         return Ok(());
     };
+    // Recorded before anything is written.
+    if let Some(cost) = &cost {
+        let balance = budget::charge(ledger.as_ref(), cost)?;
+        result["ledger"] = json!(balance.as_ref().map(dpml_core::ledger_json::balance));
+    }
     if let Some(dir) = &a.out {
         let files = write_outputs(dir, &report, &result, &plan.recipe.model)?;
         result["files"] = files;

@@ -1,7 +1,9 @@
 //! `dpml audit --scores FILE`: audit a model dpml did not train from its membership-inference
 //! scores (a CSV with a header and the columns `score`, higher = member, and `member`, 1 or 0).
 //! Writes the same `audit.json`, `roc.png`/`roc.svg` and `report.html` as an audit of a
-//! dpml-trained model, with one threshold attack named `scores`.
+//! dpml-trained model, with one threshold attack named `scores`. With `--epsilon` (and
+//! `--delta`), the ε the model claims is checked against the attack's lower bound; without,
+//! there is no claim to check, and the audit says so.
 
 use std::path::Path;
 
@@ -21,11 +23,13 @@ pub fn run(a: &AuditArgs, path: &Path, out: Output) -> CliResult<()> {
         .map_err(|e| CliError::usage(format!("cannot read --scores {}: {e}", path.display())))?;
     let (members, non_members) = parse_scores_csv(&text)
         .map_err(|e| CliError::usage(format!("--scores {}: {e}", path.display())))?;
+    // The ε the model claims, if the caller states one: the attack's lower bound is checked
+    // against it.
     let model = ExternalModel {
         name: path.display().to_string(),
         delta: a.training.delta.unwrap_or(TrainConfig::default().delta),
         confidence: a.confidence,
-        epsilon_theoretical: None,
+        epsilon_theoretical: a.training.epsilon,
     };
     let mut rng = a.seed.rng()?;
     let report = audit_scores(&model, &members, &non_members, &mut rng).map_err(driver_err)?;
@@ -44,10 +48,17 @@ pub fn run(a: &AuditArgs, path: &Path, out: Output) -> CliResult<()> {
             map.remove(key);
         }
     }
+    dpml_core::audit_workflow::state_verdict(&mut result, &report);
     if let Some(dir) = &a.out {
         result["files"] = write_outputs(dir, &report, &result, MODEL)?;
         write_json(&dir.join("audit.json"), &result)?;
     }
-    out.emit(&result);
+    if report.consistent || !out.json {
+        out.emit(&result);
+    }
+    if !report.consistent {
+        crate::output::diag!("{}", super::audit::inconsistency_banner(&report));
+        return Err(dpml_core::audit_workflow::inconsistency_error(&report).into());
+    }
     Ok(())
 }

@@ -1,12 +1,10 @@
 //! `dpml calibrate`: the smallest noise multiplier σ (to a tolerance) whose ε under the chosen
 //! accountant does not exceed the target; the achieved ε is reported and is never above it.
+//! The calibration and its default accountant are the library's
+//! ([`dpml_core::account::calibrate`]), shared with `dpml.accounting.calibrate`.
 
 use clap::{Args, ValueEnum};
-use dpml_accounting::Accountant;
-use dpml_accounting::calibrate::noise_multiplier;
-use dpml_accounting::pld::PldAccountant;
-use dpml_accounting::rdp::{Conversion, RdpAccountant};
-use serde_json::json;
+use dpml_core::account::{self, CalibrationAccountant};
 
 use super::schedule::ScheduleArgs;
 use crate::args;
@@ -15,19 +13,18 @@ use crate::output::Output;
 
 /// Accountants that give upper bounds, so calibration is safe.
 #[derive(ValueEnum, Debug, Clone, Copy)]
-pub enum CalibrationAccountant {
-    /// Rényi DP.
-    Rdp,
+pub enum AccountantArg {
     /// Privacy-loss distribution (pessimistic, tight).
     Pld,
+    /// Rényi DP.
+    Rdp,
 }
 
-impl CalibrationAccountant {
-    /// The accountant object.
-    pub fn build(self) -> Box<dyn Accountant> {
-        match self {
-            CalibrationAccountant::Rdp => Box::new(RdpAccountant::new(Conversion::Current)),
-            CalibrationAccountant::Pld => Box::new(PldAccountant::pessimistic()),
+impl From<AccountantArg> for CalibrationAccountant {
+    fn from(a: AccountantArg) -> Self {
+        match a {
+            AccountantArg::Pld => CalibrationAccountant::Pld,
+            AccountantArg::Rdp => CalibrationAccountant::Rdp,
         }
     }
 }
@@ -44,22 +41,20 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     pub schedule: ScheduleArgs,
     /// Accountant used for calibration.
-    #[arg(long, value_enum, default_value = "pld")]
-    pub accountant: CalibrationAccountant,
+    #[arg(long, value_enum, default_value = CalibrationAccountant::default().name())]
+    pub accountant: AccountantArg,
 }
 
 /// Run `dpml calibrate`.
 pub fn run(a: &CalibrateArgs, out: Output) -> CliResult<()> {
     let (q, steps) = a.schedule.resolve()?;
-    let accountant = a.accountant.build();
-    let cal = noise_multiplier(accountant.as_ref(), a.epsilon, a.delta, q, steps)?;
-    out.emit(&json!({
-        "noise_multiplier": cal.noise_multiplier,
-        "epsilon": cal.epsilon,
-        "target_epsilon": a.epsilon,
-        "delta": a.delta,
-        "accountant": accountant.name(),
-        "inputs": a.schedule.inputs(q, steps),
-    }));
+    out.emit(&account::calibrate(
+        a.epsilon,
+        a.delta,
+        q,
+        steps,
+        a.accountant.into(),
+        a.schedule.inputs(q, steps),
+    )?);
     Ok(())
 }

@@ -20,8 +20,8 @@ pub struct CheckpointArgs {
     /// Save every N steps (default: every epoch).
     #[arg(long, value_name = "N", requires = "checkpoint", value_parser = args::at_least_one)]
     pub checkpoint_every: Option<u64>,
-    /// Continue the run whose checkpoint is in DIR: give the same recipe and data flags (a
-    /// checkpoint of another run is refused). Also saves there unless --checkpoint says
+    /// Continue the run whose checkpoint is in DIR: give the same recipe, data and --seed
+    /// flags (a checkpoint of another run, or another seed, is refused). Also saves there unless --checkpoint says
     /// otherwise.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
@@ -32,13 +32,14 @@ pub struct CheckpointArgs {
 }
 
 impl CheckpointArgs {
-    /// The checkpointing these flags ask for, for the library.
-    pub fn options(&self) -> CheckpointOptions {
+    /// The checkpointing these flags ask for, for the library, of a run started with `seed`.
+    pub fn options(&self, seed: Option<u64>) -> CheckpointOptions {
         CheckpointOptions {
             checkpoint: self.checkpoint.clone(),
             checkpoint_every: self.checkpoint_every,
             resume: self.resume.clone(),
             stop_after_steps: self.stop_after_steps,
+            seed,
         }
     }
 }

@@ -15,8 +15,12 @@ use crate::progress::Progress;
 pub enum DataCommand {
     /// Each data set: rows, features, classes, and where it was found (or that it is missing).
     List,
-    /// Check the SHA-256 of the data files in --data-dir against the known checksums.
-    Verify,
+    /// Check the SHA-256 of the data files in --data-dir against the known checksums; a file
+    /// missing, unreadable or different fails the check.
+    Verify {
+        /// Only this set's files (mnist or fashion-mnist), e.g. after copying them by hand.
+        set: Option<String>,
+    },
     /// Download mnist or fashion-mnist, verify SHA-256, and write the files atomically.
     Fetch {
         /// mnist or fashion-mnist.
@@ -46,7 +50,7 @@ pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult
             out.emit(&json!({ "datasets": rows }));
             Ok(())
         }
-        DataCommand::Verify => {
+        DataCommand::Verify { set } => {
             let dir = data_dir.ok_or_else(|| {
                 CliError::usage("no data folder: pass --data-dir DIR or set DPML_DATA_DIR")
             })?;
@@ -57,7 +61,7 @@ pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult
                     dir.display()
                 )));
             }
-            let checks = dpml_data::verify(dir);
+            let checks = dpml_data::verify(dir, set.as_deref())?;
             let files: Vec<_> = checks
                 .iter()
                 .map(|c| {
@@ -66,31 +70,36 @@ pub fn run(cmd: &DataCommand, data_dir: Option<&Path>, out: Output) -> CliResult
                            "error": c.error})
                 })
                 .collect();
-            let bad: Vec<&str> = checks
-                .iter()
-                .filter(|c| {
-                    matches!(
-                        c.status,
-                        dpml_data::CheckStatus::Mismatch | dpml_data::CheckStatus::Unreadable
-                    )
-                })
-                .map(|c| c.path.as_str())
-                .collect();
-            let ok = checks
-                .iter()
-                .filter(|c| c.status == dpml_data::CheckStatus::Ok)
-                .count();
+            use dpml_data::CheckStatus::{Mismatch, Missing, Ok as Good, Unreadable};
+            let with = |wanted: &[dpml_data::CheckStatus]| -> Vec<&str> {
+                checks
+                    .iter()
+                    .filter(|c| wanted.contains(&c.status))
+                    .map(|c| c.path.as_str())
+                    .collect()
+            };
+            let (bad, missing, ok) = (
+                with(&[Mismatch, Unreadable]),
+                with(&[Missing]),
+                with(&[Good]).len(),
+            );
+            let failed = !bad.is_empty() || !missing.is_empty();
             // With --json a failed check prints only the error object (one object on stdout).
-            if bad.is_empty() || !out.json {
-                out.emit(&json!({ "files": files, "ok": ok, "mismatched": bad.len() }));
+            if !failed || !out.json {
+                out.emit(&json!({ "files": files, "ok": ok, "mismatched": bad.len(),
+                                  "missing": missing.len() }));
             }
-            if bad.is_empty() {
+            let mut problems = Vec::new();
+            if !bad.is_empty() {
+                problems.push(format!("checksum mismatch: {}", bad.join(", ")));
+            }
+            if !missing.is_empty() {
+                problems.push(format!("missing: {}", missing.join(", ")));
+            }
+            if problems.is_empty() {
                 Ok(())
             } else {
-                Err(CliError::usage(format!(
-                    "checksum mismatch: {}",
-                    bad.join(", ")
-                )))
+                Err(CliError::usage(problems.join("; ")))
             }
         }
         DataCommand::Fetch { name, to, base_url } => {

@@ -6,11 +6,12 @@
 use std::path::Path;
 
 use clap::Args;
-use dpml_core::kmeans::KMeansOptions;
+use dpml_core::kmeans::{DEFAULT_ALGORITHM, DEFAULT_CLUSTERS, KMeansOptions, KMeansRecipe};
 use dpml_learn::kmeans::Algorithm;
 
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::CliResult;
+use crate::ledger_args::LedgerArgs;
 use crate::output::Output;
 use crate::schema_args::SchemaArgs;
 
@@ -20,10 +21,10 @@ pub struct KMeansArgs {
     #[command(flatten)]
     pub data: DataArgs,
     /// Number of clusters.
-    #[arg(long, value_parser = args::at_least_one)]
+    #[arg(long, value_parser = args::at_least_one, default_value_t = DEFAULT_CLUSTERS as u64)]
     pub k: u64,
     /// lloyd (non-private), dplloyd (Laplace), dplloyd-gaussian (zCDP), input-perturbation.
-    #[arg(long, default_value = "dplloyd")]
+    #[arg(long, default_value = DEFAULT_ALGORITHM.name())]
     pub algorithm: Algorithm,
     /// Total ε (per record for input-perturbation).
     #[arg(long, value_parser = args::positive)]
@@ -38,6 +39,8 @@ pub struct KMeansArgs {
     #[command(flatten)]
     pub schema: SchemaArgs,
     #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
     pub seed: SeedArg,
 }
 
@@ -48,12 +51,19 @@ pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()
         label_column: a.data.label_column.clone(),
         data_dir: data_dir.map(Path::to_path_buf),
         declarations: a.schema.declarations(),
-        k: a.k as usize,
-        algorithm: a.algorithm,
-        epsilon: a.epsilon,
-        delta: a.delta,
-        iterations: a.iterations.map(|t| t as usize),
+        recipe: KMeansRecipe {
+            k: a.k as usize,
+            algorithm: a.algorithm,
+            epsilon: a.epsilon,
+            delta: a.delta,
+            iterations: a.iterations.map(|t| t as usize),
+        },
     };
-    out.emit(&dpml_core::kmeans::kmeans(&options, &mut a.seed.rng()?)?);
+    let ledger = a.ledger.open()?;
+    out.emit(&dpml_core::kmeans::kmeans(
+        &options,
+        &mut a.seed.rng()?,
+        ledger.as_ref(),
+    )?);
     Ok(())
 }

@@ -6,13 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use dpml_core::label_dp::{LabelDpOptions, label_dp};
+use dpml_core::label_dp::{DEFAULT_MECHANISM, LabelDpOptions, LabelDpRecipe, label_dp};
 use dpml_core::observe::Event;
 use dpml_learn::label_dp::{LabelDpProgress, LabelMechanism, PostProcess, Task, TopKRule};
 
 use super::train::SplitArgs;
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::CliResult;
+use crate::ledger_args::LedgerArgs;
 use crate::output::Output;
 use crate::progress::Progress;
 use crate::schema_args::SchemaArgs;
@@ -34,7 +35,7 @@ pub struct LabelDpArgs {
     #[arg(long, default_value = "classification", value_parser = parse::<Task>)]
     pub task: Task,
     /// laplace, rr (k-ary randomized response) or rr-prior (RR-with-prior, multi-stage).
-    #[arg(long, value_parser = parse::<LabelMechanism>)]
+    #[arg(long, value_parser = parse::<LabelMechanism>, default_value = DEFAULT_MECHANISM.name())]
     pub mechanism: LabelMechanism,
     /// Laplace classification only: clamp-round (default, multi-hot + BCE), argmax or soft.
     #[arg(long, value_parser = parse::<PostProcess>)]
@@ -92,16 +93,14 @@ pub struct LabelDpArgs {
     #[command(flatten)]
     pub split: SplitArgs,
     #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
     pub seed: SeedArg,
 }
 
 /// Run `dpml label-dp`.
 pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    let options = LabelDpOptions {
-        dataset: a.data.dataset.clone(),
-        label_column: a.data.label_column.clone(),
-        data_dir: data_dir.map(Path::to_path_buf),
-        declarations: a.schema.declarations(),
+    let recipe = LabelDpRecipe {
         task: a.task,
         mechanism: a.mechanism,
         postprocess: a.postprocess,
@@ -120,6 +119,13 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         optimizer: a.optimizer.clone(),
         ema: a.ema,
         no_ema: a.no_ema,
+    };
+    let options = LabelDpOptions {
+        dataset: a.data.dataset.clone(),
+        label_column: a.data.label_column.clone(),
+        data_dir: data_dir.map(Path::to_path_buf),
+        declarations: a.schema.declarations(),
+        recipe,
         save_model: a.save_model.clone(),
         split: a.split.options(),
     };
@@ -138,7 +144,8 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         }
         _ => {}
     };
-    let release = label_dp(&options, &mut a.seed.rng()?, &mut observer)?;
+    let ledger = a.ledger.open()?;
+    let release = label_dp(&options, &mut a.seed.rng()?, &mut observer, ledger.as_ref())?;
     out.emit(&release);
     Ok(())
 }

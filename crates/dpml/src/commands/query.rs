@@ -45,9 +45,14 @@ pub struct QueryArgs {
     /// The statistic.
     #[arg(long, value_enum)]
     pub aggregate: Aggregate,
-    /// Declared clamping bounds LO,HI (required for sum, mean and histogram).
+    /// Declared clamping bounds LO,HI or LO:HI (required for sum, mean and histogram unless
+    /// --schema declares the column's).
     #[arg(long, value_parser = args::bounds, allow_hyphen_values = true)]
     pub bounds: Option<(f64, f64)>,
+    /// Schema file (JSON, or TOML by its .toml name), as `dpml train --schema`: how to read
+    /// the table (delimiter, fills, categories) and the column's declared bounds.
+    #[arg(long, value_parser = args::input_path)]
+    pub schema: Option<std::path::PathBuf>,
     /// Histogram bins.
     #[arg(long, value_parser = args::at_least_one, default_value = "10")]
     pub bins: u64,
@@ -80,6 +85,7 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
             Aggregate::Histogram => core_query::Aggregate::Histogram,
         },
         bounds: a.bounds,
+        schema: a.schema.clone(),
         bins: a.bins,
         epsilon: a.epsilon,
         noise: match a.mechanism {

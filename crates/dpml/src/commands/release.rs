@@ -8,6 +8,7 @@ use dpml_mechanisms::Calibration;
 
 use crate::args::{self, SeedArg};
 use crate::error::CliResult;
+use crate::ledger_args::LedgerArgs;
 use crate::output::Output;
 
 /// The noise mechanism to release with.
@@ -57,6 +58,8 @@ pub struct ReleaseArgs {
     #[arg(long, value_enum, default_value = "analytic")]
     pub calibration: CalibrationArg,
     #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
     pub seed: SeedArg,
 }
 
@@ -79,6 +82,7 @@ pub fn run(a: &ReleaseArgs, out: Output) -> CliResult<()> {
             CalibrationArg::Classic => Calibration::Classic,
         },
     };
-    out.emit(&release(&options, &mut a.seed.rng()?)?);
+    let ledger = a.ledger.open()?;
+    out.emit(&release(&options, &mut a.seed.rng()?, ledger.as_ref())?);
     Ok(())
 }

@@ -9,6 +9,7 @@ use dpml_core::rr::{RrOptions, rr};
 
 use crate::args::{self, DataArgs, SeedArg};
 use crate::error::CliResult;
+use crate::ledger_args::LedgerArgs;
 use crate::output::Output;
 
 /// Coin-flip protocols.
@@ -36,6 +37,8 @@ pub struct RrArgs {
     #[arg(long, value_enum)]
     pub coin: Option<Coin>,
     #[command(flatten)]
+    pub ledger: LedgerArgs,
+    #[command(flatten)]
     pub seed: SeedArg,
 }
 
@@ -50,6 +53,7 @@ pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
         epsilon: a.epsilon,
         fair_coin: matches!(a.coin, Some(Coin::Fair)),
     };
-    out.emit(&rr(&options, &mut a.seed.rng()?)?);
+    let ledger = a.ledger.open()?;
+    out.emit(&rr(&options, &mut a.seed.rng()?, ledger.as_ref())?);
     Ok(())
 }

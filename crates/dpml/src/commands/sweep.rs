@@ -22,11 +22,13 @@ use serde_json::json;
 use super::train::{SplitArgs, TrainingArgs};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
+use crate::ledger_args::LedgerArgs;
 use crate::output::Output;
 use crate::plot::{self, Chart, Series, Style};
 use crate::privacy_model;
 use crate::report;
 use crate::schema_args::SchemaArgs;
+use dpml_core::budget;
 
 /// The experiments a sweep can run.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +81,7 @@ pub struct SweepArgs {
     /// The experiment.
     #[arg(long, value_enum)]
     pub experiment: Experiment,
-    /// Data set.
-    #[arg(long, value_parser = args::dataset)]
+    #[arg(long, value_parser = args::dataset, help = concat!("Data set: ", args::dataset_help!()))]
     pub dataset: Source,
     /// Label column of a csv: data set.
     #[arg(long)]
@@ -114,6 +115,10 @@ pub struct SweepArgs {
     pub split: SplitArgs,
     #[command(flatten)]
     pub seed: SeedArg,
+    /// The sum of the sweep's private runs is charged (refused before the first run when it
+    /// would not fit; the mia experiment cannot be charged).
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
     #[command(flatten)]
     pub mia: super::sweep_mia::MiaArgs,
 }
@@ -150,12 +155,21 @@ impl SweepArgs {
 /// Run `dpml sweep`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     if a.experiment == Experiment::Mia {
+        if a.ledger.ledger.is_some() {
+            return Err(CliError::usage(
+                "--ledger is not supported with --experiment mia: its shadow and reference \
+                 models are not charged; run the mia sweep without a ledger",
+            ));
+        }
         return super::sweep_mia::run(a, data_dir, out);
     }
+    let ledger = a.ledger.open()?;
     let o = a.options(data_dir);
     // Under mpirun every rank must draw the same split and the same per-job generators.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
     let (setup, split_key) = Setup::new(&o, a.split.key(&mut rng))?;
+    let cost = setup.cost(&o);
+    budget::check(ledger.as_ref(), &cost)?;
     let jobs = core_sweep::jobs(&o, &mut rng);
     let grid: Vec<core_sweep::Job> = jobs.iter().map(|(job, _)| *job).collect();
     // Under mpirun each rank takes every K-th job (with the generator forked for it above).
@@ -166,6 +180,8 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let Some(runs) = super::sweep_gather::gather(grid.len(), mine?)? else {
         return Ok(());
     };
+    // Recorded before any result is written.
+    let balance = budget::charge(ledger.as_ref(), &cost)?;
     let rows = core_sweep::rows(&grid, runs);
     std::fs::create_dir_all(&a.out)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", a.out.display())))?;
@@ -176,13 +192,16 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let (png, svg) = plot::write(&charts, &a.out, "plot")?;
     let all_folds = setup.epsilon_all_folds(&a.epsilons)?;
     out.emit(&json!({
+        "ledger": balance.as_ref().map(dpml_core::ledger_json::balance),
         "experiment": o.experiment.name(),
         "dataset": a.dataset.name(),
         "epsilons": a.epsilons,
         "repeats": a.repeats(),
         "folds": a.folds,
         "epsilon_all_folds": all_folds,
-        "runs": rows.len(),
+        // Runs trained (the baseline's included; each cross-validates over its folds), not
+        // the rows of results.csv (one per metric and fold).
+        "runs": grid.len(),
         "split_key": split_key.map(|k| k.to_string()),
         privacy_model::DIAGNOSTICS_NOTE_KEY: privacy_model::experiment_note(
             "the utility figures (summary, results.csv, summary.csv and the plots)"

@@ -11,13 +11,14 @@ use dpml_core::train::{
     ScheduleChoice, SplitOptions, TrainEnd, TrainOptions,
 };
 use dpml_data::{Source, SplitKey};
-use dpml_learn::dpsgd::{AccountantKind, Progress, Task};
+use dpml_learn::dpsgd::{AccountantKind, Progress, Task, TrainConfig};
 
 pub use dpml_core::train::public_normalization;
 
 use super::checkpoint_args::CheckpointArgs;
 use crate::args::{self, SeedArg};
 use crate::error::CliResult;
+use crate::ledger_args::LedgerArgs;
 use crate::output::{Output, diag};
 use crate::schema_args::SchemaArgs;
 use crate::summary::short;
@@ -55,17 +56,19 @@ pub enum AccountantArg {
 /// command's own defaults) can supply it and a flag given on the command line overrides it.
 #[derive(Args, Debug, Clone, Default)]
 pub struct TrainingArgs {
-    /// Architecture to train (cnn, cnn-tanh and scatter-cnn take 28x28 images; logreg,
-    /// mlp and scatter-linear any records).
-    #[arg(long, value_name = "NAME", value_parser = args::ModelName)]
+    // Architecture to train.
+    #[arg(long, value_name = "NAME", value_parser = args::ModelName, help = recipe_help(
+        "Architecture to train (cnn, cnn-tanh and scatter-cnn take 28x28 images; logreg, mlp and scatter-linear any records)",
+        |c| c.model.clone()))]
     pub model: Option<String>,
     /// Train the network described in this JSON file (see `dpml arch show`) instead of a
     /// named model; its input_shape must be the data's record shape.
     #[arg(long, value_name = "FILE", value_parser = args::input_path, conflicts_with_all = ["model", "hidden"])]
     pub arch: Option<std::path::PathBuf>,
-    /// Hidden layer sizes of mlp, e.g. 512,256 (default: the recipe's, else 128; each at
-    /// most 65536).
-    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH))]
+    // Hidden layer sizes of mlp.
+    #[arg(long, value_delimiter = ',', value_parser = args::at_least_one_at_most(args::MAX_HIDDEN_WIDTH), help = recipe_help(
+        "Hidden layer sizes of mlp, e.g. 512,256 (each at most 65536; 128 for an mlp on a recipe without any)",
+        |c| format!("{:?}", c.hidden)))]
     pub hidden: Option<Vec<u64>>,
     /// Target ε: σ is calibrated before training so the final ε does not exceed it.
     #[arg(long, value_parser = args::positive, conflicts_with_all = ["noise_multiplier", "non_private"])]
@@ -76,20 +79,26 @@ pub struct TrainingArgs {
     /// Train without privacy (a baseline).
     #[arg(long)]
     pub non_private: bool,
-    /// δ of the (ε, δ) guarantee.
-    #[arg(long, value_parser = args::open_unit)]
+    // δ of the (ε, δ) guarantee.
+    #[arg(long, value_parser = args::open_unit, help = recipe_help(
+        "δ of the (ε, δ) guarantee", |c| short(c.delta)))]
     pub delta: Option<f64>,
-    /// Epochs (the run has ⌈E·N/B⌉ steps).
-    #[arg(long, value_parser = args::positive)]
+    // Epochs.
+    #[arg(long, value_parser = args::positive, help = recipe_help(
+        "Epochs (the run has ⌈E·N/B⌉ steps)", |c| short(c.epochs)))]
     pub epochs: Option<f64>,
-    /// Expected (Poisson) batch size B.
-    #[arg(long, value_parser = args::at_least_one)]
+    // Expected (Poisson) batch size B.
+    #[arg(long, value_parser = args::at_least_one, help = recipe_help(
+        "Expected (Poisson) batch size B (a recipe's larger than the training set is cut to a quarter of it, as the output's notes say)",
+        |c| c.batch_size.to_string()))]
     pub batch_size: Option<u64>,
-    /// Clipping norm C of each per-sample gradient.
-    #[arg(long, value_parser = args::positive)]
+    // Clipping norm C.
+    #[arg(long, value_parser = args::positive, help = recipe_help(
+        "Clipping norm C of each per-sample gradient", |c| short(f64::from(c.max_grad_norm))))]
     pub max_grad_norm: Option<f64>,
-    /// Learning rate.
-    #[arg(long = "learning-rate", alias = "lr", value_parser = args::positive)]
+    // Learning rate.
+    #[arg(long = "learning-rate", alias = "lr", value_parser = args::positive, help = recipe_help(
+        "Learning rate", |c| short(f64::from(c.lr))))]
     pub lr: Option<f64>,
     /// Optimizer.
     #[arg(long, value_enum)]
@@ -100,8 +109,9 @@ pub struct TrainingArgs {
     /// Learning-rate schedule.
     #[arg(long, value_enum)]
     pub schedule: Option<ScheduleArg>,
-    /// Accountant reporting (and calibrating) ε.
-    #[arg(long, value_enum)]
+    // Accountant reporting (and calibrating) ε.
+    #[arg(long, value_enum, help = recipe_help(
+        "Accountant reporting (and calibrating) ε", |c| c.accountant.name().to_string()))]
     pub accountant: Option<AccountantArg>,
     /// Draw the noise from the exact discrete Gaussian on a fine grid (the default of private
     /// runs; accepted for scripts that ask for it).
@@ -122,12 +132,19 @@ pub struct TrainingArgs {
     pub per_layer_clipping: bool,
 }
 
+/// `--help`'s text of a recipe flag: `what`, then its default in each recipe the library
+/// starts from ([`core_train::default_help`]), `show` formatting the field.
+fn recipe_help(what: &str, show: impl Fn(&TrainConfig) -> String) -> String {
+    format!("{what} [default: {}]", core_train::default_help(show))
+}
+
 impl TrainingArgs {
     /// The recipe overrides these flags give, for the library.
     pub fn options(&self) -> RecipeOptions {
         RecipeOptions {
             model: self.model.clone(),
             arch: self.arch.clone(),
+            arch_spec: None,
             hidden: self
                 .hidden
                 .as_ref()
@@ -211,8 +228,7 @@ impl SplitArgs {
 /// and a named recipe.
 #[derive(Args, Debug, Clone)]
 pub struct SourceArgs {
-    /// Data set: mnist, fashion-mnist, digits, iris, breast-cancer, wine, csv:PATH.
-    #[arg(long, value_parser = args::dataset)]
+    #[arg(long, value_parser = args::dataset, help = concat!("Data set: ", args::dataset_help!()))]
     pub dataset: Option<Source>,
     /// Label column of a csv: data set.
     #[arg(long)]
@@ -266,6 +282,8 @@ pub struct TrainArgs {
     pub input_delta: f64,
     #[command(flatten)]
     pub checkpoint: CheckpointArgs,
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 impl TrainArgs {
@@ -293,7 +311,7 @@ impl TrainArgs {
                     epsilon,
                     delta: self.input_delta,
                 }),
-            checkpoint: self.checkpoint.options(),
+            checkpoint: self.checkpoint.options(self.seed.seed),
         }
     }
 }
@@ -303,9 +321,11 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let options = a.options(data_dir);
     // Under mpirun every rank must draw the same split and keys.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
+    let ledger = a.ledger.open()?;
     let mut bars = Bars::new(out);
-    let end =
-        crate::cluster::with_comm(|comm| core_train::train(&options, &mut rng, comm, &mut bars))?;
+    let end = crate::cluster::with_comm(|comm| {
+        core_train::train(&options, &mut rng, comm, &mut bars, ledger.as_ref())
+    })?;
     match end {
         TrainEnd::Released(release) => out.emit(&release),
         TrainEnd::Stopped {
@@ -408,11 +428,11 @@ impl RunBar {
         match p {
             Progress::Started {
                 steps,
-                steps_per_epoch,
+                epochs,
                 noise_multiplier,
                 ..
             } => {
-                self.epochs = steps.div_ceil((*steps_per_epoch).max(1));
+                self.epochs = *epochs;
                 bar.set_length(*steps);
                 bar.set_position(0);
                 bar.start_work();
@@ -461,8 +481,8 @@ pub struct EvalArgs {
     /// A model file saved by `dpml train --save-model`.
     #[arg(long, value_name = "FILE", alias = "model", value_parser = args::input_path)]
     pub model_file: PathBuf,
-    /// Data set to evaluate on (its test split).
-    #[arg(long, value_parser = args::dataset)]
+    #[arg(long, value_parser = args::dataset,
+          help = concat!("Data set to evaluate on (its test split): ", args::dataset_help!()))]
     pub dataset: Source,
     /// Label column of a csv: data set.
     #[arg(long)]

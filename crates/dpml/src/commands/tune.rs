@@ -8,11 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use dpml_accounting::ledger::{Balance, Ledger, Spend};
 use dpml_core::observe::{Event, Observer};
 use dpml_core::tune::{
-    self as core_tune, DEFAULT_VALIDATION_FRACTION, Hyperparameter, Plan, SearchSpace,
-    TrialProgress, TuneOptions, ValidationChoice,
+    self as core_tune, DEFAULT_VALIDATION_FRACTION, Hyperparameter, SearchSpace, TrialProgress,
+    TuneOptions, ValidationChoice,
 };
 use dpml_data::Source;
 use serde_json::json;
@@ -20,7 +19,7 @@ use serde_json::json;
 use super::train::{Bars, SourceArgs, SplitArgs, TrainingArgs};
 use crate::args::{self, SeedArg};
 use crate::error::{CliError, CliResult};
-use crate::ledger_args::{LedgerArgs, balance_json};
+use crate::ledger_args::LedgerArgs;
 use crate::output::{Output, diag};
 use crate::plot::{self, Chart, Series, Style};
 use crate::schema_args::SchemaArgs;
@@ -127,31 +126,10 @@ pub fn run(a: &TuneArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> 
     let mut progress = TrialLines {
         bars: Bars::new(out),
         diagnostics: out.diagnostics,
+        law: options.repetitions.describe(),
     };
-    let mut balance = None;
-    let label = format!(
-        "dpml tune: {} on {}",
-        options.repetitions.describe(),
-        options
-            .dataset
-            .as_ref()
-            .map_or_else(|| options.preset.clone().unwrap_or_default(), Source::name)
-    );
-    let tuned = core_tune::tune(&options, &mut rng, &mut progress, &mut |plan| {
-        diag!(
-            "tune: ε = {} in total ({} per trial), δ = {}; {}",
-            short(plan.epsilon),
-            short(plan.epsilon_per_trial),
-            plan.delta,
-            options.repetitions.describe()
-        );
-        balance = charge(ledger.as_ref(), plan, &label)?;
-        Ok(())
-    })?;
+    let tuned = core_tune::tune(&options, &mut rng, &mut progress, ledger.as_ref())?;
     let mut release = tuned.release;
-    if let (Some(b), serde_json::Value::Object(map)) = (&balance, &mut release) {
-        map.insert("ledger".into(), balance_json(b));
-    }
     if let Some(dir) = &a.plot {
         let (png, svg) = plot::write(&charts(&tuned.trials, &options.space), dir, "tune")?;
         if let serde_json::Value::Object(map) = &mut release {
@@ -166,26 +144,15 @@ pub fn run(a: &TuneArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> 
     Ok(())
 }
 
-/// Records the search's spend in `ledger` (if one was named) before anything trains. The one
-/// place the command charges, so that a shared charging API replaces this body alone.
-fn charge(ledger: Option<&Ledger>, plan: &Plan, label: &str) -> dpml_core::Result<Option<Balance>> {
-    let Some(ledger) = ledger else {
-        return Ok(None);
-    };
-    Ok(Some(ledger.spend(&Spend {
-        label: label.to_string(),
-        event: plan.search.clone(),
-        epsilon: plan.epsilon,
-        delta: plan.delta,
-    })?))
-}
-
-/// Progress on stderr: a line per trial (its hyperparameters and σ; then its noisy score
-/// unless `--no-diagnostics`: the scores of trials other than the kept one are not covered by
-/// ε), and each trial's training as `dpml train` shows it.
+/// Progress on stderr: the plan once the ledger (if any) accepted it, a line per trial (its
+/// hyperparameters and σ; then its noisy score unless `--no-diagnostics`: the scores of trials
+/// other than the kept one are not covered by ε), and each trial's training as `dpml train`
+/// shows it.
 struct TrialLines {
     bars: Bars,
     diagnostics: bool,
+    /// The law of the number of trials, in words.
+    law: String,
 }
 
 impl Observer for TrialLines {
@@ -194,6 +161,13 @@ impl Observer for TrialLines {
             return self.bars.observe(event);
         };
         match t {
+            TrialProgress::Planned { plan } => diag!(
+                "tune: ε = {} in total ({} per trial), δ = {}; {}",
+                short(plan.epsilon),
+                short(plan.epsilon_per_trial),
+                plan.delta,
+                self.law
+            ),
             TrialProgress::Drawn { trials } if self.diagnostics => {
                 diag!("tune: {trials} trials drawn (secret: not part of the release)");
             }

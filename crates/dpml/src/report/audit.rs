@@ -58,7 +58,10 @@ pub fn audit_html(r: &AuditReport, result: &Value, roc_svg: &str) -> String {
 
 fn verdict(r: &AuditReport) -> Markup {
     html! {
-        @if r.consistent {
+        @if r.epsilon_theoretical.is_none() {
+            p { "No claim to check: the model states no ε (non-private, or scores audited \
+                 without --epsilon), so the attacks' lower bounds are reported on their own." }
+        } @else if r.consistent {
             p.ok { "Consistent: every empirical ε lower bound is at or below the accountant's ε." }
         } @else {
             p.bad {

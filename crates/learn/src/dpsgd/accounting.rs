@@ -32,6 +32,9 @@ pub struct PrivacyPlan {
     pub steps_per_epoch: u64,
     /// σ (`None` when non-private).
     pub noise_multiplier: Option<f64>,
+    /// Training records N and batch size B: epoch e ends at step ⌈e·N/B⌉ (see
+    /// [`PrivacyPlan::ends_epoch`]).
+    records_and_batch: (u64, u64),
 }
 
 impl PrivacyPlan {
@@ -62,7 +65,40 @@ impl PrivacyPlan {
             steps,
             steps_per_epoch,
             noise_multiplier,
+            records_and_batch: (n as u64, cfg.batch_size as u64),
         })
+    }
+
+    /// Whole epochs done after `done` steps: ⌊done·B/N⌋ (the e-th epoch ends at step
+    /// ⌈e·N/B⌉, when e·N records have been sampled in expectation).
+    fn epochs_done(&self, done: u64) -> u64 {
+        let (n, b) = self.records_and_batch;
+        u64::try_from(u128::from(done) * u128::from(b) / u128::from(n.max(1))).unwrap_or(u64::MAX)
+    }
+
+    /// Whether step `done` (from 1) ends an epoch: one more whole epoch is done, or the run
+    /// ends (a fractional last epoch). A run of E epochs logs ⌈E⌉ of them, as it was asked.
+    pub fn ends_epoch(&self, done: u64) -> bool {
+        done == self.steps || self.epochs_done(done) > self.epochs_done(done.saturating_sub(1))
+    }
+
+    /// The epochs logged once `done` steps are done: one for each step that ends an epoch
+    /// ([`PrivacyPlan::ends_epoch`]), all of them ([`PrivacyPlan::epochs`]) once the run is over.
+    /// Before the last step, a step ends at most one epoch: ⌊done·B/N⌋ (at most `done`).
+    pub fn epochs_logged(&self, done: u64) -> u64 {
+        if done >= self.steps {
+            self.epochs()
+        } else {
+            self.epochs_done(done).min(done)
+        }
+    }
+
+    /// The epochs the run logs: ⌈E⌉ for E epochs.
+    pub fn epochs(&self) -> u64 {
+        let whole = self.epochs_done(self.steps);
+        // The last step ends an epoch of its own unless it completes a whole one.
+        let partial = self.steps > 0 && whole == self.epochs_done(self.steps - 1);
+        whole + u64::from(partial)
     }
 
     /// The privacy event of the first `steps` steps (`None` when non-private).
@@ -105,6 +141,47 @@ impl PrivacyPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of E epochs logs E of them (⌈E⌉ for a fractional E), at steps ⌈e·N/B⌉: with
+    /// N/B not whole, a pass of ⌈N/B⌉ steps per logged epoch logged 36 of 40 epochs.
+    #[test]
+    fn epochs_end_where_e_times_n_records_are_sampled() {
+        let plan = |epochs: f64, batch_size: usize, n: usize| {
+            let cfg = TrainConfig {
+                epochs,
+                batch_size,
+                privacy: Privacy::NonPrivate,
+                ..TrainConfig::default()
+            };
+            PrivacyPlan::new(&cfg, n).unwrap()
+        };
+        for (epochs, batch, n, logged) in [
+            (40.0, 256, 1150, 40),
+            (10.0, 64, 640, 10),
+            (2.5, 64, 640, 3),
+            (3.0, 100, 250, 3),
+        ] {
+            let p = plan(epochs, batch, n);
+            let ends: Vec<u64> = (1..=p.steps).filter(|&d| p.ends_epoch(d)).collect();
+            assert_eq!(ends.len() as u64, logged, "{epochs} {batch} {n}: {ends:?}");
+            assert_eq!(p.epochs(), logged);
+            for done in 0..=p.steps {
+                let so_far = ends.iter().filter(|&&d| d <= done).count() as u64;
+                assert_eq!(
+                    p.epochs_logged(done),
+                    so_far,
+                    "{epochs} {batch} {n}: {done}"
+                );
+            }
+            assert_eq!(*ends.last().unwrap(), p.steps);
+            // Epoch e ends at the first step by which e·N records are sampled in expectation.
+            for (e, &step) in ends.iter().enumerate().take(epochs.floor() as usize) {
+                let e = e as u64 + 1;
+                assert!(step * batch as u64 >= e * n as u64, "{e}: {step}");
+                assert!((step - 1) * (batch as u64) < e * n as u64, "{e}: {step}");
+            }
+        }
+    }
 
     #[test]
     fn calibrated_epsilon_never_exceeds_the_target() {

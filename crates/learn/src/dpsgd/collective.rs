@@ -97,6 +97,73 @@ pub(crate) fn broadcast_params(model: &mut Sequential, comm: &dyn Collective) {
     });
 }
 
+/// How a fact the processes compare reads in a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shown {
+    /// A count (N, T).
+    Count,
+    /// An `f64` carried as its bit pattern (q, σ).
+    Real,
+    /// A digest (of the recipe, of the data's schema).
+    Digest,
+}
+
+impl Shown {
+    fn show(self, value: u64) -> String {
+        match self {
+            Shown::Count => value.to_string(),
+            Shown::Real => f64::from_bits(value).to_string(),
+            Shown::Digest => format!("digest {value:016x}"),
+        }
+    }
+}
+
+/// A fact of the run every process must hold alike: its name, its value as a `u64`, and how
+/// that reads.
+pub(crate) type Fact<'a> = (&'a str, u64, Shown);
+
+/// The first 8 bytes of the SHA-256 of `bytes`, for a [`Shown::Digest`] fact.
+pub(crate) fn digest(bytes: &[u8]) -> u64 {
+    use sha2::{Digest as _, Sha256};
+    let d = Sha256::digest(bytes);
+    u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
+/// Checks, before the first step, that every process holds the root's value of each of
+/// `facts` (N, q, T, σ, the recipe, the data's schema): processes that loaded other data or
+/// another recipe would add up gradients of different runs under one privacy claim. The error
+/// names the first fact and the first rank that differ, with both values (on every process,
+/// so that all stop together).
+///
+/// # Errors
+/// [`DpSgdError::Runtime`] naming the rank, the fact and both values.
+pub(crate) fn check_facts_agree(comm: &dyn Collective, facts: &[Fact<'_>]) -> Result<()> {
+    if comm.size() == 1 {
+        return Ok(());
+    }
+    for &(name, value, shown) in facts {
+        let all = comm.gather_u64(value);
+        // [rank that differs (u64::MAX: none), its value, the root's value]
+        let mut verdict = match all.iter().position(|&v| v != all[0]) {
+            Some(r) => [r as u64, all[r], all[0]],
+            None => [u64::MAX, value, value],
+        };
+        comm.broadcast_u64(&mut verdict);
+        if let [rank, theirs, root] = verdict
+            && rank != u64::MAX
+        {
+            return Err(DpSgdError::Runtime(format!(
+                "rank {rank} disagrees with rank 0 on the {name}: {} on rank {rank}, {} on rank \
+                 0; every process must load the same data with the same recipe; nothing was \
+                 trained",
+                shown.show(theirs),
+                shown.show(root)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// FNV-1a over the bit patterns of every parameter value: equal models, equal checksums.
 pub fn model_checksum(model: &Sequential) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -131,5 +198,72 @@ pub(crate) fn check_models_agree(model: &Sequential, comm: &dyn Collective) -> R
         r => Err(DpSgdError::Runtime(format!(
             "rank {r}'s model differs from rank 0's (parameter checksum mismatch)"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+
+    /// The root of a job whose other ranks hold `others[i]` of the i-th fact gathered.
+    struct Root {
+        others: RefCell<Vec<Vec<u64>>>,
+    }
+
+    impl Collective for Root {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn size(&self) -> usize {
+            3
+        }
+        fn sum_to_root_f32(&self, _: &mut [f32]) {}
+        fn sum_to_root_f64(&self, _: &mut [f64]) {}
+        fn broadcast_f32(&self, _: &mut [f32]) {}
+        fn broadcast_u64(&self, _: &mut [u64]) {}
+        fn gather_u64(&self, value: u64) -> Vec<u64> {
+            let mut all = vec![value];
+            all.extend(self.others.borrow_mut().remove(0));
+            all
+        }
+    }
+
+    #[test]
+    fn a_rank_that_differs_is_named_with_both_values() {
+        let facts = [
+            ("training-set size N", 100, Shown::Count),
+            ("sampling rate q", 0.01f64.to_bits(), Shown::Real),
+            ("data schema", digest(b"a"), Shown::Digest),
+        ];
+        let agreeing = Root {
+            others: RefCell::new(vec![
+                vec![100, 100],
+                vec![0.01f64.to_bits(); 2],
+                vec![digest(b"a"); 2],
+            ]),
+        };
+        assert!(check_facts_agree(&agreeing, &facts).is_ok());
+        let q = Root {
+            others: RefCell::new(vec![
+                vec![100, 100],
+                vec![0.01f64.to_bits(), 0.02f64.to_bits()],
+            ]),
+        };
+        let msg = check_facts_agree(&q, &facts).unwrap_err().to_string();
+        assert!(
+            msg.contains("rank 2") && msg.contains("sampling rate q") && msg.contains("0.02"),
+            "{msg}"
+        );
+        let n = Root {
+            others: RefCell::new(vec![vec![99, 100]]),
+        };
+        let msg = check_facts_agree(&n, &facts).unwrap_err().to_string();
+        assert!(
+            msg.contains("rank 1") && msg.contains("99 on rank 1"),
+            "{msg}"
+        );
+        assert!(check_facts_agree(&Solo, &facts).is_ok());
     }
 }

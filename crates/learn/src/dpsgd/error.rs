@@ -28,10 +28,24 @@ pub enum DpSgdError {
     /// checkpoint at all: resuming from it would not continue that run.
     #[error("{0}")]
     CheckpointMismatch(String),
+    /// A path the caller named does not fit (a checkpoint folder under a missing folder, a
+    /// file where the folder belongs): the caller's to fix.
+    #[error("{0}")]
+    Path(String),
     /// The environment failed the run: a checkpoint could not be written or read, or the
     /// processes of a data-parallel run ended up with different models.
     #[error("{0}")]
     Runtime(String),
+}
+
+/// A failed file operation as the caller's path mistake ([`DpSgdError::Path`]) or the
+/// environment's failure ([`DpSgdError::Runtime`]), by the I/O error's kind.
+pub(crate) fn io_failure(message: String, e: &std::io::Error) -> DpSgdError {
+    if dpml_accounting::ledger::is_path_mistake(e) {
+        DpSgdError::Path(message)
+    } else {
+        DpSgdError::Runtime(message)
+    }
 }
 
 impl DpSgdError {

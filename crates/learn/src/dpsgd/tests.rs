@@ -1,7 +1,7 @@
 //! End-to-end tests of the trainer on the embedded `digits` data (1797 records of 8×8): fast
 //! enough for the dev profile, real enough to show learning and its absence.
 
-use dpml_data::{Dataset, LoadOptions, Source, SplitKey, train_test_split};
+use dpml_data::{Dataset, LoadOptions, Source, SplitBasis, SplitKey, train_test_split};
 use dpml_mechanisms::DpRng;
 
 use super::*;
@@ -13,7 +13,7 @@ fn digits() -> (Dataset, Dataset) {
     )
     .unwrap()
     .train;
-    train_test_split(&all, 0.25, &SplitKey::from_seed(7)).unwrap()
+    train_test_split(&all, 0.25, &SplitKey::from_seed(7), SplitBasis::Record).unwrap()
 }
 
 fn mlp(privacy: Privacy, epochs: f64) -> TrainConfig {

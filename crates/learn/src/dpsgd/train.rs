@@ -14,8 +14,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::accounting::{PrivacyPlan, accountant};
 use super::batch::{map_through_prefix, prefix_to_precompute};
-use super::checkpoint::{Checkpoint, CheckpointPlan, fingerprint, from_bits, to_bits};
-use super::collective::{Collective, Solo, broadcast_params, check_models_agree};
+use super::checkpoint::{Checkpoint, CheckpointPlan, RunIdentity, from_bits, to_bits};
+use super::collective::{
+    Collective, Fact, Shown, Solo, broadcast_params, check_facts_agree, check_models_agree, digest,
+};
 use super::config::TrainConfig;
 use super::ema::Ema;
 use super::error::{DpSgdError, Result};
@@ -68,6 +70,8 @@ pub enum Progress {
         steps: u64,
         /// Steps per epoch ⌈N/B⌉.
         steps_per_epoch: u64,
+        /// The epochs the run logs (⌈E⌉ for E epochs: [`Progress::Epoch`] comes that often).
+        epochs: u64,
         /// σ (`None` when non-private).
         noise_multiplier: Option<f64>,
         /// q = B/N.
@@ -332,7 +336,13 @@ pub struct Run<'a> {
     pub stop_after: Option<u64>,
     /// The caller's facts to keep in the checkpoints ([`Checkpoint::context`]).
     pub context: serde_json::Value,
+    /// Called on the root process before each checkpoint is written (which it may amend: the
+    /// caller's ledger records the checkpoint there); an error stops the run, nothing written.
+    pub before_save: Option<&'a BeforeSave<'a>>,
 }
+
+/// What [`Run::before_save`] is.
+pub type BeforeSave<'a> = dyn Fn(&mut Checkpoint) -> Result<()> + 'a;
 
 impl Default for Run<'_> {
     fn default() -> Self {
@@ -343,6 +353,7 @@ impl Default for Run<'_> {
             resume: None,
             stop_after: None,
             context: serde_json::Value::Null,
+            before_save: None,
         }
     }
 }
@@ -387,6 +398,33 @@ pub fn train_run(
     run_training(run, cfg, train, test, rng, observer, prefix_observer, None)
 }
 
+/// What every process of a data-parallel run must agree on before the first step: N, q, T,
+/// σ, the recipe, and the data's schema (record shape, classes, feature names and range; not
+/// the records, which each process may hold under its own path).
+fn run_facts(cfg: &TrainConfig, plan: &PrivacyPlan, train: &Dataset) -> Vec<Fact<'static>> {
+    let recipe = serde_json::to_vec(cfg).unwrap_or_default();
+    let schema = format!(
+        "{:?} {} {:?} {:?} {:?}",
+        train.record_shape,
+        train.n_classes,
+        train.class_names,
+        train.feature_names,
+        train.feature_range
+    );
+    vec![
+        ("training-set size N", train.n as u64, Shown::Count),
+        ("sampling rate q", plan.sampling_rate.to_bits(), Shown::Real),
+        ("step count T", plan.steps, Shown::Count),
+        (
+            "noise multiplier σ",
+            plan.noise_multiplier.unwrap_or(0.0).to_bits(),
+            Shown::Real,
+        ),
+        ("recipe", digest(&recipe), Shown::Digest),
+        ("data schema", digest(schema.as_bytes()), Shown::Digest),
+    ]
+}
+
 /// The body of [`train_run`] and [`train_hooked`].
 #[allow(clippy::too_many_arguments)]
 fn run_training(
@@ -406,11 +444,19 @@ fn run_training(
     let spec = objective.shape_model(cfg.validate_data(train, test)?)?;
     let input = cfg.normalize.resolve(train)?;
     let plan = PrivacyPlan::new(cfg, train.n)?;
-    let print = (run.checkpoint.is_some() || run.resume.is_some())
-        .then(|| fingerprint(cfg, run.task, train));
-    if let (Some(ck), Some(fp)) = (&run.resume, &print) {
-        ck.check(fp)?;
+    let print = (run.checkpoint.is_some() || run.resume.is_some()).then(|| {
+        RunIdentity::new(
+            cfg,
+            run.task,
+            train,
+            plan.noise_multiplier,
+            plan.sampling_rate,
+        )
+    });
+    if let (Some(ck), Some(id)) = (&run.resume, &print) {
+        ck.check(id, &plan)?;
     }
+    check_facts_agree(comm, &run_facts(cfg, &plan, train))?;
     let mut model = Sequential::new(spec, rng)?;
     if let Some(h) = hook.as_deref_mut() {
         h.initialise(&mut model);
@@ -498,14 +544,18 @@ fn run_training(
         if !comm.is_root() {
             return Ok(());
         }
-        let mut ck = Checkpoint::new(fp.clone(), plan.steps, run.context.clone());
+        let mut ck = Checkpoint::new(fp, plan.steps, run.context.clone());
         fill(&mut ck, stepper, ema, state, rng, key);
+        if let Some(before) = run.before_save {
+            before(&mut ck)?;
+        }
         ck.save(dir)
     };
 
     observer(&Progress::Started {
         steps: plan.steps,
         steps_per_epoch: plan.steps_per_epoch,
+        epochs: plan.epochs(),
         noise_multiplier: plan.noise_multiplier,
         sampling_rate: plan.sampling_rate,
     });
@@ -552,7 +602,7 @@ fn run_training(
                 stats.loss_sum / stats.batch as f64
             },
         });
-        if done % plan.steps_per_epoch == 0 || done == plan.steps {
+        if plan.ends_epoch(done) {
             check_models_agree(&stepper.model, comm)?;
             let test_eval = with_averaged(&mut stepper.model, ema.as_mut(), |m| {
                 test.map(|d| evaluate_for(objective, m, start, &feed, d))
@@ -765,7 +815,7 @@ fn with_averaged<T>(
 
 #[cfg(test)]
 mod prefix_tests {
-    use dpml_data::{LoadOptions, Source, SplitKey, train_test_split};
+    use dpml_data::{LoadOptions, Source, SplitBasis, SplitKey, train_test_split};
     use dpml_nn::ModelSpec;
 
     use super::*;
@@ -785,7 +835,8 @@ mod prefix_tests {
         )
         .unwrap()
         .train;
-        let (tr, te) = train_test_split(&all, 0.25, &SplitKey::from_seed(7)).unwrap();
+        let (tr, te) =
+            train_test_split(&all, 0.25, &SplitKey::from_seed(7), SplitBasis::Record).unwrap();
         let cfg = TrainConfig {
             model: "scatter-cnn".into(),
             epochs: 4.0,

@@ -1,7 +1,7 @@
 //! The Laplace mechanism on a vector of bounded L1 sensitivity (one-hot labels, probability
 //! vectors), with independent exact Laplace noise on every coordinate.
 
-use dpml_mechanisms::{DpRng, LaplaceMechanism, MechanismError, PrivacyEvent};
+use dpml_mechanisms::{DpRng, LaplaceMechanism, PrivacyEvent};
 
 use super::error::{PerturbationError, check_epsilon, invalid};
 
@@ -48,27 +48,12 @@ impl VectorLaplace {
         if dim == 0 {
             return Err(invalid("vector dimension must be >= 1, got 0"));
         }
-        let mut delta = l1_sensitivity;
-        // Converges in two or three rounds: g only changes when the scale crosses a power of two.
-        for _ in 0..6 {
-            let mech = LaplaceMechanism::new(delta, epsilon)?;
-            let need = l1_sensitivity + dim as f64 * mech.granularity();
-            if need <= delta {
-                return Ok(Self {
-                    mech,
-                    l1_sensitivity,
-                    dim,
-                });
-            }
-            // A relative margin of 1e-12 absorbs the rounding of the sum above.
-            delta = need * (1.0 + 1e-12);
-        }
-        Err(PerturbationError::Mechanism(
-            MechanismError::InvalidParameter(format!(
-                "cannot fit a grid for the vector Laplace mechanism with sensitivity {l1_sensitivity}, \
-             dimension {dim}, epsilon {epsilon}"
-            )),
-        ))
+        let mech = dpml_mechanisms::vector::laplace(l1_sensitivity, dim, epsilon)?;
+        Ok(Self {
+            mech,
+            l1_sensitivity,
+            dim,
+        })
     }
 
     /// The Laplace scale actually used on each coordinate (≥ Δ₁/ε).

@@ -8,6 +8,7 @@ use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::{GradMode, Layer, LayerSpec, axpy, weighted_row_sum};
+use crate::arch::MAX_LAYER_VALUES;
 use crate::error::{Result, invalid};
 use crate::kernels::{
     UnfoldMap, Window, add_into, broadcast_gemm, gemm, sample_ranges, split_mut, sq_norm,
@@ -122,6 +123,25 @@ pub struct Conv2d {
     scratch: Vec<Scratch>,
 }
 
+/// Refuses a convolution whose declared fields (padding above all: each unit adds a row and a
+/// column of outputs) make its output or its unfolded input hold more than
+/// [`MAX_LAYER_VALUES`] per record, before either is allocated.
+fn check_layer_values(win: &Window, out_ch: usize, padding: usize) -> Result<()> {
+    let positions = win.oh.checked_mul(win.ow);
+    let unfolded =
+        positions.and_then(|t| t.checked_mul(win.c.checked_mul(win.kh)?.checked_mul(win.kw)?));
+    let outputs = positions.and_then(|t| t.checked_mul(out_ch));
+    match (outputs, unfolded) {
+        (Some(o), Some(u)) if o <= MAX_LAYER_VALUES && u <= MAX_LAYER_VALUES => Ok(()),
+        _ => Err(invalid(format!(
+            "conv2d padding {padding} with kernel {} and stride {} on input [{}, {}, {}] gives \
+             {}×{} output positions, more than the limit of {MAX_LAYER_VALUES} values per \
+             record and layer",
+            win.kh, win.stride, win.c, win.h, win.w, win.oh, win.ow
+        ))),
+    }
+}
+
 impl Conv2d {
     /// A convolution with PyTorch's default initialisation (U(±1/√(in·k²))).
     ///
@@ -142,11 +162,21 @@ impl Conv2d {
                 "conv2d channels must be > 0, got in={c}, out={out_ch}"
             )));
         }
+        if padding
+            .checked_mul(2)
+            .and_then(|p| p.checked_add(h.max(w)))
+            .is_none()
+        {
+            return Err(invalid(format!(
+                "conv2d padding {padding} is too large: the padded input's side overflows"
+            )));
+        }
         let win = Window::new(c, h, w, kernel, stride, padding).ok_or_else(|| {
             invalid(format!(
                 "conv2d kernel {kernel} with stride {stride} and padding {padding} does not fit input {input:?}"
             ))
         })?;
+        check_layer_values(&win, out_ch, padding)?;
         let map = UnfoldMap::new(&win)
             .ok_or_else(|| invalid(format!("conv2d input {input:?} is too large")))?;
         let b = kaiming_bound(win.d());

@@ -9,6 +9,7 @@ use super::{
     AvgPool2d, Conv2d, Dropout, Flatten, Gelu, GroupNorm, GroupStandardize, Layer, LayerNorm,
     Linear, MaxPool2d, Relu, Residual, Scattering2d, Tanh,
 };
+use crate::arch::MAX_LAYER_VALUES;
 use crate::error::{NnError, Result};
 
 /// The explanation given whenever batch normalisation is requested.
@@ -313,6 +314,18 @@ pub(crate) fn build_chain(
             other => other,
         })?;
         shape = layer.out_shape().to_vec();
+        // Layers whose output can outgrow their input check before they allocate (conv2d);
+        // this catches any other before the activations are sized from it.
+        if shape
+            .iter()
+            .try_fold(1usize, |p, &s| p.checked_mul(s))
+            .is_none_or(|n| n > MAX_LAYER_VALUES)
+        {
+            return Err(crate::error::invalid(format!(
+                "{at}: output shape {shape:?} exceeds the limit of {MAX_LAYER_VALUES} values per \
+                 record and layer"
+            )));
+        }
         layers.push(layer);
     }
     Ok(layers)
