@@ -7,6 +7,7 @@ Submodules:
 - :mod:`dpml.audit` -- audit any model from its membership-inference scores.
 - :mod:`dpml.mechanisms` and :mod:`dpml.stats` -- exact noise samplers and DP statistics.
 - :mod:`dpml.learn` -- scikit-learn style private estimators.
+- :mod:`dpml.tuning` -- private hyperparameter search (``DPSearchCV``), counted in epsilon.
 
 The command line and this package are two fronts over one Rust library: the same recipes,
 defaults, field names and model files. Every failure on bad input raises :class:`ValueError`
@@ -15,9 +16,19 @@ package's keywords).
 """
 
 from . import _native
-from . import accounting, audit, events, learn, mechanisms, stats
+from . import accounting, audit, events, learn, mechanisms, stats, tuning
 from .ledger import Ledger
 
 __version__: str = _native.__version__
 
-__all__ = ["accounting", "audit", "events", "learn", "mechanisms", "stats", "Ledger", "__version__"]
+__all__ = [
+    "accounting",
+    "audit",
+    "events",
+    "learn",
+    "mechanisms",
+    "stats",
+    "tuning",
+    "Ledger",
+    "__version__",
+]

@@ -14,6 +14,7 @@ mod guard;
 mod learn;
 mod ledger;
 mod mechanisms;
+mod tune;
 
 /// The extension module, imported as `dpml._native`.
 #[pymodule]
@@ -24,5 +25,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     audit::register(m)?;
     mechanisms::register(m)?;
     learn::register(m)?;
+    tune::register(m)?;
     Ok(())
 }

@@ -25,3 +25,4 @@ pub mod sweep_gather;
 pub mod sweep_mia;
 pub mod tradeoff;
 pub mod train;
+pub mod tune;
