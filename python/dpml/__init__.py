@@ -8,6 +8,7 @@ Submodules:
 - :mod:`dpml.mechanisms` and :mod:`dpml.stats` -- exact noise samplers and DP statistics.
 - :mod:`dpml.learn` -- scikit-learn style private estimators.
 - :func:`dpml.sql` -- differentially private SQL over Parquet and CSV tables.
+- :mod:`dpml.tuning` -- private hyperparameter search (``DPSearchCV``), counted in epsilon.
 
 The command line and this package are two fronts over one Rust library: the same recipes,
 defaults, field names and model files. Every failure on bad input raises :class:`ValueError`
@@ -16,13 +17,23 @@ package's keywords).
 """
 
 from . import _native
-from . import accounting, audit, events, learn, mechanisms, stats
+from . import accounting, audit, events, learn, mechanisms, stats, tuning
 from .ledger import Ledger
 from .sql import sql, sql_explain, sql_report
 
 __version__: str = _native.__version__
 
 __all__ = [
-    "accounting", "audit", "events", "learn", "mechanisms", "stats", "Ledger", "__version__",
-    "sql", "sql_explain", "sql_report",
+    "accounting",
+    "audit",
+    "events",
+    "learn",
+    "mechanisms",
+    "stats",
+    "tuning",
+    "sql",
+    "sql_explain",
+    "sql_report",
+    "Ledger",
+    "__version__",
 ]

@@ -2,7 +2,7 @@
 by ``python -m mypy.stubtest dpml._native`` in CI."""
 
 from os import PathLike
-from typing import Dict, List, Optional, Tuple, Union, final
+from typing import Any, Dict, List, Optional, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,7 @@ __all__ = [
     "statistic",
     "steps_for_epochs",
     "tradeoff",
+    "tune_fit",
 ]
 
 __version__: str
@@ -171,20 +172,25 @@ def dpsgd_fit(
     y: npt.NDArray[np.int64],
     classes: List[str],
     bounds: Optional[List[Tuple[float, float]]],
+    recipe: Dict[str, Any],
     *,
-    model: Optional[str] = None,
-    hidden: Optional[List[int]] = None,
-    arch_json: Optional[str] = None,
-    epsilon: Optional[float] = None,
-    noise_multiplier: Optional[float] = None,
-    delta: Optional[float] = None,
-    epochs: Optional[float] = None,
-    batch_size: Optional[int] = None,
-    max_grad_norm: Optional[float] = None,
-    learning_rate: Optional[float] = None,
     seed: Optional[int] = None,
     ledger: Optional[Ledger] = None,
 ) -> Tuple[TrainedModel, str, str]: ...
+def tune_fit(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.int64],
+    classes: List[str],
+    bounds: Optional[List[Tuple[float, float]]],
+    recipe: Dict[str, Any],
+    space_json: str,
+    repetitions_json: str,
+    *,
+    validation_fraction: Optional[float] = None,
+    score_epsilon: Optional[float] = None,
+    seed: Optional[int] = None,
+    ledger: Optional[Ledger] = None,
+) -> Tuple[Optional[TrainedModel], str, str]: ...
 def label_dp_fit(
     x: npt.NDArray[np.float64],
     y: npt.NDArray[np.int64],

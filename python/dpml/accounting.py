@@ -27,6 +27,7 @@ from .events import (
     LaplaceDpEvent,
     PoissonSampledDpEvent,
     RandomizedResponse,
+    RepeatAndSelectDpEvent,
     SelfComposedDpEvent,
     dp_sgd_event,
     event_from_dict,

@@ -22,6 +22,7 @@ __all__ = [
     "PoissonSampledDpEvent",
     "SelfComposedDpEvent",
     "ComposedDpEvent",
+    "RepeatAndSelectDpEvent",
     "dp_sgd_event",
     "event_from_dict",
     "from_dp_accounting",
@@ -214,6 +215,40 @@ class ComposedDpEvent(DpEvent):
         return {"type": "composed", "events": [e.to_dict() for e in self.events]}
 
 
+@dataclass(frozen=True)
+class RepeatAndSelectDpEvent(DpEvent):
+    """``event`` run K times, K drawn in secret, and only the best output released.
+
+    A private hyperparameter search (Papernot & Steinke 2022), as dp_accounting's event of
+    that name. Only the RDP accountant has a bound for it.
+
+    Parameters
+    ----------
+    event : DpEvent
+        One run, including the noisy score it is selected by.
+    mean : float
+        The mean number of runs, in [1, 1e6].
+    shape : float, default inf
+        The law of K: infinity for Poisson, else the eta of the truncated negative binomial
+        (> -1; 0: logarithmic, 1: geometric).
+    """
+
+    event: DpEvent
+    mean: float
+    shape: float = float("inf")
+
+    def to_dict(self) -> Dict[str, Any]:
+        if self.shape == float("inf"):
+            law: Dict[str, Any] = {"law": "poisson", "mean": float(self.mean)}
+        else:
+            law = {
+                "law": "truncated_negative_binomial",
+                "eta": float(self.shape),
+                "mean": float(self.mean),
+            }
+        return {"type": "repeat_and_select", "repetitions": law, "event": self.event.to_dict()}
+
+
 def dp_sgd_event(noise_multiplier: float, sampling_rate: float, steps: int) -> DpEvent:
     """The DP-SGD event: ``steps`` Poisson-subsampled Gaussian steps.
 
@@ -265,6 +300,10 @@ def event_from_dict(d: Dict[str, Any]) -> DpEvent:
         return SelfComposedDpEvent(event_from_dict(d["event"]), d["count"])
     if kind == "composed":
         return ComposedDpEvent([event_from_dict(e) for e in d["events"]])
+    if kind == "repeat_and_select":
+        law = d["repetitions"]
+        shape = float("inf") if law["law"] == "poisson" else law["eta"]
+        return RepeatAndSelectDpEvent(event_from_dict(d["event"]), law["mean"], shape)
     return _RawEvent(d)
 
 
@@ -297,7 +336,8 @@ def from_dp_accounting(event: Any) -> DpEvent:
     ----------
     event : dp_accounting.DpEvent
         A Gaussian, Laplace, randomized-response, (epsilon, delta), no-op, Poisson-sampled,
-        self-composed or composed event (nested as dp_accounting nests them).
+        self-composed, composed or repeat-and-select event (nested as dp_accounting nests
+        them).
 
     Returns
     -------
@@ -329,6 +369,8 @@ def from_dp_accounting(event: Any) -> DpEvent:
         return SelfComposedDpEvent(from_dp_accounting(event.event), event.count)
     if name == "ComposedDpEvent":
         return ComposedDpEvent([from_dp_accounting(e) for e in event.events])
+    if name == "RepeatAndSelectDpEvent":
+        return RepeatAndSelectDpEvent(from_dp_accounting(event.event), event.mean, event.shape)
     raise ValueError(f"dpml cannot account dp_accounting's {name}")
 
 

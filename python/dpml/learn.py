@@ -357,7 +357,23 @@ class _NetworkClassifier(_ClassifierMixin, _Params):
 class _DPSGDClassifier(_NetworkClassifier):
     _model = ""
 
-    def _fit(self, X: Any, y: Any, **recipe: Any) -> "_DPSGDClassifier":
+    def _recipe(self) -> Dict[str, Any]:
+        """This estimator's DP-SGD recipe as the core takes it (``None``: the table recipe's
+        value), shared by ``fit`` and :class:`dpml.tuning.DPSearchCV`."""
+        return {
+            "model": self._model,
+            "hidden": None,
+            "arch_json": None,
+            "epsilon": _opt(float, self.epsilon),
+            "noise_multiplier": _opt(float, self.noise_multiplier),
+            "delta": _opt(float, self.delta),
+            "max_grad_norm": _opt(float, self.max_grad_norm),
+            "epochs": _opt(float, self.epochs),
+            "batch_size": _opt(int, self.batch_size),
+            "learning_rate": _opt(float, self.learning_rate),
+        }
+
+    def _fit(self, X: Any, y: Any) -> "_DPSGDClassifier":
         x = _features(X)
         classes, labels = self._class_indices(x, y)
         fitted = self._call(
@@ -366,17 +382,9 @@ class _DPSGDClassifier(_NetworkClassifier):
             labels,
             _class_names(classes),
             _required_ranges(self.bounds, x.shape[1]),
-            model=self._model,
-            epsilon=_opt(float, self.epsilon),
-            noise_multiplier=_opt(float, self.noise_multiplier),
-            delta=_opt(float, self.delta),
-            max_grad_norm=_opt(float, self.max_grad_norm),
-            epochs=_opt(float, self.epochs),
-            batch_size=_opt(int, self.batch_size),
-            learning_rate=_opt(float, self.learning_rate),
+            self._recipe(),
             seed=self.random_state,
             ledger=native(self.ledger),
-            **recipe,
         )
         self._fitted(fitted, classes, x)
         return self
@@ -528,11 +536,16 @@ class DPMLPClassifier(_DPSGDClassifier):
             For undeclared bounds or classes, a label outside the classes, or a recipe the
             training refuses (named by its keyword).
         """
-        sizes = self.hidden_layer_sizes
-        hidden = None if sizes is None else [int(h) for h in sizes]
-        arch = None if self.arch is None else json.dumps(self.arch)
-        self._fit(X, y, hidden=hidden, arch_json=arch)
+        self._fit(X, y)
         return self
+
+    def _recipe(self) -> Dict[str, Any]:
+        sizes = self.hidden_layer_sizes
+        return dict(
+            super()._recipe(),
+            hidden=None if sizes is None else [int(h) for h in sizes],
+            arch_json=None if self.arch is None else json.dumps(self.arch),
+        )
 
 
 class DPLogisticRegression(_DPSGDClassifier):

@@ -57,7 +57,7 @@ def test_a_passphrase_ledger_opens_with_its_passphrase_only(tmp_path):
 # budget module, as the command line's --ledger: over budget is refused before any private
 # work, the spend is recorded before the result is returned, a failed call charges nothing.
 
-from dpml import learn, mechanisms  # noqa: E402
+from dpml import learn, mechanisms, tuning  # noqa: E402
 
 
 def _blobs(n=300, seed=0):
@@ -76,6 +76,10 @@ ESTIMATORS = [
                                        ledger=l), "label-dp", 2.0),
     (lambda l: learn.DPKMeans(n_clusters=2, epsilon=2.0, bounds=(-3, 3), random_state=1,
                               ledger=l), "kmeans", 2.0),
+    (lambda l: tuning.DPSearchCV(
+        learn.DPLogisticRegression(bounds=(-3, 3), classes=[0, 1], epochs=2),
+        {"learning_rate": "0.1..1 log", "batch_size": [32, 64]}, epsilon=2.0, trials_mean=2,
+        random_state=1, ledger=l), "tune", 2.0),
 ]
 
 

@@ -6,6 +6,7 @@ use dpml_accounting::named::Named;
 use dpml_accounting::pld::PldAccountant;
 use dpml_accounting::rdp::{Conversion, RdpAccountant};
 use dpml_accounting::{Accountant, AccountingError, PrivacyEvent};
+use dpml_mechanisms::Repetitions;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -57,13 +58,20 @@ pub fn account(
     if wants(Which::Pld) {
         let pld = PldAccountant::pessimistic();
         // The upper bound with its note (RDP below the PLD's δ floor), then the lower bound.
-        let (upper, note) = pld.upper_epsilon(event, delta)?;
-        let lower = PldAccountant::optimistic().epsilon(event, delta)?;
-        notes.extend(note);
-        eps.insert("pld".into(), json!(upper));
-        kinds.insert("pld".into(), json!(pld.bound()));
-        result.insert("pld_lower".into(), json!(lower));
-        result.insert("pld_gap".into(), json!(upper - lower));
+        match pld.upper_epsilon(event, delta) {
+            Ok((upper, note)) => {
+                let lower = PldAccountant::optimistic().epsilon(event, delta)?;
+                notes.extend(note);
+                eps.insert("pld".into(), json!(upper));
+                kinds.insert("pld".into(), json!(pld.bound()));
+                result.insert("pld_lower".into(), json!(lower));
+                result.insert("pld_gap".into(), json!(upper - lower));
+            }
+            Err(AccountingError::Unsupported(why)) if which == Which::All => {
+                notes.push(format!("pld not reported: {why}"));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     if wants(Which::Gdp) {
         let gdp = GdpAccountant;
@@ -103,6 +111,52 @@ pub fn account(
     obj.insert("inputs".into(), inputs);
     obj.insert("notes".into(), json!(notes));
     Ok(Value::Object(obj))
+}
+
+/// [`account`] of a search: `run` repeated K times, K drawn from `repetitions`, only the best
+/// output released (Papernot & Steinke 2022; the RDP accountant alone has a bound for it).
+/// Beside the search's ε: `"epsilon_per_trial"`, the ε of one run by itself (RDP), and
+/// `"tuning"`, the law and its mean.
+///
+/// # Errors
+/// As [`account`]; a usage error naming the law's bad parameter.
+pub fn account_search(
+    run: &PrivacyEvent,
+    repetitions: Repetitions,
+    inputs: Value,
+    delta: f64,
+    which: Which,
+    conversion: Conversion,
+) -> Result<Value> {
+    let repetitions = repetitions
+        .validate()
+        .map_err(|e| Error::usage(e.to_string()))?;
+    let search = PrivacyEvent::RepeatAndSelect {
+        repetitions,
+        event: Box::new(run.clone()),
+    };
+    let mut value = account(&search, inputs, delta, which, conversion)?;
+    let per_trial = RdpAccountant::new(conversion).epsilon(run, delta)?;
+    if let Value::Object(map) = &mut value {
+        map.insert("epsilon_per_trial".into(), json!(per_trial));
+        map.insert("tuning".into(), tuning_json(&repetitions));
+    }
+    Ok(value)
+}
+
+/// The law of a search's number of trials, as reports show it: its name, mean, η and γ (for
+/// the truncated negative binomial) and a description in words.
+pub fn tuning_json(repetitions: &Repetitions) -> Value {
+    let mut v = json!({
+        "law": repetitions.name(),
+        "trials_mean": repetitions.expected(),
+        "description": repetitions.describe(),
+    });
+    if let Repetitions::TruncatedNegativeBinomial { eta, .. } = repetitions {
+        v["eta"] = json!(eta);
+        v["gamma"] = json!(repetitions.gamma());
+    }
+    v
 }
 
 /// The accountants calibration may use: upper bounds only, so the ε reached never exceeds the

@@ -37,5 +37,6 @@ pub mod schema;
 pub mod sweep;
 pub mod tradeoff;
 pub mod train;
+pub mod tune;
 
 pub use error::{Error, Result};

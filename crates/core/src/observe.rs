@@ -22,6 +22,8 @@ pub enum Event<'a> {
     LabelDp(&'a LabelDpProgress),
     /// The current training run finished.
     RunFinished,
+    /// Progress of a private hyperparameter search (its trials).
+    Trial(&'a crate::tune::TrialProgress<'a>),
 }
 
 /// Receives a workflow's [`Event`]s.

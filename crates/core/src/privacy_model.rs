@@ -101,6 +101,15 @@ pub mod public {
         "the query records answered (their features) and the model architecture";
     /// `dpml release`: the sensitivity is declared by the caller.
     pub const SENSITIVITY: &str = "the declared sensitivity";
+    /// `dpml tune`: what a search is, before it sees data.
+    pub const SEARCH: &str = "the search space, the law of the number of trials and its mean, \
+         and the noise of each cell of trials";
+    /// `dpml tune`: the size its noisy scores are divided by, as N is for DP-SGD.
+    pub const VALIDATION_SET_SIZE: &str = "validation-set size (each noisy count of correct \
+         predictions is divided by it)";
+    /// `dpml tune --public-validation`: the records the trials are scored on.
+    pub const PUBLIC_VALIDATION: &str =
+        "the validation records, declared public (scores computed on them exactly)";
 }
 
 /// The unit of privacy of a release and what it assumes public.

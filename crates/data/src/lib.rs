@@ -76,5 +76,6 @@ pub use schema::{FeatureBounds, Provenance, Schema};
 pub use source::{DATA_DIR_ENV, KNOWN_NAMES, LoadOptions, Source, resolve_data_dir};
 pub use split::{
     Fold, SplitBasis, SplitKey, fold_assignments, kfold, split_indices, train_test_split,
+    validation_indices, validation_split,
 };
 pub use verify::{CheckStatus, FileCheck, verify};

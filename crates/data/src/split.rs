@@ -138,12 +138,13 @@ impl SplitBasis {
     }
 }
 
-/// What a record's hash is used for: the train/test cut and the folds draw independent values
-/// from the same key.
+/// What a record's hash is used for: the train/test cut, the folds and the validation cut draw
+/// independent values from the same key.
 #[derive(Clone, Copy)]
 enum Purpose {
     TrainTest,
     Folds,
+    Validation,
 }
 
 /// A uniform `u64` that depends only on the key, the purpose and the `basis` part of record
@@ -154,6 +155,7 @@ fn record_draw(d: &Dataset, i: usize, key: &SplitKey, purpose: Purpose, basis: S
     h.update(match purpose {
         Purpose::TrainTest => b"dpml split v1: train/test\0",
         Purpose::Folds => b"dpml split v1: k-fold    \0",
+        Purpose::Validation => b"dpml split v1: validation\0",
     });
     // Record hashes the v1 bytes unchanged (keys of earlier runs reproduce their splits); the
     // other bases are tagged so that no record's bytes can collide with a position.
@@ -239,24 +241,90 @@ pub fn split_indices(
     key: &SplitKey,
     basis: SplitBasis,
 ) -> Result<(Vec<usize>, Vec<usize>), DataError> {
-    if !(test_fraction.is_finite() && test_fraction > 0.0 && test_fraction < 1.0) {
-        return Err(DataError::param(
-            "test_fraction",
-            "finite and in (0, 1)",
-            test_fraction,
-        ));
+    cut(
+        d,
+        test_fraction,
+        key,
+        Purpose::TrainTest,
+        basis,
+        ("test_fraction", "the training set", "the test set"),
+    )
+}
+
+/// Splits `d` (a training set) into (fit, validation) for a private search that scores its
+/// trials on records none of them trained on: each record goes to validation with probability
+/// `validation_fraction`, independently of every other record, by the keyed hash of its
+/// `basis` part (what the run's neighbouring relation leaves fixed), drawn apart from the
+/// train/test cut and the folds (another purpose tag). Neighbouring data sets give neighbouring
+/// (fit, validation) pairs, so the trials' guarantees and the noisy scores' hold for `d` itself
+/// (see the module documentation). The records keep their order.
+///
+/// # Errors
+/// [`DataError::InvalidParameter`] when `validation_fraction` is not in (0, 1);
+/// [`DataError::EmptySplit`] when either part comes out empty.
+pub fn validation_split(
+    d: &Dataset,
+    validation_fraction: f64,
+    key: &SplitKey,
+    basis: SplitBasis,
+) -> Result<(Dataset, Dataset), DataError> {
+    let (fit, validation) = validation_indices(d, validation_fraction, key, basis)?;
+    Ok((d.subset(&fit), d.subset(&validation)))
+}
+
+/// The indices behind [`validation_split`]: (fit, validation), each ascending.
+///
+/// # Errors
+/// As [`validation_split`].
+pub fn validation_indices(
+    d: &Dataset,
+    validation_fraction: f64,
+    key: &SplitKey,
+    basis: SplitBasis,
+) -> Result<(Vec<usize>, Vec<usize>), DataError> {
+    cut(
+        d,
+        validation_fraction,
+        key,
+        Purpose::Validation,
+        basis,
+        (
+            "validation_fraction",
+            "the set the trials train on",
+            "the validation set",
+        ),
+    )
+}
+
+/// (kept, held out) indices of `d`, each ascending: a record is held out when its draw for
+/// `purpose` falls below `fraction`. The last argument names the fraction's setting, the kept
+/// side and the held-out side, for messages.
+fn cut(
+    d: &Dataset,
+    fraction: f64,
+    key: &SplitKey,
+    purpose: Purpose,
+    basis: SplitBasis,
+    (setting, kept_side, held_side): (&'static str, &str, &str),
+) -> Result<(Vec<usize>, Vec<usize>), DataError> {
+    if !(fraction.is_finite() && fraction > 0.0 && fraction < 1.0) {
+        return Err(DataError::param(setting, "finite and in (0, 1)", fraction));
     }
     // u < f·2⁶⁴ has probability f (to within 2⁻⁶⁴); the cast saturates just below 1.
-    let threshold = (test_fraction * 2f64.powi(64)) as u64;
-    let (test, train): (Vec<usize>, Vec<usize>) =
-        (0..d.n).partition(|&i| record_draw(d, i, key, Purpose::TrainTest, basis) < threshold);
-    let setting = || format!("test_fraction {test_fraction}");
-    for (part, side) in [(&train, "the training set"), (&test, "the test set")] {
+    let threshold = (fraction * 2f64.powi(64)) as u64;
+    let (held, kept): (Vec<usize>, Vec<usize>) =
+        (0..d.n).partition(|&i| record_draw(d, i, key, purpose, basis) < threshold);
+    for (part, side) in [(&kept, kept_side), (&held, held_side)] {
         if part.is_empty() {
-            return Err(DataError::empty_split(side, d.n, setting(), key));
+            return Err(DataError::empty_split(
+                side,
+                d.n,
+                format!("{setting} {fraction}"),
+                key,
+            ));
         }
     }
-    Ok((train, test))
+    Ok((kept, held))
 }
 
 /// One fold of [`kfold`]: (train indices, test indices), each ascending.
@@ -417,6 +485,34 @@ mod tests {
             assert!(msg.contains("came out empty") && msg.contains(&key(0).to_string()));
             assert!(msg.contains(&format!("test_fraction {f}")), "{msg}");
         }
+    }
+
+    #[test]
+    fn validation_cut_is_per_record_and_apart_from_the_test_cut() {
+        let d = toy(300);
+        let (fit, validation) = validation_split(&d, 0.25, &key(7), SplitBasis::Record).unwrap();
+        assert_eq!(fit.n + validation.n, 300);
+        assert!((50..=100).contains(&validation.n), "{}", validation.n);
+        // Another purpose: not the records the test cut at the same fraction holds out.
+        let test = split_indices(&d, 0.25, &key(7), SplitBasis::Record)
+            .unwrap()
+            .1;
+        let held: Vec<f32> = test.iter().map(|&i| d.row(i)[0]).collect();
+        let valid: Vec<f32> = (0..validation.n).map(|i| validation.row(i)[0]).collect();
+        assert_ne!(held, valid);
+        // Removing a record moves only that record: the others keep their side.
+        let without = d.subset(&(1..300).collect::<Vec<_>>());
+        let (_, v2) = validation_split(&without, 0.25, &key(7), SplitBasis::Record).unwrap();
+        let first_out = validation.row(0)[0] == 0.0;
+        assert_eq!(v2.n, validation.n - usize::from(first_out));
+        let msg = validation_split(&d, 1.5, &key(7), SplitBasis::Record)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("validation_fraction"), "{msg}");
+        let msg = validation_split(&toy(3), 1e-9, &key(7), SplitBasis::Record)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("the validation set"), "{msg}");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use dpml_data::{
     Dataset, LoadOptions, Source, SplitBasis, SplitKey, fold_assignments, load, split_indices,
+    validation_indices,
 };
 
 const TEST_FRACTION: f64 = 0.2;
@@ -19,9 +20,28 @@ fn key(b: u8) -> SplitKey {
 
 /// Each record's side (true: test) under [`split_indices`].
 fn sides(d: &Dataset, key: &SplitKey) -> Vec<bool> {
-    let (_, test) = split_indices(d, TEST_FRACTION, key, SplitBasis::Record).unwrap();
-    let mut side = vec![false; d.n];
-    for i in test {
+    marked(
+        d.n,
+        split_indices(d, TEST_FRACTION, key, SplitBasis::Record)
+            .unwrap()
+            .1,
+    )
+}
+
+/// Each record's side (true: validation) under [`validation_indices`] (`dpml tune`'s cut).
+fn validation_sides(d: &Dataset, key: &SplitKey) -> Vec<bool> {
+    marked(
+        d.n,
+        validation_indices(d, TEST_FRACTION, key, SplitBasis::Record)
+            .unwrap()
+            .1,
+    )
+}
+
+/// `n` flags, true at `held`.
+fn marked(n: usize, held: Vec<usize>) -> Vec<bool> {
+    let mut side = vec![false; n];
+    for i in held {
         side[i] = true;
     }
     side
@@ -37,6 +57,7 @@ fn without(d: &Dataset, r: usize) -> Dataset {
 fn assert_only_r_moves(full: &Dataset, smaller: &Dataset, r: usize, key: &SplitKey) {
     assert_eq!(smaller.n, full.n - 1);
     let (a, b) = (sides(full, key), sides(smaller, key));
+    let (va, vb) = (validation_sides(full, key), validation_sides(smaller, key));
     let (fa, fb) = (
         fold_assignments(full, K, key, SplitBasis::Record).unwrap(),
         fold_assignments(smaller, K, key, SplitBasis::Record).unwrap(),
@@ -50,6 +71,10 @@ fn assert_only_r_moves(full: &Dataset, smaller: &Dataset, r: usize, key: &SplitK
         assert_eq!(
             fa[i], fb[j],
             "removing record {r} moved record {i} to another fold"
+        );
+        assert_eq!(
+            va[i], vb[j],
+            "removing record {r} moved record {i} across the validation cut"
         );
     }
 }
@@ -162,11 +187,13 @@ fn test_share_and_fold_sizes_are_binomial() {
     }
 }
 
-/// The test set and the folds of `d` under `key`, hashing the `basis` part of each record.
-fn layout(d: &Dataset, key: &SplitKey, basis: SplitBasis) -> (Vec<usize>, Vec<usize>) {
+/// The test set, the folds and the validation set (of a search, `dpml tune`) of `d` under
+/// `key`, hashing the `basis` part of each record.
+fn layout(d: &Dataset, key: &SplitKey, basis: SplitBasis) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
     (
         split_indices(d, TEST_FRACTION, key, basis).unwrap().1,
         fold_assignments(d, K, key, basis).unwrap(),
+        validation_indices(d, TEST_FRACTION, key, basis).unwrap().1,
     )
 }
 
@@ -260,14 +287,16 @@ fn the_features_basis_also_moves_only_a_removed_record() {
     let d = distinct(200);
     for b in 0..4 {
         let key = key(b);
-        let (test, folds) = layout(&d, &key, SplitBasis::Features);
+        let (test, folds, validation) = layout(&d, &key, SplitBasis::Features);
         for r in (0..d.n).step_by(7) {
-            let (t, f) = layout(&without(&d, r), &key, SplitBasis::Features);
+            let (t, f, v) = layout(&without(&d, r), &key, SplitBasis::Features);
             let index = |j: usize| if j < r { j } else { j + 1 };
-            assert_eq!(
-                t.iter().map(|&j| index(j)).collect::<Vec<_>>(),
-                test.iter().copied().filter(|&i| i != r).collect::<Vec<_>>()
-            );
+            for (smaller, full) in [(&t, &test), (&v, &validation)] {
+                assert_eq!(
+                    smaller.iter().map(|&j| index(j)).collect::<Vec<_>>(),
+                    full.iter().copied().filter(|&i| i != r).collect::<Vec<_>>()
+                );
+            }
             assert!((0..d.n - 1).all(|j| f[j] == folds[index(j)]));
         }
     }

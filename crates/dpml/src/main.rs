@@ -15,6 +15,7 @@ mod progress;
 mod report;
 mod schema_args;
 mod summary;
+mod trials_args;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -45,6 +46,9 @@ const DEFAULT_JOB: &[&str] = &["dpml", "train", "--preset", "digits-eps1"];
 enum Command {
     /// Train a model with DP-SGD (or without privacy) and report accuracy and ε.
     Train(commands::train::TrainArgs),
+    /// Private hyperparameter search: the best of a secret, random number of DP-SGD trials;
+    /// --epsilon is the total ε of the whole search.
+    Tune(commands::tune::TuneArgs),
     /// Evaluate a saved model on a data set's test split.
     Eval(commands::train::EvalArgs),
     /// List the named training recipes (`dpml train --preset NAME`).
@@ -112,6 +116,7 @@ fn main() {
     let data_dir = cli.data_dir.data_dir.as_deref();
     let result = match &command {
         Command::Train(a) => commands::train::run(a, data_dir, out),
+        Command::Tune(a) => commands::tune::run(a, data_dir, out),
         Command::Eval(a) => commands::train::eval(a, data_dir, out),
         Command::Presets => commands::train::presets(out),
         Command::Release(a) => commands::release::run(a, out),

@@ -24,6 +24,8 @@ pub enum Style {
     Dashed,
     /// A line with a marker on each point.
     LineWithPoints,
+    /// A marker on each point, no line (a scatter of trials).
+    Points,
 }
 
 /// One named series of (x, y) points, optionally with symmetric error bars on y.
@@ -321,19 +323,25 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
                 reference_index += 1;
                 Look::reference(reference_index - 1)
             }
-            Style::Line | Style::LineWithPoints => {
+            Style::Line | Style::LineWithPoints | Style::Points => {
                 data_index += 1;
                 Look::data(data_index - 1)
             }
         };
         let color = look.color;
         let style = color.stroke_width(look.width);
+        // A scatter draws its line with no points: the legend entry without a line.
+        let drawn = if series.style == Style::Points {
+            Vec::new()
+        } else {
+            line.clone()
+        };
         let anno = match look.dash {
             Some((size, gap)) => ctx
-                .draw_series(DashedLineSeries::new(line.clone(), size, gap, style))
+                .draw_series(DashedLineSeries::new(drawn, size, gap, style))
                 .map_err(draw_err)?,
             None => ctx
-                .draw_series(LineSeries::new(line.clone(), style))
+                .draw_series(LineSeries::new(drawn, style))
                 .map_err(draw_err)?,
         };
         anno.label(&series.name).legend(move |(x, y)| {
@@ -344,7 +352,7 @@ fn draw_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) 
         });
         if let Some(shape) = look.marker {
             let at = match series.style {
-                Style::LineWithPoints => line.clone(),
+                Style::LineWithPoints | Style::Points => line.clone(),
                 _ => spread_markers(&line, (x0, x1), data_index - 1),
             };
             ctx.draw_series(at.into_iter().map(|p| {

@@ -52,6 +52,34 @@ const SPECIFIC: &[Summary] = &[
         rows: None,
     },
     Summary {
+        command: "tune",
+        headline: tune,
+        fields: &[
+            "model",
+            "dataset",
+            "epsilon",
+            "epsilon_per_trial",
+            "epsilon_kept_run",
+            "delta",
+            "tuning.description",
+            "best.learning_rate",
+            "best.max_grad_norm",
+            "best.batch_size",
+            "best.epochs",
+            "best.momentum",
+            "best.noisy_score",
+            "best.noise_multiplier",
+            "score.validation",
+            "score.validation_size",
+            "train_size",
+            "model_file",
+            "split_key",
+            "notes",
+            "seeded",
+        ],
+        rows: None,
+    },
+    Summary {
         command: "eval",
         headline: eval,
         fields: &[
@@ -584,6 +612,28 @@ fn train(v: &Value, d: Option<&Value>) -> String {
     )
 }
 
+/// `dpml tune`: what was kept, its test accuracy (a diagnostic) and the search's guarantee
+/// beside one trial's and the kept run's own.
+fn tune(v: &Value, d: Option<&Value>) -> String {
+    if v.get("best").is_none() {
+        return format!(
+            "the search drew no trial: nothing was trained; {}",
+            guarantee(v)
+        );
+    }
+    format!(
+        "kept {} on {} (noisy validation score {}){}: {} for the whole search, {} for one \
+         trial, {} the kept run alone would claim",
+        field(v, "model"),
+        field(v, "dataset"),
+        field(v, "best.noisy_score"),
+        diagnostic_accuracy(d, "test_accuracy", "test accuracy"),
+        guarantee(v),
+        field(v, "epsilon_per_trial"),
+        field(v, "epsilon_kept_run"),
+    )
+}
+
 /// The audit's headline: the best attack's AUC and TPR at 0.1% FPR, the empirical lower bound
 /// and what it is checked against (or that there is no claim to check).
 fn audit(v: &Value, _: Option<&Value>) -> String {
@@ -651,6 +701,15 @@ fn diagnostic_accuracy(d: Option<&Value>, key: &str, name: &str) -> String {
 
 fn account(v: &Value, _: Option<&Value>) -> String {
     let eps = |k: &str| lookup(v, &format!("epsilon.{k}")).map_or("-".into(), text);
+    if v.get("tuning").is_some() {
+        return format!(
+            "ε = {} (RDP) for the search ({}), {} for one trial, at δ = {}",
+            eps("rdp"),
+            field(v, "tuning.description"),
+            field(v, "epsilon_per_trial"),
+            field(v, "delta")
+        );
+    }
     // The PLD's own error bar: its lower bound beside the upper bound it reports.
     let pld = match lookup(v, "pld_lower") {
         Some(lower) => format!("{} (PLD; lower bound {})", eps("pld"), text(lower)),

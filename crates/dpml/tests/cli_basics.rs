@@ -261,7 +261,7 @@ fn release_rejects_bad_parameters() {
 #[test]
 fn dataset_help_names_every_input_form() {
     for command in [
-        "train", "eval", "label-dp", "kmeans", "query", "audit", "predict", "sweep", "rr",
+        "train", "eval", "label-dp", "kmeans", "query", "audit", "predict", "sweep", "rr", "tune",
     ] {
         let help = dpml(&[command, "--help"]);
         assert_eq!(help.code, 0, "{command}: {}", help.stderr);

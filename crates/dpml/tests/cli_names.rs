@@ -13,7 +13,7 @@ fn help(cmd: &str) -> String {
 
 #[test]
 fn help_lists_every_model_training_accepts() {
-    for cmd in ["train", "label-dp", "audit", "sweep"] {
+    for cmd in ["train", "label-dp", "audit", "sweep", "tune"] {
         let text = help(cmd);
         for name in dpml_learn::dpsgd::MODEL_NAMES {
             assert!(text.contains(name), "`{cmd} --help` does not list {name}");

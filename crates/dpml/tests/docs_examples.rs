@@ -68,7 +68,7 @@ pages! {
     your_data => "docs/src/your-data.md";
     inputs => "docs/src/inputs.md";
     saved_models => "docs/src/saved-models.md";
-    tuning => "docs/src/tuning.md";
+    tuning => "docs/src/tuning.md", mnist: tuning_with_mnist;
     label_dp_kmeans => "docs/src/label-dp-kmeans.md";
     accounting => "docs/src/accounting.md";
     auditing => "docs/src/auditing.md";

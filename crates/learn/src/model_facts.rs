@@ -55,6 +55,25 @@ pub struct RegressionFacts {
     pub output_scale: f64,
 }
 
+/// How a model was chosen by a private hyperparameter search (`dpml tune`): the best of a
+/// secret, random number of DP-SGD trials. The facts' ε, δ and accountant are then the whole
+/// search's (Papernot & Steinke's RDP bound); σ, q and steps are the kept trial's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuningFacts {
+    /// The law of the number of trials.
+    pub repetitions: dpml_mechanisms::Repetitions,
+    /// ε of one trial by itself (its DP-SGD run and its noisy score), at the facts' δ.
+    pub epsilon_per_trial: f64,
+    /// ε the kept trial's run alone would have claimed (its recipe's accountant), had the
+    /// search not been counted.
+    pub epsilon_kept_run: Option<f64>,
+    /// What the trials were scored on: a private validation split (noisy counts) or a public
+    /// validation set.
+    pub validation: String,
+    /// The kept trial's score: its noisy validation accuracy (or exact, on a public set).
+    pub score: f64,
+}
+
 /// The train/test split a training run cut from its records: public (a key drawn independently
 /// of the data, and the share held out), so `dpml eval` can hold out the same records by
 /// default.
@@ -115,6 +134,9 @@ pub struct ModelFacts {
     /// How a regression model's output reads as a label value (regression only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regression: Option<RegressionFacts>,
+    /// The private hyperparameter search that chose the model, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<TuningFacts>,
     /// The split that held the test records out, when the run cut one (files written before
     /// this field, or models of a source with its own test split, have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,6 +178,7 @@ impl ModelFacts {
             input_perturbation: None,
             task: Task::Classification,
             regression: None,
+            tuning: None,
             split: None,
             classes: None,
             dataset: dataset.into(),
@@ -219,6 +242,18 @@ impl ModelFacts {
                 output_scale,
             });
         }
+        self
+    }
+
+    /// These facts for a model kept by a private search whose guarantee is (`epsilon`,
+    /// `delta`) from the RDP accountant: the search's, replacing the kept run's own.
+    pub fn with_tuning(mut self, tuning: TuningFacts, epsilon: f64, delta: f64) -> Self {
+        self.epsilon = Some(epsilon);
+        self.delta = Some(delta);
+        self.accountant = Some("rdp".into());
+        self.bounds = Some(BoundKind::UpperBound);
+        self.accountant_note = None;
+        self.tuning = Some(tuning);
         self
     }
 
@@ -307,6 +342,23 @@ impl ModelFacts {
                 |d| (0.0..1.0).contains(&d),
                 "in [0, 1)",
             );
+        }
+        if let Some(t) = &self.tuning {
+            check(
+                "tuning.epsilon_per_trial",
+                Some(t.epsilon_per_trial),
+                |e| e.is_finite() && e >= 0.0,
+                "a finite number ≥ 0",
+            );
+            check(
+                "tuning.epsilon_kept_run",
+                t.epsilon_kept_run,
+                |e| e.is_finite() && e >= 0.0,
+                "a finite number ≥ 0",
+            );
+        }
+        if let Some(Err(e)) = self.tuning.as_ref().map(|t| t.repetitions.validate()) {
+            out.push(format!("tuning.repetitions: {e}"));
         }
         let private = self.guarantee != Guarantee::NonPrivate;
         if private && (self.epsilon.is_none() || self.delta.is_none()) {
@@ -444,6 +496,49 @@ mod tests {
             (Guarantee::DpSgd, Some(3.0))
         );
         assert_eq!(both.input_perturbation.unwrap().epsilon_per_record, 2.0);
+    }
+
+    #[test]
+    fn a_tuned_model_carries_the_search_guarantee() {
+        let tuning = TuningFacts {
+            repetitions: dpml_mechanisms::Repetitions::Poisson { mean: 10.0 },
+            epsilon_per_trial: 1.9,
+            epsilon_kept_run: Some(1.6),
+            validation: "private validation split".into(),
+            score: 0.97,
+        };
+        let f = ModelFacts::from_training(&report(Some(1.6)), "mnist", 54000, "add/remove")
+            .with_tuning(tuning.clone(), 3.0, 1e-5);
+        assert_eq!(
+            (f.epsilon, f.accountant.as_deref()),
+            (Some(3.0), Some("rdp"))
+        );
+        assert_eq!(f.noise_multiplier, Some(1.1));
+        let json = serde_json::to_string(&f).unwrap();
+        assert!(
+            json.contains(r#""tuning":{"repetitions":{"law":"poisson","mean":10.0}"#),
+            "{json}"
+        );
+        let back: ModelFacts = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.tuning.as_ref(), Some(&tuning));
+        assert!(f.problems().is_empty(), "{:?}", f.problems());
+        let forged = f.clone().with_tuning(
+            TuningFacts {
+                repetitions: dpml_mechanisms::Repetitions::Poisson { mean: -2.0 },
+                epsilon_per_trial: f64::NAN,
+                ..tuning.clone()
+            },
+            3.0,
+            1e-5,
+        );
+        let problems = forged.problems().join("; ");
+        for name in ["tuning.repetitions", "tuning.epsilon_per_trial NaN"] {
+            assert!(problems.contains(name), "{problems}");
+        }
+        // Files without the field read as untuned.
+        let plain = ModelFacts::from_training(&report(Some(1.6)), "mnist", 54000, "add/remove");
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("tuning"));
     }
 
     #[test]

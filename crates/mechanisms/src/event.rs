@@ -78,6 +78,24 @@ pub enum PrivacyEvent {
         /// The events, in order.
         events: Vec<PrivacyEvent>,
     },
+    /// A release whose guarantee is the worst of `events`' guarantees: one of them picked at
+    /// random independently of the data (a search trial's drawn hyperparameters decide which,
+    /// and the pick may be released), or each run on its own part of the data where a record's
+    /// part depends on that record alone (a trial's training split and its validation split),
+    /// so that neighbouring data sets differ in one part only.
+    WorstOf {
+        /// The events (at least one).
+        events: Vec<PrivacyEvent>,
+    },
+    /// `event` run K times, K drawn from `repetitions` (secret), with only the best output
+    /// released: a private hyperparameter search (Papernot & Steinke 2022). Accounted by the
+    /// RDP accountant alone.
+    RepeatAndSelect {
+        /// The law of the number of runs K.
+        repetitions: crate::Repetitions,
+        /// One run, including the noisy score it is selected by.
+        event: Box<PrivacyEvent>,
+    },
 }
 
 impl PrivacyEvent {
@@ -94,6 +112,8 @@ impl PrivacyEvent {
             PrivacyEvent::PoissonSampled { .. } => "poisson_sampled",
             PrivacyEvent::SelfComposed { .. } => "self_composed",
             PrivacyEvent::Composed { .. } => "composed",
+            PrivacyEvent::WorstOf { .. } => "worst_of",
+            PrivacyEvent::RepeatAndSelect { .. } => "repeat_and_select",
         }
     }
 

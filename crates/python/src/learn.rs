@@ -15,6 +15,7 @@ use dpml_core::nn::Sequential;
 use dpml_core::observe::Silent;
 use dpml_core::train::fit::{Fitted, RunContext, save_bytes};
 use dpml_core::train::{FitOptions, MEMORY_DATASET, RecipeOptions};
+use dpml_core::tune::KeptModel;
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -39,6 +40,15 @@ impl TrainedModel {
             model: f.model,
             input: f.input,
             facts: Some(f.facts),
+        }
+    }
+
+    /// The model a private search kept.
+    pub(crate) fn from_kept(k: KeptModel) -> Self {
+        Self {
+            model: k.model,
+            input: k.input,
+            facts: Some(k.facts),
         }
     }
 
@@ -125,6 +135,15 @@ impl TrainedModel {
     }
 }
 
+/// The records `x` labelled `y` (each an index into `classes`) as a data set.
+pub(crate) fn labelled(
+    x: &PyReadonlyArray2<'_, f64>,
+    y: &PyReadonlyArray1<'_, i64>,
+    classes: &[String],
+) -> PyResult<Dataset> {
+    Ok(dataset(x, labels(y, classes.len())?, classes))
+}
+
 /// Records in memory as a data set named [`MEMORY_DATASET`], labels indexing `classes`.
 fn dataset(x: &PyReadonlyArray2<'_, f64>, y: Vec<u32>, classes: &[String]) -> Dataset {
     let x = x.as_array();
@@ -169,20 +188,14 @@ fn fit_result(f: Fitted) -> PyResult<FitResult> {
     Ok((TrainedModel::from_fitted(f), release, log))
 }
 
-/// Trains a DP-SGD classifier with `dpml train`'s table recipe, overridden by the keywords
-/// given (`None`: the recipe's).
-#[pyfunction]
-#[pyo3(signature = (x, y, classes, bounds, *, model=None, hidden=None, arch_json=None, epsilon=None, noise_multiplier=None, delta=None, epochs=None, batch_size=None, max_grad_norm=None, learning_rate=None, seed=None, ledger=None))]
-#[allow(clippy::too_many_arguments)]
-fn dpsgd_fit(
-    py: Python<'_>,
-    x: PyReadonlyArray2<'_, f64>,
-    y: PyReadonlyArray1<'_, i64>,
-    classes: Vec<String>,
-    bounds: Option<Vec<(f64, f64)>>,
+/// The DP-SGD recipe of the network estimators, as one dict of their keywords (every key
+/// present; `None`: the table recipe's value).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(crate) struct RecipeKeywords {
     model: Option<String>,
     hidden: Option<Vec<usize>>,
-    arch_json: Option<&str>,
+    arch_json: Option<String>,
     epsilon: Option<f64>,
     noise_multiplier: Option<f64>,
     delta: Option<f64>,
@@ -190,34 +203,60 @@ fn dpsgd_fit(
     batch_size: Option<usize>,
     max_grad_norm: Option<f64>,
     learning_rate: Option<f64>,
+}
+
+impl RecipeKeywords {
+    /// What `dpml train` on a table would be asked with these keywords, the declared `bounds`
+    /// and `classes`.
+    pub(crate) fn fit_options(
+        self,
+        bounds: Option<Vec<(f64, f64)>>,
+        classes: Vec<String>,
+    ) -> PyResult<FitOptions> {
+        let arch_spec = self
+            .arch_json
+            .map(|text| dpml_core::arch::arch_from_json(&text, "arch"))
+            .transpose()
+            .map_err(value_error)?;
+        Ok(FitOptions {
+            recipe: RecipeOptions {
+                model: self.model,
+                hidden: self.hidden,
+                arch_spec,
+                epsilon: self.epsilon,
+                noise_multiplier: self.noise_multiplier,
+                delta: self.delta,
+                epochs: self.epochs,
+                batch_size: self.batch_size,
+                max_grad_norm: self.max_grad_norm,
+                lr: self.learning_rate,
+                ..RecipeOptions::default()
+            },
+            bounds: feature_bounds(bounds),
+            classes,
+        })
+    }
+}
+
+/// Trains a DP-SGD classifier with `dpml train`'s table recipe, overridden by the `recipe`
+/// keywords given (`None`: the recipe's).
+#[pyfunction]
+#[pyo3(signature = (x, y, classes, bounds, recipe, *, seed=None, ledger=None))]
+#[allow(clippy::too_many_arguments)]
+fn dpsgd_fit(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    y: PyReadonlyArray1<'_, i64>,
+    classes: Vec<String>,
+    bounds: Option<Vec<(f64, f64)>>,
+    recipe: RecipeKeywords,
     seed: Option<u64>,
     ledger: Option<PyRef<'_, PyLedger>>,
 ) -> PyResult<FitResult> {
     let mut rng = guard::rng(seed)?;
-    let labels = labels(&y, classes.len())?;
-    let data = dataset(&x, labels, &classes);
+    let data = labelled(&x, &y, &classes)?;
     let ledger = inner(&ledger);
-    let arch_spec = arch_json
-        .map(|text| dpml_core::arch::arch_from_json(text, "arch"))
-        .transpose()
-        .map_err(value_error)?;
-    let options = FitOptions {
-        recipe: RecipeOptions {
-            model,
-            hidden,
-            arch_spec,
-            epsilon,
-            noise_multiplier,
-            delta,
-            epochs,
-            batch_size,
-            max_grad_norm,
-            lr: learning_rate,
-            ..RecipeOptions::default()
-        },
-        bounds: feature_bounds(bounds),
-        classes,
-    };
+    let options = recipe.fit_options(bounds, classes)?;
     let fitted = guard::run(py, || {
         dpml_core::train::fit(&options, &data, &mut rng, &mut Silent, ledger)
     })?;
@@ -247,8 +286,7 @@ fn label_dp_fit(
     ledger: Option<PyRef<'_, PyLedger>>,
 ) -> PyResult<FitResult> {
     let mut rng = guard::rng(seed)?;
-    let labels = labels(&y, classes.len())?;
-    let data = dataset(&x, labels, &classes);
+    let data = labelled(&x, &y, &classes)?;
     let ledger = inner(&ledger);
     let defaults = LabelDpRecipe::default();
     let recipe = LabelDpRecipe {
@@ -387,7 +425,7 @@ fn kmeans_fit<'py>(
 }
 
 /// The defaults of every front, from `dpml-core` (JSON): the table recipe of `dpml train`,
-/// label DP's, k-means', calibration's and RR-with-prior's.
+/// label DP's, k-means', a search's, calibration's and RR-with-prior's.
 #[pyfunction]
 fn defaults() -> PyResult<String> {
     let table = dpml_core::train::table_recipe();
@@ -415,6 +453,10 @@ fn defaults() -> PyResult<String> {
         "kmeans": {
             "algorithm": dpml_core::kmeans::DEFAULT_ALGORITHM.name(),
             "n_clusters": dpml_core::kmeans::DEFAULT_CLUSTERS,
+        },
+        "tune": {
+            "validation_fraction": dpml_core::tune::DEFAULT_VALIDATION_FRACTION,
+            "score_share": dpml_core::tune::DEFAULT_SCORE_SHARE,
         },
         "calibration_accountant": dpml_core::account::CalibrationAccountant::default().name(),
         "top_k_rule": dpml_core::learn::label_dp::TopKRule::default().name(),

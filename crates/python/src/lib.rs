@@ -15,6 +15,7 @@ mod learn;
 mod ledger;
 mod mechanisms;
 mod sql;
+mod tune;
 
 /// The extension module, imported as `dpml._native`.
 #[pymodule]
@@ -26,5 +27,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mechanisms::register(m)?;
     learn::register(m)?;
     sql::register(m)?;
+    tune::register(m)?;
     Ok(())
 }

@@ -276,6 +276,21 @@ impl Flat {
                     self.push(e, count)?;
                 }
             }
+            PrivacyEvent::RepeatAndSelect { .. } => {
+                return Err(AccountingError::Unsupported(
+                    "the PLD accountant has no bound for repeat_and_select (a private \
+                     hyperparameter search); Papernot & Steinke's theorems are RDP bounds: use \
+                     the RDP accountant"
+                        .into(),
+                ));
+            }
+            PrivacyEvent::WorstOf { .. } => {
+                return Err(AccountingError::Unsupported(
+                    "the PLD accountant does not take worst_of events (the worst of several \
+                     mechanisms); use the RDP accountant"
+                        .into(),
+                ));
+            }
         }
         Ok(())
     }

@@ -49,6 +49,13 @@ impl Cost {
         }
     }
 
+    fn curve_values(rdp: Vec<f64>) -> Self {
+        Cost {
+            rdp,
+            ..Cost::zero(0)
+        }
+    }
+
     fn approximate(orders: usize, epsilon: f64, delta: f64) -> Self {
         Cost {
             epsilon,
@@ -76,6 +83,17 @@ impl Cost {
         self.epsilon += other.epsilon;
         self.delta += other.delta;
         self.has_pure |= other.has_pure;
+    }
+
+    /// The pointwise larger of two costs: a bound for either.
+    fn worst(mut self, other: &Cost) -> Self {
+        for (a, b) in self.rdp.iter_mut().zip(&other.rdp) {
+            *a = a.max(*b);
+        }
+        self.epsilon = self.epsilon.max(other.epsilon);
+        self.delta = self.delta.max(other.delta);
+        self.has_pure |= other.has_pure;
+        self
     }
 
     fn times(mut self, count: u64) -> Self {
@@ -151,6 +169,43 @@ pub(crate) fn cost(
                 total.add(&cost(e, orders, mode)?);
             }
             total
+        }
+        PrivacyEvent::WorstOf { events } => {
+            // A data-independent pick among mechanisms: exp((α−1)D_α) of the mixture is at
+            // most the weighted mean of its parts' (joint convexity), so below the worst; the
+            // (ε, δ) parts likewise (the hockey-stick divergence is jointly convex). Mechanisms
+            // on disjoint, per-record parts of the data: a neighbouring pair differs in one
+            // part, where one mechanism's bound holds and the others' outputs are identical.
+            let mut worst: Option<Cost> = None;
+            for e in events {
+                let c = cost(e, orders, mode)?;
+                worst = Some(match worst {
+                    None => c,
+                    Some(w) => w.worst(&c),
+                });
+            }
+            worst.ok_or_else(|| {
+                AccountingError::InvalidParameter(
+                    "a worst_of event needs at least one event".into(),
+                )
+            })?
+        }
+        PrivacyEvent::RepeatAndSelect { repetitions, event } => {
+            // The theorems take the run's RDP curve: its pure parts go into the curve, and
+            // (ε, δ) parts with δ > 0 (which have none) are refused.
+            let run = cost(event, orders, PureAs::Rdp)?;
+            if run.delta > 0.0 || run.epsilon > 0.0 {
+                return Err(AccountingError::Unsupported(format!(
+                    "repeat_and_select needs a run with an RDP curve; its {} event has (ε, δ) \
+                     parts with δ > 0, which have none",
+                    event.kind()
+                )));
+            }
+            Cost::curve_values(super::repeat::repeat_and_select(
+                orders,
+                &run.rdp,
+                repetitions,
+            )?)
         }
     })
 }
@@ -276,7 +331,22 @@ pub(crate) fn dp_guarantee(event: &PrivacyEvent) -> Result<Option<(f64, f64)>, A
             }
             Some((eps, delta))
         }
-        PrivacyEvent::Gaussian { .. } | PrivacyEvent::DiscreteGaussian { .. } => None,
+        PrivacyEvent::WorstOf { events } => {
+            let (mut eps, mut delta) = (0.0f64, 0.0f64);
+            for e in events {
+                match dp_guarantee(e)? {
+                    Some((a, b)) => {
+                        eps = eps.max(a);
+                        delta = delta.max(b);
+                    }
+                    None => return Ok(None),
+                }
+            }
+            Some((eps, delta))
+        }
+        PrivacyEvent::Gaussian { .. }
+        | PrivacyEvent::DiscreteGaussian { .. }
+        | PrivacyEvent::RepeatAndSelect { .. } => None,
     })
 }
 

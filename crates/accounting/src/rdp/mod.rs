@@ -11,6 +11,7 @@ pub(crate) mod check;
 mod compose;
 mod conversion;
 mod curves;
+mod repeat;
 mod sampled_gaussian;
 
 pub use conversion::Conversion;

@@ -8,6 +8,7 @@ use std::path::Path;
 use dpml_data::{Dataset, FeatureBounds, Schema};
 use dpml_learn::dpsgd::{
     self, EpochLog, InputTransform, Normalization, Objective, Task, TrainConfig, TrainOutcome,
+    TrainReport,
 };
 use dpml_learn::model_facts::{ModelFacts, SplitFacts};
 use dpml_learn::perturbation::input::PerturbationReport;
@@ -157,15 +158,7 @@ pub(super) fn finish(
         (Some(_), None) => neighbouring::FEATURES,
         _ => neighbouring::ADD_REMOVE,
     };
-    let mut facts = ModelFacts::from_training(
-        &outcome.report,
-        &ctx.dataset_label,
-        train.n,
-        neighbouring::ADD_REMOVE,
-    )
-    .with_objective(Objective::new(task, train.n_classes), train.n_classes)
-    .with_split(ctx.split.clone())
-    .with_classes(train.class_names.clone());
+    let mut facts = model_facts(&outcome.report, task, train, ctx);
     if let Some(p) = perturbation {
         facts = facts.with_input_perturbation(p, neighbouring::FEATURES);
     }
@@ -217,6 +210,25 @@ pub(super) fn finish(
     })
 }
 
+/// The privacy facts of a DP-SGD run for `task` on `train` that `report` describes, in the
+/// context `ctx` (its data set, split and classes), before any input perturbation or search.
+pub(crate) fn model_facts(
+    report: &TrainReport,
+    task: Task,
+    train: &Dataset,
+    ctx: &RunContext<'_>,
+) -> ModelFacts {
+    ModelFacts::from_training(
+        report,
+        &ctx.dataset_label,
+        train.n,
+        neighbouring::ADD_REMOVE,
+    )
+    .with_objective(Objective::new(task, train.n_classes), train.n_classes)
+    .with_split(ctx.split.clone())
+    .with_classes(train.class_names.clone())
+}
+
 /// What to train on records in memory: the recipe of `dpml train` on a table (`csv:`), with
 /// these overrides, and what is declared about the records.
 #[derive(Debug, Clone, Default)]
@@ -231,6 +243,33 @@ pub struct FitOptions {
 
 /// The name records in memory are reported under.
 pub const MEMORY_DATASET: &str = "array";
+
+impl FitOptions {
+    /// The recipe these options ask for on `data`, the schema they declare and the notes on
+    /// choices made for the caller: the table recipe with the overrides, a default batch
+    /// fitted to the records, features scaled from the declared bounds.
+    ///
+    /// # Errors
+    /// As [`fit`], before any training.
+    pub(crate) fn table_recipe(
+        &self,
+        data: &Dataset,
+    ) -> Result<(TrainConfig, Schema, Vec<String>)> {
+        let mut cfg = self.recipe.apply(table_recipe())?;
+        let notes: Vec<String> = fit_batch_to_data(&mut cfg, &self.recipe, data.n)
+            .into_iter()
+            .collect();
+        let mut schema = Schema::default();
+        if let Some(b) = &self.bounds {
+            schema = schema.with_bounds(b.clone())?;
+        }
+        schema = schema.with_classes(self.classes.clone())?;
+        let ranges = schema.require_bounds(MEMORY_DATASET, data.n_features())?;
+        cfg.normalize = Normalization::feature_ranges(&ranges);
+        cfg.validate()?;
+        Ok((cfg, schema, notes))
+    }
+}
 
 /// Trains a classifier on `data` (records in memory, labels indexing `o.classes`) as `dpml
 /// train` trains on a table: the same recipe and defaults, the same release (without a test
@@ -249,18 +288,7 @@ pub fn fit(
     observer: &mut dyn Observer,
     ledger: Option<&Ledger>,
 ) -> Result<Fitted> {
-    let mut cfg = o.recipe.apply(table_recipe())?;
-    let notes: Vec<String> = fit_batch_to_data(&mut cfg, &o.recipe, data.n)
-        .into_iter()
-        .collect();
-    let mut schema = Schema::default();
-    if let Some(b) = &o.bounds {
-        schema = schema.with_bounds(b.clone())?;
-    }
-    schema = schema.with_classes(o.classes.clone())?;
-    let ranges = schema.require_bounds(MEMORY_DATASET, data.n_features())?;
-    cfg.normalize = Normalization::feature_ranges(&ranges);
-    cfg.validate()?;
+    let (cfg, schema, notes) = o.table_recipe(data)?;
     let ctx = RunContext {
         notes,
         ..RunContext::in_memory(&schema)

@@ -306,8 +306,23 @@ pub(super) fn normalized(
     data: &dpml_data::Dataset,
     cfg: &TrainConfig,
 ) -> Result<TrainConfig> {
+    with_public_normalization(o.preset.as_deref(), source, schema, data, cfg)
+}
+
+/// `cfg` with the public normalisation of `source` ([`public_normalization`]), unless `preset`
+/// fixed one and no bounds are declared.
+///
+/// # Errors
+/// As [`public_normalization`].
+pub(crate) fn with_public_normalization(
+    preset: Option<&str>,
+    source: &Source,
+    schema: &dpml_data::Schema,
+    data: &dpml_data::Dataset,
+    cfg: &TrainConfig,
+) -> Result<TrainConfig> {
     let mut cfg = cfg.clone();
-    if o.preset.is_none() || schema.bounds_provenance == Some(dpml_data::Provenance::Declared) {
+    if preset.is_none() || schema.bounds_provenance == Some(dpml_data::Provenance::Declared) {
         cfg.normalize = public_normalization(source, schema, data)?;
     }
     Ok(cfg)

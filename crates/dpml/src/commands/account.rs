@@ -14,6 +14,7 @@ use super::schedule::ScheduleArgs;
 use crate::args;
 use crate::error::{CliError, CliResult};
 use crate::output::Output;
+use crate::trials_args::{LawArg, TrialsArgs};
 
 /// Which accountants to run.
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +67,13 @@ pub struct AccountArgs {
     /// RDP to (ε, δ) conversion.
     #[arg(long, value_enum, default_value = "current")]
     pub conversion: ConversionArg,
+    /// The guarantee of a private search over the event: it runs K times, K drawn in secret
+    /// from this law (with --trials-mean, and --eta for the truncated negative binomial), and
+    /// only the best run is released (Papernot & Steinke 2022; RDP only).
+    #[arg(long, value_enum, value_name = "LAW")]
+    pub tuning: Option<LawArg>,
+    #[command(flatten)]
+    pub trials: TrialsArgs,
 }
 
 /// Run `dpml account`.
@@ -77,13 +85,33 @@ pub fn run(a: &AccountArgs, out: Output) -> CliResult<()> {
         Which::Gdp => account::Which::Gdp,
         Which::All => account::Which::All,
     };
-    out.emit(&account::account(
-        &event,
-        inputs,
-        a.delta,
-        which,
-        a.conversion.into(),
-    )?);
+    let result = match a.tuning {
+        Some(law) => {
+            if matches!(a.accountant, Which::Pld | Which::Gdp) {
+                return Err(CliError::usage(format!(
+                    "--tuning has an RDP bound only (Papernot & Steinke's theorems): drop \
+                     --accountant {}",
+                    format!("{:?}", a.accountant).to_lowercase()
+                )));
+            }
+            let repetitions = a.trials.repetitions(law, "--tuning")?;
+            account::account_search(
+                &event,
+                repetitions,
+                inputs,
+                a.delta,
+                account::Which::Rdp,
+                a.conversion.into(),
+            )?
+        }
+        None if a.trials.any() => {
+            return Err(CliError::usage(
+                "--trials-mean and --eta describe a search: give --tuning LAW",
+            ));
+        }
+        None => account::account(&event, inputs, a.delta, which, a.conversion.into())?,
+    };
+    out.emit(&result);
     Ok(())
 }
 

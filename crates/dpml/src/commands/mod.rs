@@ -26,3 +26,4 @@ pub mod sweep_gather;
 pub mod sweep_mia;
 pub mod tradeoff;
 pub mod train;
+pub mod tune;

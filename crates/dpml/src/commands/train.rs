@@ -224,9 +224,10 @@ impl SplitArgs {
     }
 }
 
-/// Flags of `dpml train`.
-#[derive(Args, Debug)]
-pub struct TrainArgs {
+/// What a training command trains on and from which recipe: the data set (else the preset's)
+/// and a named recipe.
+#[derive(Args, Debug, Clone)]
+pub struct SourceArgs {
     #[arg(long, value_parser = args::dataset, help = concat!("Data set: ", args::dataset_help!()))]
     pub dataset: Option<Source>,
     /// Label column of a csv: data set.
@@ -235,6 +236,13 @@ pub struct TrainArgs {
     /// A named recipe (see `dpml presets`); flags given with it override it.
     #[arg(long)]
     pub preset: Option<String>,
+}
+
+/// Flags of `dpml train`.
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
     #[command(flatten)]
     pub training: TrainingArgs,
     #[command(flatten)]
@@ -282,10 +290,10 @@ impl TrainArgs {
     /// What these flags ask of the library's training workflow.
     fn options(&self, data_dir: Option<&Path>) -> TrainOptions {
         TrainOptions {
-            dataset: self.dataset.clone(),
-            label_column: self.label_column.clone(),
+            dataset: self.source.dataset.clone(),
+            label_column: self.source.label_column.clone(),
             data_dir: data_dir.map(Path::to_path_buf),
-            preset: self.preset.clone(),
+            preset: self.source.preset.clone(),
             recipe: self.training.options(),
             task: self.task,
             split: self.split.options(),

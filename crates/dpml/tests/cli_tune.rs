@@ -1,0 +1,238 @@
+//! `dpml tune` and `dpml account --tuning` as a user runs them: the JSON contract, the kept
+//! model's facts, the plot and the ledger; bad search spaces and unreachable targets refused
+//! with one line and exit 2, before any training.
+
+mod common;
+
+use common::dpml;
+
+/// A tiny search on the embedded digits (logistic regression, 2 epochs a trial).
+fn tune(extra: &[&str]) -> common::Run {
+    let mut args = vec![
+        "tune",
+        "--dataset",
+        "digits",
+        "--epochs",
+        "2",
+        "--trials-mean",
+        "3",
+        "--epsilon",
+        "2",
+        "--seed",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    if !extra.contains(&"--search") {
+        args.extend_from_slice(&["--search", "learning-rate=0.5..4 log, batch-size=64|128"]);
+    }
+    dpml(&args)
+}
+
+#[test]
+fn bad_search_spaces_are_refused_with_one_line() {
+    for (space, needle) in [
+        (
+            "learning-rate=2..0.5",
+            "empty range 2..0.5 for learning-rate",
+        ),
+        (
+            "learning-rate=-0.1..2",
+            "learning-rate in the search space must be > 0, got -0.1",
+        ),
+        ("temperature=1..2", "unknown hyperparameter \"temperature\""),
+        ("batch-size=128", "one point only"),
+        ("batch-size=100000", "one point only"),
+        ("batch-size=64..4000", "more than the"),
+    ] {
+        tune(&["--search", space]).assert_usage_error(needle);
+        // With --json, the error object on stdout.
+        let r = tune(&["--search", space, "--json"]);
+        r.assert_usage_error(needle);
+        assert!(r.stdout.contains("\"exit_code\":2"), "{}", r.stdout);
+    }
+    let missing = std::env::temp_dir().join("dpml-no-such-space.toml");
+    tune(&["--search", missing.to_str().unwrap()]).assert_usage_error("cannot read search space");
+}
+
+#[test]
+fn a_target_that_cannot_be_met_is_refused_before_training() {
+    let r = dpml(&[
+        "tune",
+        "--dataset",
+        "digits",
+        "--search",
+        "learning-rate=0.5..4 log",
+        "--trials-mean",
+        "100",
+        "--epsilon",
+        "0.05",
+    ]);
+    r.assert_usage_error("cannot meet epsilon = 0.05");
+    // One line and nothing else: no training progress.
+    assert!(!r.stderr.contains("train:"), "{}", r.stderr);
+    for (flags, needle) in [
+        (&["--non-private"][..], "not --non-private"),
+        (
+            &["--trials", "truncated-negative-binomial"][..],
+            "needs --eta",
+        ),
+        (&["--eta", "0.5"][..], "--eta 0.5 applies to"),
+        (&["--accountant", "gdp"][..], "--accountant gdp"),
+        (
+            &["--trials-mean", "0.5"][..],
+            "mean number of trials must be in [1, 1000]",
+        ),
+    ] {
+        let mut args = vec![
+            "tune",
+            "--dataset",
+            "digits",
+            "--search",
+            "learning-rate=0.5..4 log",
+        ];
+        if !flags.contains(&"--trials-mean") {
+            args.extend_from_slice(&["--trials-mean", "3"]);
+        }
+        if !flags.contains(&"--non-private") {
+            args.extend_from_slice(&["--epsilon", "2"]);
+        }
+        args.extend_from_slice(flags);
+        dpml(&args).assert_usage_error(needle);
+    }
+}
+
+#[test]
+fn a_search_reports_its_total_and_keeps_the_trials_in_the_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("kept.safetensors");
+    let plots = dir.path().join("plots");
+    let r = tune(&[
+        "--save-model",
+        model.to_str().unwrap(),
+        "--plot",
+        plots.to_str().unwrap(),
+        "--json",
+    ]);
+    let v = r.json();
+    let eps = v["epsilon"].as_f64().unwrap();
+    assert!(eps <= 2.0 && eps > 1.99, "{eps}");
+    assert_eq!(v["accountant"], "rdp");
+    assert!(v["epsilon_per_trial"].as_f64().unwrap() < eps);
+    let trials = v["diagnostics"]["trials"].as_array().unwrap();
+    assert_eq!(v["diagnostics"]["trials_run"], trials.len());
+    assert!(v.get("trials").is_none());
+    // Progress: a line per trial on stderr.
+    assert_eq!(
+        r.stderr.matches("tune: trial ").count(),
+        2 * trials.len(),
+        "{}",
+        r.stderr
+    );
+    if trials.is_empty() {
+        return;
+    }
+    assert!(v["epsilon_kept_run"].as_f64().unwrap() < eps);
+    assert!(v["best"]["noisy_score"].is_number());
+    assert!(plots.join("tune.png").exists() && plots.join("tune.svg").exists());
+    // The kept model's facts carry the search's guarantee.
+    let inspect = dpml(&["inspect", model.to_str().unwrap(), "--json"]).json();
+    let text = inspect.to_string();
+    assert!(text.contains("\"tuning\""), "{text}");
+    assert!(text.contains("\"law\":\"poisson\""), "{text}");
+    // ... and the split that held the test records out: `eval` holds out the same ones.
+    assert_eq!(
+        inspect["privacy"]["split"]["key"], v["split_key"],
+        "{inspect}"
+    );
+    let m = model.to_str().unwrap();
+    let eval = dpml(&["eval", "--model-file", m, "--dataset", "digits", "--json"]).json();
+    assert_eq!(eval["split_key"], v["split_key"]);
+    assert_eq!(
+        eval["diagnostics"]["test_size"],
+        v["diagnostics"]["test_size"]
+    );
+    // Without the diagnostics: no trials, no scores of trials in the progress.
+    let quiet = tune(&["--json", "--no-diagnostics"]);
+    let q = quiet.json();
+    assert!(q.get("diagnostics").is_none(), "{q}");
+    assert!(!quiet.stderr.contains("noisy score"), "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("trials drawn"), "{}", quiet.stderr);
+}
+
+#[test]
+fn a_search_is_checked_before_it_trains_and_charged_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("budget.ledger");
+    let l = ledger.to_str().unwrap();
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        l,
+        "--budget-epsilon",
+        "3",
+        "--json",
+    ])
+    .json();
+    let v = tune(&["--ledger", l, "--json"]).json();
+    assert_eq!(v["ledger"]["entries"], 1);
+    let spent = v["ledger"]["spent"].as_f64().unwrap();
+    assert!((spent - v["epsilon"].as_f64().unwrap()).abs() < 1e-9, "{v}");
+    // A second search does not fit the rest of the budget: refused before anything trains,
+    // with the one error line and nothing else printed, and nothing recorded.
+    let r = tune(&["--ledger", l]);
+    r.assert_usage_error("over budget");
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    let show = dpml(&["ledger", "show", "--ledger", l, "--json"]).json();
+    assert_eq!(show["entries"].as_array().unwrap().len(), 1, "{show}");
+    let entry = &show["entries"][0];
+    assert_eq!(entry["event"]["type"], "repeat_and_select");
+    assert_eq!(
+        (&entry["command"], &entry["dataset"]),
+        (&"tune".into(), &"digits".into())
+    );
+}
+
+#[test]
+fn account_prints_the_guarantee_of_a_search_over_any_event() {
+    let events = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/events.json");
+    let base = ["account", "--events", events, "--delta", "1e-5", "--json"];
+    let with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        dpml(&a)
+    };
+    let one = with(&[]).json()["epsilon"]["rdp"].as_f64().unwrap();
+    let v = with(&["--tuning", "poisson", "--trials-mean", "10"]).json();
+    let search = v["epsilon"]["rdp"].as_f64().unwrap();
+    assert_eq!(v["epsilon_per_trial"].as_f64().unwrap(), one);
+    assert!(search > one && search < 3.0 * one, "{search} vs {one}");
+    assert_eq!(v["tuning"]["law"], "poisson");
+    let log = with(&[
+        "--tuning",
+        "truncated-negative-binomial",
+        "--eta",
+        "0",
+        "--trials-mean",
+        "10",
+    ])
+    .json();
+    assert!(
+        log["tuning"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("logarithmic")
+    );
+    with(&["--trials-mean", "10"]).assert_usage_error("give --tuning LAW");
+    with(&[
+        "--tuning",
+        "poisson",
+        "--trials-mean",
+        "10",
+        "--accountant",
+        "pld",
+    ])
+    .assert_usage_error("RDP bound only");
+    with(&["--tuning", "poisson"]).assert_usage_error("needs --trials-mean");
+}

@@ -1,0 +1,502 @@
+//! The random number of trials of a private hyperparameter search (Papernot & Steinke 2022):
+//! the laws, their means, and an exact sampler.
+//!
+//! Running a private mechanism a *fixed* number of times and keeping the best output is not
+//! private in general; running it K times with K drawn from one of these laws, and releasing
+//! only the best output, is (the accountant's `repeat_and_select` event turns the trial's RDP
+//! curve into the whole search's). The analysis holds for the law exactly, so K is drawn
+//! exactly: the laws' probabilities are ratios of rationals (the parameters are `f64`s, which
+//! are rationals), and [`Repetitions::sample`] draws K by rejection from a geometric proposal
+//! with every comparison made in exact rational arithmetic against uniform bits of the
+//! ChaCha20 stream. No floating point is on the sampling path.
+//!
+//! # The laws
+//! - Poisson(μ): P\[K = k\] = e^{−μ} μ^k / k!, k ≥ 0. K = 0 is possible (probability e^{−μ}):
+//!   then no trial runs and nothing but that fact is released.
+//! - Truncated negative binomial D_{η,γ} (η > −1, γ ∈ (0, 1]), on k ≥ 1:
+//!   P\[K = k\] = (1 − γ)^k / (γ^{−η} − 1) · Π_{ℓ=0}^{k−1} (ℓ + η)/(ℓ + 1), with mean
+//!   η(1 − γ) / (γ(1 − γ^η)). η = 0 is the logarithmic law, P\[K = k\] = (1 − γ)^k / (k ln(1/γ)),
+//!   mean (1/γ − 1)/ln(1/γ); η = 1 the geometric law, P\[K = k\] = γ(1 − γ)^{k−1}, mean 1/γ.
+//!   The user gives the mean; γ is the one root of the mean equation, found by bisection
+//!   ([`Repetitions::gamma`]), and everything else (sampling, accounting) uses that γ, so the
+//!   law sampled is the law accounted for.
+//!
+//! # Citations
+//! - N. Papernot, T. Steinke. *Hyperparameter Tuning with Renyi Differential Privacy*. ICLR
+//!   2022 (arXiv:2110.03620), Definition 1 and Theorems 2 and 6.
+//! - J. Liu, K. Talwar. *Private Selection from Private Candidates*. STOC 2019.
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Zero};
+use serde::{Deserialize, Serialize};
+
+use crate::coins::Coins;
+use crate::validate::invalid;
+use crate::{DpRng, MechanismError};
+
+/// The largest mean number of trials accepted: far above any search one would run, and
+/// small enough that the exact sampler's rationals stay a few kilobytes.
+pub const MAX_MEAN: f64 = 1000.0;
+
+/// The law of the number of trials K of a search, given by its mean.
+///
+/// Serialised with a `"law"` tag: `{"law": "poisson", "mean": 10}` or
+/// `{"law": "truncated_negative_binomial", "eta": 0, "mean": 10}`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "law", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Repetitions {
+    /// K ~ Poisson(mean), K ≥ 0.
+    Poisson {
+        /// μ = E\[K\], in [1, [`MAX_MEAN`]].
+        mean: f64,
+    },
+    /// K ~ D_{η,γ}, the negative binomial law truncated to K ≥ 1, with γ set by the mean.
+    TruncatedNegativeBinomial {
+        /// η > −1 (0: logarithmic law, 1: geometric law).
+        eta: f64,
+        /// E\[K\], in [1, [`MAX_MEAN`]].
+        mean: f64,
+    },
+}
+
+impl Repetitions {
+    /// The law's name as the command line writes it: `poisson`,
+    /// `truncated-negative-binomial`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Repetitions::Poisson { .. } => "poisson",
+            Repetitions::TruncatedNegativeBinomial { .. } => "truncated-negative-binomial",
+        }
+    }
+
+    /// The law in words, for reports: "Poisson, mean 10", "logarithmic (η = 0), mean 10".
+    pub fn describe(&self) -> String {
+        match *self {
+            Repetitions::Poisson { mean } => format!("Poisson, mean {mean}"),
+            Repetitions::TruncatedNegativeBinomial { eta, mean } => {
+                let kind = if eta == 0.0 {
+                    "logarithmic (truncated negative binomial, η = 0)".to_string()
+                } else if eta == 1.0 {
+                    "geometric (truncated negative binomial, η = 1)".to_string()
+                } else {
+                    format!("truncated negative binomial, η = {eta}")
+                };
+                format!("{kind}, mean {mean}")
+            }
+        }
+    }
+
+    /// The requested mean.
+    pub fn requested_mean(&self) -> f64 {
+        match *self {
+            Repetitions::Poisson { mean } | Repetitions::TruncatedNegativeBinomial { mean, .. } => {
+                mean
+            }
+        }
+    }
+
+    /// `self` if its parameters are in range.
+    ///
+    /// # Errors
+    /// [`MechanismError::InvalidParameter`] naming the mean unless it is in [1, [`MAX_MEAN`]],
+    /// or η unless it is finite and > −1.
+    pub fn validate(&self) -> Result<Self, MechanismError> {
+        let mean = self.requested_mean();
+        if !(mean.is_finite() && (1.0..=MAX_MEAN).contains(&mean)) {
+            return Err(invalid(format!(
+                "the mean number of trials must be in [1, {MAX_MEAN}], got {mean}"
+            )));
+        }
+        if let Repetitions::TruncatedNegativeBinomial { eta, .. } = *self
+            && !(eta.is_finite() && eta > -1.0)
+        {
+            return Err(invalid(format!(
+                "eta of the truncated negative binomial law must be finite and > -1, got {eta}"
+            )));
+        }
+        Ok(*self)
+    }
+
+    /// γ of a truncated negative binomial law: the γ ∈ (0, 1] whose mean is the requested one
+    /// (to the last bit bisection on `f64` reaches); `None` for Poisson.
+    pub fn gamma(&self) -> Option<f64> {
+        match *self {
+            Repetitions::Poisson { .. } => None,
+            Repetitions::TruncatedNegativeBinomial { eta, mean } => Some(gamma_for_mean(eta, mean)),
+        }
+    }
+
+    /// E\[K\] of the law actually used: μ for Poisson; the mean at [`Repetitions::gamma`] for
+    /// the truncated negative binomial (equal to the requested mean up to rounding).
+    pub fn expected(&self) -> f64 {
+        match *self {
+            Repetitions::Poisson { mean } => mean,
+            Repetitions::TruncatedNegativeBinomial { eta, mean } => {
+                tnb_mean(eta, gamma_for_mean(eta, mean))
+            }
+        }
+    }
+
+    /// P\[K = k\] (in floating point: for tests and reports, never for sampling).
+    pub fn pmf(&self, k: u64) -> f64 {
+        match *self {
+            Repetitions::Poisson { mean } => {
+                let ln: f64 = (1..=k).map(|j| (mean / j as f64).ln()).sum::<f64>() - mean;
+                ln.exp()
+            }
+            Repetitions::TruncatedNegativeBinomial { eta, mean } => {
+                if k == 0 {
+                    return 0.0;
+                }
+                let gamma = gamma_for_mean(eta, mean);
+                if gamma >= 1.0 {
+                    return if k == 1 { 1.0 } else { 0.0 };
+                }
+                // P[K = 1] = (1 − γ)·η/(γ^{−η} − 1), which tends to (1 − γ)/ln(1/γ) at η = 0.
+                let ln_gamma = gamma.ln();
+                let first = if eta == 0.0 {
+                    (1.0 - gamma) / -ln_gamma
+                } else {
+                    (1.0 - gamma) * eta / (-eta * ln_gamma).exp_m1()
+                };
+                let ln: f64 = (1..k)
+                    .map(|j| ((1.0 - gamma) * (j as f64 + eta) / (j as f64 + 1.0)).ln())
+                    .sum();
+                first * ln.exp()
+            }
+        }
+    }
+
+    /// One exact draw of K from the law, with the generator's uniform bits.
+    ///
+    /// # Privacy
+    /// K is drawn independently of any data; the search's guarantee assumes that K follows
+    /// the law exactly and stays secret, and this sampler draws it exactly (see the module
+    /// documentation).
+    ///
+    /// # Errors
+    /// As [`Repetitions::validate`].
+    pub fn sample(&self, rng: &mut DpRng) -> Result<u64, MechanismError> {
+        Ok(self.sampler()?.draw(rng))
+    }
+
+    /// A sampler of the law, for many draws (it keeps the acceptance probabilities it has
+    /// computed).
+    ///
+    /// # Errors
+    /// As [`Repetitions::validate`].
+    pub fn sampler(&self) -> Result<TrialSampler, MechanismError> {
+        Ok(match self.validate()? {
+            Repetitions::Poisson { mean } => {
+                // Ratio μ/(k + 1); the geometric proposal of mean μ.
+                let mu = exact(mean);
+                let rho = &mu / (&mu + BigRational::one());
+                TrialSampler::new(0, rho, Box::new(move |k| &mu / integer(k + 1)))
+            }
+            Repetitions::TruncatedNegativeBinomial { eta, mean } => {
+                let gamma = gamma_for_mean(eta, mean);
+                let (g, e) = (exact(gamma), exact(eta));
+                let keep = BigRational::one() - &g;
+                // For η ≤ 1 the ratio (1 − γ)(k + η)/(k + 1) never exceeds 1 − γ, the
+                // proposal's; for η > 1 a slower-decaying proposal, 1 − γ/2, dominates it.
+                // γ = 1 (mean 1) makes ρ = 0: K = 1 always.
+                let rho = if eta <= 1.0 {
+                    keep.clone()
+                } else {
+                    BigRational::one() - &g / integer(2)
+                };
+                TrialSampler::new(
+                    1,
+                    rho,
+                    Box::new(move |k| &keep * (integer(k) + &e) / integer(k + 1)),
+                )
+            }
+        })
+    }
+}
+
+/// The ratio P\[K = k + 1\] / P\[K = k\] of a law, exactly.
+type Ratio = Box<dyn Fn(u64) -> BigRational + Send + Sync>;
+
+/// Exact draws of K ≥ `k0` with P\[K = k\] ∝ Π_{j=k0}^{k−1} ratio(j), by rejection from the
+/// geometric law P\[k0 + j\] = (1 − ρ)ρ^j: a proposal k is kept with probability
+/// v_k / max v, where v_k = Π_{j<k} ratio(j)/ρ. `ratio(j)/ρ` decreases in j or never exceeds
+/// 1, and falls below 1 for good, so v rises to one peak and then decays: max v is that peak.
+pub struct TrialSampler {
+    k0: u64,
+    rho: BigRational,
+    ratio: Ratio,
+    peak: BigRational,
+    /// v_k / peak for k = k0, k0 + 1, …, as far as proposals have reached.
+    accept: Vec<BigRational>,
+    /// v_k for the last k in `accept`.
+    last_v: BigRational,
+}
+
+impl std::fmt::Debug for TrialSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TrialSampler(k0 = {}, rho = {})", self.k0, self.rho)
+    }
+}
+
+impl TrialSampler {
+    fn new(k0: u64, rho: BigRational, ratio: Ratio) -> Self {
+        let one = BigRational::one();
+        let mut peak = one.clone();
+        if rho > BigRational::zero() {
+            let mut k = k0;
+            loop {
+                let step = ratio(k) / &rho;
+                if step <= one {
+                    break;
+                }
+                peak *= step;
+                k += 1;
+            }
+        }
+        let first = one.clone() / &peak;
+        Self {
+            k0,
+            rho,
+            ratio,
+            peak,
+            accept: vec![first],
+            last_v: one,
+        }
+    }
+
+    /// One draw.
+    pub fn draw(&mut self, rng: &mut DpRng) -> u64 {
+        let mut coins = Coins::new(rng);
+        loop {
+            let mut j = 0usize;
+            while bernoulli(&mut coins, &self.rho) {
+                j += 1;
+            }
+            while self.accept.len() <= j {
+                let k = self.k0 + self.accept.len() as u64 - 1;
+                self.last_v = &self.last_v * (self.ratio)(k) / &self.rho;
+                self.accept.push(&self.last_v / &self.peak);
+            }
+            debug_assert!(self.accept[j] <= BigRational::one(), "v_k above its peak");
+            if bernoulli(&mut coins, &self.accept[j]) {
+                return self.k0 + j as u64;
+            }
+        }
+    }
+}
+
+/// E\[K\] of D_{η,γ}: η(1 − γ)/(γ(1 − γ^η)); (1/γ − 1)/ln(1/γ) at η = 0; 1 at γ = 1.
+pub(crate) fn tnb_mean(eta: f64, gamma: f64) -> f64 {
+    if gamma >= 1.0 {
+        return 1.0;
+    }
+    let ln_gamma = gamma.ln();
+    if eta == 0.0 {
+        (1.0 - gamma) / (gamma * -ln_gamma)
+    } else {
+        // 1 − γ^η = −expm1(η ln γ), accurate for small η.
+        eta * (1.0 - gamma) / (gamma * -(eta * ln_gamma).exp_m1())
+    }
+}
+
+/// The γ ∈ (0, 1] with `tnb_mean(eta, γ) = mean`. The mean falls from ∞ (γ → 0) to 1 (γ = 1),
+/// so bisection finds it; the loop ends when the bracket cannot shrink in `f64`.
+fn gamma_for_mean(eta: f64, mean: f64) -> f64 {
+    if mean <= 1.0 {
+        return 1.0;
+    }
+    let (mut lo, mut hi) = (f64::MIN_POSITIVE, 1.0f64);
+    loop {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            return hi;
+        }
+        if tnb_mean(eta, mid) > mean {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+}
+
+/// `x` as the exact rational it is.
+fn exact(x: f64) -> BigRational {
+    // Every finite f64 is a rational; the parameters were validated finite.
+    BigRational::from_float(x).unwrap_or_else(BigRational::zero)
+}
+
+fn integer(k: u64) -> BigRational {
+    BigRational::from_integer(BigInt::from(k))
+}
+
+/// Bernoulli(p) for a rational p ∈ [0, 1]: compares a uniform U ∈ [0, 1), one random bit at
+/// a time, with p's binary expansion; the first bit where they differ decides U < p (two bits
+/// are needed on average).
+fn bernoulli(coins: &mut Coins<'_>, p: &BigRational) -> bool {
+    let den = p.denom().clone();
+    let mut num = p.numer().clone();
+    if num >= den {
+        return true;
+    }
+    if num <= BigInt::zero() {
+        return false;
+    }
+    loop {
+        num <<= 1;
+        let p_bit = num >= den;
+        if p_bit {
+            num -= &den;
+        }
+        if coins.bit() != p_bit {
+            // U's bit is 0 where p's is 1 (U < p), or the other way round.
+            return p_bit;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tnb(eta: f64, mean: f64) -> Repetitions {
+        Repetitions::TruncatedNegativeBinomial { eta, mean }
+    }
+
+    fn laws() -> Vec<Repetitions> {
+        vec![
+            Repetitions::Poisson { mean: 3.0 },
+            Repetitions::Poisson { mean: 12.5 },
+            tnb(0.0, 4.0),
+            tnb(1.0, 4.0),
+            tnb(0.5, 6.0),
+            tnb(2.0, 5.0),
+            tnb(-0.5, 3.0),
+        ]
+    }
+
+    #[test]
+    fn pmf_sums_to_one_and_its_mean_is_the_requested_one() {
+        for law in laws() {
+            let (mut total, mut mean) = (0.0, 0.0);
+            for k in 0..5000 {
+                let p = law.pmf(k);
+                total += p;
+                mean += k as f64 * p;
+            }
+            assert!((total - 1.0).abs() < 1e-9, "{law:?}: {total}");
+            assert!(
+                (mean - law.requested_mean()).abs() < 1e-8 * law.requested_mean(),
+                "{law:?}: {mean}"
+            );
+            assert!((law.expected() - law.requested_mean()).abs() < 1e-12 * mean);
+        }
+    }
+
+    #[test]
+    fn special_cases_are_the_logarithmic_and_geometric_laws() {
+        let geometric = tnb(1.0, 4.0);
+        assert!((geometric.gamma().unwrap() - 0.25).abs() < 1e-15);
+        for k in 1..30 {
+            let direct = 0.25 * 0.75f64.powi(k as i32 - 1);
+            assert!((geometric.pmf(k) - direct).abs() < 1e-15, "{k}");
+        }
+        let log = tnb(0.0, 4.0);
+        let g = log.gamma().unwrap();
+        for k in 1..30u64 {
+            let direct = (1.0 - g).powi(k as i32) / (k as f64 * (1.0 / g).ln());
+            assert!((log.pmf(k) - direct).abs() < 1e-14, "{k}");
+        }
+        // η next to 0 is next to the logarithmic law.
+        let near = tnb(1e-9, 4.0);
+        assert!((near.gamma().unwrap() - g).abs() < 1e-8);
+        assert_eq!(tnb(0.3, 1.0).gamma(), Some(1.0));
+        assert_eq!(tnb(0.3, 1.0).pmf(1), 1.0);
+    }
+
+    /// The empirical law of 20 000 draws against the pmf: the sample mean within 5 standard
+    /// errors, and every count with at least 20 expected within 5 binomial standard deviations.
+    #[test]
+    fn samples_follow_the_law() {
+        let mut rng = DpRng::seeded(38);
+        let n = 20_000usize;
+        for law in laws() {
+            let mut sampler = law.sampler().unwrap();
+            let mut counts = vec![0u64; 4096];
+            let mut sum = 0.0;
+            let mut sum_sq = 0.0;
+            for _ in 0..n {
+                let k = sampler.draw(&mut rng);
+                counts[k.min(4095) as usize] += 1;
+                sum += k as f64;
+                sum_sq += (k * k) as f64;
+            }
+            let mean = sum / n as f64;
+            let sd = ((sum_sq / n as f64 - mean * mean) / n as f64).sqrt();
+            let want = law.requested_mean();
+            assert!(
+                (mean - want).abs() < 5.0 * sd,
+                "{law:?}: mean {mean} vs {want}"
+            );
+            for (k, &c) in counts.iter().enumerate() {
+                let p = law.pmf(k as u64);
+                let expected = p * n as f64;
+                if expected >= 20.0 {
+                    let sd = (expected * (1.0 - p)).sqrt();
+                    assert!(
+                        (c as f64 - expected).abs() < 5.0 * sd,
+                        "{law:?}: k = {k}: {c} vs {expected}"
+                    );
+                } else if p == 0.0 {
+                    assert_eq!(c, 0, "{law:?}: k = {k} has probability 0");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exact_bernoulli_has_the_right_frequency() {
+        let mut rng = DpRng::seeded(5);
+        let mut coins = Coins::new(&mut rng);
+        let p = BigRational::new(BigInt::from(1), BigInt::from(3));
+        let hits = (0..30_000).filter(|_| bernoulli(&mut coins, &p)).count() as f64;
+        // Binomial(30000, 1/3): sd ≈ 81.6.
+        assert!((hits - 10_000.0).abs() < 5.0 * 81.6, "{hits}");
+        assert!(bernoulli(&mut coins, &BigRational::one()));
+        assert!(!bernoulli(&mut coins, &BigRational::zero()));
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_by_name() {
+        for (law, word) in [
+            (Repetitions::Poisson { mean: 0.5 }, "mean number of trials"),
+            (
+                Repetitions::Poisson { mean: f64::NAN },
+                "mean number of trials",
+            ),
+            (Repetitions::Poisson { mean: 1e4 }, "mean number of trials"),
+            (tnb(-1.0, 3.0), "eta"),
+            (tnb(f64::INFINITY, 3.0), "eta"),
+        ] {
+            let e = law.sample(&mut DpRng::seeded(1)).unwrap_err().to_string();
+            assert!(e.contains(word), "{e}");
+        }
+    }
+
+    #[test]
+    fn json_names_the_law() {
+        let law = tnb(0.0, 10.0);
+        let s = serde_json::to_string(&law).unwrap();
+        assert_eq!(
+            s,
+            r#"{"law":"truncated_negative_binomial","eta":0.0,"mean":10.0}"#
+        );
+        assert_eq!(serde_json::from_str::<Repetitions>(&s).unwrap(), law);
+        let p: Repetitions = serde_json::from_str(r#"{"law":"poisson","mean":5}"#).unwrap();
+        assert_eq!(p, Repetitions::Poisson { mean: 5.0 });
+        assert!(
+            serde_json::from_str::<Repetitions>(r#"{"law":"poisson","mean":5,"x":1}"#).is_err()
+        );
+    }
+}
