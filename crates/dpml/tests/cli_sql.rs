@@ -70,7 +70,16 @@ fn explain_shows_the_threshold_and_charges_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("l");
     let l = ledger.display().to_string();
-    dpml(&["ledger", "create", "--ledger", &l, "--budget-epsilon", "1"]).json();
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        &l,
+        "--budget-epsilon",
+        "1",
+        "--json",
+    ])
+    .json();
     let v = sql(
         "EXPLAIN DP SELECT region, COUNT(*) FROM visits GROUP BY region",
         &[
@@ -99,7 +108,16 @@ fn explain_shows_the_threshold_and_charges_nothing() {
 fn an_overspend_prints_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let l = dir.path().join("l").display().to_string();
-    dpml(&["ledger", "create", "--ledger", &l, "--budget-epsilon", "1"]).json();
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        &l,
+        "--budget-epsilon",
+        "1",
+        "--json",
+    ])
+    .json();
     let q = "SELECT COUNT(*) FROM visits";
     sql(q, &["--epsilon", "0.7", "--ledger", &l, "--json"]).json();
     let second = sql(q, &["--epsilon", "0.7", "--ledger", &l]);

@@ -212,7 +212,7 @@ pub(crate) fn cross_product(sets: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
         let n = s.len().max(1);
         inner /= n;
         let idx: UInt32Array = (0..total).map(|r| Some(((r / inner) % n) as u32)).collect();
-        out.push(take(s.as_ref(), &idx, None).map_err(|e| SqlError::internal(e))?);
+        out.push(take(s.as_ref(), &idx, None).map_err(SqlError::internal)?);
     }
     Ok(out)
 }

@@ -511,10 +511,8 @@ impl<'a> Rewriter<'a> {
                 }
             }
         };
-        if lp || rp {
-            if let Some(f) = &j.filter {
-                check_private_exprs(std::slice::from_ref(f), "a join condition", self)?;
-            }
+        if let (true, Some(f)) = (lp || rp, &j.filter) {
+            check_private_exprs(std::slice::from_ref(f), "a join condition", self)?;
         }
         let plan = LogicalPlan::Join(
             Join::try_new(
@@ -573,7 +571,7 @@ impl<'a> Rewriter<'a> {
             .group_expr
             .iter()
             .map(|e| input.index_of(e).and_then(|i| input.lineage[i].clone()))
-            .chain(std::iter::repeat(None).take(a.aggr_expr.len()))
+            .chain(std::iter::repeat_n(None, a.aggr_expr.len()))
             .collect();
         let unit = input.unit.with_columns(positions);
         let plan = with_inputs(plan, vec![input.plan])?;

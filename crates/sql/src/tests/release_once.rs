@@ -132,7 +132,7 @@ fn a_one_run_canary_audit_of_a_count_stays_below_epsilon() {
     let m = 1000;
     let epsilon = 1.0;
     let mut pick = DpRng::seeded(77);
-    let included: Vec<bool> = (0..m).map(|_| pick.next_u64() % 2 == 0).collect();
+    let included: Vec<bool> = (0..m).map(|_| pick.next_u64().is_multiple_of(2)).collect();
     let mut csv = "unit,canary\n".to_string();
     for (i, &inc) in included.iter().enumerate() {
         if inc {
