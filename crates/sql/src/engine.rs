@@ -1,6 +1,6 @@
 //! A DP SQL engine over a set of tables: parse and plan with DataFusion, rewrite
-//! ([`crate::rewrite`]), calibrate ([`crate::calibrate`]), read and bound the private rows
-//! ([`crate::contribute`]), release ([`crate::release`]), charge the ledger, and run the rest
+//! (`rewrite`), calibrate (`calibrate`), read and bound the private rows
+//! (`contribute`), release (`release`), charge the ledger, and run the rest
 //! of the query on the released cells.
 
 use std::collections::{BTreeMap, HashMap};

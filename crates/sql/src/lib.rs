@@ -7,20 +7,20 @@
 //! # The plan of a query
 //! 1. **Plan** ([`engine`]): DataFusion turns the SQL into a logical plan (types coerced,
 //!    `IN`/`EXISTS` subqueries made joins, filters pushed into joins).
-//! 2. **Rewrite** ([`rewrite`]): an allow-list walk carries every row's privacy unit up from
+//! 2. **Rewrite** (module `rewrite`): an allow-list walk carries every row's privacy unit up from
 //!    the scans — a table's unit column, a foreign key that reaches it (resolved by the
 //!    query's own join along it, or joined in just before the aggregate), or a keyed hash of
 //!    the row for tables whose rows are their own units. It refuses, before any row is read,
 //!    every construct it cannot bound (named, with the reason). Each aggregate of private
-//!    rows becomes a DP aggregate ([`aggregate`]): the rows it reads are cut out as
+//!    rows becomes a DP aggregate (module `aggregate`): the rows it reads are cut out as
 //!    *contribution rows* (unit, group values, inputs) and a placeholder table takes its
 //!    place in the plan.
-//! 3. **Calibrate** ([`calibrate`]): ε is split across the aggregates (and key selections),
+//! 3. **Calibrate** (module `calibrate`): ε is split across the aggregates (and key selections),
 //!    each part's sensitivity comes from the declared bounds and the contribution bounds.
-//! 4. **Bound** ([`contribute`]): the contribution rows, partitioned by unit, are
+//! 4. **Bound** (module `contribute`): the contribution rows, partitioned by unit, are
 //!    pre-aggregated per (unit, group), clamped, limited to L0 groups per unit by a keyed
 //!    hash, and added up exactly (fixed point, 128-bit, checked).
-//! 5. **Release** ([`release`]): groups (public keys, or private keys past a noisy threshold)
+//! 5. **Release** (module `release`): groups (public keys, or private keys past a noisy threshold)
 //!    get discrete Laplace noise from dpml's exact sampler — once per part of each cell —
 //!    and the values fill the placeholders once.
 //! 6. **Charge**: the query's events are recorded in the ledger; over budget, nothing is
