@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 __all__ = [
     "Ledger",
+    "SqlTable",
     "TrainedModel",
     "__version__",
     "alpha_grid",
@@ -31,6 +32,8 @@ __all__ = [
     "randomized_response",
     "rdp_epsilon_and_order",
     "rr_with_prior",
+    "sql_explain",
+    "sql_run",
     "statistic",
     "steps_for_epochs",
     "tradeoff",
@@ -231,6 +234,7 @@ def kmeans_fit(
 def defaults() -> str: ...
 
 # sql
+@final
 class SqlTable:
     def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
 

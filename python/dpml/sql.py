@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _native
 from .ledger import Ledger, native
@@ -22,7 +22,7 @@ __all__ = ["sql", "sql_explain", "sql_report"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _tables(tables: Mapping[str, PathLike]):
+def _tables(tables: Mapping[str, PathLike]) -> List[Tuple[str, str]]:
     return [(str(name), os.fspath(path)) for name, path in tables.items()]
 
 
@@ -35,7 +35,7 @@ def sql(
     ledger: Optional[Ledger] = None,
     weights: Optional[Mapping[str, float]] = None,
     seed: Optional[int] = None,
-):
+) -> Any:
     """Answers ``query`` with (epsilon, delta)-differential privacy; returns a ``pyarrow.Table``.
 
     ``tables`` maps each table name to a Parquet file, a folder of Parquet files, or a CSV
@@ -44,7 +44,7 @@ def sql(
     aggregates (by output column name) a larger share of epsilon; ``seed`` makes the noise
     reproducible (tests only: a seeded release is not private).
     """
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped]
 
     stream, report = _native.sql_run(
         query,
@@ -62,7 +62,7 @@ def sql(
     return table.replace_schema_metadata(metadata)
 
 
-def sql_report(table) -> Dict[str, Any]:
+def sql_report(table: Any) -> Dict[str, Any]:
     """The release facts of a table returned by :func:`sql` (its ``b"dpml"`` metadata)."""
     return json.loads(table.schema.metadata[b"dpml"])
 

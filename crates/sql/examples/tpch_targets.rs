@@ -185,16 +185,7 @@ fn main() {
     let plain_rows = |sql: &str| -> Value {
         runtime.block_on(async {
             let batches = plain.sql(sql).await.unwrap().collect().await.unwrap();
-            let mut w = dpml_sql::datafusion::arrow::json::ArrayWriter::new(Vec::new());
-            let refs: Vec<_> = batches.iter().collect();
-            w.write_batches(&refs).unwrap();
-            w.finish().unwrap();
-            let bytes = w.into_inner();
-            if bytes.is_empty() {
-                Value::Array(vec![])
-            } else {
-                serde_json::from_slice(&bytes).unwrap()
-            }
+            dpml_sql::result::rows_json(&batches).unwrap()
         })
     };
     let mut rng = DpRng::from_os().unwrap();

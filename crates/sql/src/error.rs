@@ -120,5 +120,21 @@ pub type Result<T> = std::result::Result<T, SqlError>;
 /// An error from planning (no private row read yet): DataFusion's planning messages name
 /// tables, columns and types, never values, so they are kept.
 pub(crate) fn plan_err(e: datafusion::error::DataFusionError) -> SqlError {
-    SqlError::input(e.strip_backtrace())
+    SqlError::input(one_line(&e.strip_backtrace()))
+}
+
+/// A planning message on one line: a failed signature match (DataFusion lists every candidate
+/// and asks for a bug report) becomes the call that matched nothing; otherwise the first line.
+fn one_line(msg: &str) -> String {
+    const NO_MATCH: &str = "No function matches the given name and argument types '";
+    if let Some(call) = msg
+        .find(NO_MATCH)
+        .and_then(|at| msg[at + NO_MATCH.len()..].split('\'').next())
+    {
+        return format!(
+            "no function {call} exists: is a column of another type than the function takes? \
+             (cast it explicitly)"
+        );
+    }
+    msg.lines().next().unwrap_or(msg).to_string()
 }

@@ -149,19 +149,7 @@ impl DpResult {
     /// # Errors
     /// [`SqlError::Internal`] if a value cannot be written as JSON.
     pub fn rows_json(&self) -> Result<Value> {
-        let mut writer = WriterBuilder::new()
-            .with_explicit_nulls(true)
-            .build::<_, JsonArray>(Vec::new());
-        let batches: Vec<&RecordBatch> = self.batches.iter().collect();
-        writer
-            .write_batches(&batches)
-            .and_then(|()| writer.finish())
-            .map_err(SqlError::internal)?;
-        let bytes = writer.into_inner();
-        if bytes.is_empty() {
-            return Ok(json!([]));
-        }
-        serde_json::from_slice(&bytes).map_err(SqlError::internal)
+        rows_json(&self.batches)
     }
 
     /// The JSON object of `dpml sql --json`: `rows`, `columns`, `epsilon`, `delta`,
@@ -181,6 +169,26 @@ impl DpResult {
         );
         Ok(v)
     }
+}
+
+/// The rows of `batches` as JSON objects, column name → value (nulls written as `null`).
+///
+/// # Errors
+/// [`SqlError::Internal`] if a value cannot be written as JSON.
+pub fn rows_json(batches: &[RecordBatch]) -> Result<Value> {
+    let mut writer = WriterBuilder::new()
+        .with_explicit_nulls(true)
+        .build::<_, JsonArray>(Vec::new());
+    let batches: Vec<&RecordBatch> = batches.iter().collect();
+    writer
+        .write_batches(&batches)
+        .and_then(|()| writer.finish())
+        .map_err(SqlError::internal)?;
+    let bytes = writer.into_inner();
+    if bytes.is_empty() {
+        return Ok(json!([]));
+    }
+    serde_json::from_slice(&bytes).map_err(SqlError::internal)
 }
 
 /// Per released aggregate, how it was made noisy.
@@ -261,10 +269,11 @@ fn final_names(plan: &LogicalPlan) -> HashMap<String, String> {
             LogicalPlan::Projection(p) => {
                 let mut out = HashMap::new();
                 for (e, field) in p.expr.iter().zip(p.schema.fields()) {
-                    let inner = match e {
-                        Expr::Alias(a) => a.expr.as_ref(),
-                        other => other,
-                    };
+                    // Through every alias (COUNT(*) AS n is `count(Int64(1)) AS count(*) AS n`).
+                    let mut inner = e;
+                    while let Expr::Alias(a) = inner {
+                        inner = a.expr.as_ref();
+                    }
                     if let Expr::Column(c) = inner {
                         out.entry(c.name.clone())
                             .or_insert_with(|| field.name().clone());
