@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package: build it with `pip install ./python` into a fresh virtual environment
 # under target/ and run its pytest suite (with scikit-learn and joblib for the clone, pickling
-# and cross_val_score checks), then check the type stubs: mypy type-checks the package against
+# and cross_val_score checks, pyarrow for dpml.sql's tables), then check the type stubs: mypy type-checks the package against
 # them and stubtest compares the compiled module with its stub. The CLI-agreement tests use
 # target/debug/dpml, built here if missing.
 #
@@ -17,7 +17,7 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --upgrade pip
 cargo build --locked -p dpml
 MATURIN_PEP517_ARGS="--profile ${DPML_PY_PROFILE:-dev}" \
-  "$venv/bin/pip" install --quiet ./python pytest scikit-learn joblib numpy mypy
+  "$venv/bin/pip" install --quiet ./python pytest scikit-learn joblib numpy mypy pyarrow
 # The stubs against the package and the compiled module.
 (cd python && "../$venv/bin/python" -m mypy --config-file pyproject.toml -p dpml)
 "$venv/bin/python" -m mypy.stubtest dpml._native

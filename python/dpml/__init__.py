@@ -7,6 +7,7 @@ Submodules:
 - :mod:`dpml.audit` -- audit any model from its membership-inference scores.
 - :mod:`dpml.mechanisms` and :mod:`dpml.stats` -- exact noise samplers and DP statistics.
 - :mod:`dpml.learn` -- scikit-learn style private estimators.
+- :func:`dpml.sql` -- differentially private SQL over Parquet and CSV tables.
 - :mod:`dpml.tuning` -- private hyperparameter search (``DPSearchCV``), counted in epsilon.
 
 The command line and this package are two fronts over one Rust library: the same recipes,
@@ -18,6 +19,7 @@ package's keywords).
 from . import _native
 from . import accounting, audit, events, learn, mechanisms, stats, tuning
 from .ledger import Ledger
+from .sql import sql, sql_explain, sql_report
 
 __version__: str = _native.__version__
 
@@ -29,6 +31,9 @@ __all__ = [
     "mechanisms",
     "stats",
     "tuning",
+    "sql",
+    "sql_explain",
+    "sql_report",
     "Ledger",
     "__version__",
 ]

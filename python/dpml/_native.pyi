@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 __all__ = [
     "Ledger",
+    "SqlTable",
     "TrainedModel",
     "__version__",
     "alpha_grid",
@@ -31,6 +32,8 @@ __all__ = [
     "randomized_response",
     "rdp_epsilon_and_order",
     "rr_with_prior",
+    "sql_explain",
+    "sql_run",
     "statistic",
     "steps_for_epochs",
     "tradeoff",
@@ -229,3 +232,27 @@ def kmeans_fit(
     ledger: Optional[Ledger] = None,
 ) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], str]: ...
 def defaults() -> str: ...
+
+# sql
+@final
+class SqlTable:
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
+
+def sql_run(
+    query: str,
+    tables: List[Tuple[str, str]],
+    schema: str,
+    epsilon: float,
+    delta: float = 0.0,
+    weights: Optional[Dict[str, float]] = None,
+    ledger: Optional[Ledger] = None,
+    seed: Optional[int] = None,
+) -> Tuple[SqlTable, str]: ...
+def sql_explain(
+    query: str,
+    tables: List[Tuple[str, str]],
+    schema: str,
+    epsilon: float,
+    delta: float = 0.0,
+    weights: Optional[Dict[str, float]] = None,
+) -> str: ...

@@ -58,6 +58,7 @@ mod scale;
 mod schema;
 mod source;
 mod split;
+pub mod table_decl;
 mod tabular;
 mod verify;
 

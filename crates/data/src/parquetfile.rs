@@ -42,12 +42,8 @@ pub(crate) fn read_parquet(path: &Path, schema: &Schema) -> Result<Columns, Data
         )));
     }
     if let Some((column, kind)) = descr.columns().iter().find_map(|c| {
-        not_a_number(
-            c.physical_type(),
-            c.logical_type().as_ref(),
-            c.converted_type(),
-        )
-        .map(|kind| (c.name().to_string(), kind))
+        not_a_number(c.physical_type(), c.logical_type_ref(), c.converted_type())
+            .map(|kind| (c.name().to_string(), kind))
     }) {
         return Err(bad(&format!(
             "column {column:?} holds {kind} values, which are not numbers (a feature of the \

@@ -32,16 +32,22 @@
 //! Image folders take `shape = [C, H, W]` (C = 1 grayscale, 3 RGB) and `resize = true` (else
 //! an image of another size is refused).
 //!
+//! The tables of a SQL query (`dpml sql`) are declared under `[tables.NAME]`: privacy unit,
+//! public tables, bounds, contribution bounds, key sets, foreign keys (see
+//! [`crate::table_decl`]); the other commands ignore them.
+//!
 //! When the schema lists `features`, the file must hold exactly those columns (and the label),
 //! and they reach the model in the schema's order. Loading clamps every feature into its bounds
 //! before anything else, so every value a learner sees is finite and bounded by construction;
 //! a label that is not one of the declared classes is refused, naming the value and its line.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::table_decl::{TableDecl, check_tables};
 use crate::{DataError, Dataset, Source};
 
 /// Where a declared range or class list comes from.
@@ -153,6 +159,9 @@ pub struct Schema {
     /// The value an empty numeric cell of any feature takes (see `fills`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fill: Option<f64>,
+    /// The tables of a SQL query, by name (`[tables.NAME]`; see [`crate::table_decl`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tables: BTreeMap<String, TableDecl>,
 }
 
 /// The largest number of classes a label range may expand to.
@@ -205,12 +214,13 @@ impl Schema {
         let is_toml = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-        let file: SchemaFile = if is_toml {
+        let mut file: SchemaFile = if is_toml {
             toml::from_str(&text).map_err(|e| schema_err(path, e.message()))?
         } else {
             serde_json::from_str(&text).map_err(|e| schema_err(path, e))?
         };
-        file.into_schema()
+        check_tables(&mut file.tables, path.parent())
+            .and_then(|()| file.into_schema())
             .map_err(|e| schema_err(path, e.to_string().trim_start_matches("schema: ")))
     }
 
@@ -241,6 +251,9 @@ impl Schema {
         self.resize |= over.resize;
         if over.delimiter.is_some() {
             self.delimiter = over.delimiter;
+        }
+        if !over.tables.is_empty() {
+            self.tables = over.tables;
         }
         if over.classes.is_some() || over.label_range.is_some() {
             // Classes and a label range describe one label domain: a new declaration of either
@@ -586,6 +599,8 @@ struct SchemaFile {
     resize: bool,
     delimiter: Option<String>,
     fill: Option<f64>,
+    #[serde(default)]
+    tables: BTreeMap<String, TableDecl>,
 }
 
 impl SchemaFile {
@@ -595,6 +610,7 @@ impl SchemaFile {
             shape_provenance: self.shape.as_ref().map(|_| Provenance::Declared),
             shape: self.shape,
             resize: self.resize,
+            tables: self.tables,
             ..Schema::default()
         };
         if let Some(d) = &self.delimiter {

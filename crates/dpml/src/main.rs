@@ -57,6 +57,8 @@ enum Command {
     Release(commands::release::ReleaseArgs),
     /// A DP count, sum, mean or histogram of a column, optionally charged to a budget ledger.
     Query(commands::query::QueryArgs),
+    /// Answer a SQL query over Parquet/CSV tables with differential privacy (one budget).
+    Sql(commands::sql::SqlArgs),
     /// Simulate a randomized-response survey of a column and estimate the population frequency.
     Rr(commands::rr::RrArgs),
     /// ε of DP-SGD (or any composition) under the RDP, PLD and GDP accountants, side by side.
@@ -119,6 +121,7 @@ fn main() {
         Command::Presets => commands::train::presets(out),
         Command::Release(a) => commands::release::run(a, out),
         Command::Query(a) => commands::query::run(a, data_dir, out),
+        Command::Sql(a) => commands::sql::run(a, out),
         Command::Rr(a) => commands::rr::run(a, data_dir, out),
         Command::Account(a) => commands::account::run(a, out),
         Command::Calibrate(a) => commands::calibrate::run(a, out),

@@ -147,6 +147,27 @@ const SPECIFIC: &[Summary] = &[
         rows: None,
     },
     Summary {
+        command: "sql",
+        headline: sql,
+        fields: &[
+            "epsilon",
+            "delta",
+            "ledger.spent",
+            "ledger.remaining",
+            "seeded",
+        ],
+        rows: Some((
+            "columns",
+            &[
+                "name",
+                "mechanism",
+                "epsilon",
+                "noise_scale",
+                "half_width_95",
+            ],
+        )),
+    },
+    Summary {
         command: "inspect",
         headline: |v, _| {
             let privacy = v.get("privacy").unwrap_or(&Value::Null);
@@ -717,6 +738,106 @@ fn released(v: &Value, _: Option<&Value>) -> String {
         .or_else(|| v.get("values"))
         .map_or("-".into(), text);
     format!("released {what} with {}", guarantee(v))
+}
+
+/// `dpml sql`: the released rows as a table (their noise per column follows the headline's
+/// fields); with `--explain`, the plan and each aggregate's groups instead.
+fn sql(v: &Value, _: Option<&Value>) -> String {
+    let mut out = String::new();
+    if v.get("explain").is_some() {
+        let _ = writeln!(
+            out,
+            "would release {} aggregate(s) with {}, reading no private row",
+            count(v, "columns"),
+            guarantee(v)
+        );
+        let _ = writeln!(
+            out,
+            "
+plan run on the released cells:
+{}",
+            field(v, "plan")
+        );
+        for (i, a) in v["aggregates"].as_array().into_iter().flatten().enumerate() {
+            let _ = writeln!(out, "aggregate {} of {}:", i + 1, text(&a["tables"]));
+            for unit in a["privacy_units"].as_array().into_iter().flatten() {
+                let _ = writeln!(out, "  privacy unit of {}", text(unit));
+            }
+            let _ = writeln!(
+                out,
+                "  L0 = {}, L∞ = {}",
+                text(&a["max_groups_per_unit"]),
+                text(&a["max_rows_per_unit_per_group"])
+            );
+            for g in a["groups"].as_array().into_iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "  GROUP BY {}: {}",
+                    text(&g["expression"]),
+                    text(&g["keys"])
+                );
+            }
+            if let Some(t) = a.get("threshold").filter(|t| !t.is_null()) {
+                let chances: Vec<String> = t["release_probability"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| {
+                        format!(
+                            "{} units: {}",
+                            text(&p[0]),
+                            percent(p[1].as_f64().unwrap_or(0.0))
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "  keys released when the noisy unit count reaches τ = {} (noise scale {}); chance: {}",
+                    text(&t["tau"]),
+                    text(&t["noise_scale"]),
+                    chances.join(", ")
+                );
+            }
+        }
+        return out.trim_end().to_string();
+    }
+    let names: Vec<String> = v["column_names"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(text)
+        .collect();
+    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+    let _ = write!(out, "released {} row(s) with {}", rows.len(), guarantee(v));
+    let mut cells: Vec<Vec<String>> = vec![names.clone()];
+    cells.extend(rows.iter().map(|r| {
+        names
+            .iter()
+            .map(|n| r.get(n).map_or("-".into(), text))
+            .collect()
+    }));
+    let widths: Vec<usize> = (0..names.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let _ = writeln!(out);
+    for row in cells {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = write!(out, "\n  {}", line.join("  ").trim_end());
+    }
+    for w in v["warnings"].as_array().into_iter().flatten() {
+        let _ = write!(out, "\n  warning: {}", text(w));
+    }
+    out
 }
 
 /// `ε = 3.00 (δ = 1e-5, PLD upper bound)`, or `non-private` when ε is absent.

@@ -21,7 +21,7 @@ pub enum LawArg {
 /// `--trials-mean K [--eta η]`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct TrialsArgs {
-    /// Mean number of trials E[K], in [1, 1000]: the number of trials is drawn from the law,
+    /// Mean number of trials E(K), in [1, 1000]: the number of trials is drawn from the law,
     /// in secret, with this mean.
     #[arg(long, value_name = "K", value_parser = args::finite)]
     pub trials_mean: Option<f64>,

@@ -14,6 +14,7 @@ mod guard;
 mod learn;
 mod ledger;
 mod mechanisms;
+mod sql;
 mod tune;
 
 /// The extension module, imported as `dpml._native`.
@@ -25,6 +26,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     audit::register(m)?;
     mechanisms::register(m)?;
     learn::register(m)?;
+    sql::register(m)?;
     tune::register(m)?;
     Ok(())
 }

@@ -111,7 +111,7 @@ pub enum TrainEnd {
 /// drawing the split, initialisation and noise from `rng` (every process's the same). With a
 /// `ledger`, the run's cost is checked before it trains and recorded (by the root) before the
 /// model, the log or the release is written; a checkpointed run is charged once, when its first
-/// checkpoint is written (see [`super::charging`]).
+/// checkpoint is written (see the `charging` module).
 ///
 /// # Errors
 /// Usage errors for a bad recipe, missing declarations, data that do not load or do not fit

@@ -20,6 +20,7 @@ pub mod query;
 pub mod release;
 pub mod rr;
 pub mod schedule;
+pub mod sql;
 pub mod sweep;
 pub mod sweep_gather;
 pub mod sweep_mia;

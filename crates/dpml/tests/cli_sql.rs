@@ -1,0 +1,188 @@
+//! `dpml sql`, run as a user would: the JSON fields of a release, `--explain`, the ledger, and
+//! bad input (a missing table, an unknown column, a column without bounds, a malformed Parquet
+//! file, a table whose privacy unit the schema does not name) as one line and exit 2.
+
+mod common;
+use common::dpml;
+
+fn examples() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// `dpml sql QUERY` over the shop example, with `extra` flags.
+fn sql(query: &str, extra: &[&str]) -> common::Run {
+    let ex = examples();
+    let visits = format!("visits={}", ex.join("shop_visits.csv").display());
+    let regions = format!("regions={}", ex.join("regions.csv").display());
+    let schema = ex.join("shop.toml").display().to_string();
+    let mut args = vec![
+        "sql", query, "--table", &visits, "--table", &regions, "--schema", &schema,
+    ];
+    args.extend(extra);
+    dpml(&args)
+}
+
+#[test]
+fn a_release_reports_its_noise_and_guarantee() {
+    let v = sql(
+        "SELECT day, COUNT(*) AS visits, SUM(spend) AS spend FROM visits GROUP BY day ORDER BY day",
+        &["--epsilon", "1", "--seed", "3", "--json"],
+    )
+    .json();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 7);
+    assert_eq!(v["rows"][0]["day"], 1);
+    for f in [
+        "epsilon",
+        "delta",
+        "accountant",
+        "neighbouring",
+        "public",
+        "seeded",
+    ] {
+        assert!(!v[f].is_null(), "{f} missing: {v}");
+    }
+    assert_eq!(
+        v["neighbouring"],
+        "add or remove all rows of one privacy unit"
+    );
+    let cols = v["columns"].as_array().unwrap();
+    assert_eq!(cols.len(), 2);
+    for c in cols {
+        for f in ["mechanism", "noise_scale", "sensitivity", "half_width_95"] {
+            assert!(c[f].as_f64().is_some() || c[f].is_string(), "{f}: {c}");
+        }
+    }
+    // COUNT: L0 = 3 groups per shopper, L∞ = 2 visits each.
+    assert_eq!(cols[0]["sensitivity"], 6.0);
+    // Nothing computed without noise is printed.
+    assert!(v.get("diagnostics").is_none());
+    // The human summary shows the rows.
+    let text = sql(
+        "SELECT day, COUNT(*) AS visits FROM visits GROUP BY day",
+        &["--epsilon", "1", "--seed", "3"],
+    );
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stdout.contains("released 7 row(s)"), "{}", text.stdout);
+}
+
+#[test]
+fn explain_shows_the_threshold_and_charges_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("l");
+    let l = ledger.display().to_string();
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        &l,
+        "--budget-epsilon",
+        "1",
+        "--json",
+    ])
+    .json();
+    let v = sql(
+        "EXPLAIN DP SELECT region, COUNT(*) FROM visits GROUP BY region",
+        &[
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--ledger",
+            &l,
+            "--json",
+        ],
+    )
+    .json();
+    assert_eq!(v["explain"], true);
+    let t = &v["aggregates"][0]["threshold"];
+    assert!(t["tau"].as_i64().unwrap() > 1, "{v}");
+    let shown = dpml(&["ledger", "show", "--ledger", &l, "--json"]).json();
+    assert_eq!(
+        shown["entries"].as_array().map_or(0, Vec::len),
+        0,
+        "{shown}"
+    );
+}
+
+#[test]
+fn an_overspend_prints_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("l").display().to_string();
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        &l,
+        "--budget-epsilon",
+        "1",
+        "--json",
+    ])
+    .json();
+    let q = "SELECT COUNT(*) FROM visits";
+    sql(q, &["--epsilon", "0.7", "--ledger", &l, "--json"]).json();
+    let second = sql(q, &["--epsilon", "0.7", "--ledger", &l]);
+    second.assert_usage_error("budget");
+    assert!(second.stdout.is_empty());
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = examples();
+    let schema = ex.join("shop.toml").display().to_string();
+    let q = "SELECT COUNT(*) FROM visits";
+    // A missing table file.
+    let missing = format!("visits={}", dir.path().join("nope.csv").display());
+    dpml(&[
+        "sql",
+        q,
+        "--table",
+        &missing,
+        "--schema",
+        &schema,
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("nope.csv");
+    // An unknown column.
+    sql("SELECT SUM(spent) FROM visits", &["--epsilon", "1"]).assert_usage_error("spent");
+    // A column without declared bounds.
+    sql("SELECT SUM(user_id) FROM visits", &["--epsilon", "1"])
+        .assert_usage_error("no declared bounds");
+    // A malformed Parquet file.
+    let bad = dir.path().join("bad.parquet");
+    std::fs::write(&bad, b"PAR1 this is not parquet").unwrap();
+    let t = format!("visits={}", bad.display());
+    dpml(&[
+        "sql",
+        q,
+        "--table",
+        &t,
+        "--schema",
+        &schema,
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("bad.parquet");
+    // A table with repeated units that the schema does not declare.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "[tables.regions]\npublic = true\n").unwrap();
+    let visits = format!("visits={}", ex.join("shop_visits.csv").display());
+    dpml(&[
+        "sql",
+        q,
+        "--table",
+        &visits,
+        "--schema",
+        &other.display().to_string(),
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("privacy unit");
+    // A refused construct, with --json: the error object.
+    let r = sql(
+        "SELECT SUM(spend) OVER () FROM visits",
+        &["--epsilon", "1", "--json"],
+    );
+    r.assert_usage_error("window function");
+}

@@ -1,0 +1,130 @@
+//! DP SQL (`dpml.sql`, `dpml.sql_explain`): the same engine and JSON as `dpml sql`. The
+//! released table crosses to Python through the Arrow C stream interface: an object with
+//! `__arrow_c_stream__`, which `pyarrow.table()` reads without copying (arrow's own `pyarrow`
+//! feature is built for another PyO3 than this package's).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use dpml_sql::datafusion::arrow::datatypes::SchemaRef;
+use dpml_sql::datafusion::arrow::ffi_stream::FFI_ArrowArrayStream;
+use dpml_sql::datafusion::arrow::record_batch::{RecordBatch, RecordBatchIterator};
+use dpml_sql::{Engine, Request, Split, SqlError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use crate::guard;
+use crate::ledger::{PyLedger, inner};
+
+/// A released table, readable once or many times as an Arrow C stream.
+#[pyclass(name = "SqlTable", frozen)]
+pub struct SqlTable {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+}
+
+#[pymethods]
+impl SqlTable {
+    /// The Arrow PyCapsule interface: a stream of the released batches (the same batches
+    /// every time; nothing is recomputed or redrawn).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        // A requested schema is a hint; the released types are kept as they are.
+        let _ = requested_schema;
+        let reader = RecordBatchIterator::new(
+            self.batches.clone().into_iter().map(Ok),
+            self.schema.clone(),
+        );
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        // The consumer moves the stream out (its release set to null); a stream never read is
+        // released when the capsule is dropped.
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+}
+
+/// The engine over `tables` (name → path) declared by the schema file `schema`.
+fn engine(schema: &str, tables: Vec<(String, String)>) -> Result<Engine, String> {
+    let schema = dpml_core::data::Schema::from_file(schema.as_ref()).map_err(|e| e.to_string())?;
+    let tables: Vec<(String, PathBuf)> = tables
+        .into_iter()
+        .map(|(n, p)| (n, PathBuf::from(p)))
+        .collect();
+    Engine::new(&schema.tables, &tables).map_err(|e| e.to_string())
+}
+
+fn request(epsilon: f64, delta: f64, weights: Option<BTreeMap<String, f64>>) -> Request {
+    Request {
+        epsilon,
+        delta,
+        split: Split {
+            weights: weights.unwrap_or_default(),
+        },
+    }
+}
+
+/// (table, report JSON) of a DP query.
+#[pyfunction]
+#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, ledger=None, seed=None))]
+#[allow(clippy::too_many_arguments)]
+fn sql_run(
+    py: Python<'_>,
+    query: &str,
+    tables: Vec<(String, String)>,
+    schema: &str,
+    epsilon: f64,
+    delta: f64,
+    weights: Option<BTreeMap<String, f64>>,
+    ledger: Option<PyRef<'_, PyLedger>>,
+    seed: Option<u64>,
+) -> PyResult<(SqlTable, String)> {
+    let mut rng = guard::rng(seed)?;
+    let ledger = inner(&ledger);
+    guard::run(py, || {
+        let engine = engine(schema, tables)?;
+        let result = engine
+            .run(query, &request(epsilon, delta, weights), &mut rng, ledger)
+            .map_err(|e: SqlError| e.to_string())?;
+        let mut report = result.to_json().map_err(|e| e.to_string())?;
+        report["seeded"] = serde_json::Value::Bool(rng.is_seeded());
+        Ok::<_, String>((
+            SqlTable {
+                schema: result.schema(),
+                batches: result.batches().to_vec(),
+            },
+            report.to_string(),
+        ))
+    })
+}
+
+/// The explanation (JSON) of a DP query: reads no private row, charges nothing.
+#[pyfunction]
+#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None))]
+fn sql_explain(
+    py: Python<'_>,
+    query: &str,
+    tables: Vec<(String, String)>,
+    schema: &str,
+    epsilon: f64,
+    delta: f64,
+    weights: Option<BTreeMap<String, f64>>,
+) -> PyResult<String> {
+    guard::run(py, || {
+        let engine = engine(schema, tables)?;
+        let e = engine
+            .explain(query, &request(epsilon, delta, weights))
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(e.to_json().to_string())
+    })
+}
+
+/// Registers the SQL functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SqlTable>()?;
+    m.add_function(wrap_pyfunction!(sql_run, m)?)?;
+    m.add_function(wrap_pyfunction!(sql_explain, m)?)?;
+    Ok(())
+}

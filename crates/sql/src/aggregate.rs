@@ -1,0 +1,469 @@
+//! A DP aggregate: an aggregate of private rows, cut out of the query plan. The rewrite keeps
+//! what the aggregate reads as *contribution rows* (unit, group values, one input column per
+//! aggregate argument) and puts a placeholder table in its place; the released cells fill the
+//! placeholder once, and the rest of the query (HAVING, ORDER BY, LIMIT, arithmetic, joins
+//! with public tables) runs on it as post-processing.
+//!
+//! Each aggregate of the SELECT list becomes a [`Measure`] with the range of its argument
+//! (from the declared bounds, see [`crate::interval`]); what one unit may contribute to it is
+//! fixed here, before any row is read.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::catalog::MemTable;
+use datafusion::common::{Column, DFSchemaRef, ScalarValue};
+use datafusion::datasource::provider_as_source;
+use datafusion::logical_expr::expr::AggregateFunction;
+use datafusion::logical_expr::{
+    Aggregate, Expr, Filter, LogicalPlan, LogicalPlanBuilder, Projection, lit, when,
+};
+
+use crate::catalog::UnitSource;
+use crate::error::{Result, SqlError, plan_err};
+use crate::interval::{Range, range_of};
+use crate::keys::{Keys, bins};
+use crate::rewrite::{Origin, Rel, Rewriter};
+
+/// One released aggregate of the SELECT list.
+#[derive(Debug, Clone)]
+pub(crate) struct Measure {
+    /// Its column in the aggregate's output (DataFusion's name, e.g. `sum(t.x)`).
+    pub column: String,
+    /// The aggregate as the query wrote it.
+    pub display: String,
+    /// What it computes.
+    pub kind: Kind,
+    /// Its output type.
+    pub data_type: DataType,
+}
+
+/// What a measure computes from each unit's rows in a group. `value` and `flag` index the
+/// aggregate's input columns (after the unit and the group columns).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Kind {
+    /// Rows (where `flag` is true): COUNT(*), COUNT(x), COUNT(*) FILTER (WHERE …).
+    Count { flag: Option<usize> },
+    /// Units with a row in the group: COUNT(DISTINCT unit).
+    CountUnits,
+    /// SUM of a value in `range`; one unit's sum in a group is clamped into `sum_range`.
+    Sum {
+        value: usize,
+        range: Range,
+        sum_range: Option<Range>,
+    },
+    /// AVG: a noisy sum over a noisy count.
+    Avg { value: usize, range: Range },
+    /// VARIANCE (`population`: VAR_POP) or, with `sqrt`, STDDEV.
+    Var {
+        value: usize,
+        range: Range,
+        population: bool,
+        sqrt: bool,
+    },
+    /// The `q`-quantile (MEDIAN: 0.5), by the exponential mechanism.
+    Quantile { value: usize, range: Range, q: f64 },
+}
+
+impl Kind {
+    /// Whether one unit's row count per group must be bounded (L∞) for this measure.
+    fn needs_row_bound(&self) -> bool {
+        !matches!(self, Kind::CountUnits | Kind::Sum { .. })
+    }
+}
+
+/// One group column.
+#[derive(Debug, Clone)]
+pub(crate) struct Group {
+    /// The GROUP BY expression as written.
+    pub display: String,
+    /// Its type.
+    pub data_type: DataType,
+    /// Where its keys come from.
+    pub keys: Keys,
+}
+
+/// An aggregate of private rows (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct DpAggregate {
+    /// The private tables it reads.
+    pub tables: BTreeSet<String>,
+    /// The contribution rows: `__unit`, `__g0…`, `__x0…`.
+    pub rows: LogicalPlan,
+    /// The group columns.
+    pub groups: Vec<Group>,
+    /// The released aggregates.
+    pub measures: Vec<Measure>,
+    /// L0: groups one unit may contribute to.
+    pub max_groups: u64,
+    /// L∞: rows one unit's rows in one group count as at most.
+    pub max_rows: Option<u64>,
+    /// The placeholder the released cells fill.
+    pub released: Arc<MemTable>,
+}
+
+impl DpAggregate {
+    /// Cuts the aggregate `a` over the private relation `input` (whose unit is in a column)
+    /// out of the plan; returns the placeholder that replaces it.
+    pub(crate) fn build(rw: &mut Rewriter<'_>, input: Rel, a: &Aggregate) -> Result<LogicalPlan> {
+        let id = rw.aggregates.len() + 1;
+        let catalog = rw.catalog;
+        let origin = |e: &Expr| -> Option<&Origin> { input.lineage[input.index_of(e)?].as_ref() };
+        let column_range = |e: &Expr| -> Option<Range> {
+            let o = origin(e)?;
+            catalog.bounds(&o.table, &o.column)
+        };
+
+        let mut groups = Vec::new();
+        for (i, g) in a.group_expr.iter().enumerate() {
+            if matches!(g, Expr::GroupingSet(_)) {
+                return Err(SqlError::refused(
+                    g.to_string(),
+                    "GROUPING SETS, ROLLUP and CUBE release overlapping groups; write one query \
+                     per grouping",
+                ));
+            }
+            let keys = match origin(g) {
+                Some(o) => match catalog.keys(&o.table, &o.column) {
+                    Some(values) => Keys::Declared {
+                        column: format!("{}.{}", o.table, o.column),
+                        values: values.to_vec(),
+                    },
+                    None if catalog.is_public(&o.table) => Keys::PublicTable {
+                        column: format!("{}.{}", o.table, o.column),
+                        plan: distinct_values(rw, &o.table, &o.column)?,
+                    },
+                    None => Keys::Private,
+                },
+                None => histogram(g, &column_range, &input).unwrap_or(Keys::Private),
+            };
+            if !keys.is_public() && rw.delta <= 0.0 {
+                return Err(SqlError::refused(
+                    format!("GROUP BY {g}"),
+                    "its keys are private: declare a public key set for the column (keys or \
+                     keys_file in the schema), group by a public table's column or by histogram \
+                     bins of a bounded column, or give δ > 0 (--delta) to release keys whose \
+                     noisy unit count passes a threshold",
+                ));
+            }
+            groups.push(Group {
+                display: g.to_string(),
+                data_type: a.schema.field(i).data_type().clone(),
+                keys,
+            });
+        }
+
+        let rows_bound = input.rows_per_unit.filter(|&r| r == 1);
+        let tables: Vec<_> = input
+            .tables
+            .iter()
+            .filter_map(|t| catalog.table(t).ok())
+            .collect();
+        let max_groups = if rows_bound.is_some() {
+            1
+        } else {
+            tables.iter().map(|t| t.max_groups()).max().unwrap_or(1)
+        };
+        let max_rows = rows_bound.or_else(|| {
+            tables
+                .iter()
+                .filter_map(|t| t.decl.max_rows_per_unit_per_group)
+                .max()
+        });
+
+        let mut inputs: Vec<(Expr, bool)> = Vec::new();
+        let mut measures = Vec::new();
+        for (i, e) in a.aggr_expr.iter().enumerate() {
+            let field = a.schema.field(a.group_expr.len() + i);
+            let kind = measure(e, &input, &column_range, &mut inputs, catalog)?;
+            if kind.needs_row_bound() && max_rows.is_none() {
+                return Err(SqlError::refused(
+                    e.to_string(),
+                    format!(
+                        "one unit's rows in a group are unbounded: declare \
+                         max_rows_per_unit_per_group for {} in the schema",
+                        input.tables.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            measures.push(Measure {
+                column: field.name().clone(),
+                display: e.to_string(),
+                kind,
+                data_type: field.data_type().clone(),
+            });
+        }
+
+        let rows = contribution_rows(&input, &a.group_expr, &inputs)?;
+        let (released, placeholder) = placeholder(rw, id, &a.schema)?;
+        rw.aggregates.push(DpAggregate {
+            tables: input.tables.clone(),
+            rows,
+            groups,
+            measures,
+            max_groups,
+            max_rows,
+            released,
+        });
+        Ok(placeholder)
+    }
+
+    /// Whether every group column has public keys.
+    pub(crate) fn public_keys(&self) -> bool {
+        self.groups.iter().all(|g| g.keys.is_public())
+    }
+}
+
+/// The measure of one aggregate expression, adding the input columns it reads.
+fn measure(
+    e: &Expr,
+    input: &Rel,
+    column_range: &dyn Fn(&Expr) -> Option<Range>,
+    inputs: &mut Vec<(Expr, bool)>,
+    catalog: &crate::catalog::Catalog,
+) -> Result<Kind> {
+    let f: &AggregateFunction = match strip_alias(e) {
+        Expr::AggregateFunction(f) => f,
+        other => {
+            return Err(SqlError::refused(
+                other.to_string(),
+                "only aggregate functions are computed from private rows",
+            ));
+        }
+    };
+    let p = &f.params;
+    let name = f.func.name().to_ascii_lowercase();
+    let refuse = |reason: &str| SqlError::refused(e.to_string(), reason);
+    let filter = p.filter.as_deref().cloned();
+    if p.distinct && name != "count" {
+        return Err(refuse(
+            "DISTINCT inside an aggregate other than COUNT(DISTINCT unit) has no bounded \
+             contribution per unit",
+        ));
+    }
+    let arg = p.args.first();
+    let mut value = |arg: &Expr| -> Result<(usize, Range)> {
+        let range = range_of(arg, column_range).ok_or_else(|| {
+            refuse(&format!(
+                "{arg} has no declared bounds: declare bounds = [lo, hi] for its columns in \
+                 the schema, or clamp it with LEAST/GREATEST"
+            ))
+        })?;
+        let v = Expr::Cast(datafusion::logical_expr::Cast::new(
+            Box::new(arg.clone()),
+            DataType::Float64,
+        ));
+        let v = match &filter {
+            Some(f) => when(f.clone(), v)
+                .otherwise(lit(ScalarValue::Float64(None)))
+                .map_err(plan_err)?,
+            None => v,
+        };
+        inputs.push((v, false));
+        Ok((inputs.len() - 1, range))
+    };
+    let kind = match name.as_str() {
+        "count" if p.distinct => {
+            let is_unit = arg.is_some_and(|a| {
+                input
+                    .index_of(a)
+                    .is_some_and(|i| input.unit.columns().contains(&i))
+                    || input
+                        .index_of(a)
+                        .and_then(|i| input.lineage[i].as_ref())
+                        .is_some_and(|o| {
+                            catalog
+                                .table(&o.table)
+                                .is_ok_and(|t| t.unit == UnitSource::Column(o.column.clone()))
+                        })
+            });
+            if !is_unit || filter.is_some() {
+                return Err(refuse(
+                    "COUNT(DISTINCT …) is released only of the privacy unit's column, without \
+                     FILTER: other distinct counts are not sums of per-unit contributions",
+                ));
+            }
+            Kind::CountUnits
+        }
+        "count" => {
+            let counts_all =
+                arg.is_none_or(|a| matches!(strip_alias(a), Expr::Literal(v, _) if !v.is_null()));
+            let flag = match (counts_all, &filter) {
+                (true, None) => None,
+                (true, Some(f)) => Some(f.clone()),
+                (false, None) => Some(arg.expect("argument").clone().is_not_null()),
+                (false, Some(f)) => {
+                    Some(arg.expect("argument").clone().is_not_null().and(f.clone()))
+                }
+            };
+            Kind::Count {
+                flag: flag.map(|f| {
+                    inputs.push((f, true));
+                    inputs.len() - 1
+                }),
+            }
+        }
+        "sum" => {
+            let arg = arg.ok_or_else(|| refuse("SUM needs an argument"))?;
+            let sum_range = input
+                .index_of(arg)
+                .and_then(|i| input.lineage[i].as_ref())
+                .and_then(|o| catalog.sum_bounds(&o.table, &o.column));
+            let (value, range) = value(arg)?;
+            Kind::Sum {
+                value,
+                range,
+                sum_range,
+            }
+        }
+        "avg" | "mean" => {
+            let (value, range) = value(arg.ok_or_else(|| refuse("AVG needs an argument"))?)?;
+            Kind::Avg { value, range }
+        }
+        "var" | "var_samp" | "var_pop" | "stddev" | "stddev_samp" | "stddev_pop" => {
+            let (value, range) = value(arg.ok_or_else(|| refuse("needs an argument"))?)?;
+            Kind::Var {
+                value,
+                range,
+                population: name.ends_with("_pop"),
+                sqrt: name.starts_with("stddev"),
+            }
+        }
+        "median" | "approx_median" | "percentile_cont" | "approx_percentile_cont" => {
+            let q = if name.ends_with("median") {
+                0.5
+            } else {
+                p.args
+                    .get(1)
+                    .and_then(|e| match strip_alias(e) {
+                        Expr::Literal(v, _) => v.cast_to(&DataType::Float64).ok(),
+                        _ => None,
+                    })
+                    .and_then(|v| match v {
+                        ScalarValue::Float64(Some(q)) if (0.0..=1.0).contains(&q) => Some(q),
+                        _ => None,
+                    })
+                    .ok_or_else(|| refuse("the quantile must be a constant in [0, 1]"))?
+            };
+            let (value, range) = value(arg.ok_or_else(|| refuse("needs an argument"))?)?;
+            Kind::Quantile { value, range, q }
+        }
+        "min" | "max" => {
+            return Err(refuse(
+                "one unit moves a MIN or MAX arbitrarily far; use QUANTILE(x, 0.0) or \
+                 QUANTILE(x, 1.0) over the declared bounds instead",
+            ));
+        }
+        _ => {
+            return Err(refuse(
+                "no DP version of this aggregate: COUNT(*), COUNT(x), COUNT(DISTINCT unit), \
+                 SUM, AVG, VARIANCE, STDDEV, MEDIAN and QUANTILE are released",
+            ));
+        }
+    };
+    if !p.order_by.is_empty() && !matches!(kind, Kind::Quantile { .. }) {
+        return Err(refuse("an ordered aggregate (ORDER BY inside it)"));
+    }
+    Ok(kind)
+}
+
+fn strip_alias(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => strip_alias(&a.expr),
+        other => other,
+    }
+}
+
+/// Histogram bins of a GROUP BY expression over one bounded column.
+fn histogram(g: &Expr, column_range: &dyn Fn(&Expr) -> Option<Range>, input: &Rel) -> Option<Keys> {
+    let columns = g.column_refs();
+    let [c] = columns.into_iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let c = Expr::Column(c.clone());
+    let range = column_range(&c)?;
+    let o = input.lineage[input.index_of(&c)?].as_ref()?;
+    Some(Keys::Bins {
+        column: format!("{}.{}", o.table, o.column),
+        values: bins(g, range)?,
+    })
+}
+
+/// `SELECT DISTINCT column FROM table` of a public table.
+fn distinct_values(rw: &Rewriter<'_>, table: &str, column: &str) -> Result<LogicalPlan> {
+    let source = rw
+        .sources
+        .get(table)
+        .ok_or_else(|| SqlError::input(format!("table {table} was not given")))?;
+    LogicalPlanBuilder::scan(table, Arc::clone(source), None)
+        .and_then(|b| {
+            b.aggregate(
+                vec![Expr::Column(Column::new(Some(table), column))],
+                Vec::<Expr>::new(),
+            )
+        })
+        .and_then(LogicalPlanBuilder::build)
+        .map_err(plan_err)
+}
+
+/// The contribution rows: the unit, the group values and the inputs, for rows with a unit.
+fn contribution_rows(
+    input: &Rel,
+    group_expr: &[Expr],
+    inputs: &[(Expr, bool)],
+) -> Result<LogicalPlan> {
+    let unit = input.column(input.unit.columns()[0]);
+    let mut exprs = vec![unit.clone().alias("__unit")];
+    exprs.extend(
+        group_expr
+            .iter()
+            .enumerate()
+            .map(|(i, g)| strip_alias(g).clone().alias(format!("__g{i}"))),
+    );
+    exprs.extend(
+        inputs
+            .iter()
+            .enumerate()
+            .map(|(i, (e, _))| e.clone().alias(format!("__x{i}"))),
+    );
+    let filtered =
+        Filter::try_new(unit.is_not_null(), Arc::new(input.plan.clone())).map_err(plan_err)?;
+    Ok(LogicalPlan::Projection(
+        Projection::try_new(exprs, Arc::new(LogicalPlan::Filter(filtered))).map_err(plan_err)?,
+    ))
+}
+
+/// An empty table with the aggregate's output schema, and the plan that reads it under the
+/// aggregate's own column names.
+fn placeholder(
+    rw: &mut Rewriter<'_>,
+    id: usize,
+    output: &DFSchemaRef,
+) -> Result<(Arc<MemTable>, LogicalPlan)> {
+    let fields: Vec<Field> = output
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Field::new(format!("c{i}"), f.data_type().clone(), f.is_nullable()))
+        .collect();
+    let table =
+        Arc::new(MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]]).map_err(plan_err)?);
+    let name = rw.fresh(&format!("released{id}"));
+    let exprs: Vec<Expr> = (0..output.fields().len())
+        .map(|i| {
+            let (qualifier, field) = output.qualified_field(i);
+            Expr::Column(Column::new(Some(name.as_str()), format!("c{i}")))
+                .alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect();
+    let plan = LogicalPlanBuilder::scan(
+        name.as_str(),
+        provider_as_source(Arc::clone(&table) as Arc<dyn datafusion::catalog::TableProvider>),
+        None,
+    )
+    .and_then(|b| b.project(exprs))
+    .and_then(LogicalPlanBuilder::build)
+    .map_err(plan_err)?;
+    Ok((table, plan))
+}

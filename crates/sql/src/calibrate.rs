@@ -1,0 +1,533 @@
+//! The budget of a query, split and turned into mechanisms before any row is read: ε is
+//! divided across the released aggregates by their weights (default even) and, for an
+//! aggregate with private keys, its key selection; each aggregate's share goes to its noisy
+//! parts (AVG: a sum and a count; VARIANCE: a count, a sum and a sum of squares). Every part's
+//! sensitivity comes from the declared bounds and the contribution bounds L0 and L∞.
+//!
+//! # Sensitivities (add or remove all rows of one unit)
+//! After bounding (see [`crate::contribute`]) a unit contributes to at most L0 groups, and to
+//! each by at most C: a count L∞ (rows) or 1 (units), a sum the per-unit bound of its argument
+//! (L∞·max|x| or the declared per-unit sum bounds), a centred sum L∞·(hi − lo)/2. The vector
+//! of all groups' values therefore moves by at most L0·C in L1 norm, and each group gets
+//! discrete Laplace noise of scale L0·C/ε_part: ε_part-DP for the whole vector.
+//!
+//! # Sums on a grid (no floating-point sum ever reaches a release)
+//! A sum part with nominal scale b = L0·C/ε works on a noise grid g = 2^(⌊log₂ b⌋ − 20) and a
+//! 2^30 times finer grid g′. Each row's clamped value becomes the integer trunc(x/g′); a unit's
+//! integers are added exactly in 128 bits (checked), scaled and clamped to |c| ≤ Y = ⌊C/g′⌋;
+//! the group's exact total T is rounded to the noise grid, k = round(T/2^30), and released as
+//! (k + Z)·g with Z discrete Laplace for the integer sensitivity Δ_g = L0·(⌊C/g⌋ + 1).
+//! *Why Δ_g holds:* in one group the unit moves T by |c| ≤ Y, so k moves by at most
+//! ⌊Y/2^30⌋ + 1 ≤ ⌊C/g⌋ + 1 (rounding moves a value by at most ½, and an integer ≤ y + 1 is
+//! ≤ ⌊y⌋ + 1; Y/2^30 ≤ C/g); over its at most L0 groups, by at most L0·(⌊C/g⌋ + 1). Rounding
+//! is per group, so the +1 is counted per group. The integer noise has scale t ≥ Δ_g/ε (the
+//! exact sampler rounds t up), hence ε-DP; k + Z times g is post-processing.
+//!
+//! # Private keys (Wilson et al. 2020, §3)
+//! A group's units are counted (a unit adds 1 to at most L0 groups: sensitivity L0) with
+//! discrete Laplace noise of scale t = L0/ε_sel, and the group is released when the noisy count
+//! reaches τ = 1 + ⌈t·ln(L0/δ)⌉. A group that only the added unit has (count 1) passes with
+//! probability P(Z ≥ τ − 1) = p^(τ−1)/(1 + p) ≤ e^(−(τ−1)/t) with p = e^(−1/t); over its at
+//! most L0 such groups, at most L0·e^(−(τ−1)/t) ≤ δ. So selection is (ε_sel, δ)-DP.
+
+use std::collections::BTreeMap;
+
+use dpml_mechanisms::{DiscreteLaplaceMechanism, PermuteAndFlip, PrivacyEvent};
+
+use crate::aggregate::{DpAggregate, Kind};
+use crate::error::{Result, SqlError};
+use crate::interval::Range;
+
+/// The noise grid spans about 2^20 steps per unit of scale (as the Laplace mechanism's).
+const NOISE_GRID_BITS: i32 = 20;
+/// The per-row grid is 2^30 times finer than the noise grid.
+pub(crate) const FINE_GRID_BITS: i32 = 30;
+/// Candidate points of a quantile, evenly spaced over the declared range.
+pub(crate) const QUANTILE_CANDIDATES: usize = 1000;
+/// Quantiles are taken at q rounded to a multiple of 2^-20 (utilities stay exact integers).
+pub(crate) const QUANTILE_SCALE: i64 = 1 << 20;
+
+/// How the query's ε and δ are split, and the options that shape the noise.
+#[derive(Debug, Clone, Default)]
+pub struct Split {
+    /// Relative weight of each aggregate, by its output name (default 1).
+    pub weights: BTreeMap<String, f64>,
+}
+
+/// One noisy part of a measure.
+#[derive(Debug, Clone)]
+pub(crate) enum Part {
+    /// An integer count with per-unit bound `bound` per group.
+    Count {
+        source: CountSource,
+        bound: u64,
+        mech: DiscreteLaplaceMechanism,
+    },
+    /// A sum on a grid (see the module docs).
+    Sum {
+        grid: FixedGrid,
+        mech: DiscreteLaplaceMechanism,
+    },
+    /// A quantile: permute-and-flip over candidate points, per group.
+    Quantile {
+        input: usize,
+        range: Range,
+        q_num: i64,
+        selector: PermuteAndFlip,
+    },
+}
+
+/// What a count part counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CountSource {
+    /// Rows, or rows where this flag input is true.
+    Rows(Option<usize>),
+    /// Rows where this value input is not null.
+    NonNull(usize),
+    /// Units (1 per unit and group).
+    Units,
+}
+
+/// The fixed-point form of one sum part.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FixedGrid {
+    /// The value input summed.
+    pub input: usize,
+    /// Every value is clamped into `range`, then `centre` is subtracted (and the result
+    /// squared, for a sum of squares).
+    pub range: Range,
+    pub centre: f64,
+    pub square: bool,
+    /// g′ = 2^fine_exp; the noise grid is g = 2^(fine_exp + 30).
+    pub fine_exp: i32,
+    /// One unit's total in one group is clamped into `[sum_lo, sum_hi]` (fine units).
+    pub sum_lo: i128,
+    pub sum_hi: i128,
+    /// The per-unit, per-group bound C (real units).
+    pub bound: f64,
+}
+
+impl FixedGrid {
+    /// The noise grid's granularity g.
+    pub(crate) fn granularity(&self) -> f64 {
+        pow2(self.fine_exp + FINE_GRID_BITS)
+    }
+
+    /// The row value `x` (finite) as fine-grid integer: trunc((clamp(x) − centre)[²]/g′).
+    pub(crate) fn fine(&self, x: f64) -> i128 {
+        let v = x.clamp(self.range.0, self.range.1) - self.centre;
+        let v = if self.square { v * v } else { v };
+        // Scaling by a power of two is exact; the cast truncates toward zero (saturating).
+        (v * pow2(-self.fine_exp)) as i128
+    }
+}
+
+/// One measure's calibration.
+#[derive(Debug, Clone)]
+pub(crate) struct MeasureCal {
+    pub epsilon: f64,
+    pub parts: Vec<Part>,
+}
+
+/// An aggregate's key selection.
+#[derive(Debug, Clone)]
+pub(crate) struct Selection {
+    pub epsilon: f64,
+    pub delta: f64,
+    pub mech: DiscreteLaplaceMechanism,
+    /// τ: a group is released when its noisy unit count reaches it.
+    pub threshold: i64,
+}
+
+/// One aggregate's calibration.
+#[derive(Debug, Clone)]
+pub(crate) struct AggregateCal {
+    /// L0 in force (at most the number of public groups).
+    pub max_groups: u64,
+    pub selection: Option<Selection>,
+    pub measures: Vec<MeasureCal>,
+}
+
+/// The whole query's calibration.
+#[derive(Debug, Clone)]
+pub(crate) struct Calibration {
+    pub aggregates: Vec<AggregateCal>,
+    /// ε and δ spent in total (basic composition of the parts).
+    pub epsilon: f64,
+    pub delta: f64,
+    /// The privacy events of every part, in order.
+    pub events: Vec<PrivacyEvent>,
+}
+
+/// Calibrates every aggregate; `public_groups[i]` is the number of public groups of aggregate
+/// `i` (None for private keys).
+pub(crate) fn calibrate(
+    aggregates: &[DpAggregate],
+    public_groups: &[Option<usize>],
+    epsilon: f64,
+    delta: f64,
+    split: &Split,
+) -> Result<Calibration> {
+    if !(epsilon.is_finite() && epsilon > 0.0) {
+        return Err(SqlError::input(format!(
+            "epsilon must be finite and > 0, got {epsilon}"
+        )));
+    }
+    if !(0.0..1.0).contains(&delta) {
+        return Err(SqlError::input(format!(
+            "delta must be in [0, 1), got {delta}"
+        )));
+    }
+    for (name, w) in &split.weights {
+        if !(w.is_finite() && *w > 0.0) {
+            return Err(SqlError::input(format!(
+                "the weight of {name} must be finite and > 0, got {w}"
+            )));
+        }
+        if !aggregates
+            .iter()
+            .any(|a| a.measures.iter().any(|m| &m.column == name))
+        {
+            return Err(SqlError::input(format!(
+                "a weight is given for {name}, which is not an aggregate of the query"
+            )));
+        }
+    }
+    let weight = |name: &str| split.weights.get(name).copied().unwrap_or(1.0);
+    let selections = public_groups.iter().filter(|g| g.is_none()).count();
+    let total: f64 = aggregates
+        .iter()
+        .flat_map(|a| a.measures.iter().map(|m| weight(&m.column)))
+        .sum::<f64>()
+        + selections as f64;
+    if total <= 0.0 {
+        return Err(SqlError::input("the query releases no aggregate"));
+    }
+    if selections > 0 && delta <= 0.0 {
+        return Err(SqlError::input(
+            "private group keys need delta > 0 (--delta) for the noisy threshold",
+        ));
+    }
+    let mut events = Vec::new();
+    let mut out = Vec::new();
+    for (a, groups) in aggregates.iter().zip(public_groups) {
+        let max_groups = match groups {
+            Some(n) => a.max_groups.min((*n).max(1) as u64),
+            None => a.max_groups,
+        };
+        let selection = match groups {
+            Some(_) => None,
+            None => {
+                let eps = epsilon / total;
+                let delta = delta / selections as f64;
+                let mech = DiscreteLaplaceMechanism::new(max_groups, eps)?;
+                let t = mech.scale_rational().to_f64_up();
+                let threshold: f64 = 1.0 + (t * (max_groups as f64 / delta).ln()).ceil();
+                if !(threshold.is_finite() && threshold < i64::MAX as f64 / 2.0) {
+                    return Err(SqlError::input("the key-selection threshold overflows"));
+                }
+                events.push(PrivacyEvent::EpsilonDelta {
+                    epsilon: eps,
+                    delta,
+                });
+                Some(Selection {
+                    epsilon: eps,
+                    delta,
+                    mech,
+                    threshold: threshold as i64,
+                })
+            }
+        };
+        let mut measures = Vec::new();
+        for m in &a.measures {
+            let eps = epsilon * weight(&m.column) / total;
+            let parts = parts(&m.kind, eps, max_groups, a.max_rows)?;
+            for p in &parts {
+                events.push(match p {
+                    Part::Count { mech, .. } | Part::Sum { mech, .. } => mech.event(),
+                    Part::Quantile { .. } => PrivacyEvent::EpsilonDelta {
+                        epsilon: eps,
+                        delta: 0.0,
+                    },
+                });
+            }
+            measures.push(MeasureCal {
+                epsilon: eps,
+                parts,
+            });
+        }
+        out.push(AggregateCal {
+            max_groups,
+            selection,
+            measures,
+        });
+    }
+    let used_delta = if selections > 0 { delta } else { 0.0 };
+    Ok(Calibration {
+        aggregates: out,
+        epsilon,
+        delta: used_delta,
+        events,
+    })
+}
+
+/// The noisy parts of one measure, each with an even share of its ε.
+fn parts(kind: &Kind, epsilon: f64, l0: u64, linf: Option<u64>) -> Result<Vec<Part>> {
+    let rows = linf.unwrap_or(1);
+    let count = |source: CountSource, bound: u64, eps: f64| -> Result<Part> {
+        let sensitivity = l0.checked_mul(bound).ok_or_else(|| {
+            SqlError::input("the contribution bounds overflow: L0·L∞ is too large")
+        })?;
+        Ok(Part::Count {
+            source,
+            bound,
+            mech: DiscreteLaplaceMechanism::new(sensitivity, eps)?,
+        })
+    };
+    let sum =
+        |input: usize,
+         range: Range,
+         centre: f64,
+         square: bool,
+         sum_range: Option<Range>,
+         eps: f64| { sum_part(input, range, centre, square, sum_range, linf, l0, eps) };
+    Ok(match *kind {
+        Kind::Count { flag } => vec![count(CountSource::Rows(flag), rows, epsilon)?],
+        Kind::CountUnits => vec![count(CountSource::Units, 1, epsilon)?],
+        Kind::Sum {
+            value,
+            range,
+            sum_range,
+        } => {
+            // Without L∞, one unit's sum in a group is clamped into the bounds (the per-unit
+            // clamp of the schema's `bounds`).
+            let sum_range = sum_range.or(if linf.is_none() { Some(range) } else { None });
+            vec![sum(value, range, 0.0, false, sum_range, epsilon)?]
+        }
+        Kind::Avg { value, range } => {
+            let e = epsilon / 2.0;
+            let centre = (range.0 + range.1) / 2.0;
+            vec![
+                sum(value, range, centre, false, None, e)?,
+                count(CountSource::NonNull(value), rows, e)?,
+            ]
+        }
+        Kind::Var { value, range, .. } => {
+            let e = epsilon / 3.0;
+            let centre = (range.0 + range.1) / 2.0;
+            vec![
+                sum(value, range, centre, false, None, e)?,
+                sum(value, range, centre, true, None, e)?,
+                count(CountSource::NonNull(value), rows, e)?,
+            ]
+        }
+        Kind::Quantile { value, range, q } => {
+            let q_num = (q * QUANTILE_SCALE as f64).round() as i64;
+            let spread = q_num.max(QUANTILE_SCALE - q_num).max(1) as f64;
+            // Each group's selection runs at ε/L0: a unit changes at most L0 groups.
+            let selector = PermuteAndFlip::new(epsilon / l0 as f64, rows as f64 * spread)?;
+            vec![Part::Quantile {
+                input: value,
+                range,
+                q_num,
+                selector,
+            }]
+        }
+    })
+}
+
+/// A sum part on its grid (see the module docs).
+#[allow(clippy::too_many_arguments)]
+fn sum_part(
+    input: usize,
+    range: Range,
+    centre: f64,
+    square: bool,
+    sum_range: Option<Range>,
+    linf: Option<u64>,
+    l0: u64,
+    epsilon: f64,
+) -> Result<Part> {
+    let half = (range.1 - range.0) / 2.0;
+    let per_row = if square {
+        half * half
+    } else {
+        (range.0 - centre).abs().max((range.1 - centre).abs())
+    };
+    let mut bound = f64::INFINITY;
+    if let Some(l) = linf {
+        bound = bound.min(l as f64 * per_row);
+    }
+    if let Some((lo, hi)) = sum_range {
+        bound = bound.min(lo.abs().max(hi.abs()));
+    }
+    if !(bound.is_finite()) {
+        return Err(SqlError::internal("a sum part without a per-unit bound"));
+    }
+    if bound <= 0.0 {
+        // Every contribution is 0 (bounds [0, 0] after centring): a tiny bound keeps the
+        // mechanism well defined and adds only negligible noise.
+        bound = f64::MIN_POSITIVE.max(per_row.max(1e-300));
+    }
+    let scale = l0 as f64 * bound / epsilon;
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(SqlError::input(format!(
+            "the noise scale of a sum, {l0}·{bound}/{epsilon}, is not representable"
+        )));
+    }
+    let noise_exp = floor_log2(scale) - NOISE_GRID_BITS;
+    let fine_exp = noise_exp - FINE_GRID_BITS;
+    if !(-900..=900).contains(&fine_exp) {
+        return Err(SqlError::input(format!(
+            "the noise scale of a sum ({scale:e}) is outside the range dpml represents"
+        )));
+    }
+    let per_group = (bound * pow2(-noise_exp)).floor();
+    if per_group >= (1u64 << 53) as f64 {
+        return Err(SqlError::input("a sum's bound is too large for its grid"));
+    }
+    let grid_sensitivity = l0
+        .checked_mul(per_group as u64 + 1)
+        .ok_or_else(|| SqlError::input("a sum's grid sensitivity overflows"))?;
+    let cap = (bound * pow2(-fine_exp)).floor() as i128;
+    let (sum_lo, sum_hi) = match sum_range {
+        Some((lo, hi)) => (
+            ((lo * pow2(-fine_exp)) as i128).max(-cap),
+            ((hi * pow2(-fine_exp)) as i128).min(cap),
+        ),
+        None => (-cap, cap),
+    };
+    Ok(Part::Sum {
+        grid: FixedGrid {
+            input,
+            range,
+            centre,
+            square,
+            fine_exp,
+            sum_lo,
+            sum_hi,
+            bound,
+        },
+        mech: DiscreteLaplaceMechanism::new(grid_sensitivity, epsilon)?,
+    })
+}
+
+/// 2^e for e in the normal range, exactly.
+pub(crate) fn pow2(e: i32) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+/// ⌊log₂ x⌋ for a finite x > 0, exactly (from the exponent bits).
+fn floor_log2(x: f64) -> i32 {
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    if exp == 0 {
+        // Subnormal: shift into the normal range.
+        floor_log2(x * pow2(64)) - 64
+    } else {
+        exp - 1023
+    }
+}
+
+impl Part {
+    /// The noise scale in output units (the Laplace b of the released value), the
+    /// sensitivity the noise covers (real units), and the 95% half-width of the noise.
+    pub(crate) fn scale_sensitivity_halfwidth(&self, l0: u64) -> (f64, f64, f64) {
+        match self {
+            Part::Count { mech, bound, .. } => {
+                let t = mech.scale();
+                (t, (l0 * bound) as f64, discrete_half_width(t))
+            }
+            Part::Sum { grid, mech } => {
+                let g = grid.granularity();
+                let t = mech.scale();
+                (t * g, l0 as f64 * grid.bound, discrete_half_width(t) * g)
+            }
+            Part::Quantile { .. } => (f64::NAN, f64::NAN, f64::NAN),
+        }
+    }
+}
+
+/// The smallest h with P(|Z| > h) ≤ 5% for Z discrete Laplace of scale t:
+/// P(|Z| ≥ k) = 2p^k/(1 + p), p = e^(−1/t).
+pub(crate) fn discrete_half_width(t: f64) -> f64 {
+    let p = (-1.0 / t).exp();
+    if p <= 0.0 {
+        return 0.0;
+    }
+    // P(|Z| > h) = 2 p^(h+1) / (1 + p) ≤ 0.05  ⇔  h + 1 ≥ ln(0.025 (1 + p)) / ln p.
+    ((0.025 * (1.0 + p)).ln() / p.ln()).ceil().max(1.0) - 1.0
+}
+
+/// P(n + Z ≥ τ) for Z discrete Laplace of scale t: the chance that a key with n units passes.
+pub(crate) fn release_probability(n: i64, threshold: i64, t: f64) -> f64 {
+    let p = (-1.0 / t).exp();
+    // P(Z ≥ k) = p^k/(1 + p) for k ≥ 1, and for k ≤ 0, by symmetry,
+    // P(Z ≥ k) = 1 − P(Z ≥ 1 − k) = 1 − p^(1−k)/(1 + p).
+    let k = threshold - n;
+    if k >= 1 {
+        p.powi(k.min(i32::MAX as i64) as i32) / (1.0 + p)
+    } else {
+        1.0 - p.powi((1 - k).min(i32::MAX as i64) as i32) / (1.0 + p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn powers_and_logs_are_exact() {
+        assert_eq!(pow2(-3), 0.125);
+        assert_eq!(floor_log2(10.0), 3);
+        assert_eq!(floor_log2(8.0), 3);
+        assert_eq!(floor_log2(0.3), -2);
+        assert_eq!(floor_log2(f64::MIN_POSITIVE / 4.0), -1024);
+    }
+
+    #[test]
+    fn the_grid_sensitivity_covers_rounding_per_group() {
+        let Part::Sum { grid, mech } =
+            sum_part(0, (0.0, 100.0), 0.0, false, None, Some(2), 3, 0.5).unwrap()
+        else {
+            panic!()
+        };
+        // C = 2·100, b = 3·200/0.5 = 1200 → g = 2^(10 − 20).
+        assert_eq!(grid.bound, 200.0);
+        assert_eq!(grid.granularity(), pow2(-10));
+        assert_eq!(grid.fine_exp, -40);
+        let expect = 3 * ((200.0 * 1024.0) as u64 + 1);
+        assert_eq!(mech.sensitivity(), expect);
+        assert!(mech.scale() >= expect as f64 / 0.5);
+        assert_eq!(grid.sum_hi, (200.0 * pow2(40)) as i128);
+        assert_eq!(
+            grid.fine(150.0),
+            (100.0 * pow2(40)) as i128,
+            "clamped to the range"
+        );
+    }
+
+    #[test]
+    fn the_threshold_bounds_delta() {
+        let mech = DiscreteLaplaceMechanism::new(4, 0.5).unwrap();
+        let t = mech.scale();
+        let tau = 1 + (t * (4.0f64 / 1e-6).ln()).ceil() as i64;
+        // A group of one unit passes with probability ≤ δ/L0.
+        assert!(4.0 * release_probability(1, tau, t) <= 1e-6);
+        assert!(release_probability(tau + 1000, tau, t) > 0.999);
+        assert!(
+            (release_probability(tau, tau, t)
+                - (1.0 - (-1.0 / t).exp() / (1.0 + (-1.0 / t).exp())))
+            .abs()
+                < 1e-12
+        );
+    }
+
+    #[test]
+    fn half_width_matches_the_laplace_tail() {
+        // For large t the discrete Laplace approaches Laplace(t): h ≈ t·ln 20.
+        let h = discrete_half_width(1000.0);
+        assert!((h / (1000.0 * 20f64.ln()) - 1.0).abs() < 0.01, "{h}");
+        assert_eq!(discrete_half_width(1e-3), 0.0);
+    }
+}

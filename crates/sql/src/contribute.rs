@@ -1,0 +1,472 @@
+//! Per-unit contribution bounding (Wilson et al. 2020, §3) and the exact aggregation of the
+//! bounded contributions, in Rust over the contribution rows DataFusion produces.
+//!
+//! 1. Pre-aggregate per (unit, group): the rows, the rows with a flag or a non-null value, and
+//!    each sum part's exact fixed-point total (128-bit, checked) of the clamped row values.
+//! 2. Bound each (unit, group): counts are clamped to L∞; when the unit has more than L∞
+//!    values its sums are scaled by L∞/n (its mean times L∞), then clamped to the per-unit sum
+//!    bounds and to ±Y ([`crate::calibrate`]). Quantiles keep the unit's L∞ values with the
+//!    smallest keyed hash.
+//! 3. Keep at most L0 groups per unit: those whose keyed hash of (unit, group) is smallest —
+//!    a function of the unit's own rows and the run's secret key, never of the row order or
+//!    of other units.
+//! 4. Add the kept contributions per group, exactly.
+//!
+//! Each released cell then moves by at most the calibrated sensitivity when one unit's rows
+//! are added or removed: the other units' contributions do not change at all.
+//!
+//! Units must not span the streams given to different [`Bounder`]s (the caller partitions the
+//! rows by a hash of the unit); the groups' totals of several bounders add up.
+
+use std::collections::{BTreeMap, BinaryHeap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, SortField};
+
+use crate::calibrate::{CountSource, FixedGrid, Part, QUANTILE_CANDIDATES};
+use crate::error::{Result, SqlError};
+use crate::rowid::KeyedHash;
+
+/// What the bounder computes for one aggregate.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundSpec {
+    /// The group columns' types.
+    pub group_types: Vec<DataType>,
+    /// Only rows whose group (row-encoded) is listed here are kept (public keys).
+    pub key_filter: Option<HashSet<Vec<u8>>>,
+    /// The noisy parts, in order (each one accumulator).
+    pub parts: Vec<Part>,
+    /// L0 in force.
+    pub max_groups: u64,
+    /// L∞ (None: rows are not counted, only units and clamped sums).
+    pub max_rows: Option<u64>,
+    /// The secret key of the keyed hashes.
+    pub hash: KeyedHash,
+}
+
+/// One group's exact totals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GroupTotals {
+    /// Units with a kept contribution.
+    pub units: u64,
+    /// Per part: the exact total of a count or sum part (fine-grid units for sums).
+    pub totals: Vec<i128>,
+    /// Per part: the quantile histogram (empty for other parts).
+    pub histograms: Vec<Vec<u64>>,
+}
+
+impl GroupTotals {
+    /// The totals of a group no unit contributes to.
+    pub(crate) fn empty(parts: &[Part]) -> Self {
+        Self {
+            units: 0,
+            totals: vec![0; parts.len()],
+            histograms: parts
+                .iter()
+                .map(|p| match p {
+                    Part::Quantile { .. } => vec![0; QUANTILE_CANDIDATES + 1],
+                    _ => Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    fn add(&mut self, other: &GroupTotals) -> Result<()> {
+        self.units += other.units;
+        for (a, b) in self.totals.iter_mut().zip(&other.totals) {
+            *a = a.checked_add(*b).ok_or_else(overflow)?;
+        }
+        for (a, b) in self.histograms.iter_mut().zip(&other.histograms) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The exact totals of every group (row-encoded keys, sorted).
+pub(crate) type Totals = BTreeMap<Vec<u8>, GroupTotals>;
+
+/// Adds `other`'s totals into `into`.
+pub(crate) fn merge(into: &mut Totals, other: Totals) -> Result<()> {
+    for (k, v) in other {
+        match into.get_mut(&k) {
+            Some(t) => t.add(&v)?,
+            None => {
+                into.insert(k, v);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn overflow() -> SqlError {
+    SqlError::input(
+        "an exact sum overflowed its 128-bit accumulator: the values are too large for their \
+         declared bounds' grid (nothing was released)",
+    )
+}
+
+/// A hash map with a fast (non-keyed) hash: the keys are the engine's own, and which groups or
+/// values are kept never depends on it (that is the keyed hash's job).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The units seen: integer ids directly, anything else by its row encoding.
+enum Units {
+    Int(HashMap<i64, u32>),
+    Bytes(HashMap<Vec<u8>, u32>, RowConverter),
+}
+
+/// Per (unit, group) state of one accumulator.
+#[derive(Debug, Clone)]
+enum Acc {
+    /// A count.
+    Count(u64),
+    /// Values seen and their exact fine-grid total.
+    Sum(u64, i128),
+    /// The values with the smallest keyed hashes: (hash, candidate index), a max-heap.
+    Values(BinaryHeap<(u64, u32)>),
+}
+
+/// Bounds the contribution rows of one stream (see the module docs).
+pub(crate) struct Bounder {
+    spec: Arc<BoundSpec>,
+    units: Units,
+    group_rows: RowConverter,
+    groups: HashMap<Vec<u8>, u32>,
+    group_keys: Vec<Vec<u8>>,
+    unit_keys: Vec<Vec<u8>>,
+    pairs: HashMap<u64, u32>,
+    /// Per pair: its unit, its group, its accumulators.
+    pair_units: Vec<u32>,
+    pair_groups: Vec<u32>,
+    accs: Vec<Acc>,
+}
+
+impl Bounder {
+    pub(crate) fn new(spec: Arc<BoundSpec>, unit_type: &DataType) -> Result<Self> {
+        let fields = spec
+            .group_types
+            .iter()
+            .cloned()
+            .map(SortField::new)
+            .collect();
+        // Integer ids that fit an i64 are keyed directly.
+        let small_int = matches!(
+            unit_type,
+            DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt8
+                | DataType::UInt16
+                | DataType::UInt32
+        );
+        let units = if small_int {
+            Units::Int(HashMap::default())
+        } else {
+            Units::Bytes(
+                HashMap::default(),
+                RowConverter::new(vec![SortField::new(unit_type.clone())])
+                    .map_err(SqlError::internal)?,
+            )
+        };
+        Ok(Self {
+            spec: Arc::clone(&spec),
+            units,
+            group_rows: RowConverter::new(fields).map_err(SqlError::internal)?,
+            groups: HashMap::default(),
+            group_keys: Vec::new(),
+            unit_keys: Vec::new(),
+            pairs: HashMap::default(),
+            pair_units: Vec::new(),
+            pair_groups: Vec::new(),
+            accs: Vec::new(),
+        })
+    }
+
+    /// Adds a batch of contribution rows: `[unit, groups…, inputs…]`.
+    pub(crate) fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        let n_groups = self.spec.group_types.len();
+        let unit_col = batch.column(0);
+        let (int_units, byte_units) = match &self.units {
+            Units::Int(_) => (
+                Some(cast(unit_col, &DataType::Int64).map_err(SqlError::internal)?),
+                None,
+            ),
+            Units::Bytes(_, conv) => (
+                None,
+                Some(
+                    conv.convert_columns(std::slice::from_ref(unit_col))
+                        .map_err(SqlError::internal)?,
+                ),
+            ),
+        };
+        let int_units = int_units.as_ref().map(|a| a.as_primitive::<Int64Type>());
+        // A query without GROUP BY has one group, with an empty key.
+        let groups = match n_groups {
+            0 => None,
+            _ => Some(
+                self.group_rows
+                    .convert_columns(&batch.columns()[1..=n_groups])
+                    .map_err(SqlError::internal)?,
+            ),
+        };
+        let inputs = &batch.columns()[1 + n_groups..];
+        let n_parts = self.spec.parts.len();
+        for row in 0..batch.num_rows() {
+            if unit_col.is_null(row) {
+                continue;
+            }
+            let g: &[u8] = groups.as_ref().map_or(&[], |r| r.row(row).data());
+            if let Some(keys) = &self.spec.key_filter
+                && !keys.contains(g)
+            {
+                continue;
+            }
+            let gid = intern(&mut self.groups, &mut self.group_keys, g);
+            let uid = match (&mut self.units, int_units, &byte_units) {
+                (Units::Int(map), Some(ints), _) => {
+                    let id = ints.value(row);
+                    let next = self.unit_keys.len() as u32;
+                    let uid = *map.entry(id).or_insert(next);
+                    if uid == next {
+                        self.unit_keys.push(id.to_le_bytes().to_vec());
+                    }
+                    uid
+                }
+                (Units::Bytes(map, _), _, Some(rows)) => {
+                    intern(map, &mut self.unit_keys, rows.row(row).data())
+                }
+                _ => return Err(SqlError::internal("unit key kinds disagree")),
+            };
+            let next = self.pair_units.len() as u32;
+            let pair = *self
+                .pairs
+                .entry(((uid as u64) << 32) | gid as u64)
+                .or_insert(next);
+            if pair == next {
+                self.pair_units.push(uid);
+                self.pair_groups.push(gid);
+                for p in &self.spec.parts {
+                    self.accs.push(match p {
+                        Part::Count { .. } => Acc::Count(0),
+                        Part::Sum { .. } => Acc::Sum(0, 0),
+                        Part::Quantile { .. } => Acc::Values(BinaryHeap::new()),
+                    });
+                }
+            }
+            let pi = pair as usize;
+            for (k, part) in self.spec.parts.iter().enumerate() {
+                let acc = &mut self.accs[pi * n_parts + k];
+                update(acc, part, inputs, row, &self.spec)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The bounded, L0-limited totals per group.
+    pub(crate) fn finish(self) -> Result<Totals> {
+        let spec = &*self.spec;
+        let n_parts = spec.parts.len();
+        // The pairs of each unit.
+        let mut by_unit: Vec<Vec<u32>> = vec![Vec::new(); self.unit_keys.len()];
+        for (p, &u) in self.pair_units.iter().enumerate() {
+            by_unit[u as usize].push(p as u32);
+        }
+        let mut totals: Vec<Option<GroupTotals>> = vec![None; self.group_keys.len()];
+        for (u, pairs) in by_unit.iter_mut().enumerate() {
+            if pairs.len() as u64 > spec.max_groups {
+                let unit = &self.unit_keys[u];
+                let mut ranked: Vec<(u64, &[u8], u32)> = pairs
+                    .iter()
+                    .map(|&p| {
+                        let group = &self.group_keys[self.pair_groups[p as usize] as usize];
+                        (spec.hash.hash(&[unit, group]), group.as_slice(), p)
+                    })
+                    .collect();
+                ranked.sort_unstable();
+                ranked.truncate(spec.max_groups as usize);
+                *pairs = ranked.into_iter().map(|(_, _, p)| p).collect();
+            }
+            for &p in pairs.iter() {
+                let p = p as usize;
+                let g = self.pair_groups[p] as usize;
+                let t = totals[g].get_or_insert_with(|| GroupTotals::empty(&spec.parts));
+                t.units += 1;
+                for (k, part) in spec.parts.iter().enumerate() {
+                    contribute(t, k, part, &self.accs[p * n_parts + k], spec)?;
+                }
+            }
+        }
+        Ok(self
+            .group_keys
+            .into_iter()
+            .zip(totals)
+            .filter_map(|(k, t)| t.map(|t| (k, t)))
+            .collect())
+    }
+}
+
+fn intern(map: &mut HashMap<Vec<u8>, u32>, keys: &mut Vec<Vec<u8>>, bytes: &[u8]) -> u32 {
+    if let Some(&id) = map.get(bytes) {
+        return id;
+    }
+    let id = keys.len() as u32;
+    keys.push(bytes.to_vec());
+    map.insert(bytes.to_vec(), id);
+    id
+}
+
+fn flag(inputs: &[ArrayRef], i: usize, row: usize) -> bool {
+    let a: &BooleanArray = inputs[i].as_boolean();
+    a.is_valid(row) && a.value(row)
+}
+
+fn value(inputs: &[ArrayRef], i: usize, row: usize) -> Option<f64> {
+    let a: &Float64Array = inputs[i].as_primitive::<Float64Type>();
+    // NaN has no place in a bounded range: it is skipped like NULL.
+    (a.is_valid(row) && !a.value(row).is_nan()).then(|| a.value(row))
+}
+
+/// Adds one row to one (unit, group) accumulator.
+fn update(
+    acc: &mut Acc,
+    part: &Part,
+    inputs: &[ArrayRef],
+    row: usize,
+    spec: &BoundSpec,
+) -> Result<()> {
+    match (acc, part) {
+        (Acc::Count(n), Part::Count { source, .. }) => {
+            let hit = match *source {
+                CountSource::Rows(None) | CountSource::Units => true,
+                CountSource::Rows(Some(f)) => flag(inputs, f, row),
+                CountSource::NonNull(v) => value(inputs, v, row).is_some(),
+            };
+            *n += u64::from(hit);
+        }
+        (Acc::Sum(n, s), Part::Sum { grid, .. }) => {
+            if let Some(x) = value(inputs, grid.input, row) {
+                *n += 1;
+                *s = s.checked_add(grid.fine(x)).ok_or_else(overflow)?;
+            }
+        }
+        (Acc::Values(heap), Part::Quantile { input, range, .. }) => {
+            if let Some(x) = value(inputs, *input, row) {
+                let x = x.clamp(range.0, range.1);
+                let h = spec.hash.hash(&[&x.to_bits().to_le_bytes()]);
+                let bin = candidate_index(x, *range);
+                heap.push((h, bin));
+                if heap.len() as u64 > spec.max_rows.unwrap_or(1) {
+                    heap.pop();
+                }
+            }
+        }
+        _ => return Err(SqlError::internal("accumulator and part disagree")),
+    }
+    Ok(())
+}
+
+/// The first candidate point above `x`: candidates c_j = lo + j·(hi − lo)/(B − 1).
+pub(crate) fn candidate_index(x: f64, (lo, hi): (f64, f64)) -> u32 {
+    let step = (hi - lo) / (QUANTILE_CANDIDATES - 1) as f64;
+    let j = ((x - lo) / step).floor() + 1.0;
+    j.clamp(0.0, QUANTILE_CANDIDATES as f64) as u32
+}
+
+/// Adds a bounded (unit, group) contribution to the group's totals.
+fn contribute(
+    t: &mut GroupTotals,
+    k: usize,
+    part: &Part,
+    acc: &Acc,
+    spec: &BoundSpec,
+) -> Result<()> {
+    let linf = spec.max_rows;
+    match (part, acc) {
+        (Part::Count { source, bound, .. }, Acc::Count(n)) => {
+            let c = match source {
+                CountSource::Units => 1,
+                _ => (*n).min(*bound),
+            };
+            t.totals[k] = t.totals[k]
+                .checked_add(i128::from(c))
+                .ok_or_else(overflow)?;
+        }
+        (Part::Sum { grid, .. }, Acc::Sum(n, s)) => {
+            let c = bounded_sum(*s, *n, linf, grid)?;
+            t.totals[k] = t.totals[k].checked_add(c).ok_or_else(overflow)?;
+        }
+        (Part::Quantile { .. }, Acc::Values(heap)) => {
+            for &(_, bin) in heap.iter() {
+                t.histograms[k][bin as usize] += 1;
+            }
+        }
+        _ => return Err(SqlError::internal("accumulator and part disagree")),
+    }
+    Ok(())
+}
+
+/// One unit's bounded contribution to a sum: scaled by L∞/n when it has more than L∞ values,
+/// clamped into the per-unit sum bounds and to ±Y.
+pub(crate) fn bounded_sum(s: i128, n: u64, linf: Option<u64>, grid: &FixedGrid) -> Result<i128> {
+    let scaled = match linf {
+        Some(l) if n > l => s.checked_mul(i128::from(l)).ok_or_else(overflow)? / i128::from(n),
+        _ => s,
+    };
+    Ok(scaled.clamp(grid.sum_lo, grid.sum_hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::pow2;
+
+    fn grid(sum: Option<(i128, i128)>) -> FixedGrid {
+        let cap = (200.0 * pow2(10)) as i128;
+        FixedGrid {
+            input: 0,
+            range: (0.0, 100.0),
+            centre: 0.0,
+            square: false,
+            fine_exp: -10,
+            sum_lo: sum.map_or(-cap, |s| s.0),
+            sum_hi: sum.map_or(cap, |s| s.1),
+            bound: 200.0,
+        }
+    }
+
+    #[test]
+    fn a_units_sum_is_scaled_to_l_infinity_and_clamped() {
+        let g = grid(None);
+        let one = g.fine(60.0);
+        // Two values: within L∞ = 2, kept as is.
+        assert_eq!(bounded_sum(2 * one, 2, Some(2), &g).unwrap(), 2 * one);
+        // Four values of 60: scaled to two, 120.
+        assert_eq!(bounded_sum(4 * one, 4, Some(2), &g).unwrap(), 2 * one);
+        // Clamped to the per-unit bound.
+        let g = grid(Some((0, g.fine(50.0))));
+        assert_eq!(bounded_sum(one, 1, None, &g).unwrap(), g.fine(50.0));
+        assert!(
+            bounded_sum(i128::MAX, 3, Some(2), &g).is_err(),
+            "overflow is refused"
+        );
+    }
+
+    #[test]
+    fn candidates_cover_the_range() {
+        assert_eq!(candidate_index(0.0, (0.0, 999.0)), 1);
+        assert_eq!(candidate_index(-5.0, (0.0, 999.0)), 0);
+        assert_eq!(
+            candidate_index(999.0, (0.0, 999.0)),
+            QUANTILE_CANDIDATES as u32
+        );
+        assert_eq!(candidate_index(500.5, (0.0, 999.0)), 501);
+    }
+}

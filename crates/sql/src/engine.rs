@@ -1,0 +1,519 @@
+//! A DP SQL engine over a set of tables: parse and plan with DataFusion, rewrite
+//! (`rewrite`), calibrate (`calibrate`), read and bound the private rows
+//! (`contribute`), release (`release`), charge the ledger, and run the rest
+//! of the query on the released cells.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::compute::concat;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::provider_as_source;
+use datafusion::execution::{FunctionRegistry, SessionStateBuilder};
+use datafusion::logical_expr::{LogicalPlan, Partitioning, Repartition, TableSource, col};
+use datafusion::optimizer::decorrelate_predicate_subquery::DecorrelatePredicateSubquery;
+use datafusion::optimizer::eliminate_cross_join::EliminateCrossJoin;
+use datafusion::optimizer::eliminate_filter::EliminateFilter;
+use datafusion::optimizer::eliminate_join::EliminateJoin;
+use datafusion::optimizer::eliminate_limit::EliminateLimit;
+use datafusion::optimizer::eliminate_outer_join::EliminateOuterJoin;
+use datafusion::optimizer::extract_equijoin_predicate::ExtractEquijoinPredicate;
+use datafusion::optimizer::filter_null_join_keys::FilterNullJoinKeys;
+use datafusion::optimizer::propagate_empty_relation::PropagateEmptyRelation;
+use datafusion::optimizer::push_down_filter::PushDownFilter;
+use datafusion::optimizer::replace_distinct_aggregate::ReplaceDistinctWithAggregate;
+use datafusion::optimizer::scalar_subquery_to_join::ScalarSubqueryToJoin;
+use datafusion::optimizer::simplify_expressions::SimplifyExpressions;
+use datafusion::optimizer::{Optimizer, OptimizerRule};
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::Statement;
+use dpml_accounting::PrivacyEvent;
+use dpml_accounting::ledger::{Ledger, Spend};
+use dpml_data::table_decl::TableDecl;
+use dpml_mechanisms::DpRng;
+use futures::StreamExt;
+
+use crate::aggregate::DpAggregate;
+use crate::calibrate::{Calibration, Split, calibrate};
+use crate::catalog::Catalog;
+use crate::contribute::{BoundSpec, Bounder, Totals, merge};
+use crate::error::{Result, SqlError, plan_err};
+use crate::explain::Explanation;
+use crate::keys::cross_product;
+use crate::release::{Noise, Released, release};
+use crate::result::{DpResult, Report};
+use crate::rewrite::Rewriter;
+use crate::rowid::{KeyedHash, RowId};
+
+/// A query's privacy parameters.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// ε of the whole query.
+    pub epsilon: f64,
+    /// δ of the whole query (0: pure ε-DP; private group keys need δ > 0).
+    pub delta: f64,
+    /// How ε is split across the aggregates.
+    pub split: Split,
+}
+
+/// The SQL text with a leading `EXPLAIN DP` removed, and whether it was there.
+pub fn strip_explain(sql: &str) -> (bool, &str) {
+    let word = |s: &str| -> (String, usize) {
+        let s_trim = s.trim_start();
+        let start = s.len() - s_trim.len();
+        let end = s_trim.find(char::is_whitespace).unwrap_or(s_trim.len());
+        (s_trim[..end].to_ascii_lowercase(), start + end)
+    };
+    let (first, after_first) = word(sql);
+    let (second, after_second) = word(&sql[after_first..]);
+    if first == "explain" && second == "dp" {
+        (true, sql[after_first + after_second..].trim_start())
+    } else {
+        (false, sql)
+    }
+}
+
+/// A query prepared for release: the post-processing plan with its placeholders, and the DP
+/// aggregates that fill them.
+pub(crate) struct Prepared {
+    pub outer: LogicalPlan,
+    pub aggregates: Vec<DpAggregate>,
+    /// The public key columns of each aggregate (None: private keys).
+    pub keys: Vec<Option<Vec<ArrayRef>>>,
+    pub calibration: Calibration,
+}
+
+/// A DP SQL engine over a set of tables.
+pub struct Engine {
+    ctx: SessionContext,
+    catalog: Catalog,
+    sources: HashMap<String, Arc<dyn TableSource>>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Engine {
+    /// An engine over the `given` tables (name, path), declared by `tables` (the schema's
+    /// `[tables.NAME]`).
+    ///
+    /// # Errors
+    /// [`SqlError::Input`] for a table that cannot be read, a declaration that does not fit
+    /// its table, or a foreign key that does not resolve.
+    pub fn new(tables: &BTreeMap<String, TableDecl>, given: &[(String, PathBuf)]) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| SqlError::internal(format!("cannot start the query runtime: {e}")))?;
+        let config = SessionConfig::new()
+            .with_information_schema(false)
+            // The analyser's own rule set is kept; statistics never answer an aggregate here
+            // (DP aggregates are not DataFusion aggregates), but collecting them is not needed.
+            .with_collect_statistics(false);
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        // The SQL names dpml accepts that DataFusion spells otherwise: QUANTILE(x, q) is its
+        // percentile_cont(x, q), VARIANCE(x) its var(x) (the sample variance).
+        for (theirs, ours) in [("percentile_cont", "quantile"), ("var", "variance")] {
+            if let Ok(f) = ctx.udaf(theirs) {
+                ctx.register_udaf(f.as_ref().clone().with_aliases([ours]));
+            }
+        }
+        let mut names: Vec<&String> = given.iter().map(|(n, _)| n).collect();
+        names.sort();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(SqlError::input(format!("table {} is given twice", w[0])));
+        }
+        let mut schemas = Vec::new();
+        runtime.block_on(async {
+            for (name, path) in given {
+                let schema = crate::tables::register(&ctx, name, path).await?;
+                schemas.push((name.clone(), schema));
+            }
+            Ok::<_, SqlError>(())
+        })?;
+        let catalog = Catalog::new(tables, &schemas)?;
+        let mut sources = HashMap::new();
+        for (name, _) in given {
+            let provider = runtime
+                .block_on(ctx.table_provider(name.as_str()))
+                .map_err(plan_err)?;
+            sources.insert(name.clone(), provider_as_source(provider));
+        }
+        Ok(Self {
+            ctx,
+            catalog,
+            sources,
+            runtime,
+        })
+    }
+
+    /// Parses, plans, rewrites and calibrates `sql`; reads only public tables (for the key
+    /// sets of their columns).
+    pub(crate) fn prepare(&self, sql: &str, request: &Request, key: KeyedHash) -> Result<Prepared> {
+        let plan = self.logical_plan(sql)?;
+        let row_id = RowId::new(key);
+        let mut rw = Rewriter::new(&self.catalog, &self.sources, &row_id, request.delta);
+        let outer = rw.query(&plan)?;
+        let aggregates = std::mem::take(&mut rw.aggregates);
+        if aggregates.is_empty() {
+            return Err(SqlError::refused(
+                "a query without an aggregate of private rows",
+                "nothing in it is released under differential privacy (it reads public tables \
+                 only); run it with any SQL engine",
+            ));
+        }
+        let keys = aggregates
+            .iter()
+            .map(|a| self.public_keys(a))
+            .collect::<Result<Vec<_>>>()?;
+        let counts: Vec<Option<usize>> = keys
+            .iter()
+            .map(|k| k.as_ref().map(|cols| cols.first().map_or(1, |c| c.len())))
+            .collect();
+        let calibration = calibrate(
+            &aggregates,
+            &counts,
+            request.epsilon,
+            request.delta,
+            &request.split,
+        )?;
+        Ok(Prepared {
+            outer,
+            aggregates,
+            keys,
+            calibration,
+        })
+    }
+
+    /// The DataFusion plan of one SELECT statement, analysed (types coerced), with the
+    /// rewrites that expose its joins and subqueries and keep its expressions as written.
+    fn logical_plan(&self, sql: &str) -> Result<LogicalPlan> {
+        let state = self.ctx.state();
+        let dialect = state.config().options().sql_parser.dialect;
+        let statement = state.sql_to_statement(sql, &dialect).map_err(plan_err)?;
+        match &statement {
+            DfStatement::Statement(s) if matches!(s.as_ref(), Statement::Query(_)) => {}
+            other => {
+                return Err(SqlError::refused(
+                    first_words(&other.to_string()),
+                    "only a SELECT query is answered (no COPY, INSERT, CREATE, SET, EXPLAIN or \
+                     other statement)",
+                ));
+            }
+        }
+        let plan = self
+            .runtime
+            .block_on(state.statement_to_plan(statement))
+            .map_err(plan_err)?;
+        let plan = state
+            .analyzer()
+            .execute_and_check(plan, state.config_options(), |_, _| {})
+            .map_err(plan_err)?;
+        // Not the default optimizer: common-subexpression elimination and projection pushdown
+        // would hide aggregate arguments behind generated columns, and distinct-to-group-by
+        // would turn COUNT(DISTINCT unit) into two aggregates.
+        let rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = vec![
+            Arc::new(SimplifyExpressions::new()),
+            Arc::new(ReplaceDistinctWithAggregate::new()),
+            Arc::new(EliminateJoin::new()),
+            Arc::new(DecorrelatePredicateSubquery::new()),
+            Arc::new(ScalarSubqueryToJoin::new()),
+            Arc::new(ExtractEquijoinPredicate::new()),
+            Arc::new(EliminateFilter::new()),
+            Arc::new(EliminateCrossJoin::new()),
+            Arc::new(EliminateLimit::new()),
+            Arc::new(PropagateEmptyRelation::new()),
+            Arc::new(FilterNullJoinKeys::default()),
+            Arc::new(EliminateOuterJoin::new()),
+            Arc::new(PushDownFilter::new()),
+        ];
+        Optimizer::with_rules(rules)
+            .optimize(plan, &state, |_, _| {})
+            .map_err(plan_err)
+    }
+
+    /// The public key columns of `agg` (cross product of its groups' key sets), or None.
+    fn public_keys(&self, agg: &DpAggregate) -> Result<Option<Vec<ArrayRef>>> {
+        if !agg.public_keys() {
+            return Ok(None);
+        }
+        let run_public = |plan: &LogicalPlan| -> Result<ArrayRef> {
+            let batches = self.collect(plan.clone())?;
+            let schema = plan.schema().inner().clone();
+            let arrays: Vec<&dyn datafusion::arrow::array::Array> =
+                batches.iter().map(|b| b.column(0).as_ref()).collect();
+            if arrays.is_empty() {
+                return Ok(datafusion::arrow::array::new_empty_array(
+                    schema.field(0).data_type(),
+                ));
+            }
+            concat(&arrays).map_err(SqlError::internal)
+        };
+        let sets = agg
+            .groups
+            .iter()
+            .map(|g| {
+                g.keys
+                    .values(&g.data_type, &run_public)?
+                    .ok_or_else(|| SqlError::internal("public keys expected"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(cross_product(&sets)?))
+    }
+
+    /// Runs a plan over public data (or released cells) to the end.
+    fn collect(&self, plan: LogicalPlan) -> Result<Vec<RecordBatch>> {
+        self.runtime.block_on(async {
+            let df = self
+                .ctx
+                .execute_logical_plan(plan)
+                .await
+                .map_err(plan_err)?;
+            df.collect().await.map_err(plan_err)
+        })
+    }
+
+    /// What `sql` would release and cost, without reading a private row.
+    ///
+    /// # Errors
+    /// As [`Engine::run`], except those of reading private rows and of the ledger.
+    pub fn explain(&self, sql: &str, request: &Request) -> Result<Explanation> {
+        let (_, sql) = strip_explain(sql);
+        let mut rng = DpRng::from_os()?;
+        let prepared = self.prepare(sql, request, KeyedHash::draw(&mut rng))?;
+        Ok(Explanation::new(&prepared, &self.catalog))
+    }
+
+    /// Answers `sql` under (ε, δ) with noise from `rng`: reads the private rows once, bounds
+    /// every unit's contributions, draws the noise once per released cell, charges `ledger`
+    /// before anything is returned, and runs the rest of the query on the released cells.
+    ///
+    /// # Errors
+    /// [`SqlError::Refused`] for a construct the rewrite does not accept (before any row is
+    /// read); [`SqlError::Input`] for bad tables, parameters or data; [`SqlError::Ledger`]
+    /// when the ledger refuses the spend (nothing is returned).
+    pub fn run(
+        &self,
+        sql: &str,
+        request: &Request,
+        rng: &mut DpRng,
+        ledger: Option<&Ledger>,
+    ) -> Result<DpResult> {
+        self.run_with(sql, request, &mut Noise::new(rng), ledger)
+    }
+
+    /// [`Engine::run`] with the noise source given (tests switch it off).
+    pub(crate) fn run_with(
+        &self,
+        sql: &str,
+        request: &Request,
+        noise: &mut Noise<'_>,
+        ledger: Option<&Ledger>,
+    ) -> Result<DpResult> {
+        let (_, sql) = strip_explain(sql);
+        // The secret key of the bounding hashes, drawn before any noise.
+        let key = KeyedHash::draw(noise.rng());
+        let prepared = self.prepare(sql, request, key)?;
+        self.release_all(sql, &prepared, key, noise, ledger)
+    }
+
+    /// The exact totals, the noise, the charge and the post-processing of a prepared query.
+    pub(crate) fn release_all(
+        &self,
+        sql: &str,
+        prepared: &Prepared,
+        key: KeyedHash,
+        noise: &mut Noise<'_>,
+        ledger: Option<&Ledger>,
+    ) -> Result<DpResult> {
+        let spend = spend(sql, prepared);
+        // A query that would overspend is refused before any private row is read.
+        if let Some(l) = ledger {
+            l.check(&spend)?;
+        }
+        let all_totals = self.totals(prepared, key)?;
+        // From here on noise is drawn: whatever happens, the spend is recorded before any
+        // result or error derived from it is returned.
+        let released: Result<Vec<Released>> = prepared
+            .aggregates
+            .iter()
+            .zip(&prepared.calibration.aggregates)
+            .zip(prepared.keys.iter().cloned().zip(all_totals))
+            .map(|((agg, cal), (keys, totals))| {
+                release(agg, cal, keys, totals, agg.released.schema(), noise)
+            })
+            .collect();
+        let balance = ledger.map(|l| l.spend(&spend)).transpose()?;
+        let released = released?;
+        let mut warnings = Vec::new();
+        for (agg, r) in prepared.aggregates.iter().zip(released) {
+            let mut slot = agg.released.batches[0]
+                .try_write()
+                .map_err(|_| SqlError::internal("the released table is busy"))?;
+            *slot = vec![r.batch];
+            warnings.extend(r.warnings);
+        }
+        let batches = self.collect(prepared.outer.clone())?;
+        Ok(DpResult::new(
+            prepared.outer.schema().inner().clone(),
+            batches,
+            Report::new(prepared, &self.catalog, warnings, balance),
+            noise.draws,
+        ))
+    }
+
+    /// The exact bounded totals of every aggregate of a prepared query (reads private rows).
+    pub(crate) fn totals(&self, prepared: &Prepared, key: KeyedHash) -> Result<Vec<Totals>> {
+        let mut all = Vec::new();
+        for (agg, (cal, keys)) in prepared
+            .aggregates
+            .iter()
+            .zip(prepared.calibration.aggregates.iter().zip(&prepared.keys))
+        {
+            let spec = BoundSpec {
+                group_types: agg.groups.iter().map(|g| g.data_type.clone()).collect(),
+                key_filter: keys.as_ref().map(|k| key_rows(agg, k)).transpose()?,
+                parts: cal.measures.iter().flat_map(|m| m.parts.clone()).collect(),
+                max_groups: cal.max_groups,
+                max_rows: agg.max_rows,
+                hash: key,
+            };
+            all.push(self.exact_totals(agg, Arc::new(spec))?);
+        }
+        Ok(all)
+    }
+
+    /// Reads `agg`'s contribution rows, partitioned by a hash of the unit so that each unit is
+    /// bounded in one place, and adds up the bounded contributions per group.
+    fn exact_totals(&self, agg: &DpAggregate, spec: Arc<BoundSpec>) -> Result<Totals> {
+        let tables = agg.tables.iter().cloned().collect::<Vec<_>>().join(", ");
+        let partitions = self.ctx.state().config().target_partitions().max(1);
+        let rows = LogicalPlan::Repartition(Repartition {
+            input: Arc::new(agg.rows.clone()),
+            partitioning_scheme: Partitioning::Hash(vec![col("__unit")], partitions),
+        });
+        self.runtime.block_on(async {
+            let state = self.ctx.state();
+            let physical = state.create_physical_plan(&rows).await.map_err(plan_err)?;
+            let unit_type = physical.schema().field(0).data_type().clone();
+            let task = state.task_ctx();
+            let streams = if by_unit(&physical) {
+                (0..physical.output_partitioning().partition_count())
+                    .map(|i| physical.execute(i, Arc::clone(&task)))
+                    .collect::<datafusion::error::Result<Vec<_>>>()
+            } else {
+                // Units are not known to be split by partition: read them as one stream.
+                datafusion::physical_plan::execute_stream(Arc::clone(&physical), task)
+                    .map(|s| vec![s])
+            }
+            .map_err(|e| SqlError::data(&tables, &e))?;
+            let mut handles = Vec::new();
+            for mut stream in streams {
+                let spec = Arc::clone(&spec);
+                let unit_type = unit_type.clone();
+                let tables = tables.clone();
+                handles.push(tokio::spawn(async move {
+                    let mut bounder = Bounder::new(spec, &unit_type)?;
+                    while let Some(batch) = stream.next().await {
+                        bounder.push(&batch.map_err(|e| SqlError::data(&tables, &e))?)?;
+                    }
+                    bounder.finish()
+                }));
+            }
+            let mut totals = Totals::new();
+            for h in handles {
+                let part = h
+                    .await
+                    .map_err(|e| SqlError::internal(format!("a bounding task failed: {e}")))??;
+                merge(&mut totals, part)?;
+            }
+            Ok(totals)
+        })
+    }
+}
+
+/// Whether the plan's output partitions split the rows by a hash of column 0 (the unit), so
+/// that no unit spans two partitions.
+fn by_unit(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    use datafusion::physical_expr::expressions::Column;
+    match plan.output_partitioning() {
+        datafusion::physical_plan::Partitioning::Hash(exprs, _) => {
+            exprs.len() == 1
+                && exprs[0]
+                    .downcast_ref::<Column>()
+                    .is_some_and(|c| c.index() == 0)
+        }
+        p => p.partition_count() == 1,
+    }
+}
+
+/// The row encodings of the public keys (the bounder keeps only rows in these groups).
+fn key_rows(agg: &DpAggregate, keys: &[ArrayRef]) -> Result<std::collections::HashSet<Vec<u8>>> {
+    if agg.groups.is_empty() {
+        return Ok(std::collections::HashSet::from([Vec::new()]));
+    }
+    let conv = datafusion::arrow::row::RowConverter::new(
+        agg.groups
+            .iter()
+            .map(|g| datafusion::arrow::row::SortField::new(g.data_type.clone()))
+            .collect(),
+    )
+    .map_err(SqlError::internal)?;
+    let rows = conv.convert_columns(keys).map_err(SqlError::internal)?;
+    Ok(rows.iter().map(|r| r.data().to_vec()).collect())
+}
+
+/// What the query costs, as a ledger spend: its aggregates' events composed, on the private
+/// tables it reads. Checked before any private row is read and recorded (durably) before
+/// anything derived from the noise is returned; over budget, nothing is released.
+fn spend(sql: &str, prepared: &Prepared) -> Spend {
+    let cal = &prepared.calibration;
+    let event = match cal.events.as_slice() {
+        [one] => one.clone(),
+        many => PrivacyEvent::Composed {
+            events: many.to_vec(),
+        },
+    };
+    let tables: std::collections::BTreeSet<&str> = prepared
+        .aggregates
+        .iter()
+        .flat_map(|a| a.tables.iter().map(String::as_str))
+        .collect();
+    let dataset = tables.into_iter().collect::<Vec<_>>().join("+");
+    Spend::of("sql", dataset, event, cal.epsilon, cal.delta)
+        .labelled(format!("sql: {}", first_words(sql)))
+}
+
+/// The start of a statement, on one line, for labels and messages.
+fn first_words(sql: &str) -> String {
+    const MAX: usize = 120;
+    let one_line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= MAX {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(MAX).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explain_dp_is_stripped() {
+        assert_eq!(strip_explain("EXPLAIN DP SELECT 1"), (true, "SELECT 1"));
+        assert!(strip_explain("  explain  dp\nSELECT 1").0);
+        assert_eq!(
+            strip_explain("EXPLAIN SELECT 1"),
+            (false, "EXPLAIN SELECT 1")
+        );
+        assert_eq!(strip_explain("SELECT 1"), (false, "SELECT 1"));
+    }
+}

@@ -1,0 +1,271 @@
+//! The groups a DP aggregate may release. Group keys are released only when they are public —
+//! a key set declared in the schema, the values of a public table's column, or the bins of a
+//! histogram over a bounded column — or, with δ > 0, when a noisy count of the units in the
+//! group passes a threshold (private keys, see [`crate::release`]). With public keys every key
+//! is released, empty groups too, and rows with another key are dropped before bounding.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, Float64Array, StringArray, UInt32Array};
+use datafusion::arrow::compute::{cast, take};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{BinaryExpr, Expr, LogicalPlan, Operator};
+use dpml_data::table_decl::{KeyValue, MAX_KEYS};
+
+use crate::error::{Result, SqlError};
+use crate::interval::Range;
+
+/// Where a group column's keys come from.
+#[derive(Debug, Clone)]
+pub(crate) enum Keys {
+    /// Declared in the schema for `table.column`.
+    Declared {
+        column: String,
+        values: Vec<KeyValue>,
+    },
+    /// The distinct values of a public table's column (this plan computes them).
+    PublicTable { column: String, plan: LogicalPlan },
+    /// The bins `FLOOR(x / width) * scale + offset` of a bounded column.
+    Bins { column: String, values: Vec<f64> },
+    /// Not public: released by a noisy threshold (needs δ > 0).
+    Private,
+}
+
+impl Keys {
+    /// Whether the key set is public.
+    pub(crate) fn is_public(&self) -> bool {
+        !matches!(self, Keys::Private)
+    }
+
+    /// What `"public"` says about this key set.
+    pub(crate) fn describe(&self) -> Option<String> {
+        match self {
+            Keys::Declared { column, values } => Some(format!(
+                "the declared keys of {column} ({} values)",
+                values.len()
+            )),
+            Keys::PublicTable { column, .. } => {
+                Some(format!("the values of {column} (a public table)"))
+            }
+            Keys::Bins { column, values } => Some(format!(
+                "the {} histogram bins of {column} over its declared bounds",
+                values.len()
+            )),
+            Keys::Private => None,
+        }
+    }
+
+    /// The key values as an array of `data_type` (None for private keys); `public_values`
+    /// runs a plan on public tables.
+    pub(crate) fn values(
+        &self,
+        data_type: &DataType,
+        public_values: &dyn Fn(&LogicalPlan) -> Result<ArrayRef>,
+    ) -> Result<Option<ArrayRef>> {
+        let array: ArrayRef = match self {
+            Keys::Private => return Ok(None),
+            Keys::Declared { column, values } => {
+                let text: StringArray = values.iter().map(|v| Some(v.to_string())).collect();
+                cast_keys(&(Arc::new(text) as ArrayRef), data_type, column)?
+            }
+            Keys::Bins { column, values } => {
+                let f: Float64Array = values.iter().map(|v| Some(*v)).collect();
+                cast_keys(&(Arc::new(f) as ArrayRef), data_type, column)?
+            }
+            Keys::PublicTable { column, plan } => {
+                let a = public_values(plan)?;
+                cast_keys(&a, data_type, column)?
+            }
+        };
+        Ok(Some(array))
+    }
+}
+
+fn cast_keys(a: &ArrayRef, data_type: &DataType, column: &str) -> Result<ArrayRef> {
+    let out = cast(a, data_type).map_err(|e| {
+        SqlError::input(format!(
+            "the keys of {column} do not convert to its type {data_type}: {e}"
+        ))
+    })?;
+    // A key that does not parse as the column's type becomes NULL in a cast: refuse it.
+    if out.null_count() > a.null_count() {
+        return Err(SqlError::input(format!(
+            "a declared key of {column} is not a value of its type {data_type}"
+        )));
+    }
+    Ok(out)
+}
+
+/// The bins of a histogram expression over one bounded column: `FLOOR(lin(x))`, optionally
+/// times a positive constant and plus a constant, where `lin` is increasing in `x`
+/// (`(x - a) / w`, `x / w`, …). `range` is the column's declared range.
+pub(crate) fn bins(expr: &Expr, range: Range) -> Option<Vec<f64>> {
+    let (inner, scale, offset) = post_affine(expr)?;
+    let Expr::ScalarFunction(f) = strip(inner) else {
+        return None;
+    };
+    if f.func.name() != "floor" || f.args.len() != 1 {
+        return None;
+    }
+    let (slope, intercept) = linear(&f.args[0])?;
+    if !(slope > 0.0 && scale > 0.0) {
+        return None;
+    }
+    let first = (range.0 * slope + intercept).floor();
+    let last = (range.1 * slope + intercept).floor();
+    let count = last - first + 1.0;
+    if !(count.is_finite() && count >= 1.0 && count <= MAX_KEYS as f64) {
+        return None;
+    }
+    Some(
+        (0..count as usize)
+            .map(|k| (first + k as f64) * scale + offset)
+            .collect(),
+    )
+}
+
+fn strip(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => strip(&a.expr),
+        Expr::Cast(c) => strip(&c.expr),
+        Expr::TryCast(c) => strip(&c.expr),
+        other => other,
+    }
+}
+
+fn constant(e: &Expr) -> Option<f64> {
+    match strip(e) {
+        Expr::Literal(v, _) => match v.cast_to(&DataType::Float64).ok()? {
+            ScalarValue::Float64(Some(x)) if x.is_finite() => Some(x),
+            _ => None,
+        },
+        Expr::Negative(inner) => constant(inner).map(|x| -x),
+        _ => None,
+    }
+}
+
+/// `e = inner * scale + offset` (either part may be absent).
+fn post_affine(e: &Expr) -> Option<(&Expr, f64, f64)> {
+    match strip(e) {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::Plus | Operator::Minus => {
+                let sign = if *op == Operator::Plus { 1.0 } else { -1.0 };
+                let c = constant(right)?;
+                let (inner, scale, offset) = post_affine(left)?;
+                Some((inner, scale, offset + sign * c))
+            }
+            Operator::Multiply => {
+                let (c, other) = match (constant(left), constant(right)) {
+                    (Some(c), None) => (c, right),
+                    (None, Some(c)) => (c, left),
+                    _ => return None,
+                };
+                let (inner, scale, offset) = post_affine(other)?;
+                Some((inner, scale * c, offset * c))
+            }
+            _ => Some((e, 1.0, 0.0)),
+        },
+        _ => Some((e, 1.0, 0.0)),
+    }
+}
+
+/// `e = slope · x + intercept` for the one column `x` it reads.
+fn linear(e: &Expr) -> Option<(f64, f64)> {
+    match strip(e) {
+        Expr::Column(_) => Some((1.0, 0.0)),
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (lc, rc) = (constant(left), constant(right));
+            match (op, lc, rc) {
+                (Operator::Plus, None, Some(c)) => linear(left).map(|(s, i)| (s, i + c)),
+                (Operator::Plus, Some(c), None) => linear(right).map(|(s, i)| (s, i + c)),
+                (Operator::Minus, None, Some(c)) => linear(left).map(|(s, i)| (s, i - c)),
+                (Operator::Multiply, None, Some(c)) => linear(left).map(|(s, i)| (s * c, i * c)),
+                (Operator::Multiply, Some(c), None) => linear(right).map(|(s, i)| (s * c, i * c)),
+                (Operator::Divide, None, Some(c)) if c != 0.0 => {
+                    linear(left).map(|(s, i)| (s / c, i / c))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The cross product of the key sets (the first column varies slowest), as one batch of
+/// columns; refused beyond [`MAX_KEYS`] groups.
+pub(crate) fn cross_product(sets: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
+    let total = sets
+        .iter()
+        .try_fold(1usize, |acc, s| acc.checked_mul(s.len()));
+    let total = match total {
+        Some(t) if t <= MAX_KEYS => t,
+        _ => {
+            return Err(SqlError::input(format!(
+                "the public key sets of the GROUP BY columns make more than {MAX_KEYS} groups"
+            )));
+        }
+    };
+    let mut out = Vec::with_capacity(sets.len());
+    let mut inner = total;
+    for s in sets {
+        let n = s.len().max(1);
+        inner /= n;
+        let idx: UInt32Array = (0..total).map(|r| Some(((r / inner) % n) as u32)).collect();
+        out.push(take(s.as_ref(), &idx, None).map_err(SqlError::internal)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::Int64Array;
+    use datafusion::logical_expr::{col, lit};
+    use datafusion::prelude::floor;
+
+    #[test]
+    fn histogram_bins_over_the_declared_range() {
+        let e = floor(col("spend") / lit(10.0)) * lit(10.0);
+        assert_eq!(
+            bins(&e, (0.0, 100.0)).unwrap(),
+            (0..=10).map(|k| k as f64 * 10.0).collect::<Vec<_>>()
+        );
+        let e = floor((col("age") - lit(18)) / lit(5));
+        assert_eq!(bins(&e, (18.0, 30.0)).unwrap(), vec![0.0, 1.0, 2.0]);
+        assert!(bins(&col("spend"), (0.0, 1.0)).is_none());
+        assert!(bins(&floor(col("a") * col("b")), (0.0, 1.0)).is_none());
+        assert!(
+            bins(&floor(col("a") / lit(1e-9)), (0.0, 1.0)).is_none(),
+            "too many"
+        );
+    }
+
+    #[test]
+    fn the_cross_product_varies_the_last_column_fastest() {
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+        let b: ArrayRef = Arc::new(StringArray::from(vec!["x", "y", "z"]));
+        let out = cross_product(&[a, b]).unwrap();
+        let a = out[0].as_any().downcast_ref::<Int64Array>().unwrap();
+        let b = out[1].as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(a.values().to_vec(), vec![1, 1, 1, 2, 2, 2]);
+        assert_eq!(b.value(4), "y");
+    }
+
+    #[test]
+    fn declared_keys_are_cast_to_the_column_type() {
+        let k = Keys::Declared {
+            column: "t.day".into(),
+            values: vec![KeyValue::Int(3), KeyValue::Text("4".into())],
+        };
+        let none = |_: &LogicalPlan| -> Result<ArrayRef> { unreachable!() };
+        let a = k.values(&DataType::Int32, &none).unwrap().unwrap();
+        assert_eq!(a.data_type(), &DataType::Int32);
+        let bad = Keys::Declared {
+            column: "t.day".into(),
+            values: vec![KeyValue::Text("monday".into())],
+        };
+        let msg = bad.values(&DataType::Int32, &none).unwrap_err().to_string();
+        assert!(msg.contains("not a value of its type"), "{msg}");
+    }
+}

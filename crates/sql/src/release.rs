@@ -1,0 +1,328 @@
+//! The release of one DP aggregate from its groups' exact totals: which groups are released
+//! (every public key, or the private keys whose noisy unit count passes τ), and each released
+//! cell's noisy value. Noise is drawn here and nowhere else, exactly once per part of each
+//! released cell, from dpml's exact discrete Laplace sampler and the run's ChaCha20 generator;
+//! the values are materialised once, into the placeholder table the rest of the query reads.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, SortField};
+use dpml_mechanisms::{DiscreteLaplaceMechanism, DpRng, PermuteAndFlip};
+
+use crate::aggregate::{DpAggregate, Kind};
+use crate::calibrate::{AggregateCal, FINE_GRID_BITS, Part, QUANTILE_CANDIDATES, QUANTILE_SCALE};
+use crate::contribute::{GroupTotals, Totals};
+use crate::error::{Result, SqlError};
+
+/// The one way noise is drawn: counts every draw, and (in this crate's tests only) can be
+/// switched off to check sensitivities on neighbouring tables.
+pub(crate) struct Noise<'r> {
+    rng: &'r mut DpRng,
+    /// Sampler calls so far.
+    pub draws: u64,
+    #[cfg(test)]
+    pub off: bool,
+}
+
+impl<'r> Noise<'r> {
+    pub(crate) fn new(rng: &'r mut DpRng) -> Self {
+        Self {
+            rng,
+            draws: 0,
+            #[cfg(test)]
+            off: false,
+        }
+    }
+
+    /// The generator (for the run's secret hash key, drawn before any noise).
+    pub(crate) fn rng(&mut self) -> &mut DpRng {
+        self.rng
+    }
+
+    /// `k` plus discrete Laplace noise.
+    fn laplace(&mut self, mech: &DiscreteLaplaceMechanism, k: i64) -> i64 {
+        self.draws += 1;
+        #[cfg(test)]
+        if self.off {
+            return k;
+        }
+        mech.release(self.rng, k)
+    }
+
+    /// A permute-and-flip choice among `utilities`.
+    fn select(&mut self, pf: &PermuteAndFlip, utilities: &[f64]) -> Result<usize> {
+        self.draws += 1;
+        #[cfg(test)]
+        if self.off {
+            let best = utilities.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            return Ok(utilities.iter().position(|&u| u == best).unwrap_or(0));
+        }
+        Ok(pf.select(self.rng, utilities)?)
+    }
+}
+
+/// One aggregate's released cells.
+#[derive(Debug, Clone)]
+pub(crate) struct Released {
+    /// The aggregate's output rows (in the placeholder's schema).
+    pub batch: RecordBatch,
+    /// Bias warnings of groups released by a threshold they barely passed.
+    pub warnings: Vec<String>,
+}
+
+/// Releases `agg` (see the module docs). `public_keys` holds the key columns of a public key
+/// set (cross product, in order); `None` for private keys.
+pub(crate) fn release(
+    agg: &DpAggregate,
+    cal: &AggregateCal,
+    public_keys: Option<Vec<ArrayRef>>,
+    totals: Totals,
+    schema: SchemaRef,
+    noise: &mut Noise<'_>,
+) -> Result<Released> {
+    let n_groups = agg.groups.len();
+    let converter = match n_groups {
+        0 => None,
+        _ => Some(
+            RowConverter::new(
+                agg.groups
+                    .iter()
+                    .map(|g| SortField::new(g.data_type.clone()))
+                    .collect(),
+            )
+            .map_err(SqlError::internal)?,
+        ),
+    };
+    let mut warnings = Vec::new();
+    let (key_columns, cells): (Vec<ArrayRef>, Vec<GroupTotals>) =
+        match (public_keys, &cal.selection) {
+            (Some(keys), _) => {
+                let cells = match &converter {
+                    None => vec![
+                        totals
+                            .into_values()
+                            .next()
+                            .unwrap_or_else(|| GroupTotals::empty(&parts(cal))),
+                    ],
+                    Some(conv) => {
+                        let rows = conv.convert_columns(&keys).map_err(SqlError::internal)?;
+                        rows.iter()
+                            .map(|r| {
+                                totals
+                                    .get(r.data())
+                                    .cloned()
+                                    .unwrap_or_else(|| GroupTotals::empty(&parts(cal)))
+                            })
+                            .collect()
+                    }
+                };
+                (keys, cells)
+            }
+            (None, Some(sel)) => {
+                let conv = converter
+                    .as_ref()
+                    .ok_or_else(|| SqlError::internal("private keys without group columns"))?;
+                let t = sel.mech.scale();
+                let mut kept_keys = Vec::new();
+                let mut cells = Vec::new();
+                for (key, cell) in totals {
+                    let units =
+                        i64::try_from(cell.units).map_err(|_| SqlError::internal("units"))?;
+                    let noisy = noise.laplace(&sel.mech, units);
+                    if noisy >= sel.threshold {
+                        if (noisy as f64) < sel.threshold as f64 + 3.0 * t {
+                            warnings.push(kept_keys.len());
+                        }
+                        kept_keys.push(key);
+                        cells.push(cell);
+                    }
+                }
+                let parser = conv.parser();
+                let rows: Vec<_> = kept_keys.iter().map(|k| parser.parse(k)).collect();
+                let columns = conv.convert_rows(rows).map_err(SqlError::internal)?;
+                (columns, cells)
+            }
+            (None, None) => return Err(SqlError::internal("private keys without a selection")),
+        };
+    let warnings = warnings
+        .into_iter()
+        .map(|row| {
+            let key: Vec<String> = key_columns
+                .iter()
+                .zip(&agg.groups)
+                .map(|(c, g)| {
+                    let v = datafusion::arrow::util::display::array_value_to_string(c, row)
+                        .unwrap_or_default();
+                    format!("{} = {v}", g.display)
+                })
+                .collect();
+            format!(
+                "group ({}) passed the key threshold with a noisy unit count within three noise \
+                 scales of it: groups that barely pass are biased upward",
+                key.join(", ")
+            )
+        })
+        .collect();
+
+    // Per cell, every part of every measure, in order: one draw each.
+    let mut values: Vec<Vec<Option<f64>>> =
+        vec![Vec::with_capacity(cells.len()); agg.measures.len()];
+    for cell in &cells {
+        let mut k = 0;
+        for (i, (m, mc)) in agg.measures.iter().zip(&cal.measures).enumerate() {
+            let mut parts = Vec::with_capacity(mc.parts.len());
+            for p in &mc.parts {
+                parts.push(noisy_part(p, cell, k, noise)?);
+                k += 1;
+            }
+            values[i].push(finish(&m.kind, &parts));
+        }
+    }
+    let mut columns = key_columns;
+    for (m, v) in agg.measures.iter().zip(values) {
+        columns.push(typed(v, &m.data_type, &m.display)?);
+    }
+    let columns = columns
+        .into_iter()
+        .zip(schema.fields())
+        .map(|(c, f)| {
+            if c.data_type() == f.data_type() {
+                Ok(c)
+            } else {
+                cast(&c, f.data_type()).map_err(SqlError::internal)
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let batch = RecordBatch::try_new(schema, columns).map_err(SqlError::internal)?;
+    Ok(Released { batch, warnings })
+}
+
+/// Every part of the aggregate, in the order of the totals.
+fn parts(cal: &AggregateCal) -> Vec<Part> {
+    cal.measures
+        .iter()
+        .flat_map(|m| m.parts.iter().cloned())
+        .collect()
+}
+
+/// One part's noisy value for one cell.
+fn noisy_part(part: &Part, cell: &GroupTotals, k: usize, noise: &mut Noise<'_>) -> Result<f64> {
+    Ok(match part {
+        Part::Count { mech, .. } => {
+            let exact = i64::try_from(cell.totals[k]).map_err(|_| too_large())?;
+            noise.laplace(mech, exact) as f64
+        }
+        Part::Sum { grid, mech } => {
+            // round(T / 2^30), half up: the exact total on the noise grid.
+            let half = 1i128 << (FINE_GRID_BITS - 1);
+            let on_grid = (cell.totals[k] + half).div_euclid(1i128 << FINE_GRID_BITS);
+            let on_grid = i64::try_from(on_grid).map_err(|_| too_large())?;
+            noise.laplace(mech, on_grid) as f64 * grid.granularity()
+        }
+        Part::Quantile {
+            range,
+            q_num,
+            selector,
+            ..
+        } => {
+            let hist = &cell.histograms[k];
+            let total: u64 = hist.iter().sum();
+            if total >= 1 << 33 {
+                return Err(too_large());
+            }
+            let mut below = 0u64;
+            let utilities: Vec<f64> = (0..QUANTILE_CANDIDATES)
+                .map(|j| {
+                    below += hist[j];
+                    // −|a_j·D − q·D·b|: exact integers (below 2^53).
+                    let u = i128::from(below) * i128::from(QUANTILE_SCALE)
+                        - i128::from(*q_num) * i128::from(total);
+                    -(u.abs() as f64)
+                })
+                .collect();
+            let j = noise.select(selector, &utilities)?;
+            let step = (range.1 - range.0) / (QUANTILE_CANDIDATES - 1) as f64;
+            range.0 + step * j as f64
+        }
+    })
+}
+
+fn too_large() -> SqlError {
+    SqlError::input("an exact total is too large for the noise grid (nothing was released)")
+}
+
+/// A measure's value from its noisy parts (post-processing); None where it is undefined.
+fn finish(kind: &Kind, parts: &[f64]) -> Option<f64> {
+    match *kind {
+        Kind::Count { .. } | Kind::CountUnits | Kind::Sum { .. } | Kind::Quantile { .. } => {
+            Some(parts[0])
+        }
+        Kind::Avg { range, .. } => {
+            let (sum, n) = (parts[0], parts[1]);
+            let centre = (range.0 + range.1) / 2.0;
+            (n >= 1.0).then(|| (centre + sum / n).clamp(range.0, range.1))
+        }
+        Kind::Var {
+            range,
+            population,
+            sqrt,
+            ..
+        } => {
+            let (sum, squares, n) = (parts[0], parts[1], parts[2]);
+            let min_n = if population { 1.0 } else { 2.0 };
+            if n < min_n {
+                return None;
+            }
+            let mean = sum / n;
+            let mut var = squares / n - mean * mean;
+            if !population {
+                var *= n / (n - 1.0);
+            }
+            let max =
+                (range.1 - range.0).powi(2) / 4.0 * if population { 1.0 } else { n / (n - 1.0) };
+            let var = var.clamp(0.0, max);
+            Some(if sqrt { var.sqrt() } else { var })
+        }
+    }
+}
+
+/// The values as an array of the measure's type: counts as integers, the rest as reals cast to
+/// the type; a value that does not fit the type is refused, never wrapped.
+fn typed(values: Vec<Option<f64>>, data_type: &DataType, display: &str) -> Result<ArrayRef> {
+    let array: ArrayRef = if data_type.is_integer() {
+        let mut out = Vec::with_capacity(values.len());
+        for v in &values {
+            out.push(match v {
+                None => None,
+                Some(x) => {
+                    let r = x.round();
+                    if !(r >= i64::MIN as f64 && r < i64::MAX as f64) {
+                        return Err(SqlError::input(format!(
+                            "the noisy value {x:e} of {display} does not fit its type \
+                             {data_type}: cast its argument to DOUBLE"
+                        )));
+                    }
+                    Some(r as i64)
+                }
+            });
+        }
+        Arc::new(Int64Array::from(out))
+    } else {
+        Arc::new(Float64Array::from(values))
+    };
+    if array.data_type() == data_type {
+        return Ok(array);
+    }
+    let out = cast(&array, data_type).map_err(SqlError::internal)?;
+    if out.null_count() > array.null_count() {
+        return Err(SqlError::input(format!(
+            "a noisy value of {display} does not fit its type {data_type}: cast its argument \
+             to DOUBLE"
+        )));
+    }
+    Ok(out)
+}

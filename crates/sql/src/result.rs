@@ -1,0 +1,335 @@
+//! A released query result: the rows (materialised once; reading them again reads the same
+//! values and charges nothing), and what the release is: each released aggregate's mechanism,
+//! noise scale, sensitivity and 95% half-width, ε, δ, the accountant, the neighbouring
+//! relation and what was public.
+
+use std::collections::HashMap;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::json::WriterBuilder;
+use datafusion::arrow::json::writer::JsonArray;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::logical_expr::{Expr, LogicalPlan};
+use dpml_accounting::ledger::Balance;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::aggregate::Kind;
+use crate::calibrate::{Part, release_probability};
+use crate::catalog::{Catalog, UnitSource};
+use crate::engine::Prepared;
+use crate::error::{Result, SqlError};
+
+/// The neighbouring relation every DP SQL release is stated for.
+pub const NEIGHBOURING: &str = "add or remove all rows of one privacy unit";
+
+/// The accountant of a query: basic composition (the ε of its aggregates and key selections
+/// add up, as do their δ); the ledger composes queries with RDP where that is tighter.
+pub const ACCOUNTANT: &str = "basic";
+
+/// One released aggregate: how it was made noisy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ColumnReport {
+    /// Its column in the result (the aggregate's own name when no output column is exactly it).
+    pub name: String,
+    /// The aggregate as written.
+    pub aggregate: String,
+    /// The mechanism.
+    pub mechanism: String,
+    /// Its share of ε.
+    pub epsilon: f64,
+    /// The L1 sensitivity of its noisy part (of the sum, for AVG and VARIANCE), over all
+    /// groups: L0 times one unit's bound per group.
+    pub sensitivity: f64,
+    /// The Laplace scale of its noisy part's noise, in the column's units.
+    pub noise_scale: f64,
+    /// 95% of the noise is within ± this (for AVG and VARIANCE: of the sum part).
+    pub half_width_95: f64,
+    /// Every noisy part (AVG: sum and count; VARIANCE: sum, sum of squares and count).
+    pub parts: Vec<PartReport>,
+}
+
+/// One noisy part of an aggregate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PartReport {
+    /// What it is ("count", "sum", "sum of squares", "quantile").
+    pub part: String,
+    /// Its ε.
+    pub epsilon: f64,
+    /// Its L1 sensitivity over all groups.
+    pub sensitivity: f64,
+    /// Its noise's Laplace scale.
+    pub noise_scale: f64,
+    /// 95% of its noise is within ± this.
+    pub half_width_95: f64,
+}
+
+/// What a release is (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// One entry per released aggregate.
+    pub columns: Vec<ColumnReport>,
+    /// ε spent.
+    pub epsilon: f64,
+    /// δ spent.
+    pub delta: f64,
+    /// How the parts compose.
+    pub accountant: String,
+    /// The neighbouring relation.
+    pub neighbouring: String,
+    /// What is not protected.
+    pub public: Vec<String>,
+    /// Key-selection bias warnings.
+    pub warnings: Vec<String>,
+    /// The ledger's balance after the spend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<Balance>,
+}
+
+impl Report {
+    pub(crate) fn new(
+        prepared: &Prepared,
+        catalog: &Catalog,
+        warnings: Vec<String>,
+        ledger: Option<Balance>,
+    ) -> Self {
+        Report {
+            columns: column_reports(prepared),
+            epsilon: prepared.calibration.epsilon,
+            delta: prepared.calibration.delta,
+            accountant: ACCOUNTANT.into(),
+            neighbouring: NEIGHBOURING.into(),
+            public: public_facts(prepared, catalog),
+            warnings,
+            ledger,
+        }
+    }
+}
+
+/// A released result.
+#[derive(Debug, Clone)]
+pub struct DpResult {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    /// What the release is.
+    pub report: Report,
+    /// Sampler calls made (tests check one per released part; not released: with private
+    /// keys it counts the groups present in the data).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) draws: u64,
+}
+
+impl DpResult {
+    pub(crate) fn new(
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        report: Report,
+        draws: u64,
+    ) -> Self {
+        Self {
+            schema,
+            batches,
+            report,
+            draws,
+        }
+    }
+
+    /// The result's schema.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// The released rows (the same every time: the release was drawn once).
+    pub fn batches(&self) -> &[RecordBatch] {
+        &self.batches
+    }
+
+    /// The rows as JSON objects, column name → value.
+    ///
+    /// # Errors
+    /// [`SqlError::Internal`] if a value cannot be written as JSON.
+    pub fn rows_json(&self) -> Result<Value> {
+        rows_json(&self.batches)
+    }
+
+    /// The JSON object of `dpml sql --json`: `rows`, `columns`, `epsilon`, `delta`,
+    /// `accountant`, `neighbouring`, `public`, `warnings` (and `ledger`).
+    ///
+    /// # Errors
+    /// As [`DpResult::rows_json`].
+    pub fn to_json(&self) -> Result<Value> {
+        let mut v = serde_json::to_value(&self.report).map_err(SqlError::internal)?;
+        v["rows"] = self.rows_json()?;
+        v["column_names"] = json!(
+            self.schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect::<Vec<_>>()
+        );
+        Ok(v)
+    }
+}
+
+/// The rows of `batches` as JSON objects, column name → value (nulls written as `null`).
+///
+/// # Errors
+/// [`SqlError::Internal`] if a value cannot be written as JSON.
+pub fn rows_json(batches: &[RecordBatch]) -> Result<Value> {
+    let mut writer = WriterBuilder::new()
+        .with_explicit_nulls(true)
+        .build::<_, JsonArray>(Vec::new());
+    let batches: Vec<&RecordBatch> = batches.iter().collect();
+    writer
+        .write_batches(&batches)
+        .and_then(|()| writer.finish())
+        .map_err(SqlError::internal)?;
+    let bytes = writer.into_inner();
+    if bytes.is_empty() {
+        return Ok(json!([]));
+    }
+    serde_json::from_slice(&bytes).map_err(SqlError::internal)
+}
+
+/// Per released aggregate, how it was made noisy.
+pub(crate) fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
+    let names = final_names(&prepared.outer);
+    let mut out = Vec::new();
+    for (agg, cal) in prepared
+        .aggregates
+        .iter()
+        .zip(&prepared.calibration.aggregates)
+    {
+        for (m, mc) in agg.measures.iter().zip(&cal.measures) {
+            let parts: Vec<PartReport> = mc
+                .parts
+                .iter()
+                .zip(part_names(&m.kind))
+                .map(|(p, name)| {
+                    let (scale, sensitivity, half) = p.scale_sensitivity_halfwidth(cal.max_groups);
+                    let epsilon = match p {
+                        Part::Quantile { .. } => mc.epsilon,
+                        _ => mc.epsilon / mc.parts.len() as f64,
+                    };
+                    PartReport {
+                        part: name.into(),
+                        epsilon,
+                        sensitivity,
+                        noise_scale: scale,
+                        half_width_95: half,
+                    }
+                })
+                .collect();
+            let first = parts.first().cloned();
+            out.push(ColumnReport {
+                name: names
+                    .get(&m.column)
+                    .cloned()
+                    .unwrap_or_else(|| m.column.clone()),
+                aggregate: m.display.clone(),
+                mechanism: mechanism(&m.kind).into(),
+                epsilon: mc.epsilon,
+                sensitivity: first.as_ref().map_or(f64::NAN, |p| p.sensitivity),
+                noise_scale: first.as_ref().map_or(f64::NAN, |p| p.noise_scale),
+                half_width_95: first.as_ref().map_or(f64::NAN, |p| p.half_width_95),
+                parts,
+            });
+        }
+    }
+    out
+}
+
+fn mechanism(kind: &Kind) -> &'static str {
+    match kind {
+        Kind::Count { .. } | Kind::CountUnits => "discrete Laplace",
+        Kind::Sum { .. } => "discrete Laplace on a grid (exact fixed-point sum)",
+        Kind::Avg { .. } => "noisy sum / noisy count (discrete Laplace)",
+        Kind::Var { sqrt: false, .. } => "noisy moments (discrete Laplace)",
+        Kind::Var { sqrt: true, .. } => "square root of noisy moments (discrete Laplace)",
+        Kind::Quantile { .. } => "exponential mechanism (permute-and-flip) over 1000 points",
+    }
+}
+
+fn part_names(kind: &Kind) -> Vec<&'static str> {
+    match kind {
+        Kind::Count { .. } | Kind::CountUnits => vec!["count"],
+        Kind::Sum { .. } => vec!["sum"],
+        Kind::Avg { .. } => vec!["centred sum", "count"],
+        Kind::Var { .. } => vec!["centred sum", "centred sum of squares", "count"],
+        Kind::Quantile { .. } => vec!["quantile"],
+    }
+}
+
+/// The result column that is exactly each aggregate's output column (through the top
+/// projection's aliases).
+fn final_names(plan: &LogicalPlan) -> HashMap<String, String> {
+    let mut plan = plan;
+    loop {
+        match plan {
+            LogicalPlan::Projection(p) => {
+                let mut out = HashMap::new();
+                for (e, field) in p.expr.iter().zip(p.schema.fields()) {
+                    // Through every alias (COUNT(*) AS n is `count(Int64(1)) AS count(*) AS n`).
+                    let mut inner = e;
+                    while let Expr::Alias(a) = inner {
+                        inner = a.expr.as_ref();
+                    }
+                    if let Expr::Column(c) = inner {
+                        out.entry(c.name.clone())
+                            .or_insert_with(|| field.name().clone());
+                    }
+                }
+                return out;
+            }
+            LogicalPlan::Sort(_) | LogicalPlan::Limit(_) | LogicalPlan::Filter(_) => {
+                plan = plan.inputs()[0];
+            }
+            _ => return HashMap::new(),
+        }
+    }
+}
+
+/// What the release takes as public.
+pub(crate) fn public_facts(prepared: &Prepared, catalog: &Catalog) -> Vec<String> {
+    let mut out = vec![
+        "the schema: the tables' column names and types, the declared bounds, contribution \
+         bounds (L0, L∞), privacy units and foreign keys"
+            .to_string(),
+        "the query text and ε, δ".to_string(),
+    ];
+    let public: Vec<String> = catalog
+        .tables()
+        .filter(|t| t.unit == UnitSource::Public && t.arrow_schema.is_some())
+        .map(|t| t.name.clone())
+        .collect();
+    if !public.is_empty() {
+        out.push(format!("the public tables: {}", public.join(", ")));
+    }
+    for agg in &prepared.aggregates {
+        for g in &agg.groups {
+            if let Some(d) = g.keys.describe() {
+                out.push(format!("the groups of {}: {d}", g.display));
+            }
+        }
+    }
+    out
+}
+
+/// The chance a key with `n` units is released, for a few `n` around the threshold.
+pub(crate) fn release_table(threshold: i64, t: f64) -> Vec<(i64, f64)> {
+    let mut ns: Vec<i64> = [
+        threshold / 2,
+        threshold - (t * 2.0) as i64,
+        threshold,
+        threshold + (t * 2.0) as i64,
+        threshold + (t * 5.0) as i64,
+    ]
+    .into_iter()
+    .filter(|&n| n >= 1)
+    .collect();
+    ns.sort_unstable();
+    ns.dedup();
+    ns.into_iter()
+        .map(|n| (n, release_probability(n, threshold, t)))
+        .collect()
+}

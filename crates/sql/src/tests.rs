@@ -1,0 +1,374 @@
+//! The privacy properties of DP SQL, tested on small tables with many rows per unit: every
+//! released part moves by at most its calibrated sensitivity between neighbouring databases
+//! (one unit's rows removed from every table; noise switched off here only), noise is drawn
+//! once per released part, a result is materialised once, and refusals name their construct.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use dpml_data::table_decl::TableDecl;
+use dpml_mechanisms::DpRng;
+
+use crate::calibrate::{FINE_GRID_BITS, Part};
+use crate::contribute::Totals;
+use crate::engine::{Engine, Request};
+use crate::error::SqlError;
+use crate::release::Noise;
+use crate::rowid::KeyedHash;
+
+mod refusals;
+mod release_once;
+
+/// A database of CSV files in a temporary folder.
+pub(crate) struct Db {
+    _dir: tempfile::TempDir,
+    pub tables: Vec<(String, PathBuf)>,
+    pub decls: BTreeMap<String, TableDecl>,
+}
+
+pub(crate) fn db(tables: &[(&str, String)], schema: &str) -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = tables
+        .iter()
+        .map(|(name, csv)| {
+            let path = dir.path().join(format!("{name}.csv"));
+            std::fs::write(&path, csv).unwrap();
+            (name.to_string(), path)
+        })
+        .collect();
+    #[derive(serde::Deserialize)]
+    struct File {
+        tables: BTreeMap<String, TableDecl>,
+    }
+    let decls = toml::from_str::<File>(schema).unwrap().tables;
+    Db {
+        _dir: dir,
+        tables,
+        decls,
+    }
+}
+
+impl Db {
+    pub(crate) fn engine(&self) -> Engine {
+        Engine::new(&self.decls, &self.tables).unwrap()
+    }
+}
+
+pub(crate) fn request(epsilon: f64, delta: f64) -> Request {
+    Request {
+        epsilon,
+        delta,
+        ..Request::default()
+    }
+}
+
+/// A query answered with the noise switched off.
+pub(crate) fn exact(engine: &Engine, sql: &str, delta: f64) -> crate::DpResult {
+    let mut rng = DpRng::seeded(1);
+    let mut noise = Noise::new(&mut rng);
+    noise.off = true;
+    engine
+        .run_with(sql, &request(1.0, delta), &mut noise, None)
+        .unwrap()
+}
+
+/// A shop: customers (the unit), their orders, the orders' items (unit through the order),
+/// and a public table of item flags. Customer 7 is heavy (many orders and items).
+pub(crate) const SHOP_SCHEMA: &str = r#"
+[tables.customers]
+privacy_unit = "cust_id"
+[[tables.customers.columns]]
+name = "segment"
+keys = ["a", "b", "c"]
+
+[tables.orders]
+max_groups_per_unit = 2
+max_rows_per_unit_per_group = 3
+[[tables.orders.columns]]
+name = "o_cust"
+references = "customers.cust_id"
+[[tables.orders.columns]]
+name = "total"
+bounds = [0, 500]
+[[tables.orders.columns]]
+name = "priority"
+keys = ["hi", "lo"]
+
+[tables.items]
+max_groups_per_unit = 2
+max_rows_per_unit_per_group = 4
+[[tables.items.columns]]
+name = "i_order"
+references = "orders.order_id"
+[[tables.items.columns]]
+name = "qty"
+bounds = [1, 10]
+[[tables.items.columns]]
+name = "flag"
+keys = ["x", "y"]
+
+[tables.flags]
+public = true
+"#;
+
+/// The shop without customer `without` (all of its rows, in every table).
+pub(crate) fn shop(without: Option<u64>) -> Db {
+    let (mut customers, mut orders, mut items) = (
+        "cust_id,segment\n".to_string(),
+        "order_id,o_cust,total,priority\n".to_string(),
+        "i_order,qty,flag,price\n".to_string(),
+    );
+    let mut order_id = 100u64;
+    for c in 0..12u64 {
+        let keep = Some(c) != without;
+        if keep {
+            let _ = writeln!(customers, "{c},{}", ["a", "b", "c"][(c % 3) as usize]);
+        }
+        let n_orders = if c == 7 { 9 } else { c % 4 };
+        for o in 0..n_orders {
+            order_id += 1;
+            let total = (c * 97 + o * 131) % 700; // some above the bound 500
+            let priority = if (c + o) % 3 == 0 { "hi" } else { "lo" };
+            if keep {
+                let _ = writeln!(orders, "{order_id},{c},{total},{priority}");
+            }
+            for i in 0..(1 + (c + o) % 5) {
+                let qty = 1 + (c * 3 + o + i) % 14; // some above the bound 10
+                let flag = ["x", "y", "z"][((c + i) % 3) as usize];
+                if keep {
+                    let _ = writeln!(items, "{order_id},{qty},{flag},{}", 10 + i);
+                }
+            }
+        }
+    }
+    let flags = "flag,label\nx,Express\ny,Standard\nz,Other\n".to_string();
+    db(
+        &[
+            ("customers", customers),
+            ("orders", orders),
+            ("items", items),
+            ("flags", flags),
+        ],
+        SHOP_SCHEMA,
+    )
+}
+
+/// The exact bounded totals of every aggregate, and its parts and selection, under one key.
+type Bounds = Vec<(u64, Option<u64>)>;
+
+fn totals(db: &Db, sql: &str, delta: f64) -> (Vec<Totals>, Vec<Vec<Part>>, Bounds) {
+    let engine = db.engine();
+    let key = KeyedHash::draw(&mut DpRng::seeded(42));
+    let prepared = engine.prepare(sql, &request(1.0, delta), key).unwrap();
+    let totals = engine.totals(&prepared, key).unwrap();
+    let parts = prepared
+        .calibration
+        .aggregates
+        .iter()
+        .map(|a| a.measures.iter().flat_map(|m| m.parts.clone()).collect())
+        .collect();
+    let bounds = prepared
+        .calibration
+        .aggregates
+        .iter()
+        .zip(&prepared.aggregates)
+        .map(|(c, a)| (c.max_groups, a.max_rows))
+        .collect();
+    (totals, parts, bounds)
+}
+
+/// The change of one part between two totals, in the units its noise is calibrated to (the
+/// noise grid for sums), summed over groups; and the number of groups that changed.
+fn change(a: &Totals, b: &Totals, k: usize, part: &Part) -> (u128, usize) {
+    let keys: BTreeSet<&Vec<u8>> = a.keys().chain(b.keys()).collect();
+    let empty = crate::contribute::GroupTotals::empty(&vec![part.clone(); k + 1]);
+    let mut l1 = 0u128;
+    let mut groups = 0;
+    for key in keys {
+        let (x, y) = (a.get(key).unwrap_or(&empty), b.get(key).unwrap_or(&empty));
+        let d = match part {
+            Part::Count { .. } => (x.totals[k] - y.totals[k]).unsigned_abs(),
+            Part::Sum { .. } => {
+                let grid =
+                    |t: i128| (t + (1 << (FINE_GRID_BITS - 1))).div_euclid(1 << FINE_GRID_BITS);
+                (grid(x.totals[k]) - grid(y.totals[k])).unsigned_abs()
+            }
+            Part::Quantile { .. } => x.histograms[k]
+                .iter()
+                .zip(&y.histograms[k])
+                .map(|(p, q)| u128::from(p.abs_diff(*q)))
+                .sum(),
+        };
+        l1 += d;
+        groups += usize::from(d > 0);
+    }
+    (l1, groups)
+}
+
+/// For each unit: removing its rows changes every part of every released cell by at most the
+/// sensitivity its noise is calibrated to, and the key selection's unit counts by at most L0.
+/// Returns the largest change seen relative to the bound (so a test can check it is reached).
+fn check_neighbours(make: &dyn Fn(Option<u64>) -> Db, units: &[u64], sql: &str, delta: f64) -> f64 {
+    let (full, parts, selection) = totals(&make(None), sql, delta);
+    let mut worst: f64 = 0.0;
+    for &u in units {
+        let (without, _, _) = totals(&make(Some(u)), sql, delta);
+        for (a, (t_full, t_without)) in full.iter().zip(&without).enumerate() {
+            for (k, part) in parts[a].iter().enumerate() {
+                let (l1, groups) = change(t_full, t_without, k, part);
+                let (bound, what) = match part {
+                    Part::Count { mech, .. } | Part::Sum { mech, .. } => {
+                        (u128::from(mech.sensitivity()), "noise sensitivity")
+                    }
+                    Part::Quantile { .. } => (
+                        u128::from(selection[a].0 * selection[a].1.unwrap_or(1)),
+                        "values kept (L0·L∞)",
+                    ),
+                };
+                assert!(
+                    l1 <= bound,
+                    "{sql}: removing unit {u} moved part {k} by {l1} > {what} {bound}"
+                );
+                assert!(
+                    groups as u64 <= selection[a].0,
+                    "more than L0 groups changed"
+                );
+                worst = worst.max(l1 as f64 / bound as f64);
+            }
+            let units_l1: u64 = t_full
+                .keys()
+                .chain(t_without.keys())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .map(|key| {
+                    let x = t_full.get(key).map_or(0, |t| t.units);
+                    let y = t_without.get(key).map_or(0, |t| t.units);
+                    x.abs_diff(y)
+                })
+                .sum();
+            assert!(
+                units_l1 <= selection[a].0,
+                "{sql}: removing unit {u} moved the unit counts by {units_l1} > L0"
+            );
+        }
+    }
+    worst
+}
+
+const UNITS: [u64; 6] = [0, 3, 5, 7, 10, 11];
+
+#[test]
+fn sensitivity_holds_for_each_aggregate_on_one_table() {
+    let worst = check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT priority, COUNT(*), COUNT(total), SUM(total), AVG(total), VARIANCE(total), \
+         STDDEV(total), MEDIAN(total), COUNT(DISTINCT o_cust) FROM orders GROUP BY priority",
+        0.0,
+    );
+    // The heavy customer reaches a bound: the check is not vacuous.
+    assert!(worst > 0.5, "worst relative change {worst}");
+}
+
+#[test]
+fn sensitivity_holds_along_foreign_keys() {
+    // The unit joined in by the rewrite (items → orders).
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT flag, COUNT(*), SUM(qty) FROM items GROUP BY flag",
+        0.0,
+    );
+    // The unit resolved by the query's own join along the foreign key.
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT flag, SUM(qty), COUNT(DISTINCT o_cust) FROM items JOIN orders ON i_order = order_id \
+         GROUP BY flag",
+        0.0,
+    );
+    // Three tables, the groups from the unit's own table.
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT segment, SUM(qty * total), AVG(qty) FROM customers, orders, items \
+         WHERE cust_id = o_cust AND i_order = order_id GROUP BY segment",
+        0.0,
+    );
+}
+
+#[test]
+fn sensitivity_holds_for_public_joins_subqueries_and_private_keys() {
+    // A public table's column as the groups.
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT label, COUNT(*) FROM items JOIN flags ON items.flag = flags.flag GROUP BY label",
+        0.0,
+    );
+    // A per-unit aggregate (one row per customer), grouped by private keys.
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT n, COUNT(*) FROM (SELECT cust_id, COUNT(order_id) AS n FROM customers \
+         LEFT JOIN orders ON cust_id = o_cust GROUP BY cust_id) GROUP BY n",
+        1e-6,
+    );
+    // A semi-join on the foreign key (an IN subquery aggregated per order).
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT COUNT(DISTINCT o_cust), SUM(total) FROM orders WHERE order_id IN \
+         (SELECT i_order FROM items GROUP BY i_order HAVING SUM(qty) > 12)",
+        0.0,
+    );
+    // Histogram bins of a bounded column.
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT FLOOR(total / 100) * 100 AS bucket, COUNT(*) FROM orders \
+         GROUP BY FLOOR(total / 100) * 100",
+        0.0,
+    );
+}
+
+#[test]
+fn released_values_are_the_bounded_totals_when_noise_is_off() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let r = exact(
+        &engine,
+        "SELECT priority, COUNT(*) AS n FROM orders GROUP BY priority ORDER BY priority",
+        0.0,
+    );
+    let rows = r.rows_json().unwrap();
+    // Per customer and priority at most L∞ = 3 orders count; customer 7's 9 orders are capped.
+    let mut expect: BTreeMap<&str, i64> = BTreeMap::new();
+    for c in 0..12u64 {
+        let n_orders = if c == 7 { 9 } else { c % 4 };
+        let mut per: BTreeMap<&str, i64> = BTreeMap::new();
+        for o in 0..n_orders {
+            *per.entry(if (c + o) % 3 == 0 { "hi" } else { "lo" })
+                .or_default() += 1;
+        }
+        for (p, n) in per {
+            *expect.entry(p).or_default() += n.min(3);
+        }
+    }
+    assert_eq!(rows[0]["priority"], "hi");
+    assert_eq!(rows[0]["n"], expect["hi"]);
+    assert_eq!(rows[1]["n"], expect["lo"]);
+    // Public keys: both groups, each drawn once.
+    assert_eq!(r.draws, 2);
+}
+
+#[test]
+fn an_error_never_names_a_private_value() {
+    let e = SqlError::data(
+        "orders",
+        &datafusion::error::DataFusionError::Execution("row 17: value 'alice' is bad".into()),
+    );
+    let msg = e.to_string();
+    assert!(!msg.contains("17") && !msg.contains("alice"), "{msg}");
+}

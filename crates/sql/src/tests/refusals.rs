@@ -1,0 +1,138 @@
+//! Every refused construct is refused before any row is read, naming it and the reason.
+
+use super::{request, shop};
+use crate::error::SqlError;
+
+/// (query, δ, words of the construct, words of the reason).
+const REFUSED: &[(&str, f64, &str, &str)] = &[
+    (
+        "SELECT priority, SUM(total) OVER (PARTITION BY priority) FROM orders",
+        0.0,
+        "sum(orders.total)",
+        "window function",
+    ),
+    (
+        "SELECT o_cust, COUNT(*) FROM orders GROUP BY o_cust",
+        0.0,
+        "SELECT of private rows",
+        "only aggregates",
+    ),
+    (
+        "SELECT * FROM orders",
+        0.0,
+        "SELECT of private rows of orders",
+        "returns rows",
+    ),
+    (
+        "SELECT total, COUNT(*) FROM orders GROUP BY total",
+        0.0,
+        "GROUP BY orders.total",
+        "keys are private",
+    ),
+    (
+        "SELECT SUM(price) FROM items",
+        0.0,
+        "sum(items.price)",
+        "no declared bounds",
+    ),
+    (
+        "SELECT COUNT(*) FROM orders a JOIN orders b ON a.priority = b.priority",
+        0.0,
+        "JOIN of orders and orders",
+        "two units",
+    ),
+    (
+        "SELECT priority, SUM(total * random()) FROM orders GROUP BY priority",
+        0.0,
+        "random()",
+        "volatile",
+    ),
+    ("COPY orders TO 'out.csv'", 0.0, "COPY", "only a SELECT"),
+    (
+        "INSERT INTO orders VALUES (1, 2, 3, 'hi')",
+        0.0,
+        "INSERT",
+        "only a SELECT",
+    ),
+    ("CREATE TABLE t AS SELECT 1", 0.0, "CREATE", "only a SELECT"),
+    (
+        "SELECT COUNT(*) FROM (SELECT * FROM orders LIMIT 5)",
+        0.0,
+        "LIMIT",
+        "order",
+    ),
+    (
+        "SELECT label, COUNT(i_order) FROM flags LEFT JOIN items ON flags.flag = items.flag \
+         GROUP BY label",
+        0.0,
+        "Left JOIN of public rows and items",
+        "public table",
+    ),
+    (
+        "SELECT MIN(total) FROM orders",
+        0.0,
+        "min(orders.total)",
+        "MIN or MAX",
+    ),
+    (
+        "SELECT COUNT(DISTINCT priority) FROM orders",
+        0.0,
+        "count(DISTINCT orders.priority)",
+        "privacy unit",
+    ),
+    (
+        "SELECT priority, COUNT(*) FROM orders GROUP BY ROLLUP (priority)",
+        0.0,
+        "ROLLUP",
+        "overlapping groups",
+    ),
+    (
+        "SELECT label FROM flags",
+        0.0,
+        "without an aggregate of private rows",
+        "public tables only",
+    ),
+];
+
+#[test]
+fn each_refused_construct_is_named_with_its_reason() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    for &(sql, delta, construct, reason) in REFUSED {
+        let err = engine.explain(sql, &request(1.0, delta)).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, SqlError::Refused { .. }),
+            "{sql}: not a refusal: {msg}"
+        );
+        let lower = msg.to_lowercase();
+        assert!(
+            lower.contains(&construct.to_lowercase()) && lower.contains(&reason.to_lowercase()),
+            "{sql}: {msg}"
+        );
+    }
+}
+
+#[test]
+fn the_accepted_forms_of_the_same_queries_plan() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    for sql in [
+        "SELECT priority, SUM(total) FROM orders GROUP BY priority",
+        "SELECT total, COUNT(*) FROM orders GROUP BY total",
+        "SELECT SUM(LEAST(GREATEST(price, 0), 20)) FROM items",
+        "SELECT COUNT(*) FROM orders a JOIN orders b ON a.o_cust = b.o_cust",
+        "SELECT label, COUNT(i_order) FROM items JOIN flags ON flags.flag = items.flag GROUP BY label",
+        "SELECT COUNT(DISTINCT o_cust) FROM orders",
+        "SELECT QUANTILE(total, 0.9) FROM orders",
+    ] {
+        let delta = if sql.contains("GROUP BY total") {
+            1e-6
+        } else {
+            0.0
+        };
+        engine
+            .explain(sql, &request(1.0, delta))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}

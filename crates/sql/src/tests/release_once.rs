@@ -1,0 +1,176 @@
+//! Noise is drawn once per released part, a result is materialised once and charged once, the
+//! ledger keeps exactly what was charged, overspending releases nothing, sums never wrap, and a
+//! one-run canary audit of a COUNT stays below its ε.
+
+use std::fmt::Write as _;
+
+use dpml_accounting::ledger::{Budget, Ledger};
+use dpml_mechanisms::DpRng;
+
+use super::{db, exact, request, shop};
+use crate::error::SqlError;
+
+#[test]
+fn noise_is_drawn_once_per_released_part() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let mut rng = DpRng::seeded(3);
+    // Two public groups; COUNT (1 part), SUM (1), AVG (2), VARIANCE (3): 7 draws per group.
+    let r = engine
+        .run(
+            "SELECT priority, COUNT(*), SUM(total), AVG(total), VARIANCE(total) FROM orders \
+             GROUP BY priority",
+            &request(1.0, 0.0),
+            &mut rng,
+            None,
+        )
+        .unwrap();
+    assert_eq!(r.draws, 2 * 7);
+    // Private keys: one draw per candidate group (its noisy unit count), then one per part of
+    // each released group.
+    let r = engine
+        .run(
+            "SELECT total > 250 AS big, COUNT(*) FROM orders GROUP BY total > 250",
+            &request(1.0, 1e-6),
+            &mut rng,
+            None,
+        )
+        .unwrap();
+    let released = r.batches().iter().map(|b| b.num_rows()).sum::<usize>() as u64;
+    assert_eq!(r.draws, 2 + released);
+}
+
+#[test]
+fn a_result_read_twice_is_the_same_and_charged_once() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("budget.ledger");
+    let ledger = Ledger::open(&path, Budget::new(3.0, 1e-5).unwrap()).unwrap();
+    let mut rng = DpRng::seeded(9);
+    let r = engine
+        .run(
+            "SELECT priority, SUM(total) AS s FROM orders GROUP BY priority",
+            &request(0.7, 0.0),
+            &mut rng,
+            Some(&ledger),
+        )
+        .unwrap();
+    let first = r.to_json().unwrap();
+    assert_eq!(first, r.to_json().unwrap());
+    assert_eq!(r.batches(), r.batches());
+    assert_eq!(ledger.entries().unwrap().len(), 1);
+    drop(ledger);
+    // After a restart the ledger holds exactly the ε and δ charged.
+    let reopened = Ledger::open_stored(&path).unwrap();
+    let entries = reopened.entries().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!((entries[0].epsilon, entries[0].delta), (0.7, 0.0));
+    assert!((reopened.balance().unwrap().spent_epsilon - 0.7).abs() < 1e-12);
+}
+
+#[test]
+fn an_overspend_is_refused_and_releases_nothing() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(&dir.path().join("l"), Budget::new(1.0, 0.0).unwrap()).unwrap();
+    let mut rng = DpRng::seeded(1);
+    let sql = "SELECT COUNT(*) FROM orders";
+    engine
+        .run(sql, &request(0.8, 0.0), &mut rng, Some(&ledger))
+        .unwrap();
+    let err = engine
+        .run(sql, &request(0.8, 0.0), &mut rng, Some(&ledger))
+        .unwrap_err();
+    assert!(matches!(err, SqlError::Ledger { .. }), "{err}");
+    assert!(err.is_input());
+    assert_eq!(ledger.entries().unwrap().len(), 1);
+}
+
+#[test]
+fn sums_near_i64_max_are_exact_or_refused_never_wrapped() {
+    let big = i64::MAX - 10;
+    let mut csv = "person,amount\n".to_string();
+    for p in 0..4 {
+        let _ = writeln!(csv, "{p},{big}");
+    }
+    let db = db(
+        &[("ledger_rows", csv)],
+        "[tables.ledger_rows]\nprivacy_unit = \"person\"\n\
+         [[tables.ledger_rows.columns]]\nname = \"amount\"\nbounds = [0, 9.3e18]\n",
+    );
+    let engine = db.engine();
+    // As DOUBLE: the exact fixed-point sum of four values near 2^63.
+    let r = exact(
+        &engine,
+        "SELECT SUM(CAST(amount AS DOUBLE)) AS s FROM ledger_rows",
+        0.0,
+    );
+    let s = r.rows_json().unwrap()[0]["s"].as_f64().unwrap();
+    let want = 4.0 * big as f64;
+    // Rounded once to the noise grid (about 2^-20 of the noise scale, ~1e-7 here).
+    assert!((s - want).abs() / want < 1e-6, "{s} vs {want}");
+    // As BIGINT (SUM's type for a BIGINT column): the sum does not fit, and it is refused.
+    let mut rng = DpRng::seeded(1);
+    let err = engine
+        .run(
+            "SELECT SUM(amount) FROM ledger_rows",
+            &request(1.0, 0.0),
+            &mut rng,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not fit its type Int64"), "{err}");
+}
+
+#[test]
+fn a_one_run_canary_audit_of_a_count_stays_below_epsilon() {
+    // m canary units, each in its own group (public keys), each included with probability
+    // 1/2; the score of a canary is its group's noisy count.
+    let m = 1000;
+    let epsilon = 1.0;
+    let mut pick = DpRng::seeded(77);
+    let included: Vec<bool> = (0..m).map(|_| pick.next_u64().is_multiple_of(2)).collect();
+    let mut csv = "unit,canary\n".to_string();
+    for (i, &inc) in included.iter().enumerate() {
+        if inc {
+            let _ = writeln!(csv, "{i},{i}");
+        }
+    }
+    let keys = (0..m).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let db = db(
+        &[("canaries", csv)],
+        &format!(
+            "[tables.canaries]\nprivacy_unit = \"unit\"\nmax_rows_per_unit_per_group = 1\n\
+             [[tables.canaries.columns]]\nname = \"canary\"\nkeys = [{keys}]\n"
+        ),
+    );
+    let engine = db.engine();
+    let mut rng = DpRng::seeded(5);
+    let r = engine
+        .run(
+            "SELECT canary, COUNT(*) AS n FROM canaries GROUP BY canary ORDER BY canary",
+            &request(epsilon, 0.0),
+            &mut rng,
+            None,
+        )
+        .unwrap();
+    let rows = r.rows_json().unwrap();
+    let scores: Vec<f64> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["n"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores.len(), m);
+    let audit = dpml_audit::one_run::audit(&scores, &included, m / 10, m / 10, 0.0, 0.95).unwrap();
+    assert!(
+        audit.epsilon <= epsilon,
+        "one-run lower bound {} exceeds ε = {epsilon}",
+        audit.epsilon
+    );
+    // The audit sees the signal (the counts are not all noise).
+    assert!(audit.epsilon > 0.0, "{audit:?}");
+}

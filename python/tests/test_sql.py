@@ -1,0 +1,85 @@
+"""dpml.sql: a pyarrow table with its release facts, the same table as `dpml sql` for a seed,
+explain without a charge, the ledger charged once, refusals and bad input as ValueError."""
+
+import json
+import pathlib
+
+import pytest
+
+import dpml
+
+pa = pytest.importorskip("pyarrow")
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+TABLES = {"visits": EXAMPLES / "shop_visits.csv", "regions": EXAMPLES / "regions.csv"}
+SCHEMA = EXAMPLES / "shop.toml"
+QUERY = (
+    "SELECT day, COUNT(*) AS visits, AVG(spend) AS avg_spend "
+    "FROM visits GROUP BY day ORDER BY day"
+)
+
+
+def test_sql_returns_a_table_with_its_release_facts():
+    t = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, seed=1)
+    assert isinstance(t, pa.Table)
+    assert t.column_names == ["day", "visits", "avg_spend"]
+    # Every declared day is released, in order.
+    assert t.column("day").to_pylist() == list(range(1, 8))
+    report = dpml.sql_report(t)
+    assert report["epsilon"] == 1.0 and report["delta"] == 0.0
+    assert report["neighbouring"] == "add or remove all rows of one privacy unit"
+    names = [c["name"] for c in report["columns"]]
+    assert names == ["visits", "avg_spend"]
+    for c in report["columns"]:
+        assert c["noise_scale"] > 0 and c["half_width_95"] > 0
+    # A result read twice is the same.
+    assert t.to_pylist() == t.to_pylist()
+
+
+def test_python_and_the_cli_release_the_same_table_for_a_seed(dpml_cli):
+    args = ["sql", QUERY, "--schema", SCHEMA, "--epsilon", "1", "--seed", "7"]
+    for name, path in TABLES.items():
+        args += ["--table", f"{name}={path}"]
+    cli = dpml_cli(*args)
+    py = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, seed=7).to_pylist()
+    assert len(cli["rows"]) == len(py) == 7
+    for c, p in zip(cli["rows"], py):
+        assert c["day"] == p["day"] and c["visits"] == p["visits"]
+        # An average whose noisy count is not positive is released as null, by both.
+        if c["avg_spend"] is None or p["avg_spend"] is None:
+            assert c["avg_spend"] is None and p["avg_spend"] is None
+        else:
+            assert c["avg_spend"] == pytest.approx(p["avg_spend"], rel=1e-12)
+
+
+def test_explain_reads_no_row_and_charges_nothing(tmp_path):
+    ledger = dpml.Ledger(str(tmp_path / "b.ledger"), budget=2.0)
+    e = dpml.sql_explain(
+        "SELECT region, COUNT(*) FROM visits GROUP BY region", TABLES, SCHEMA, 1.0, delta=1e-6
+    )
+    assert e["explain"] is True
+    threshold = e["aggregates"][0]["threshold"]
+    assert threshold["tau"] > 1 and 0 < threshold["release_probability"][-1][1] <= 1
+    assert ledger.balance()["entries"] == 0
+
+
+def test_the_ledger_is_charged_once_and_refuses_an_overspend(tmp_path):
+    path = tmp_path / "b.ledger"
+    ledger = dpml.Ledger(str(path), budget=1.0)
+    t = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=0.6, ledger=ledger, seed=1)
+    assert t.num_rows == 7
+    assert ledger.balance()["entries"] == 1
+    with pytest.raises(ValueError, match="budget"):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=0.6, ledger=ledger, seed=1)
+    assert ledger.balance()["entries"] == 1
+
+
+def test_refusals_and_bad_input_raise_value_error():
+    with pytest.raises(ValueError, match="refused: .*window"):
+        dpml.sql("SELECT SUM(spend) OVER () FROM visits", TABLES, SCHEMA, epsilon=1.0)
+    with pytest.raises(ValueError, match="missing"):
+        dpml.sql(QUERY, {"visits": EXAMPLES / "missing.csv"}, SCHEMA, epsilon=1.0)
+    with pytest.raises(ValueError, match=r"sum\(Utf8\)"):
+        dpml.sql("SELECT SUM(region) FROM visits", TABLES, SCHEMA, epsilon=1.0)
+    with pytest.raises(ValueError, match="spent"):
+        dpml.sql("SELECT SUM(spent) FROM visits", TABLES, SCHEMA, epsilon=1.0)
