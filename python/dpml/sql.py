@@ -36,13 +36,50 @@ def sql(
     weights: Optional[Mapping[str, float]] = None,
     seed: Optional[int] = None,
 ) -> Any:
-    """Answers ``query`` with (epsilon, delta)-differential privacy; returns a ``pyarrow.Table``.
+    """Answers ``query`` with (epsilon, delta)-differential privacy, as ``dpml sql`` does.
 
-    ``tables`` maps each table name to a Parquet file, a folder of Parquet files, or a CSV
-    (``.csv.gz`` too) file; ``schema`` is the schema file. ``ledger`` (a
-    :class:`dpml.Ledger`) is charged before anything is returned; ``weights`` gives some
-    aggregates (by output column name) a larger share of epsilon; ``seed`` makes the noise
-    reproducible (tests only: a seeded release is not private).
+    Each privacy unit's contributions are bounded as the schema declares, every released cell
+    gets noise once (exact discrete Laplace), and the ledger, if any, is charged before the
+    table is returned. Constructs that cannot be bounded are refused before any row is read.
+
+    Parameters
+    ----------
+    query : str
+        One SELECT (``EXPLAIN DP`` in front gives the explanation instead; see
+        :func:`sql_explain`).
+    tables : mapping of str to path
+        Each table's name and its Parquet file, folder of Parquet files, or CSV file
+        (``.csv.gz`` too).
+    schema : path
+        The schema file (TOML or JSON, ``[tables.NAME]``): privacy units, public tables,
+        bounds, contribution bounds, key sets and foreign keys. Public: it is not protected.
+    epsilon : float
+        Epsilon of the whole query, split across its aggregates.
+    delta : float, optional
+        Delta of the whole query (default 0: pure epsilon-DP). Grouping by private keys
+        needs delta > 0 (keys are released past a noisy threshold).
+    ledger : Ledger, optional
+        Charged before the table is returned; a query that would overspend raises and
+        returns nothing.
+    weights : mapping of str to float, optional
+        Relative shares of epsilon per aggregate, by output column name (default even).
+    seed : int, optional
+        For tests only (a seeded release is not private).
+
+    Returns
+    -------
+    pyarrow.Table
+        The released rows; the release's facts (each aggregate's mechanism, noise scale,
+        sensitivity and 95% half-width, epsilon, delta, the neighbouring relation, what was
+        public) as JSON in the schema metadata ``b"dpml"`` (read them with
+        :func:`sql_report`).
+
+    Examples
+    --------
+    >>> t = dpml.sql("SELECT day, COUNT(*) AS visits FROM visits GROUP BY day",
+    ...              {"visits": "examples/shop_visits.csv"}, "examples/shop.toml",
+    ...              epsilon=1.0)  # doctest: +SKIP
+    >>> t.to_pandas()  # doctest: +SKIP
     """
     import pyarrow as pa  # type: ignore[import-untyped]
 
@@ -63,7 +100,18 @@ def sql(
 
 
 def sql_report(table: Any) -> Dict[str, Any]:
-    """The release facts of a table returned by :func:`sql` (its ``b"dpml"`` metadata)."""
+    """The release facts of a table returned by :func:`sql`.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        A table :func:`sql` returned.
+
+    Returns
+    -------
+    dict
+        Its ``b"dpml"`` metadata: the fields of ``dpml sql --json`` but ``rows``.
+    """
     return json.loads(table.schema.metadata[b"dpml"])
 
 
@@ -75,8 +123,32 @@ def sql_explain(
     delta: float = 0.0,
     weights: Optional[Mapping[str, float]] = None,
 ) -> Dict[str, Any]:
-    """What ``query`` would release and cost (the rewritten plan, each aggregate's noise, the
-    key threshold, epsilon and delta), reading no private row and charging nothing."""
+    """What ``query`` would release and cost, as ``dpml sql --explain`` shows it.
+
+    Reads no private row and charges nothing: the rewritten plan, each released aggregate's
+    mechanism, noise scale and 95% interval, the key threshold and the chance that a key with
+    n units is released, and the epsilon and delta the query would cost.
+
+    Parameters
+    ----------
+    query : str
+        One SELECT.
+    tables : mapping of str to path
+        As :func:`sql` (only their schemas are read).
+    schema : path
+        As :func:`sql`.
+    epsilon : float
+        Epsilon of the whole query.
+    delta : float, optional
+        Delta of the whole query (default 0).
+    weights : mapping of str to float, optional
+        As :func:`sql`.
+
+    Returns
+    -------
+    dict
+        The explanation (the JSON of ``dpml sql --explain --json``).
+    """
     return json.loads(
         _native.sql_explain(
             query,

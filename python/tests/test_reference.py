@@ -1,15 +1,21 @@
 """The Python reference: every public class and function has a numpydoc docstring whose
 "Parameters" section names each of its parameters, and ``help()`` shows them."""
 
+import importlib
+import importlib.util
+import pathlib
 import inspect
 import pydoc
 
 import pytest
 
 import dpml
-from dpml import accounting, audit, events, learn, mechanisms, stats
+from dpml import accounting, audit, events, learn, mechanisms, stats, tuning
 
-MODULES = [accounting, audit, events, learn, mechanisms, stats]
+# `dpml.sql` is the function; its module is `dpml.sql` in sys.modules.
+sql = importlib.import_module("dpml.sql")
+
+MODULES = [accounting, audit, events, learn, mechanisms, sql, stats, tuning]
 
 
 def _public():
@@ -63,3 +69,16 @@ def test_functions_say_what_they_return():
             None,
         ):
             assert "Returns\n-------" in (inspect.getdoc(obj) or ""), name
+
+
+def test_the_reference_chapter_is_generated_from_the_docstrings():
+    root = pathlib.Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("make_reference", root / "python" / "make_reference.py")
+    assert spec is not None and spec.loader is not None
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    chapter = (root / "docs" / "src" / "python-reference.md").read_text()
+    assert chapter == make.reference(), (
+        "docs/src/python-reference.md is stale: run "
+        "`python python/make_reference.py > docs/src/python-reference.md`"
+    )

@@ -73,6 +73,7 @@ pages! {
     accounting => "docs/src/accounting.md";
     auditing => "docs/src/auditing.md";
     python => "docs/src/python.md";
+    python_reference => "docs/src/python-reference.md";
     scale => "docs/src/scale.md";
     privacy_model => "docs/src/privacy-model.md";
     cli_contract => "docs/src/cli-contract.md";
