@@ -816,28 +816,13 @@ plan run on the released cells:
             .map(|n| r.get(n).map_or("-".into(), text))
             .collect()
     }));
-    let widths: Vec<usize> = (0..names.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
     let _ = writeln!(out);
-    for row in cells {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        let _ = write!(out, "\n  {}", line.join("  ").trim_end());
-    }
+    let _ = writeln!(out);
+    aligned(&mut out, &cells);
     for w in v["warnings"].as_array().into_iter().flatten() {
-        let _ = write!(out, "\n  warning: {}", text(w));
+        let _ = writeln!(out, "  warning: {}", text(w));
     }
-    out
+    out.trim_end().to_string()
 }
 
 /// `ε = 3.00 (δ = 1e-5, PLD upper bound)`, or `non-private` when ε is absent.
@@ -983,7 +968,14 @@ fn list(out: &mut String, items: Option<&Value>, columns: &[&str]) {
                 .collect()
         }));
     }
-    let widths: Vec<usize> = (0..cells[0].len())
+    let _ = writeln!(out);
+    aligned(out, &cells);
+}
+
+/// `cells` (rows of equal length, the header first) as indented rows of left-aligned columns.
+fn aligned(out: &mut String, cells: &[Vec<String>]) {
+    let columns = cells.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
         .map(|i| {
             cells
                 .iter()
@@ -992,7 +984,6 @@ fn list(out: &mut String, items: Option<&Value>, columns: &[&str]) {
                 .unwrap_or(0)
         })
         .collect();
-    let _ = writeln!(out);
     for row in cells {
         let line: Vec<String> = row
             .iter()
