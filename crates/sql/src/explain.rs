@@ -8,9 +8,7 @@ use serde_json::Value;
 
 use crate::catalog::{Catalog, UnitSource};
 use crate::engine::Prepared;
-use crate::result::{
-    ACCOUNTANT, ColumnReport, NEIGHBOURING, column_reports, public_facts, release_table,
-};
+use crate::result::{Guarantee, release_table};
 
 /// One group column of an aggregate.
 #[derive(Debug, Clone, Serialize)]
@@ -64,18 +62,9 @@ pub struct Explanation {
     pub plan: String,
     /// The DP aggregates.
     pub aggregates: Vec<AggregateReport>,
-    /// The released aggregates.
-    pub columns: Vec<ColumnReport>,
-    /// ε the query would spend.
-    pub epsilon: f64,
-    /// δ the query would spend.
-    pub delta: f64,
-    /// How its parts compose.
-    pub accountant: String,
-    /// The neighbouring relation.
-    pub neighbouring: String,
-    /// What is not protected.
-    pub public: Vec<String>,
+    /// The released aggregates and the guarantee (the ε and δ the query would spend).
+    #[serde(flatten)]
+    pub guarantee: Guarantee,
 }
 
 impl Explanation {
@@ -130,12 +119,7 @@ impl Explanation {
         Explanation {
             plan: prepared.outer.display_indent().to_string(),
             aggregates,
-            columns: column_reports(prepared),
-            epsilon: prepared.calibration.epsilon,
-            delta: prepared.calibration.delta,
-            accountant: ACCOUNTANT.into(),
-            neighbouring: NEIGHBOURING.into(),
-            public: public_facts(prepared, catalog),
+            guarantee: Guarantee::of(prepared, catalog),
         }
     }
 

@@ -69,7 +69,7 @@ pub use calibrate::Split;
 pub use engine::{Engine, Request, strip_explain};
 pub use error::{Result, SqlError};
 pub use explain::Explanation;
-pub use result::{DpResult, Report};
+pub use result::{DpResult, Guarantee, Report};
 
 /// DataFusion, as dpml-sql uses it (one arrow, one parquet for the whole build).
 pub use datafusion;

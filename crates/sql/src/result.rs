@@ -64,9 +64,10 @@ pub struct PartReport {
     pub half_width_95: f64,
 }
 
-/// What a release is (see the module docs).
+/// What a query releases and under which guarantee: shared by the release's report and the
+/// explanation, which states it before anything is read.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Report {
+pub struct Guarantee {
     /// One entry per released aggregate.
     pub columns: Vec<ColumnReport>,
     /// ε spent.
@@ -79,6 +80,28 @@ pub struct Report {
     pub neighbouring: String,
     /// What is not protected.
     pub public: Vec<String>,
+}
+
+impl Guarantee {
+    /// The guarantee of `prepared` over `catalog`'s tables.
+    pub(crate) fn of(prepared: &Prepared, catalog: &Catalog) -> Self {
+        Guarantee {
+            columns: column_reports(prepared),
+            epsilon: prepared.calibration.epsilon,
+            delta: prepared.calibration.delta,
+            accountant: ACCOUNTANT.into(),
+            neighbouring: NEIGHBOURING.into(),
+            public: public_facts(prepared, catalog),
+        }
+    }
+}
+
+/// What a release is (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The released aggregates and the guarantee.
+    #[serde(flatten)]
+    pub guarantee: Guarantee,
     /// Key-selection bias warnings.
     pub warnings: Vec<String>,
     /// The ledger's balance after the spend.
@@ -94,12 +117,7 @@ impl Report {
         ledger: Option<Balance>,
     ) -> Self {
         Report {
-            columns: column_reports(prepared),
-            epsilon: prepared.calibration.epsilon,
-            delta: prepared.calibration.delta,
-            accountant: ACCOUNTANT.into(),
-            neighbouring: NEIGHBOURING.into(),
-            public: public_facts(prepared, catalog),
+            guarantee: Guarantee::of(prepared, catalog),
             warnings,
             ledger,
         }
@@ -192,7 +210,7 @@ pub fn rows_json(batches: &[RecordBatch]) -> Result<Value> {
 }
 
 /// Per released aggregate, how it was made noisy.
-pub(crate) fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
+fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
     let names = final_names(&prepared.outer);
     let mut out = Vec::new();
     for (agg, cal) in prepared
@@ -290,7 +308,7 @@ fn final_names(plan: &LogicalPlan) -> HashMap<String, String> {
 }
 
 /// What the release takes as public.
-pub(crate) fn public_facts(prepared: &Prepared, catalog: &Catalog) -> Vec<String> {
+fn public_facts(prepared: &Prepared, catalog: &Catalog) -> Vec<String> {
     let mut out = vec![
         "the schema: the tables' column names and types, the declared bounds, contribution \
          bounds (L0, L∞), privacy units and foreign keys"

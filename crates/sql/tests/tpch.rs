@@ -42,7 +42,7 @@ fn the_tpch_dp_queries_run_at_scale_factor_0_01() {
         let explained = engine
             .explain(sql, &request)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(explained.epsilon <= 1.0 + 1e-12, "{name}");
+        assert!(explained.guarantee.epsilon <= 1.0 + 1e-12, "{name}");
         let r = engine
             .run(sql, &request, &mut rng, None)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
