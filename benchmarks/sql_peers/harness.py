@@ -1,0 +1,55 @@
+"""What every peer's runner shares: read the plan the driver wrote, time each run, write results.
+
+A peer module calls ``main(setup, run)``: ``setup()`` starts the system once (a Spark session)
+and is timed apart; ``run(query, frame, plan)`` answers one prepared query with DP and returns
+``{key tuple of str: {column: value}}``, or raises ``Unsupported`` with the reason in words.
+One run's wall time covers reading the Parquet files, the pandas steps and the DP aggregation.
+"""
+
+import json
+import sys
+import time
+import traceback
+
+import queries as Q
+
+
+class Unsupported(Exception):
+    """The peer cannot express this query (the reason goes in the table instead of a number)."""
+
+
+def main(setup, run, notes):
+    plan_path, out_path = sys.argv[1], sys.argv[2]
+    with open(plan_path) as f:
+        plan = json.load(f)
+    schema = Q.load_schema(plan["schema"])
+    qs = Q.queries(schema)
+    t0 = time.perf_counter()
+    state = setup()
+    out = {"setup_seconds": time.perf_counter() - t0, "queries": {}}
+    for name, qplan in plan["queries"].items():
+        query = qs[name]
+        result = {"runs": [], "note": notes(query, qplan)}
+        try:
+            for _ in range(plan["runs"]):
+                start = time.perf_counter()
+                tables = Q.load(plan["data"], query)
+                frame = query.prepare(tables, schema)
+                keys = query.public_keys(tables, schema) if query.public_keys else None
+                dp_start = time.perf_counter()
+                rows = run(state, query, frame, keys, qplan)
+                end = time.perf_counter()
+                result["runs"].append(
+                    {"seconds": end - start, "dp_seconds": end - dp_start,
+                     "rows": [[list(k), v] for k, v in rows.items()]}
+                )
+            result["status"] = "ok"
+        except Unsupported as e:
+            result = {"status": "unsupported", "reason": str(e), "runs": []}
+        except Exception as e:  # a failure is reported as one, never as a number
+            traceback.print_exc(file=sys.stderr)
+            result = {"status": "error", "reason": f"{type(e).__name__}: {e}"[:300], "runs": []}
+        print(f"{name}: {result['status']}", file=sys.stderr, flush=True)
+        out["queries"][name] = result
+    with open(out_path, "w") as f:
+        json.dump(out, f)
