@@ -63,7 +63,7 @@ def plan_of(args, name):
 def relative_errors(query, exact, rows):
     """|released - exact| / |exact| for every cell of the exact answer with exact != 0; a cell
     that is not released (its key was not selected, or its value is null) counts as 1."""
-    errs = []
+    errs, missing = [], 0
     for key, cols in exact.items():
         got = rows.get(key, {})
         for a in query.aggs:
@@ -71,18 +71,22 @@ def relative_errors(query, exact, rows):
             if e != e or e == 0:
                 continue
             r = got.get(a.name)
+            missing += r is None or r != r
             errs.append(1.0 if r is None or r != r else abs(r - e) / abs(e))
-    return errs
+    return errs, missing
 
 
 def summarize(query, exact, runs):
-    errs = [e for run in runs for e in relative_errors(query, exact, run["rows"])]
+    per_run = [relative_errors(query, exact, run["rows"]) for run in runs]
+    errs = [e for run_errs, _ in per_run for e in run_errs]
     secs = [run["seconds"] for run in runs]
     return {
         "seconds": statistics.median(secs),
         "dp_seconds": statistics.median(run.get("dp_seconds", run["seconds"]) for run in runs),
         "median_relative_error": statistics.median(errs) if errs else None,
+        "runs": len(runs),
         "cells": len(errs),
+        "cells_not_released": sum(m for _, m in per_run),
     }
 
 
@@ -114,8 +118,17 @@ def main():
     p.add_argument("--peers", default=",".join(PEERS))
     p.add_argument("--scale-factor", default="?")
     p.add_argument("--timeout", type=int, default=3600, help="seconds per peer, all queries")
+    p.add_argument("--max-seconds", type=float, default=300,
+                   help="a peer starts no further run of a query after this many seconds on it")
     args = p.parse_args()
+    if not os.path.isfile(f"{args.data}/schema.toml"):
+        sys.exit(f"error: --data '{args.data}' holds no schema.toml (TPC-H Parquet files and "
+                 "the DP schema, as `dpml bench sql` writes them)")
     names = args.queries.split(",")
+    peers = [p for p in args.peers.split(",") if p]
+    for bad in [n for n in names if n not in Q.queries(Q.load_schema(f"{args.data}/schema.toml"))] \
+            + [p for p in peers if p not in PEERS]:
+        sys.exit(f"error: unknown query or peer '{bad}'")
     schema = Q.load_schema(f"{args.data}/schema.toml")
     qs = Q.queries(schema)
 
@@ -142,8 +155,8 @@ def main():
         plan_path = os.path.join(tmp, "plan.json")
         with open(plan_path, "w") as f:
             json.dump({"data": args.data, "schema": f"{args.data}/schema.toml", "runs": args.runs,
-                       "queries": plans}, f)
-        for peer in args.peers.split(","):
+                       "max_seconds": args.max_seconds, "queries": plans}, f)
+        for peer in peers:
             out_path = os.path.join(tmp, f"{peer}.json")
             python = os.path.join(args.venv, peer, "bin", "python")
             print(f"{PEERS[peer]}:", file=sys.stderr, flush=True)
@@ -178,7 +191,7 @@ def main():
     report = {"machine": machine(), "scale_factor": args.scale_factor, "runs": args.runs,
               "epsilon": args.epsilon, "delta": args.delta, "plans": plans,
               "setup_seconds": setup, "queries": results}
-    print_table(report, ["dpml"] + args.peers.split(","))
+    print_table(report, ["dpml"] + peers)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(report, f, indent=1)
@@ -203,6 +216,10 @@ def print_table(report, systems):
             if r["status"] == "ok":
                 err = r["median_relative_error"]
                 cell = f"{r['seconds']:.2f} s, err " + (f"{err:.3g}" if err is not None else "n/a")
+                if r["runs"] < report["runs"]:
+                    cell += f" ({r['runs']} runs)"
+                if r["cells_not_released"]:
+                    cell += f" ({r['cells_not_released']}/{r['cells']} cells not released)"
                 if r.get("note") and s != "dpml":
                     cell += f" [{notes.setdefault(r['note'], len(notes) + 1)}]"
             elif r["status"] == "unsupported":

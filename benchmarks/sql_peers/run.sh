@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --venv) venv="$2"; shift 2 ;;
     --dpml) dpml="$2"; shift 2 ;;
-    --data|--runs|--json|--scale-factor|--peers|--queries|--epsilon|--delta|--timeout)
+    --data|--runs|--json|--scale-factor|--peers|--queries|--epsilon|--delta|--timeout|--max-seconds)
       [ $# -ge 2 ] || { echo "error: $1 needs a value" >&2; exit 2; }
       args+=("$1" "$2"); shift 2 ;;
     -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
