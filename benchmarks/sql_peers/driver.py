@@ -101,15 +101,21 @@ def machine():
             model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"cpu": model, "nproc": os.cpu_count(), "python": platform.python_version()}
+    return {"cpu": model, "nproc": os.cpu_count(), "python": platform.python_version(),
+            "load_average_1m": os.getloadavg()[0]}
+
+
+def fail(message):
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--data", required=True)
+    p.add_argument("--data")
     p.add_argument("--runs", type=int, default=5)
-    p.add_argument("--dpml", required=True)
-    p.add_argument("--venv", required=True)
+    p.add_argument("--dpml")
+    p.add_argument("--venv")
     p.add_argument("--json", dest="json_out")
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--delta", type=float, default=1e-6)
@@ -120,15 +126,24 @@ def main():
     p.add_argument("--timeout", type=int, default=3600, help="seconds per peer, all queries")
     p.add_argument("--max-seconds", type=float, default=300,
                    help="a peer starts no further run of a query after this many seconds on it")
+    p.add_argument("--from-json", help="print the table of a saved --json report and exit")
     args = p.parse_args()
+    if args.from_json:
+        with open(args.from_json) as f:
+            report = json.load(f)
+        qs = Q.queries(Q.load_schema(f"{report['data']}/schema.toml"))
+        print_table(report, ["dpml"] + [s for s in PEERS if s in report["setup_seconds"]], qs)
+        return
+    if not (args.data and args.dpml and args.venv):
+        p.error("--data, --dpml and --venv are needed (run.sh passes the last two)")
     if not os.path.isfile(f"{args.data}/schema.toml"):
-        sys.exit(f"error: --data '{args.data}' holds no schema.toml (TPC-H Parquet files and "
-                 "the DP schema, as `dpml bench sql` writes them)")
+        fail(f"--data '{args.data}' holds no schema.toml (TPC-H Parquet files and the DP "
+             "schema, as `dpml bench sql` writes them)")
     names = args.queries.split(",")
     peers = [p for p in args.peers.split(",") if p]
     for bad in [n for n in names if n not in Q.queries(Q.load_schema(f"{args.data}/schema.toml"))] \
             + [p for p in peers if p not in PEERS]:
-        sys.exit(f"error: unknown query or peer '{bad}'")
+        fail(f"unknown query or peer '{bad}'")
     schema = Q.load_schema(f"{args.data}/schema.toml")
     qs = Q.queries(schema)
 
@@ -145,8 +160,7 @@ def main():
             for _ in range(args.runs):
                 out, seconds = dpml(args, name)
                 runs.append({"seconds": seconds, "rows": rows_by_key(query, out["rows"])})
-            results[name] = {"dpml": dict(summarize(query, exacts[name], runs), status="ok",
-                                          note="the SQL of benchmarks/sql as written")}
+            results[name] = {"dpml": dict(summarize(query, exacts[name], runs), status="ok")}
         except RuntimeError as e:
             results[name] = {"dpml": {"status": "error", "reason": str(e)}}
 
@@ -184,56 +198,76 @@ def main():
                     runs = [{"seconds": run["seconds"], "dp_seconds": run["dp_seconds"],
                              "rows": {tuple(k): v for k, v in run["rows"]}} for run in r["runs"]]
                     results[name][peer] = dict(summarize(qs[name], exacts[name], runs),
-                                               status="ok", note=r["note"])
+                                               status="ok")
                 else:
                     results[name][peer] = {"status": r["status"], "reason": r["reason"]}
 
-    report = {"machine": machine(), "scale_factor": args.scale_factor, "runs": args.runs,
+    report = {"machine": machine(), "data": args.data, "scale_factor": args.scale_factor,
+              "runs": args.runs,
               "epsilon": args.epsilon, "delta": args.delta, "plans": plans,
               "setup_seconds": setup, "queries": results}
-    print_table(report, ["dpml"] + peers)
+    print_table(report, ["dpml"] + peers, qs)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(report, f, indent=1)
 
 
-def print_table(report, systems):
+SYSTEM_NOTES = {
+    "dpml": "the SQL of benchmarks/sql/ as written",
+    "tumult": "Spark local mode, ID = customer (AddRowsWithID); one evaluate() per column; "
+              "private keys: get_groups",
+    "pipelinedp": "no SQL; one aggregate() per column, each with its own accountant; "
+                  "private keys: select_partitions",
+    "smartnoise": "a generated SELECT ... GROUP BY over the prepared rows; max_ids = L0 x Linf; "
+                  "the same epsilon on each statistic, scaled so that its accountant reports "
+                  "the query's epsilon",
+}
+
+
+def rewrites(query):
+    """What the peers could not do themselves in this query, in words (the notes column)."""
+    notes = [f"all peers: {query.steps}"] if query.steps else []
+    if len(query.keys) > 1:
+        notes.append("Tumult: one combined key column")
+    if query.public_keys and query.keys:
+        notes.append("SmartNoise: no public key sets, keys thresholded")
+    if any(a.sum_bounds for a in query.aggs):
+        notes.append("Tumult, SmartNoise: no per-unit sum bound, per-customer totals clamped "
+                     "in pandas")
+    return "; ".join(notes)
+
+
+def cell(r, runs):
+    if r["status"] != "ok":
+        return "FAILED: " + r["reason"].split(". ")[0]
+    err = r["median_relative_error"]
+    text = f"{r['seconds']:.2f} s, err " + (f"{err:.3g}" if err is not None else "n/a")
+    if r["runs"] < runs:
+        text += f" ({r['runs']} run{'s' if r['runs'] > 1 else ''})"
+    if r["cells_not_released"]:
+        text += f" ({r['cells_not_released']}/{r['cells']} cells not released)"
+    return text
+
+
+def print_table(report, systems, qs):
     m = report["machine"]
     print(f"TPC-H scale factor {report['scale_factor']}, epsilon = {report['epsilon']}, "
           f"delta = {report['delta']}, median of {report['runs']} runs; "
-          f"{m['cpu']}, nproc = {m['nproc']}")
+          f"{m['cpu']}, nproc = {m['nproc']}, load average at start {m['load_average_1m']:.1f}")
     print("time: seconds per query (dpml: the whole CLI process; peers: Parquet read + pandas "
-          "steps + DP, in a started interpreter); error: median relative error of the released "
-          "cells against the exact answer\n")
+          "steps + DP, in a started interpreter); err: median relative error of the released "
+          "cells against the exact answer (a cell not released counts as 1)\n")
     names = {"dpml": "dpml", **PEERS}
-    header = ["query"] + [names[s] for s in systems]
-    lines = [header, ["---"] * len(header)]
-    notes = {}  # footnote text -> number
+    lines = [["query"] + [names[s] for s in systems] + ["what the peers needed"]]
+    lines.append(["---"] * len(lines[0]))
     for q, res in report["queries"].items():
-        row = [q]
-        for s in systems:
-            r = res.get(s, {"status": "error", "reason": "not run"})
-            if r["status"] == "ok":
-                err = r["median_relative_error"]
-                cell = f"{r['seconds']:.2f} s, err " + (f"{err:.3g}" if err is not None else "n/a")
-                if r["runs"] < report["runs"]:
-                    cell += f" ({r['runs']} runs)"
-                if r["cells_not_released"]:
-                    cell += f" ({r['cells_not_released']}/{r['cells']} cells not released)"
-                if r.get("note") and s != "dpml":
-                    cell += f" [{notes.setdefault(r['note'], len(notes) + 1)}]"
-            elif r["status"] == "unsupported":
-                cell = f"cannot express: {r['reason']}"
-            else:
-                cell = f"FAILED: {r['reason']}"
-            row.append(cell)
-        lines.append(row)
+        lines.append([q] + [cell(res.get(s, {"status": "error", "reason": "not run"}),
+                                 report["runs"]) for s in systems] + [rewrites(qs[q])])
     for line in lines:
         print("| " + " | ".join(line) + " |")
-    if notes:
-        print()
-        for text, number in notes.items():
-            print(f"[{number}] {text}")
+    print()
+    for s in systems:
+        print(f"- {names[s]}: {SYSTEM_NOTES[s]}")
     if report["setup_seconds"]:
         print("\nstart-up, once per peer (not in the times above): " + ", ".join(
             f"{PEERS[p]} {s:.1f} s" for p, s in report["setup_seconds"].items()))

@@ -1,8 +1,9 @@
 """What every peer's runner shares: read the plan the driver wrote, time each run, write results.
 
 A peer module calls ``main(setup, run)``: ``setup()`` starts the system once (a Spark session)
-and is timed apart; ``run(query, frame, plan)`` answers one prepared query with DP and returns
-``{key tuple of str: {column: value}}``, or raises ``Unsupported`` with the reason in words.
+and is timed apart; ``run(state, query, frame, keys, plan)`` answers one prepared query with DP
+(``keys``: the public key set, None for private keys) and returns
+``{key tuple of str: {column: value}}``. An exception is reported as the query's failure.
 One run's wall time covers reading the Parquet files, the pandas steps and the DP aggregation.
 """
 
@@ -14,11 +15,7 @@ import traceback
 import queries as Q
 
 
-class Unsupported(Exception):
-    """The peer cannot express this query (the reason goes in the table instead of a number)."""
-
-
-def main(setup, run, notes):
+def main(setup, run):
     plan_path, out_path = sys.argv[1], sys.argv[2]
     with open(plan_path) as f:
         plan = json.load(f)
@@ -29,7 +26,7 @@ def main(setup, run, notes):
     out = {"setup_seconds": time.perf_counter() - t0, "queries": {}}
     for name, qplan in plan["queries"].items():
         query = qs[name]
-        result = {"runs": [], "note": notes(query, qplan)}
+        result = {"runs": []}
         try:
             first = time.perf_counter()
             for _ in range(plan["runs"]):
@@ -47,8 +44,6 @@ def main(setup, run, notes):
                      "rows": [[list(k), v] for k, v in rows.items()]}
                 )
             result["status"] = "ok"
-        except Unsupported as e:
-            result = {"status": "unsupported", "reason": str(e), "runs": []}
         except Exception as e:  # a failure is reported as one, never as a number
             traceback.print_exc(file=sys.stderr)
             result = {"status": "error", "reason": " ".join(f"{type(e).__name__}: {e}".split())[:300], "runs": []}

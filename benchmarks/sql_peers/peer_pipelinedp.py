@@ -76,11 +76,5 @@ def run(backend, query, frame, keys, plan):
     return out
 
 
-def notes(query, plan):
-    parts = [query.steps] if query.steps else []
-    parts.append("no SQL: one aggregate() per column")
-    return "; ".join(parts)
-
-
 if __name__ == "__main__":
-    main(setup, run, notes)
+    main(setup, run)

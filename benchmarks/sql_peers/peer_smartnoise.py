@@ -36,7 +36,7 @@ def sql_of(query):
     return f"SELECT {', '.join(query.keys + cols)} FROM t.t{group}"
 
 
-def metadata(query, frame, max_ids, summed):
+def metadata(query, max_ids, summed):
     cols = {Q.UNIT: {"type": "int", "private_id": True}}
     for k in query.keys:
         cols[k] = {"type": "string"}
@@ -58,7 +58,7 @@ def run(_, query, frame, keys, plan):
         frame, max_ids = per_unit_totals(query, frame), 1
     frame = frame[[Q.UNIT] + query.keys + sorted({a.column for a in query.aggs if a.column})]
     frame = frame.astype({k: str for k in query.keys})
-    meta, sql = metadata(query, frame, max_ids, summed), sql_of(query)
+    meta, sql = metadata(query, max_ids, summed), sql_of(query)
     target_eps = sum(plan["epsilon"].values()) + plan["select_epsilon"]
     target_delta = 1e-6 if plan["delta"] == 0 else plan["delta"]  # thresholds need some delta
     # Its epsilon cost is linear in the per-statistic epsilon; its delta cost nearly so in delta:
@@ -82,17 +82,5 @@ def run(_, query, frame, keys, plan):
     return out
 
 
-def notes(query, plan):
-    parts = [query.steps] if query.steps else []
-    if query.public_keys and query.keys:
-        parts.append("no public key sets: keys thresholded (uses delta)")
-    if any(a.sum_bounds for a in query.aggs):
-        parts.append("no per-unit sum bound: per-customer totals summed and clamped in pandas, "
-                     "max_ids = 1")
-    else:
-        parts.append(f"max_ids = L0 x Linf = {plan['l0'] * plan['linf']} rows per customer")
-    return "; ".join(parts)
-
-
 if __name__ == "__main__":
-    main(setup, run, notes)
+    main(setup, run)

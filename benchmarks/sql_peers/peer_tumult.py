@@ -12,11 +12,14 @@ no per-ID sum bound, so q18's per-customer totals are summed and clamped in pand
 then sees one row per customer.
 """
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 
-from harness import Unsupported, main  # noqa: F401 (Unsupported: the contract of run)
+from harness import main
 import queries as Q
 
 KEY = "__key"
@@ -27,10 +30,14 @@ def setup():
 
     # Spark's Python workers must run in this environment, where tmlt is installed.
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # Tumult keeps temporary tables in Spark's warehouse: a folder of ours, not the working one.
+    warehouse = tempfile.mkdtemp(prefix="sql-peers-spark-")
+    atexit.register(shutil.rmtree, warehouse, ignore_errors=True)
     spark = (
         SparkSession.builder.master(f"local[{os.cpu_count()}]")
         .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.warehouse.dir", warehouse)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         # Local mode on a few cores: Spark's default of 200 shuffle partitions is for clusters.
@@ -66,7 +73,7 @@ def run(spark, query, frame, keys, plan):
     total = sum(plan["epsilon"].values()) + plan["select_epsilon"]
     budget = ApproxDPBudget(total, plan["delta"]) if plan["delta"] > 0 else PureDPBudget(total)
     session = Session.from_dataframe(privacy_budget=budget, source_id="t",
-                                     dataframe=spark.createDataFrame(pdf),
+                                     dataframe=spark.createDataFrame(pdf).cache(),
                                      protected_change=AddRowsWithID(Q.UNIT))
 
     def share(eps, delta=0.0):
@@ -104,14 +111,5 @@ def run(spark, query, frame, keys, plan):
     return out
 
 
-def notes(query, plan):
-    parts = [query.steps] if query.steps else []
-    if len(query.keys) > 1:
-        parts.append("groups by one combined key column")
-    if any(a.sum_bounds for a in query.aggs):
-        parts.append("no per-ID sum bound: per-customer totals summed and clamped in pandas")
-    return "; ".join(parts + ["Spark local mode, one evaluate() per column"])
-
-
 if __name__ == "__main__":
-    main(setup, run, notes)
+    main(setup, run)

@@ -12,7 +12,7 @@ This module needs only pandas and pyarrow (it is imported in every peer's enviro
 """
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
@@ -42,8 +42,7 @@ class Query:
     aggs: list
     # Public key set: function(tables, schema) -> list of key tuples; None: private keys.
     public_keys: object = None
-    steps: str = ""  # what prepare does, in words (the footnote of every peer)
-    extra: dict = field(default_factory=dict)
+    steps: str = ""  # what prepare does, in words (the notes column)
 
 
 def read_table(path, columns):
