@@ -63,6 +63,12 @@ fn a_release_reports_its_noise_and_guarantee() {
     );
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.contains("released 7 row(s)"), "{}", text.stdout);
+    // A query file's leading SQL comment is part of the query, not a flag.
+    let commented = sql(
+        "-- visits per day\nSELECT day, COUNT(*) AS visits FROM visits GROUP BY day",
+        &["--epsilon", "1", "--seed", "3"],
+    );
+    assert_eq!(commented.code, 0, "{}", commented.stderr);
 }
 
 #[test]

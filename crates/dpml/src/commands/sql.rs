@@ -19,7 +19,9 @@ use crate::output::Output;
 /// Flags of `dpml sql`.
 #[derive(Args, Debug)]
 pub struct SqlArgs {
-    /// The query: one SELECT (`EXPLAIN DP SELECT …` explains it).
+    /// The query: one SELECT (`EXPLAIN DP SELECT …` explains it). It may start with a `--`
+    /// comment, as a query file read with `"$(cat q.sql)"` does.
+    #[arg(allow_hyphen_values = true)]
     pub query: String,
     /// A table the query reads, NAME=PATH: a .parquet file, a folder of Parquet files, a .csv
     /// or .csv.gz file (repeat for each table).
