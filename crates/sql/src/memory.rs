@@ -68,7 +68,12 @@ impl Limits {
         // A sort reserves this much up front to merge what it spilled; DataFusion's default
         // (10 MiB) alone exceeds a small limit. A share of one partition's part of the pool.
         let merge_reserve = (limit / (8 * partitions)).clamp(16 * 1024, 10 * 1024 * 1024);
+        // A sort must hold at least one batch in its share of the pool (the pool divided
+        // among a dozen spilling operators on a small machine): smaller batches under small
+        // limits, DataFusion's 8192 rows from about 256 MiB per partition up.
+        let batch_rows = (limit / (partitions * 32 * 1024)).clamp(256, 8192);
         config
+            .with_batch_size(batch_rows)
             // Hash joins hold their whole build side and never spill: sort-merge joins do.
             .set_bool("datafusion.optimizer.prefer_hash_join", false)
             .set_usize(

@@ -1,4 +1,4 @@
-//! Out of core: TPC-H at scale factor 0.01 under a memory limit of a few MB spills (the
+//! Out of core: TPC-H at scale factor 0.01 under a memory limit of 8 MiB spills (the
 //! sort of the contribution rows by unit, the sort-merge join) and gives the same seeded answer
 //! as without a limit; under a limit too small for one batch the query fails with the memory
 //! limit's error and charges nothing.
@@ -28,7 +28,7 @@ fn a_small_limit_spills_and_answers_as_without_one() {
     let spill = tempfile::tempdir().unwrap();
     let limits = Limits {
         spill_dir: Some(spill.path().to_path_buf()),
-        ..Limits::memory(2 << 20).unwrap()
+        ..Limits::memory(8 << 20).unwrap()
     };
     let limited = Engine::with_limits(&schema.tables, &tables, limits).unwrap();
     // Q1 (line items, unit through orders, public keys) and Q13-like private keys.
@@ -40,11 +40,11 @@ fn a_small_limit_spills_and_answers_as_without_one() {
         assert_eq!(unlimited.progress().snapshot().spilled_bytes, 0, "{name}");
         let tight = limited
             .run(sql, &request(), &mut DpRng::seeded(5), None)
-            .unwrap_or_else(|e| panic!("{name} under 2 MiB: {e}"));
+            .unwrap_or_else(|e| panic!("{name} under 8 MiB: {e}"));
         let counters = limited.progress().snapshot();
         assert!(
             counters.spilled_bytes > 0 && counters.spill_count > 0,
-            "{name}: nothing spilled under 2 MiB: {counters:?}"
+            "{name}: nothing spilled under 8 MiB: {counters:?}"
         );
         assert!(counters.rows_scanned > 50_000, "{name}: {counters:?}");
         assert_eq!(
