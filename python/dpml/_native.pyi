@@ -247,6 +247,7 @@ def sql_run(
     weights: Optional[Dict[str, float]] = None,
     ledger: Optional[Ledger] = None,
     seed: Optional[int] = None,
+    memory_limit: Optional[str] = None,
 ) -> Tuple[SqlTable, str]: ...
 def sql_explain(
     query: str,
@@ -255,4 +256,5 @@ def sql_explain(
     epsilon: float,
     delta: float = 0.0,
     weights: Optional[Dict[str, float]] = None,
+    memory_limit: Optional[str] = None,
 ) -> str: ...

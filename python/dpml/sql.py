@@ -6,6 +6,9 @@ as a :class:`pyarrow.Table` (``.to_pandas()`` for pandas); its schema metadata `
 holds the release's facts as JSON: each aggregate's mechanism, noise scale, sensitivity and
 95% half-width, epsilon, delta, the neighbouring relation and what was public. With a ledger,
 the spend is recorded durably before the table is returned; over budget, nothing is returned.
+With ``memory_limit``, the query runs in a memory pool of that size and spills sorts,
+aggregations and joins to a temporary folder; a query that still does not fit raises
+``ValueError`` ("the query needs more than the memory limit …") and charges nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +29,14 @@ def _tables(tables: Mapping[str, PathLike]) -> List[Tuple[str, str]]:
     return [(str(name), os.fspath(path)) for name, path in tables.items()]
 
 
+def _memory_limit(limit: Optional[Union[int, str]]) -> Optional[str]:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, str)):
+        raise TypeError(f"memory_limit must be bytes (int) or a size such as '4G', got {limit!r}")
+    return str(limit)
+
+
 def sql(
     query: str,
     tables: Mapping[str, PathLike],
@@ -35,6 +46,7 @@ def sql(
     ledger: Optional[Ledger] = None,
     weights: Optional[Mapping[str, float]] = None,
     seed: Optional[int] = None,
+    memory_limit: Optional[Union[int, str]] = None,
 ) -> Any:
     """Answers ``query`` with (epsilon, delta)-differential privacy, as ``dpml sql`` does.
 
@@ -65,6 +77,10 @@ def sql(
         Relative shares of epsilon per aggregate, by output column name (default even).
     seed : int, optional
         For tests only (a seeded release is not private).
+    memory_limit : int or str, optional
+        Run under this much memory: bytes, or a size with K, M, G or T (``"4G"``). Sorts,
+        aggregations and joins spill to a temporary folder; a query that still does not fit
+        raises ``ValueError`` and charges nothing. Default: no limit.
 
     Returns
     -------
@@ -92,6 +108,7 @@ def sql(
         None if weights is None else {str(k): float(v) for k, v in weights.items()},
         native(ledger),
         seed,
+        _memory_limit(memory_limit),
     )
     table = pa.RecordBatchReader.from_stream(stream).read_all()
     metadata = dict(table.schema.metadata or {})
@@ -110,7 +127,8 @@ def sql_report(table: Any) -> Dict[str, Any]:
     Returns
     -------
     dict
-        Its ``b"dpml"`` metadata: the fields of ``dpml sql --json`` but ``rows``.
+        Its ``b"dpml"`` metadata: the fields of ``dpml sql --json`` but ``rows``
+        (``memory_limit``: the limit it ran under, in bytes, or None).
     """
     return json.loads(table.schema.metadata[b"dpml"])
 
@@ -122,6 +140,7 @@ def sql_explain(
     epsilon: float,
     delta: float = 0.0,
     weights: Optional[Mapping[str, float]] = None,
+    memory_limit: Optional[Union[int, str]] = None,
 ) -> Dict[str, Any]:
     """What ``query`` would release and cost, as ``dpml sql --explain`` shows it.
 
@@ -143,6 +162,8 @@ def sql_explain(
         Delta of the whole query (default 0).
     weights : mapping of str to float, optional
         As :func:`sql`.
+    memory_limit : int or str, optional
+        As :func:`sql` (public key sets are read under it).
 
     Returns
     -------
@@ -157,5 +178,6 @@ def sql_explain(
             float(epsilon),
             float(delta),
             None if weights is None else {str(k): float(v) for k, v in weights.items()},
+            _memory_limit(memory_limit),
         )
     )

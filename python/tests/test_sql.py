@@ -83,3 +83,20 @@ def test_refusals_and_bad_input_raise_value_error():
         dpml.sql("SELECT SUM(region) FROM visits", TABLES, SCHEMA, epsilon=1.0)
     with pytest.raises(ValueError, match="spent"):
         dpml.sql("SELECT SUM(spent) FROM visits", TABLES, SCHEMA, epsilon=1.0)
+
+
+def test_a_memory_limit_gives_the_same_seeded_table_and_bad_limits_raise():
+    free = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, seed=3)
+    limited = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, seed=3, memory_limit="16M")
+    assert limited.to_pylist() == free.to_pylist()
+    assert dpml.sql_report(limited)["memory_limit"] == 16 << 20
+    assert dpml.sql_report(free)["memory_limit"] is None
+    as_bytes = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, seed=3, memory_limit=16 << 20)
+    assert as_bytes.to_pylist() == free.to_pylist()
+    explained = dpml.sql_explain(QUERY, TABLES, SCHEMA, epsilon=1.0, memory_limit="1G")
+    assert explained["explain"] is True
+    for bad in ["4X", "0", "-1G", "1000"]:
+        with pytest.raises(ValueError, match="memory limit"):
+            dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, memory_limit=bad)
+    with pytest.raises(TypeError, match="memory_limit"):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, memory_limit=4.5)

@@ -64,6 +64,30 @@ impl Progress {
         }
     }
 
+    /// Progress of work whose total is not known (rows a query reads): on a terminal a
+    /// spinner with the count, its rate and the message; otherwise only [`Progress::line`]
+    /// prints.
+    pub fn counter(what: &str, unit: &'static str) -> Self {
+        let draw = if std::io::stderr().is_terminal() {
+            Draw::Bar(spinner(what, unit))
+        } else {
+            Draw::Lines(Mutex::new(Counts::default()))
+        };
+        Progress {
+            what: what.to_string(),
+            unit,
+            line_per_unit: false,
+            start: Instant::now(),
+            work_start: Mutex::new(None),
+            draw,
+        }
+    }
+
+    /// Whether it draws a bar (stderr is a terminal) rather than plain lines.
+    pub fn is_bar(&self) -> bool {
+        matches!(self.draw, Draw::Bar(_))
+    }
+
     /// The counted work starts now: later rates leave out the time spent before (setup,
     /// calibration). Elapsed times still count from the start.
     pub fn start_work(&self) {
@@ -201,6 +225,35 @@ fn bar(len: u64, what: &str, unit: &'static str) -> indicatif::ProgressBar {
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
     bar.set_style(style);
     bar.set_prefix(what.to_string());
+    bar
+}
+
+/// The terminal line of [`Progress::counter`]: what (cut to 10), a spinner, the count with
+/// its unit and rate, and the message cut to 40 (80 columns in all).
+fn spinner(what: &str, unit: &'static str) -> indicatif::ProgressBar {
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    let style = indicatif::ProgressStyle::with_template(
+        "{prefix:<10!} {spinner} {human_pos} {unit}s {rate} {msg:<40!}",
+    )
+    .map(|s| {
+        s.with_key(
+            "rate",
+            move |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", per_second(state.per_sec(), unit));
+            },
+        )
+        .with_key(
+            "unit",
+            move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{unit}");
+            },
+        )
+    })
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.set_prefix(what.to_string());
+    bar.enable_steady_tick(Duration::from_millis(200));
     bar
 }
 

@@ -527,6 +527,36 @@ const SPECIFIC: &[Summary] = &[
         rows: Some(("files", &["status", "path"])),
     },
     Summary {
+        command: "bench sql",
+        headline: |v, _| {
+            format!(
+                "DP SQL against DataFusion without DP: {} TPC-H queries at scale factor {} ({} runs each)",
+                count(v, "queries"),
+                field(v, "scale_factor"),
+                field(v, "runs")
+            )
+        },
+        fields: &[
+            "machine.cpu",
+            "machine.cores",
+            "memory_limit",
+            "epsilon",
+            "delta",
+        ],
+        rows: Some((
+            "queries",
+            &[
+                "name",
+                "dp_seconds",
+                "plain_seconds",
+                "time_ratio",
+                "rows_per_second",
+                "peak_rss_bytes",
+                "median_relative_error",
+            ],
+        )),
+    },
+    Summary {
         command: "bench accounting",
         headline: |v, _| format!("accounting benchmark: {} step counts", count(v, "results")),
         fields: &["noise_multiplier", "sampling_rate", "delta", "repeats"],

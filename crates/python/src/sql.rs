@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use dpml_sql::datafusion::arrow::datatypes::SchemaRef;
 use dpml_sql::datafusion::arrow::ffi_stream::FFI_ArrowArrayStream;
 use dpml_sql::datafusion::arrow::record_batch::{RecordBatch, RecordBatchIterator};
-use dpml_sql::{Engine, Request, Split, SqlError};
+use dpml_sql::memory::parse_size;
+use dpml_sql::{Engine, Limits, Request, Split, SqlError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
@@ -46,14 +47,29 @@ impl SqlTable {
     }
 }
 
-/// The engine over `tables` (name → path) declared by the schema file `schema`.
-fn engine(schema: &str, tables: Vec<(String, String)>) -> Result<Engine, String> {
+/// The limits of `memory_limit` (bytes or `4G`-style text; None: no limit).
+fn limits(memory_limit: Option<&str>) -> Result<Limits, String> {
+    match memory_limit {
+        None => Ok(Limits::unlimited()),
+        Some(text) => parse_size(text)
+            .and_then(Limits::memory)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// The engine over `tables` (name → path) declared by the schema file `schema`, under the
+/// memory limit `memory_limit`.
+fn engine(
+    schema: &str,
+    tables: Vec<(String, String)>,
+    memory_limit: Option<&str>,
+) -> Result<Engine, String> {
     let schema = dpml_core::data::Schema::from_file(schema.as_ref()).map_err(|e| e.to_string())?;
     let tables: Vec<(String, PathBuf)> = tables
         .into_iter()
         .map(|(n, p)| (n, PathBuf::from(p)))
         .collect();
-    Engine::new(&schema.tables, &tables).map_err(|e| e.to_string())
+    Engine::with_limits(&schema.tables, &tables, limits(memory_limit)?).map_err(|e| e.to_string())
 }
 
 fn request(epsilon: f64, delta: f64, weights: Option<BTreeMap<String, f64>>) -> Request {
@@ -68,7 +84,7 @@ fn request(epsilon: f64, delta: f64, weights: Option<BTreeMap<String, f64>>) -> 
 
 /// (table, report JSON) of a DP query.
 #[pyfunction]
-#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, ledger=None, seed=None))]
+#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, ledger=None, seed=None, memory_limit=None))]
 #[allow(clippy::too_many_arguments)]
 fn sql_run(
     py: Python<'_>,
@@ -80,16 +96,18 @@ fn sql_run(
     weights: Option<BTreeMap<String, f64>>,
     ledger: Option<PyRef<'_, PyLedger>>,
     seed: Option<u64>,
+    memory_limit: Option<String>,
 ) -> PyResult<(SqlTable, String)> {
     let mut rng = guard::rng(seed)?;
     let ledger = inner(&ledger);
     guard::run(py, || {
-        let engine = engine(schema, tables)?;
+        let engine = engine(schema, tables, memory_limit.as_deref())?;
         let result = engine
             .run(query, &request(epsilon, delta, weights), &mut rng, ledger)
             .map_err(|e: SqlError| e.to_string())?;
         let mut report = result.to_json().map_err(|e| e.to_string())?;
         report["seeded"] = serde_json::Value::Bool(rng.is_seeded());
+        report["memory_limit"] = serde_json::json!(engine.memory_limit());
         Ok::<_, String>((
             SqlTable {
                 schema: result.schema(),
@@ -102,7 +120,7 @@ fn sql_run(
 
 /// The explanation (JSON) of a DP query: reads no private row, charges nothing.
 #[pyfunction]
-#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None))]
+#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, memory_limit=None))]
 fn sql_explain(
     py: Python<'_>,
     query: &str,
@@ -111,9 +129,10 @@ fn sql_explain(
     epsilon: f64,
     delta: f64,
     weights: Option<BTreeMap<String, f64>>,
+    memory_limit: Option<String>,
 ) -> PyResult<String> {
     guard::run(py, || {
-        let engine = engine(schema, tables)?;
+        let engine = engine(schema, tables, memory_limit.as_deref())?;
         let e = engine
             .explain(query, &request(epsilon, delta, weights))
             .map_err(|e| e.to_string())?;

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use dpml_mechanisms::DpRng;
-use dpml_sql::datafusion::prelude::{ParquetReadOptions, SessionContext};
-use dpml_sql::{Engine, Request, tpch};
+use dpml_sql::bench::{Exact, keyed, machine, measure, median};
+use dpml_sql::{Engine, Limits, Request, tpch};
 use serde_json::Value;
 
 struct Options {
@@ -52,63 +52,6 @@ fn options() -> Options {
     o
 }
 
-/// The DP query files and their δ (private keys need one).
-fn queries() -> Vec<(String, String)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benchmarks/sql");
-    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .expect("benchmarks/sql")
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "sql"))
-        .map(|e| {
-            let name = e.path().file_stem().unwrap().to_string_lossy().to_string();
-            (name, std::fs::read_to_string(e.path()).unwrap())
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-/// The rows of a result keyed by their non-aggregate columns.
-fn keyed(rows: &Value, aggregates: &[String]) -> BTreeMap<String, BTreeMap<String, f64>> {
-    let mut out = BTreeMap::new();
-    for row in rows.as_array().into_iter().flatten() {
-        let obj = row.as_object().unwrap();
-        let key: Vec<String> = obj
-            .iter()
-            .filter(|(k, _)| !aggregates.contains(k))
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let values = obj
-            .iter()
-            .filter(|(k, _)| aggregates.contains(k))
-            .filter_map(|(k, v)| number(v).map(|x| (k.clone(), x)))
-            .collect();
-        out.insert(key.join(","), values);
-    }
-    out
-}
-
 /// Predicted median |error| of a released column's cell, from its noise parts: Laplace(b) has
 /// median |Z| = b·ln 2; a ratio (AVG) is simulated from its sum and count parts at the exact
 /// cell's count.
@@ -136,19 +79,10 @@ fn predicted(column: &Value, exact_count: Option<f64>, rng: &mut DpRng) -> f64 {
 
 fn main() {
     let o = options();
-    let machine = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_default();
+    let machine = machine();
     println!(
-        "machine: {machine}, {} threads; scale factor {}, {} runs",
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
-        o.scale_factor,
-        o.runs
+        "machine: {}, {} threads; scale factor {}, {} runs",
+        machine.cpu, machine.cores, o.scale_factor, o.runs
     );
     let tables = if o.data.join("lineitem.parquet").exists() {
         tpch::tables(&o.data)
@@ -168,30 +102,12 @@ fn main() {
         dpml_data::Schema::from_file(&path).unwrap()
     };
     let engine = Engine::new(&schema.tables, &tables).expect("engine");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let plain = SessionContext::new();
-    runtime.block_on(async {
-        for (name, path) in &tables {
-            plain
-                .register_parquet(
-                    name.as_str(),
-                    path.to_str().unwrap(),
-                    ParquetReadOptions::default(),
-                )
-                .await
-                .unwrap();
-        }
-    });
-    let plain_rows = |sql: &str| -> Value {
-        runtime.block_on(async {
-            let batches = plain.sql(sql).await.unwrap().collect().await.unwrap();
-            dpml_sql::result::rows_json(&batches).unwrap()
-        })
-    };
+    let exact = Exact::new(&tables, &Limits::unlimited()).expect("exact engine");
+    let plain_rows = |sql: &str| -> Value { exact.rows(sql).expect("plain run") };
     let mut rng = DpRng::from_os().unwrap();
     let mut sim = DpRng::seeded(1);
-    for (name, sql) in queries() {
-        if o.only.as_ref().is_some_and(|q| q != &name) {
+    for (name, sql) in tpch::QUERIES {
+        if o.only.as_ref().is_some_and(|q| q != name) {
             continue;
         }
         let delta = 1e-6;
@@ -201,38 +117,38 @@ fn main() {
             ..Request::default()
         };
         // Speed: plain and DP interleaved.
-        let (mut t_plain, mut t_dp) = (Vec::new(), Vec::new());
-        for _ in 0..o.timed {
-            let t = Instant::now();
-            let _ = plain_rows(&sql);
-            t_plain.push(t.elapsed().as_secs_f64());
-            let t = Instant::now();
-            engine.run(&sql, &request, &mut rng, None).expect("dp run");
-            t_dp.push(t.elapsed().as_secs_f64());
-        }
-        let (tp, td) = (median(t_plain), median(t_dp));
+        let m = measure(
+            &engine,
+            &exact,
+            name,
+            sql,
+            &request,
+            o.timed,
+            &mut rng,
+            &mut |_| {},
+        )
+        .expect("timed runs");
         println!(
-            "\n{name}: plain {tp:.3} s, DP {td:.3} s, DP/plain {:.2} (median of {} interleaved)",
-            td / tp,
-            o.timed
+            "\n{name}: plain {:.3} s, DP {:.3} s, DP/plain {:.2} (median of {} interleaved)",
+            m.plain_seconds, m.dp_seconds, m.time_ratio, o.timed
         );
         // Utility over the runs.
-        let exact = plain_rows(&sql);
-        let first = engine.run(&sql, &request, &mut rng, None).unwrap();
+        let exact_rows = plain_rows(sql);
+        let first = engine.run(sql, &request, &mut rng, None).unwrap();
         let report = serde_json::to_value(&first.report).unwrap();
         let columns: Vec<Value> = report["columns"].as_array().unwrap().clone();
         let names: Vec<String> = columns
             .iter()
             .map(|c| c["name"].as_str().unwrap().to_string())
             .collect();
-        let truth = keyed(&exact, &names);
+        let truth = keyed(&exact_rows, &names);
         let mut errors: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
         let mut released: BTreeMap<String, usize> = BTreeMap::new();
         for run in 0..o.runs {
             let r = if run == 0 {
                 first.clone()
             } else {
-                engine.run(&sql, &request, &mut rng, None).unwrap()
+                engine.run(sql, &request, &mut rng, None).unwrap()
             };
             for (key, values) in keyed(&r.rows_json().unwrap(), &names) {
                 *released.entry(key.clone()).or_default() += 1;

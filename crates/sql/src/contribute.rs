@@ -26,6 +26,9 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::execution::memory_pool::{
+    MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation,
+};
 
 use crate::calibrate::{CountSource, FixedGrid, Part, QUANTILE_CANDIDATES};
 use crate::error::{Result, SqlError};
@@ -122,6 +125,15 @@ enum Units {
     Bytes(HashMap<Vec<u8>, u32>, RowConverter),
 }
 
+impl Units {
+    fn clear(&mut self) {
+        match self {
+            Units::Int(m) => m.clear(),
+            Units::Bytes(m, _) => m.clear(),
+        }
+    }
+}
+
 /// Values seen and their exact fine-grid total, for one (unit, group) and sum part.
 #[derive(Debug, Clone, Copy, Default)]
 struct SumAcc {
@@ -188,7 +200,23 @@ impl Accumulators {
         let [c, s, h] = self.per_pair;
         self.counts.resize(self.counts.len() + c, 0);
         self.sums.resize(self.sums.len() + s, SumAcc::default());
-        self.heaps.resize_with(self.heaps.len() + h, BinaryHeap::new);
+        self.heaps
+            .resize_with(self.heaps.len() + h, BinaryHeap::new);
+    }
+
+    /// Bytes one pair's accumulators take (the heaps' values apart).
+    fn pair_bytes(&self) -> usize {
+        let [c, s, h] = self.per_pair;
+        c * std::mem::size_of::<u64>()
+            + s * std::mem::size_of::<SumAcc>()
+            + h * std::mem::size_of::<BinaryHeap<(u64, u32)>>()
+    }
+
+    /// Forgets every pair.
+    fn clear(&mut self) {
+        self.counts.clear();
+        self.sums.clear();
+        self.heaps.clear();
     }
 
     /// Part `k`'s accumulator of pair `pair`.
@@ -202,9 +230,22 @@ impl Accumulators {
     }
 }
 
+/// Estimated bytes of the bounder's state, per entry (hash-map slots with their spare
+/// capacity, vectors' headers): what it reserves in the memory pool.
+const UNIT_BYTES: usize = 96;
+const GROUP_BYTES: usize = 96;
+const PAIR_BYTES: usize = 40;
+const HEAP_VALUE_BYTES: usize = 24;
+
 /// Bounds the contribution rows of one stream (see the module docs).
+///
+/// What it holds is reserved in the query's memory pool, as DataFusion's own operators do;
+/// when the pool cannot grant more, the query fails with the memory limit's error. Given the
+/// rows sorted by unit (`sorted`), it bounds each unit as soon as the next one starts and keeps
+/// only the groups' totals: one unit's state at a time.
 pub(crate) struct Bounder {
     spec: Arc<BoundSpec>,
+    sorted: bool,
     units: Units,
     group_rows: RowConverter,
     groups: HashMap<Vec<u8>, u32>,
@@ -215,10 +256,24 @@ pub(crate) struct Bounder {
     pair_units: Vec<u32>,
     pair_groups: Vec<u32>,
     accs: Accumulators,
+    /// Per group: the bounded totals of the units bounded so far.
+    totals: Vec<Option<GroupTotals>>,
+    /// Estimated bytes of the units' state (units, pairs, accumulators).
+    unit_bytes: usize,
+    /// Estimated bytes of the groups' state (keys, totals).
+    group_bytes: usize,
+    reservation: MemoryReservation,
+    /// The pool's limit, for the error.
+    limit: u64,
 }
 
 impl Bounder {
-    pub(crate) fn new(spec: Arc<BoundSpec>, unit_type: &DataType) -> Result<Self> {
+    pub(crate) fn new(
+        spec: Arc<BoundSpec>,
+        unit_type: &DataType,
+        sorted: bool,
+        pool: &Arc<dyn MemoryPool>,
+    ) -> Result<Self> {
         let fields = spec
             .group_types
             .iter()
@@ -247,6 +302,7 @@ impl Bounder {
         };
         Ok(Self {
             spec: Arc::clone(&spec),
+            sorted,
             units,
             group_rows: RowConverter::new(fields).map_err(SqlError::internal)?,
             groups: HashMap::default(),
@@ -256,6 +312,14 @@ impl Bounder {
             pair_units: Vec::new(),
             pair_groups: Vec::new(),
             accs: Accumulators::new(&spec.parts),
+            totals: Vec::new(),
+            unit_bytes: 0,
+            group_bytes: 0,
+            reservation: MemoryConsumer::new("dpml per-unit bounding").register(pool),
+            limit: match pool.memory_limit() {
+                MemoryLimit::Finite(n) => n as u64,
+                _ => u64::MAX,
+            },
         })
     }
 
@@ -297,7 +361,23 @@ impl Bounder {
             {
                 continue;
             }
+            // Sorted by unit: a unit not seen yet means the units held are complete.
+            if self.sorted && !self.unit_keys.is_empty() {
+                let seen = match (&self.units, int_units, &byte_units) {
+                    (Units::Int(map), Some(ints), _) => map.contains_key(&ints.value(row)),
+                    (Units::Bytes(map, _), _, Some(rows)) => map.contains_key(rows.row(row).data()),
+                    _ => return Err(SqlError::internal("unit key kinds disagree")),
+                };
+                if !seen {
+                    self.flush()?;
+                }
+            }
+            let known_groups = self.group_keys.len();
             let gid = intern(&mut self.groups, &mut self.group_keys, g);
+            if self.group_keys.len() > known_groups {
+                self.group_bytes += GROUP_BYTES + 2 * g.len() + self.group_totals_bytes();
+            }
+            let known_units = self.unit_keys.len();
             let uid = match (&mut self.units, int_units, &byte_units) {
                 (Units::Int(map), Some(ints), _) => {
                     let id = ints.value(row);
@@ -313,6 +393,9 @@ impl Bounder {
                 }
                 _ => return Err(SqlError::internal("unit key kinds disagree")),
             };
+            if self.unit_keys.len() > known_units {
+                self.unit_bytes += UNIT_BYTES + 2 * self.unit_keys[uid as usize].len();
+            }
             let next = self.pair_units.len() as u32;
             let pair = *self
                 .pairs
@@ -322,23 +405,58 @@ impl Bounder {
                 self.pair_units.push(uid);
                 self.pair_groups.push(gid);
                 self.accs.add_pair();
+                self.unit_bytes += PAIR_BYTES + self.accs.pair_bytes();
             }
             for (k, part) in self.spec.parts.iter().enumerate() {
-                update(self.accs.get(pair as usize, k), part, inputs, row, &self.spec)?;
+                if update(
+                    self.accs.get(pair as usize, k),
+                    part,
+                    inputs,
+                    row,
+                    &self.spec,
+                )? {
+                    self.unit_bytes += HEAP_VALUE_BYTES;
+                }
             }
         }
-        Ok(())
+        self.reserve()
     }
 
-    /// The bounded, L0-limited totals per group.
-    pub(crate) fn finish(mut self) -> Result<Totals> {
-        let spec = &*self.spec;
+    /// Estimated bytes of one group's totals.
+    fn group_totals_bytes(&self) -> usize {
+        let histogram = (QUANTILE_CANDIDATES + 1) * std::mem::size_of::<u64>();
+        std::mem::size_of::<Option<GroupTotals>>()
+            + self
+                .spec
+                .parts
+                .iter()
+                .map(|p| match p {
+                    Part::Quantile { .. } => 16 + 24 + histogram,
+                    _ => 16 + 24,
+                })
+                .sum::<usize>()
+    }
+
+    /// Reserves what the bounder holds in the memory pool.
+    fn reserve(&mut self) -> Result<()> {
+        self.reservation
+            .try_resize(self.unit_bytes + self.group_bytes)
+            .map_err(|_| SqlError::OutOfMemory {
+                limit: self.limit,
+                charged: false,
+            })
+    }
+
+    /// Bounds the units held (L∞, then L0 by the keyed hash) and adds their contributions to
+    /// the groups' totals; then forgets them.
+    fn flush(&mut self) -> Result<()> {
+        let spec = Arc::clone(&self.spec);
         // The pairs of each unit.
         let mut by_unit: Vec<Vec<u32>> = vec![Vec::new(); self.unit_keys.len()];
         for (p, &u) in self.pair_units.iter().enumerate() {
             by_unit[u as usize].push(p as u32);
         }
-        let mut totals: Vec<Option<GroupTotals>> = vec![None; self.group_keys.len()];
+        self.totals.resize(self.group_keys.len(), None);
         for (u, pairs) in by_unit.iter_mut().enumerate() {
             if pairs.len() as u64 > spec.max_groups {
                 let unit = &self.unit_keys[u];
@@ -356,15 +474,28 @@ impl Bounder {
             for &p in pairs.iter() {
                 let p = p as usize;
                 let g = self.pair_groups[p] as usize;
-                let t = totals[g].get_or_insert_with(|| GroupTotals::empty(&spec.parts));
+                let t = self.totals[g].get_or_insert_with(|| GroupTotals::empty(&spec.parts));
                 t.units += 1;
                 for (k, part) in spec.parts.iter().enumerate() {
-                    contribute(t, k, part, self.accs.get(p, k), spec)?;
+                    contribute(t, k, part, self.accs.get(p, k), &spec)?;
                 }
             }
         }
-        Ok(self
-            .group_keys
+        self.units.clear();
+        self.unit_keys.clear();
+        self.pairs.clear();
+        self.pair_units.clear();
+        self.pair_groups.clear();
+        self.accs.clear();
+        self.unit_bytes = 0;
+        Ok(())
+    }
+
+    /// The bounded, L0-limited totals per group.
+    pub(crate) fn finish(mut self) -> Result<Totals> {
+        self.flush()?;
+        let totals = std::mem::take(&mut self.totals);
+        Ok(std::mem::take(&mut self.group_keys)
             .into_iter()
             .zip(totals)
             .filter_map(|(k, t)| t.map(|t| (k, t)))
@@ -393,14 +524,15 @@ fn value(inputs: &[ArrayRef], i: usize, row: usize) -> Option<f64> {
     (a.is_valid(row) && !a.value(row).is_nan()).then(|| a.value(row))
 }
 
-/// Adds one row to one (unit, group) accumulator.
+/// Adds one row to one (unit, group) accumulator; true when it holds one value more.
 fn update(
     acc: Acc<'_>,
     part: &Part,
     inputs: &[ArrayRef],
     row: usize,
     spec: &BoundSpec,
-) -> Result<()> {
+) -> Result<bool> {
+    let mut grew = false;
     match (acc, part) {
         (Acc::Count(n), Part::Count { source, .. }) => {
             let hit = match *source {
@@ -424,12 +556,14 @@ fn update(
                 heap.push((h, bin));
                 if heap.len() as u64 > spec.max_rows.unwrap_or(1) {
                     heap.pop();
+                } else {
+                    grew = true;
                 }
             }
         }
         _ => return Err(SqlError::internal("accumulator and part disagree")),
     }
-    Ok(())
+    Ok(grew)
 }
 
 /// The first candidate point above `x`: candidates c_j = lo + j·(hi − lo)/(B − 1).

@@ -42,9 +42,11 @@ use crate::aggregate::DpAggregate;
 use crate::calibrate::{Calibration, Split, calibrate};
 use crate::catalog::Catalog;
 use crate::contribute::{BoundSpec, Bounder, Totals, merge};
-use crate::error::{Result, SqlError, plan_err};
+use crate::error::{Result, SqlError, out_of_memory, plan_err};
 use crate::explain::Explanation;
 use crate::keys::cross_product;
+use crate::memory::Limits;
+use crate::progress::{Progress, Stage};
 use crate::release::{Noise, Released, release};
 use crate::result::{DpResult, Report};
 use crate::rewrite::Rewriter;
@@ -94,6 +96,31 @@ pub struct Engine {
     catalog: Catalog,
     sources: HashMap<String, Arc<dyn TableSource>>,
     runtime: tokio::runtime::Runtime,
+    limits: Limits,
+    progress: Arc<Progress>,
+}
+
+/// The tokio runtime queries run on.
+pub(crate) fn query_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| SqlError::internal(format!("cannot start the query runtime: {e}")))
+}
+
+/// A DataFusion session under `limits` (memory pool, spill folder, join choice).
+pub(crate) fn session(limits: &Limits) -> Result<SessionContext> {
+    let config = SessionConfig::new()
+        .with_information_schema(false)
+        // The analyser's own rule set is kept; statistics never answer an aggregate here
+        // (DP aggregates are not DataFusion aggregates), but collecting them is not needed.
+        .with_collect_statistics(false);
+    let state = SessionStateBuilder::new()
+        .with_config(limits.configure(config))
+        .with_runtime_env(limits.runtime()?)
+        .with_default_features()
+        .build();
+    Ok(SessionContext::new_with_state(state))
 }
 
 impl Engine {
@@ -104,20 +131,21 @@ impl Engine {
     /// [`SqlError::Input`] for a table that cannot be read, a declaration that does not fit
     /// its table, or a foreign key that does not resolve.
     pub fn new(tables: &BTreeMap<String, TableDecl>, given: &[(String, PathBuf)]) -> Result<Self> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| SqlError::internal(format!("cannot start the query runtime: {e}")))?;
-        let config = SessionConfig::new()
-            .with_information_schema(false)
-            // The analyser's own rule set is kept; statistics never answer an aggregate here
-            // (DP aggregates are not DataFusion aggregates), but collecting them is not needed.
-            .with_collect_statistics(false);
-        let state = SessionStateBuilder::new()
-            .with_config(config)
-            .with_default_features()
-            .build();
-        let ctx = SessionContext::new_with_state(state);
+        Self::with_limits(tables, given, Limits::unlimited())
+    }
+
+    /// [`Engine::new`] whose queries run under `limits`: in a memory pool of that size,
+    /// spilling to disk (see [`crate::memory`]).
+    ///
+    /// # Errors
+    /// As [`Engine::new`].
+    pub fn with_limits(
+        tables: &BTreeMap<String, TableDecl>,
+        given: &[(String, PathBuf)],
+        limits: Limits,
+    ) -> Result<Self> {
+        let runtime = query_runtime()?;
+        let ctx = session(&limits)?;
         // The SQL names dpml accepts that DataFusion spells otherwise: QUANTILE(x, q) is its
         // percentile_cont(x, q), VARIANCE(x) its var(x) (the sample variance).
         for (theirs, ours) in [("percentile_cont", "quantile"), ("var", "variance")] {
@@ -151,7 +179,20 @@ impl Engine {
             catalog,
             sources,
             runtime,
+            limits,
+            progress: Arc::default(),
         })
+    }
+
+    /// The counters of the query this engine runs (or ran last): read them from another
+    /// thread to show progress.
+    pub fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
+    }
+
+    /// The memory limit, in bytes (None: none).
+    pub fn memory_limit(&self) -> Option<u64> {
+        self.limits.memory.map(|m| m as u64)
     }
 
     /// Parses, plans, rewrites and calibrates `sql`; reads only public tables (for the key
@@ -245,7 +286,7 @@ impl Engine {
             return Ok(None);
         }
         let run_public = |plan: &LogicalPlan| -> Result<ArrayRef> {
-            let batches = self.collect(plan.clone())?;
+            let batches = self.collect(plan.clone(), false)?;
             let schema = plan.schema().inner().clone();
             let arrays: Vec<&dyn datafusion::arrow::array::Array> =
                 batches.iter().map(|b| b.column(0).as_ref()).collect();
@@ -268,15 +309,17 @@ impl Engine {
         Ok(Some(cross_product(&sets)?))
     }
 
-    /// Runs a plan over public data (or released cells) to the end.
-    fn collect(&self, plan: LogicalPlan) -> Result<Vec<RecordBatch>> {
+    /// Runs a plan over public data (or released cells, `charged`) to the end.
+    fn collect(&self, plan: LogicalPlan, charged: bool) -> Result<Vec<RecordBatch>> {
         self.runtime.block_on(async {
             let df = self
                 .ctx
                 .execute_logical_plan(plan)
                 .await
                 .map_err(plan_err)?;
-            df.collect().await.map_err(plan_err)
+            df.collect().await.map_err(|e| {
+                out_of_memory(&e, self.memory_limit(), charged).unwrap_or_else(|| plan_err(e))
+            })
         })
     }
 
@@ -318,10 +361,14 @@ impl Engine {
         ledger: Option<&Ledger>,
     ) -> Result<DpResult> {
         let (_, sql) = strip_explain(sql);
+        self.progress.start();
         // The secret key of the bounding hashes, drawn before any noise.
         let key = KeyedHash::draw(noise.rng());
-        let prepared = self.prepare(sql, request, key)?;
-        self.release_all(sql, &prepared, key, noise, ledger)
+        let result = self
+            .prepare(sql, request, key)
+            .and_then(|prepared| self.release_all(sql, &prepared, key, noise, ledger));
+        self.progress.set_stage(Stage::Done);
+        result
     }
 
     /// The exact totals, the noise, the charge and the post-processing of a prepared query.
@@ -339,6 +386,7 @@ impl Engine {
             l.check(&spend)?;
         }
         let all_totals = self.totals(prepared, key)?;
+        self.progress.set_stage(Stage::Releasing);
         // From here on noise is drawn: whatever happens, the spend is recorded before any
         // result or error derived from it is returned.
         let released: Result<Vec<Released>> = prepared
@@ -360,7 +408,8 @@ impl Engine {
             *slot = vec![r.batch];
             warnings.extend(r.warnings);
         }
-        let batches = self.collect(prepared.outer.clone())?;
+        self.progress.set_stage(Stage::Finishing);
+        let batches = self.collect(prepared.outer.clone(), true)?;
         Ok(DpResult::new(
             prepared.outer.schema().inner().clone(),
             batches,
@@ -372,11 +421,17 @@ impl Engine {
     /// The exact bounded totals of every aggregate of a prepared query (reads private rows).
     pub(crate) fn totals(&self, prepared: &Prepared, key: KeyedHash) -> Result<Vec<Totals>> {
         let mut all = Vec::new();
-        for (agg, (cal, keys)) in prepared
+        let of = prepared.aggregates.len();
+        for (i, (agg, (cal, keys))) in prepared
             .aggregates
             .iter()
             .zip(prepared.calibration.aggregates.iter().zip(&prepared.keys))
+            .enumerate()
         {
+            self.progress.set_stage(Stage::Reading {
+                aggregate: i + 1,
+                of,
+            });
             let spec = BoundSpec {
                 group_types: agg.groups.iter().map(|g| g.data_type.clone()).collect(),
                 key_filter: keys.as_ref().map(|k| key_rows(agg, k)).transpose()?,
@@ -391,7 +446,9 @@ impl Engine {
     }
 
     /// Reads `agg`'s contribution rows, partitioned by a hash of the unit so that each unit is
-    /// bounded in one place, and adds up the bounded contributions per group.
+    /// bounded in one place, and adds up the bounded contributions per group. Under a memory
+    /// limit each partition's rows are sorted by unit first (the sort spills to disk), so that
+    /// a bounder holds one unit's state at a time.
     fn exact_totals(&self, agg: &DpAggregate, spec: Arc<BoundSpec>) -> Result<Totals> {
         let tables = agg.tables.iter().cloned().collect::<Vec<_>>().join(", ");
         let partitions = self.ctx.state().config().target_partitions().max(1);
@@ -399,10 +456,23 @@ impl Engine {
             input: Arc::new(agg.rows.clone()),
             partitioning_scheme: Partitioning::Hash(vec![col("__unit")], partitions),
         });
-        self.runtime.block_on(async {
-            let state = self.ctx.state();
-            let physical = state.create_physical_plan(&rows).await.map_err(plan_err)?;
-            let unit_type = physical.schema().field(0).data_type().clone();
+        let state = self.ctx.state();
+        let physical = self
+            .runtime
+            .block_on(state.create_physical_plan(&rows))
+            .map_err(plan_err)?;
+        let unit_type = physical.schema().field(0).data_type().clone();
+        let sorted = self.limits.memory.is_some();
+        let physical = if sorted {
+            sort_by_unit(physical)
+        } else {
+            physical
+        };
+        let limit = self.memory_limit();
+        let read_err = move |tables: &str, e: &datafusion::error::DataFusionError| {
+            out_of_memory(e, limit, false).unwrap_or_else(|| SqlError::data(tables, e))
+        };
+        let run = async {
             let task = state.task_ctx();
             let streams = if by_unit(&physical) {
                 (0..physical.output_partitioning().partition_count())
@@ -410,19 +480,20 @@ impl Engine {
                     .collect::<datafusion::error::Result<Vec<_>>>()
             } else {
                 // Units are not known to be split by partition: read them as one stream.
-                datafusion::physical_plan::execute_stream(Arc::clone(&physical), task)
+                datafusion::physical_plan::execute_stream(Arc::clone(&physical), Arc::clone(&task))
                     .map(|s| vec![s])
             }
-            .map_err(|e| SqlError::data(&tables, &e))?;
+            .map_err(|e| read_err(&tables, &e))?;
             let mut handles = Vec::new();
             for mut stream in streams {
                 let spec = Arc::clone(&spec);
                 let unit_type = unit_type.clone();
                 let tables = tables.clone();
+                let pool = Arc::clone(task.memory_pool());
                 handles.push(tokio::spawn(async move {
-                    let mut bounder = Bounder::new(spec, &unit_type)?;
+                    let mut bounder = Bounder::new(spec, &unit_type, sorted, &pool)?;
                     while let Some(batch) = stream.next().await {
-                        bounder.push(&batch.map_err(|e| SqlError::data(&tables, &e))?)?;
+                        bounder.push(&batch.map_err(|e| read_err(&tables, &e))?)?;
                     }
                     bounder.finish()
                 }));
@@ -435,7 +506,44 @@ impl Engine {
                 merge(&mut totals, part)?;
             }
             Ok(totals)
-        })
+        };
+        // The scans' and spills' metrics, read a few times a second while the rows are read.
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let progress = &self.progress;
+        let result = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    progress.observe(&physical);
+                    std::thread::park_timeout(std::time::Duration::from_millis(200));
+                }
+            });
+            let result = self.runtime.block_on(run);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            watcher.thread().unpark();
+            result
+        });
+        self.progress.finish_plan(&physical);
+        result
+    }
+}
+
+/// The plan's rows sorted by column 0 (the unit) within each partition that it splits by unit
+/// (otherwise as one sorted partition).
+fn sort_by_unit(plan: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
+    use datafusion::physical_expr::expressions::Column;
+    use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
+    use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+    use datafusion::physical_plan::sorts::sort::SortExec;
+    let schema = plan.schema();
+    let unit = PhysicalSortExpr::new_default(Arc::new(Column::new(schema.field(0).name(), 0)));
+    let ordering = LexOrdering::new([unit]).expect("one sort expression");
+    if by_unit(&plan) {
+        Arc::new(SortExec::new(ordering, plan).with_preserve_partitioning(true))
+    } else {
+        Arc::new(SortExec::new(
+            ordering,
+            Arc::new(CoalescePartitionsExec::new(plan)),
+        ))
     }
 }
 

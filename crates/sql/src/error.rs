@@ -28,6 +28,14 @@ pub enum SqlError {
         /// disk) rather than the ledger refusing (over budget, damaged): try again later.
         environmental: bool,
     },
+    /// The query needs more memory than its limit, even spilling to disk: an operator that
+    /// cannot spill outgrew what was left of the pool.
+    OutOfMemory {
+        /// The limit, in bytes.
+        limit: u64,
+        /// Whether the failure came after the noise was drawn (the spend was then recorded).
+        charged: bool,
+    },
     /// Something failed that the caller could not have prevented.
     Internal(String),
 }
@@ -71,10 +79,11 @@ impl SqlError {
     }
 
     /// Whether the caller's input caused it (exit 2 / `ValueError`): a refused construct, bad
-    /// input, or a ledger's refusal (over budget, another budget, a damaged file).
+    /// input, a memory limit too small for the query, or a ledger's refusal (over budget,
+    /// another budget, a damaged file).
     pub fn is_input(&self) -> bool {
         match self {
-            SqlError::Refused { .. } | SqlError::Input(_) => true,
+            SqlError::Refused { .. } | SqlError::Input(_) | SqlError::OutOfMemory { .. } => true,
             SqlError::Ledger { environmental, .. } => !environmental,
             SqlError::Internal(_) => false,
         }
@@ -86,6 +95,18 @@ impl fmt::Display for SqlError {
         match self {
             SqlError::Refused { construct, reason } => write!(f, "refused: {construct}: {reason}"),
             SqlError::Input(m) | SqlError::Ledger { message: m, .. } => f.write_str(m),
+            SqlError::OutOfMemory { limit, charged } => write!(
+                f,
+                "the query needs more than the memory limit {}: an operator that cannot spill \
+                 to disk (a hash join, a sort's final merge, one unit's rows being bounded) \
+                 outgrew it; raise the limit; {}",
+                crate::memory::format_bytes(*limit),
+                if *charged {
+                    "the budget was charged (the noise had been drawn), nothing was released"
+                } else {
+                    "nothing was released or charged"
+                }
+            ),
             SqlError::Internal(m) => write!(f, "internal error: {m}"),
         }
     }
@@ -137,4 +158,18 @@ fn one_line(msg: &str) -> String {
         );
     }
     msg.lines().next().unwrap_or(msg).to_string()
+}
+
+/// The memory-limit error for `e` when the pool of limit `limit` ran out (`charged`: after
+/// the noise was drawn); None for any other failure or without a limit.
+pub(crate) fn out_of_memory(
+    e: &datafusion::error::DataFusionError,
+    limit: Option<u64>,
+    charged: bool,
+) -> Option<SqlError> {
+    use datafusion::error::DataFusionError as E;
+    match (e.find_root(), limit) {
+        (E::ResourcesExhausted(_), Some(limit)) => Some(SqlError::OutOfMemory { limit, charged }),
+        _ => None,
+    }
 }

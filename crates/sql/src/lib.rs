@@ -28,6 +28,11 @@
 //! 7. **Post-process**: the rest of the query (HAVING, ORDER BY, LIMIT, arithmetic, joins with
 //!    public tables) runs on the released cells.
 //!
+//! Under a memory limit ([`Limits`], module [`memory`]) every query runs in a fair spilling
+//! memory pool: DataFusion's sorts, aggregations and sort-merge joins spill to a temporary
+//! folder, and the bounding of step 4 holds one unit at a time. [`progress`] counts what a
+//! running query has read and spilled, for a front to show.
+//!
 //! Noise is never drawn inside DataFusion: no DP aggregate is a DataFusion aggregate, so it
 //! cannot run in a window frame, per partial aggregate or from Parquet statistics, and a
 //! result read twice is the same materialised result.
@@ -47,6 +52,7 @@
 #![deny(missing_docs)]
 
 pub(crate) mod aggregate;
+pub mod bench;
 pub(crate) mod calibrate;
 pub(crate) mod catalog;
 pub(crate) mod contribute;
@@ -55,6 +61,8 @@ pub mod error;
 pub mod explain;
 pub(crate) mod interval;
 pub(crate) mod keys;
+pub mod memory;
+pub mod progress;
 pub(crate) mod release;
 pub mod result;
 pub(crate) mod rewrite;
@@ -69,6 +77,7 @@ pub use calibrate::Split;
 pub use engine::{Engine, Request, strip_explain};
 pub use error::{Result, SqlError};
 pub use explain::Explanation;
+pub use memory::Limits;
 pub use result::{DpResult, Guarantee, Report};
 
 /// DataFusion, as dpml-sql uses it (one arrow, one parquet for the whole build).

@@ -32,6 +32,25 @@ pub const TABLES: [&str; 8] = [
 /// groups of Q1, its orders in at most 5 priorities.
 pub const SCHEMA: &str = include_str!("../../../benchmarks/sql/tpch.toml");
 
+/// The DP queries of `benchmarks/sql/` (name, SQL), embedded so that an installed binary
+/// needs no checkout. They release under ε = 1 with δ > 0 (some group by private keys).
+pub const QUERIES: [(&str, &str); 8] = [
+    (
+        "orderpriority_histogram",
+        include_str!("../../../benchmarks/sql/orderpriority_histogram.sql"),
+    ),
+    ("q1", include_str!("../../../benchmarks/sql/q1.sql")),
+    (
+        "q1_private_keys",
+        include_str!("../../../benchmarks/sql/q1_private_keys.sql"),
+    ),
+    ("q3", include_str!("../../../benchmarks/sql/q3.sql")),
+    ("q5", include_str!("../../../benchmarks/sql/q5.sql")),
+    ("q10", include_str!("../../../benchmarks/sql/q10.sql")),
+    ("q13", include_str!("../../../benchmarks/sql/q13.sql")),
+    ("q18", include_str!("../../../benchmarks/sql/q18.sql")),
+];
+
 /// Writes the eight tables at `scale_factor` into `dir` as `NAME.parquet`, and the DP schema
 /// as `dir/schema.toml`; returns the tables' (name, path).
 ///

@@ -10,8 +10,17 @@ use dpml_sql::datafusion::prelude::{ParquetReadOptions, SessionContext};
 use dpml_sql::{Engine, Request, tpch};
 
 fn queries() -> BTreeMap<String, String> {
+    tpch::QUERIES
+        .iter()
+        .map(|(n, q)| (n.to_string(), q.to_string()))
+        .collect()
+}
+
+/// The embedded queries are the files of `benchmarks/sql/`, all of them.
+#[test]
+fn the_embedded_queries_are_the_benchmark_files() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benchmarks/sql");
-    std::fs::read_dir(&dir)
+    let on_disk: BTreeMap<String, String> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
         .filter(|e| e.path().extension().is_some_and(|x| x == "sql"))
@@ -21,7 +30,8 @@ fn queries() -> BTreeMap<String, String> {
                 std::fs::read_to_string(e.path()).unwrap(),
             )
         })
-        .collect()
+        .collect();
+    assert_eq!(on_disk, queries());
 }
 
 #[test]

@@ -26,6 +26,9 @@ pub enum BenchCommand {
     /// Private against non-private DP-SGD throughput of one model, measured in the same run on
     /// the same synthetic data (and the exact-noise variant).
     Dpsgd(DpsgdBenchArgs),
+    /// DP SQL against the same SQL without DP on TPC-H generated into a folder: time, rows
+    /// per second, peak memory and the median relative error of each released column.
+    Sql(crate::commands::bench_sql::SqlBenchArgs),
 }
 
 /// Flags of `dpml bench dpsgd`.
@@ -81,6 +84,7 @@ pub fn run(cmd: &BenchCommand, out: Output) -> CliResult<()> {
     match cmd {
         BenchCommand::Accounting(a) => accounting(a, out),
         BenchCommand::Dpsgd(a) => dpsgd(a, out),
+        BenchCommand::Sql(a) => crate::commands::bench_sql::run(a, out),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod audit_scores;
 pub mod audit_white_box;
 pub mod audit_worst_case;
 pub mod bench;
+pub mod bench_sql;
 pub mod calibrate;
 pub mod checkpoint_args;
 pub mod data;

@@ -2,12 +2,20 @@
 //! schema declares each table's privacy unit, bounds and key sets; with `--ledger` the spend is
 //! recorded durably before anything is printed, and a query over budget prints nothing.
 //! `--explain` (or `EXPLAIN DP SELECT …`) shows what the query would release and cost, reading
-//! no private row and charging nothing.
+//! no private row and charging nothing. `--memory-limit` runs the query in a memory pool of
+//! that size, spilling to a temporary folder; a query that still does not fit fails with the
+//! limit's error (exit 2) and charges nothing. A query that runs for more than a second shows
+//! its progress on stderr (stage, rows scanned, bytes spilled).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use clap::Args;
+use dpml_sql::memory::{Limits, format_bytes, parse_size};
+use dpml_sql::progress::Stage;
 use dpml_sql::{Engine, Request, Split, SqlError, strip_explain};
 use serde_json::json;
 
@@ -46,9 +54,50 @@ pub struct SqlArgs {
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
+    pub memory: MemoryArgs,
+    #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
     pub seed: SeedArg,
+}
+
+/// The memory limit of SQL queries.
+#[derive(Args, Debug)]
+pub struct MemoryArgs {
+    /// Run under this much memory, spilling sorts, aggregations and joins to a temporary
+    /// folder: bytes or K, M, G, T (4G, 512M). A query that still does not fit fails and
+    /// charges nothing.
+    #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
+    pub memory_limit: Option<usize>,
+    /// Folder for spill files (default: the system's temporary folder).
+    #[arg(long, value_name = "DIR", requires = "memory_limit", value_parser = folder_arg)]
+    pub spill_dir: Option<PathBuf>,
+}
+
+impl MemoryArgs {
+    /// The limits these flags ask for.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            memory: self.memory_limit,
+            spill_dir: self.spill_dir.clone(),
+        }
+    }
+}
+
+/// `4G`, `512M`, bytes: at least [`dpml_sql::memory::MIN_LIMIT`].
+fn memory_limit_arg(s: &str) -> Result<usize, String> {
+    let bytes = parse_size(s).map_err(|e| e.to_string())?;
+    Limits::memory(bytes).map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// An existing folder.
+fn folder_arg(s: &str) -> Result<PathBuf, String> {
+    if std::path::Path::new(s).is_dir() {
+        Ok(PathBuf::from(s))
+    } else {
+        Err(format!("{s} is not a folder"))
+    }
 }
 
 /// `NAME=PATH`.
@@ -98,20 +147,75 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
         },
     };
     if a.explain || explain_prefix {
-        let engine = Engine::new(&schema.tables, &a.tables)?;
+        let engine = Engine::with_limits(&schema.tables, &a.tables, a.memory.limits())?;
         out.emit(&engine.explain(query, &request)?.to_json());
         return Ok(());
     }
     // Open the ledger first: a bad ledger stops us before any row is read.
     let ledger = a.ledger.open()?;
     let mut rng = a.seed.rng()?;
-    let engine = Engine::new(&schema.tables, &a.tables)?;
-    let result = engine.run(query, &request, &mut rng, ledger.as_ref())?;
+    let engine = Engine::with_limits(&schema.tables, &a.tables, a.memory.limits())?;
+    let result = watched(&engine, "sql", || {
+        engine.run(query, &request, &mut rng, ledger.as_ref())
+    })?;
     let mut v = result.to_json()?;
     v["seeded"] = json!(rng.is_seeded());
     if let Some(b) = &result.report.ledger {
         v["ledger"] = balance_json(b);
     }
+    v["memory_limit"] = json!(a.memory.memory_limit);
     out.emit(&v);
     Ok(())
+}
+
+/// Runs `f` (one query of `engine`) while its progress shows on stderr: nothing for a query
+/// that ends within a second; then a spinner with the rows scanned and the stage on a
+/// terminal, otherwise a line at each change of stage and every 10 seconds.
+pub fn watched<T>(engine: &Engine, what: &str, f: impl FnOnce() -> T) -> T {
+    let counters = engine.progress();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch(&counters, what, &stop));
+        let result = f();
+        stop.store(true, Ordering::Relaxed);
+        watcher.thread().unpark();
+        result
+    })
+}
+
+fn watch(counters: &Arc<dpml_sql::progress::Progress>, what: &str, stop: &AtomicBool) {
+    const QUIET: Duration = Duration::from_secs(1);
+    const EVERY: Duration = Duration::from_secs(10);
+    let start = Instant::now();
+    let mut shown: Option<(crate::progress::Progress, Stage, Instant)> = None;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::park_timeout(Duration::from_millis(250));
+        if stop.load(Ordering::Relaxed) || start.elapsed() < QUIET {
+            continue;
+        }
+        let now = counters.snapshot();
+        let (bar, stage, last) = shown.get_or_insert_with(|| {
+            (
+                crate::progress::Progress::counter(what, "row"),
+                Stage::Idle,
+                Instant::now(),
+            )
+        });
+        let spilled = format!("{} spilled", format_bytes(now.spilled_bytes));
+        bar.set_position(now.rows_scanned);
+        bar.set_message(format!("{}, {spilled}", now.stage));
+        if !bar.is_bar() && (*stage != now.stage || last.elapsed() >= EVERY) {
+            let head = format!(
+                "{}, {} rows scanned",
+                now.stage,
+                crate::summary::grouped(now.rows_scanned)
+            );
+            bar.line(&head, None, &spilled);
+            *stage = now.stage;
+            *last = Instant::now();
+        }
+    }
+    if let Some((bar, ..)) = shown {
+        bar.finish_and_clear();
+    }
 }
