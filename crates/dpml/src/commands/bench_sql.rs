@@ -71,9 +71,12 @@ fn query_name(s: &str) -> Result<String, String> {
     }
 }
 
+/// Tables by (name, path).
+type Tables = Vec<(String, PathBuf)>;
+
 /// The tables in `dir` at `sf`: generated unless the folder already holds them at that scale
 /// factor; the seconds generation took, if it ran.
-fn tables(dir: &Path, sf: f64) -> CliResult<(Vec<(String, PathBuf)>, Option<f64>)> {
+fn tables(dir: &Path, sf: f64) -> CliResult<(Tables, Option<f64>)> {
     let marker = dir.join(SCALE_FILE);
     if let Ok(text) = std::fs::read_to_string(&marker) {
         let had: f64 = text
