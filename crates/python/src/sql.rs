@@ -121,6 +121,7 @@ fn sql_run(
 /// The explanation (JSON) of a DP query: reads no private row, charges nothing.
 #[pyfunction]
 #[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, memory_limit=None))]
+#[allow(clippy::too_many_arguments)]
 fn sql_explain(
     py: Python<'_>,
     query: &str,
