@@ -85,7 +85,7 @@ fn truncated_negative_binomial(
 
 /// Each value replaced by the smallest at any order ≥ its own (RDP is non-decreasing in the
 /// order, so a bound at a higher order holds at a lower one). Negative values become 0.
-fn monotone(orders: &[f64], values: &[f64]) -> Vec<f64> {
+pub(super) fn monotone(orders: &[f64], values: &[f64]) -> Vec<f64> {
     orders
         .iter()
         .map(|&a| {
