@@ -26,6 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let search = Search {
         space: SearchSpace::parse("learning-rate=0.5..4 log, batch-size=64|128|256")?,
         repetitions: Repetitions::Poisson { mean },
+        release: TrialRelease::Best,
         noise: Noise::TotalEpsilon(epsilon),
         delta: base.delta,
         base,
