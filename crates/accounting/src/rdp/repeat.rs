@@ -100,9 +100,27 @@ pub(super) fn monotone(orders: &[f64], values: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+/// Each value replaced by the smallest at any order ≥ its own, written out afresh (for tests,
+/// apart from [`monotone`]).
+#[cfg(test)]
+pub(super) fn lowest_above(orders: &[f64], raw: impl Fn(f64) -> f64) -> Vec<f64> {
+    orders
+        .iter()
+        .map(|&a| {
+            let mut best = f64::INFINITY;
+            for &b in orders {
+                if b >= a {
+                    best = best.min(raw(b));
+                }
+            }
+            best.max(0.0)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use dpml_mechanisms::{PrivacyEvent, Repetitions};
+    use dpml_mechanisms::{PrivacyEvent, Repetitions, TrialRelease};
 
     use super::*;
     use crate::rdp::{RdpAccountant, default_orders};
@@ -112,22 +130,6 @@ mod tests {
             repetitions,
             event: Box::new(event),
         }
-    }
-
-    /// Each value replaced by the smallest at any order ≥ its own, written out afresh.
-    fn lowest_above(orders: &[f64], raw: impl Fn(f64) -> f64) -> Vec<f64> {
-        orders
-            .iter()
-            .map(|&a| {
-                let mut best = f64::INFINITY;
-                for &b in orders {
-                    if b >= a {
-                        best = best.min(raw(b));
-                    }
-                }
-                best.max(0.0)
-            })
-            .collect()
     }
 
     /// The accountant's curve for a Gaussian run against Papernot & Steinke's formulas written
@@ -303,30 +305,41 @@ mod tests {
         let one =
             crate::Accountant::epsilon(&acc, &PrivacyEvent::dp_sgd(1.0, 0.01, 1000), 1e-5).unwrap();
         assert!(total > one && total < 3.0 * one, "{total} vs {one}");
-        let pld = crate::pld::PldAccountant::pessimistic();
-        let e = crate::Accountant::epsilon(&pld, &event, 1e-5).unwrap_err();
-        assert!(e.to_string().contains("RDP accountant"), "{e}");
-        let approximate = search(
-            Repetitions::Poisson { mean: 5.0 },
-            PrivacyEvent::EpsilonDelta {
-                epsilon: 1.0,
-                delta: 1e-6,
-            },
-        );
-        let e = acc.rdp(&approximate).unwrap_err().to_string();
-        assert!(e.contains("repeat_and_select"), "{e}");
-        let bad = search(
-            Repetitions::Poisson { mean: 0.0 },
-            PrivacyEvent::Gaussian {
-                noise_multiplier: 1.0,
-            },
-        );
-        assert!(
-            acc.rdp(&bad)
-                .unwrap_err()
-                .to_string()
-                .contains("mean number of trials")
-        );
+        // Both search events, the best-only one and the all-release one: RDP only, a run
+        // with a curve, a law in range.
+        for release in [TrialRelease::Best, TrialRelease::Every] {
+            let searched = release.event(
+                Repetitions::Poisson { mean: 5.0 },
+                PrivacyEvent::dp_sgd(1.0, 0.01, 1000),
+            );
+            let pld = crate::pld::PldAccountant::pessimistic();
+            let e = crate::Accountant::epsilon(&pld, &searched, 1e-5).unwrap_err();
+            assert!(e.to_string().contains("RDP accountant"), "{e}");
+            let approximate = release.event(
+                Repetitions::Poisson { mean: 5.0 },
+                PrivacyEvent::EpsilonDelta {
+                    epsilon: 1.0,
+                    delta: 1e-6,
+                },
+            );
+            let e = acc.rdp(&approximate).unwrap_err().to_string();
+            assert!(
+                e.contains(searched.kind()) && e.contains("RDP curve"),
+                "{e}"
+            );
+            let bad = release.event(
+                Repetitions::Poisson { mean: 0.0 },
+                PrivacyEvent::Gaussian {
+                    noise_multiplier: 1.0,
+                },
+            );
+            assert!(
+                acc.rdp(&bad)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("mean number of trials")
+            );
+        }
         // More trials on average cost more.
         let more = search(
             Repetitions::Poisson { mean: 50.0 },

@@ -112,8 +112,9 @@ mod tests {
     use dpml_mechanisms::{PrivacyEvent, Repetitions, TrialRelease};
 
     use super::*;
+    use crate::Accountant;
+    use crate::rdp::repeat::lowest_above;
     use crate::rdp::{RdpAccountant, default_orders};
-    use crate::{Accountant, pld::PldAccountant};
 
     fn laws() -> Vec<Repetitions> {
         let mut laws: Vec<Repetitions> = [1.0, 3.0, 10.0, 50.0]
@@ -162,22 +163,6 @@ mod tests {
                 assert_eq!(ln_pgf(&law, f64::INFINITY), f64::INFINITY);
             }
         }
-    }
-
-    /// Each value replaced by the smallest at any order ≥ its own, written out afresh.
-    fn lowest_above(orders: &[f64], raw: impl Fn(f64) -> f64) -> Vec<f64> {
-        orders
-            .iter()
-            .map(|&a| {
-                let mut best = f64::INFINITY;
-                for &b in orders {
-                    if b >= a {
-                        best = best.min(raw(b));
-                    }
-                }
-                best.max(0.0)
-            })
-            .collect()
     }
 
     fn release_all(repetitions: Repetitions, event: PrivacyEvent) -> PrivacyEvent {
@@ -306,8 +291,10 @@ mod tests {
         }));
     }
 
+    /// The event reads and writes as JSON with its own tag (its refusals are tested with the
+    /// best-only event's, in `repeat`).
     #[test]
-    fn only_rdp_accounts_for_it_and_it_reads_and_writes_as_json() {
+    fn it_reads_and_writes_as_json() {
         let event = release_all(
             Repetitions::TruncatedNegativeBinomial {
                 eta: 0.0,
@@ -326,30 +313,5 @@ mod tests {
         assert_eq!(event.kind(), "repeat_and_release_all");
         let acc = RdpAccountant::default();
         assert!(acc.epsilon(&event, 1e-5).unwrap().is_finite());
-        let e = PldAccountant::pessimistic()
-            .epsilon(&event, 1e-5)
-            .unwrap_err();
-        assert!(e.to_string().contains("RDP accountant"), "{e}");
-        let approximate = release_all(
-            Repetitions::Poisson { mean: 3.0 },
-            PrivacyEvent::EpsilonDelta {
-                epsilon: 1.0,
-                delta: 1e-6,
-            },
-        );
-        let e = acc.rdp(&approximate).unwrap_err().to_string();
-        assert!(e.contains("repeat_and_release_all"), "{e}");
-        let bad = release_all(
-            Repetitions::Poisson { mean: 0.5 },
-            PrivacyEvent::Laplace {
-                noise_multiplier: 1.0,
-            },
-        );
-        assert!(
-            acc.rdp(&bad)
-                .unwrap_err()
-                .to_string()
-                .contains("mean number of trials")
-        );
     }
 }

@@ -353,24 +353,18 @@ mod tests {
         );
     }
 
+    /// The plan over [`cells`] on 2000 records, scored with [`score`], at δ = 1e-5.
+    fn planned(law: Repetitions, release: TrialRelease, noise: Noise) -> Result<Plan> {
+        plan(&cells(), 2000, Some(&score()), law, release, 1e-5, noise)
+    }
+
     /// Releasing every trial is accounted by composition over the random number of trials:
     /// at the same total the calibration meets it with less per trial, and its event is the
-    /// all-release one.
+    /// all-release one; at the same noise it costs more.
     #[test]
     fn releasing_every_trial_calibrates_each_trial_below_the_best_only_search() {
         let law = Repetitions::Poisson { mean: 5.0 };
-        let at = |release| {
-            plan(
-                &cells(),
-                2000,
-                Some(&score()),
-                law,
-                release,
-                1e-5,
-                Noise::TotalEpsilon(4.0),
-            )
-            .unwrap()
-        };
+        let at = |release| planned(law, release, Noise::TotalEpsilon(4.0)).unwrap();
         let (best, every) = (at(TrialRelease::Best), at(TrialRelease::Every));
         assert!(matches!(
             every.search,
@@ -389,34 +383,20 @@ mod tests {
             best.epsilon_per_trial
         );
         assert!(every.cells[0].noise_multiplier > best.cells[0].noise_multiplier);
-        // At the same noise, releasing every trial costs more.
         let fixed = |release| {
-            plan(
-                &cells(),
-                2000,
-                Some(&score()),
-                law,
-                release,
-                1e-5,
-                Noise::Multiplier(1.5),
-            )
-            .unwrap()
-            .epsilon
+            planned(law, release, Noise::Multiplier(1.5))
+                .unwrap()
+                .epsilon
         };
         assert!(fixed(TrialRelease::Every) > fixed(TrialRelease::Best));
     }
 
     #[test]
     fn a_target_only_the_best_only_search_meets_is_refused_when_every_trial_is_released() {
-        let law = Repetitions::Poisson { mean: 30.0 };
         let at = |release| {
-            plan(
-                &cells(),
-                2000,
-                Some(&score()),
-                law,
+            planned(
+                Repetitions::Poisson { mean: 30.0 },
                 release,
-                1e-5,
                 Noise::TotalEpsilon(1.5),
             )
         };
