@@ -10,7 +10,7 @@
 
 use dpml_core::data::{LoadOptions, Source, SplitBasis, SplitKey, load, validation_split};
 use dpml_core::learn::dpsgd;
-use dpml_core::mechanisms::{DpRng, Repetitions};
+use dpml_core::mechanisms::{DpRng, Repetitions, TrialRelease};
 use dpml_core::observe::Silent;
 use dpml_core::tune::audit::audit_search;
 use dpml_core::tune::{Noise, Search, SearchSpace, Validation};
