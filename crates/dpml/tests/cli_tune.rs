@@ -56,34 +56,28 @@ fn bad_search_spaces_are_refused_with_one_line() {
 
 #[test]
 fn a_target_that_cannot_be_met_is_refused_before_training() {
-    let r = dpml(&[
-        "tune",
-        "--dataset",
-        "digits",
-        "--search",
-        "learning-rate=0.5..4 log",
-        "--trials-mean",
-        "100",
-        "--epsilon",
-        "0.05",
-    ]);
+    let refused = |mean: &str, epsilon: &str, extra: &[&str]| {
+        let mut args = vec![
+            "tune",
+            "--dataset",
+            "digits",
+            "--search",
+            "learning-rate=0.5..4 log",
+            "--trials-mean",
+            mean,
+            "--epsilon",
+            epsilon,
+        ];
+        args.extend_from_slice(extra);
+        dpml(&args)
+    };
+    let r = refused("100", "0.05", &[]);
     r.assert_usage_error("cannot meet epsilon = 0.05");
     // One line and nothing else: no training progress.
     assert!(!r.stderr.contains("train:"), "{}", r.stderr);
     // A search releasing every trial is refused the same way, saying so (that such a target
     // can be within a best-only search's reach is tested on the plan, in dpml-core).
-    let r = dpml(&[
-        "tune",
-        "--dataset",
-        "digits",
-        "--search",
-        "learning-rate=0.5..4 log",
-        "--trials-mean",
-        "30",
-        "--epsilon",
-        "1.5",
-        "--release-trials",
-    ]);
+    let r = refused("30", "1.5", &["--release-trials"]);
     r.assert_usage_error("releasing every trial, cannot meet epsilon = 1.5");
     assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     for (flags, needle) in [

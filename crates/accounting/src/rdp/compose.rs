@@ -5,6 +5,8 @@
 //! ε = ε_rdp(δ − Σδᵢ) + Σεᵢ. Pure ε-DP events can go either way ([`PureAs`]); the accountant
 //! tries both and keeps the smaller ε.
 
+use dpml_mechanisms::TrialRelease;
+
 use crate::{AccountingError, PrivacyEvent};
 
 use super::{check, curves, sampled_gaussian};
@@ -191,17 +193,19 @@ pub(crate) fn cost(
             })?
         }
         PrivacyEvent::RepeatAndSelect { repetitions, event } => {
-            Cost::curve_values(super::repeat::repeat_and_select(
+            Cost::curve_values(super::repeat::repeated(
                 orders,
                 &run_curve("repeat_and_select", event, orders)?,
                 repetitions,
+                TrialRelease::Best,
             )?)
         }
         PrivacyEvent::RepeatAndReleaseAll { repetitions, event } => {
-            Cost::curve_values(super::repeat_all::repeat_and_release_all(
+            Cost::curve_values(super::repeat::repeated(
                 orders,
                 &run_curve("repeat_and_release_all", event, orders)?,
                 repetitions,
+                TrialRelease::Every,
             )?)
         }
     })

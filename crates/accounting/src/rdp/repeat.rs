@@ -19,33 +19,44 @@
 //!   2022 (arXiv:2110.03620), Theorems 2 and 6.
 //! - Google dp_accounting, `rdp_privacy_accountant._compute_rdp_repeat_and_select`.
 
-use dpml_mechanisms::Repetitions;
+use dpml_mechanisms::{Repetitions, TrialRelease};
 
 use super::conversion::{self, Conversion};
 use crate::AccountingError;
 
-/// The RDP curve of repeating-and-selecting a mechanism whose curve is `rdp` (at `orders`,
-/// each > 1) a `repetitions`-distributed number of times.
+/// The RDP curve of running a mechanism whose curve is `rdp` (at `orders`, each > 1) a
+/// `repetitions`-distributed number of times and releasing what `release` says: the best
+/// output (this module), or every output ([`super::repeat_all`]).
 ///
 /// # Errors
 /// [`AccountingError::InvalidParameter`] for a law with bad parameters.
-pub(crate) fn repeat_and_select(
+pub(crate) fn repeated(
     orders: &[f64],
     rdp: &[f64],
     repetitions: &Repetitions,
+    release: TrialRelease,
 ) -> Result<Vec<f64>, AccountingError> {
     let law = repetitions
         .validate()
         .map_err(|e| AccountingError::InvalidParameter(e.to_string()))?;
+    Ok(match release {
+        TrialRelease::Best => repeat_and_select(orders, rdp, law),
+        TrialRelease::Every => super::repeat_all::repeat_and_release_all(orders, rdp, law),
+    })
+}
+
+/// Papernot & Steinke's curve of the best of a `law`-distributed number of runs (`law`
+/// validated).
+fn repeat_and_select(orders: &[f64], rdp: &[f64], law: Repetitions) -> Vec<f64> {
     let raw: Vec<f64> = match law {
         Repetitions::Poisson { mean } => poisson(orders, rdp, mean),
         Repetitions::TruncatedNegativeBinomial { eta, .. } => {
-            // Validated above, so γ exists and lies in (0, 1].
+            // Validated, so γ exists and lies in (0, 1].
             let gamma = law.gamma().unwrap_or(1.0);
             truncated_negative_binomial(orders, rdp, eta, gamma, law.expected())
         }
     };
-    Ok(monotone(orders, &raw))
+    monotone(orders, &raw)
 }
 
 /// Theorem 6: ε(λ) + μ·δ̂(λ) + ln(μ)/(λ − 1), δ̂(λ) = δ of the curve at ε̂ = ln(1 + 1/(λ − 1)).
@@ -265,7 +276,7 @@ mod tests {
         for law in laws {
             let (a, b) = (best_of(&p, &law), best_of(&q, &law));
             assert!((a.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-            let bound = repeat_and_select(&orders, &run_curve, &law).unwrap();
+            let bound = repeated(&orders, &run_curve, &law, TrialRelease::Best).unwrap();
 
             let mut tightest = f64::INFINITY;
             let mut closest = (0.0, 0.0, 0.0);

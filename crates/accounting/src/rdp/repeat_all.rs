@@ -37,27 +37,16 @@
 use dpml_mechanisms::Repetitions;
 
 use super::repeat::monotone;
-use crate::AccountingError;
 
 /// The RDP curve of running a mechanism whose curve is `rdp` (at `orders`, each > 1) a
-/// `repetitions`-distributed number of times and releasing every run's output.
-///
-/// # Errors
-/// [`AccountingError::InvalidParameter`] for a law with bad parameters.
-pub(crate) fn repeat_and_release_all(
-    orders: &[f64],
-    rdp: &[f64],
-    repetitions: &Repetitions,
-) -> Result<Vec<f64>, AccountingError> {
-    let law = repetitions
-        .validate()
-        .map_err(|e| AccountingError::InvalidParameter(e.to_string()))?;
+/// `law`-distributed number of times (`law` validated) and releasing every run's output.
+pub(super) fn repeat_and_release_all(orders: &[f64], rdp: &[f64], law: Repetitions) -> Vec<f64> {
     let raw: Vec<f64> = orders
         .iter()
         .zip(rdp)
         .map(|(&lambda, &eps)| ln_pgf(&law, (lambda - 1.0) * eps) / (lambda - 1.0))
         .collect();
-    Ok(monotone(orders, &raw))
+    monotone(orders, &raw)
 }
 
 /// ln G_K(e^x) for x ≥ 0: the log of E\[e^{xK}\], +∞ where it diverges.
