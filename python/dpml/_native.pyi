@@ -191,6 +191,7 @@ def tune_fit(
     *,
     validation_fraction: Optional[float] = None,
     score_epsilon: Optional[float] = None,
+    release_trials: bool = False,
     seed: Optional[int] = None,
     ledger: Optional[Ledger] = None,
 ) -> Tuple[Optional[TrainedModel], str, str]: ...

@@ -12,9 +12,14 @@ train with.
 Fitted attributes mirror the command line's JSON: ``privacy_report_`` holds its fields
 (``epsilon``, ``epsilon_per_trial``, ``epsilon_kept_run``, ``best``, ``tuning``, ...);
 ``best_estimator_`` is the kept model as a fitted estimator of the given kind; ``cv_results_``
-lists every trial. The trials other than the kept one, their number and every exact accuracy
-are NOT covered by ``epsilon``: they come from ``privacy_report_["diagnostics"]`` (diagnostics,
-not private releases), and so does ``cv_results_``.
+lists every trial. By default the trials other than the kept one, their number and every exact
+accuracy are NOT covered by ``epsilon`` (listing them would reveal the secret number of trials
+and every trial's score): they come from ``privacy_report_["diagnostics"]`` (diagnostics, not
+private releases), and so does ``cv_results_``. With ``release_trials=True`` (``dpml tune
+--release-trials``) every trial's hyperparameters and noisy score are released under
+``privacy_report_["trials"]``, covered by ``epsilon`` (composition over the random number of
+trials: a larger epsilon at the same noise), and ``cv_results_`` lists those; the exact
+accuracies stay diagnostics.
 """
 
 from __future__ import annotations
@@ -104,6 +109,11 @@ class DPSearchCV(_Params):
     score_epsilon : float, optional
         Epsilon of each trial's noisy validation count. Default: the total epsilon times
         ``DEFAULTS["tune"]["score_share"]``.
+    release_trials : bool, default False
+        Release every trial's hyperparameters and noisy score (``privacy_report_["trials"]``),
+        and so their number, as ``dpml tune --release-trials``: the search is then accounted by
+        composition over the random number of trials instead of Papernot & Steinke's best-only
+        bound (a larger epsilon; with a total ``epsilon`` each trial gets more noise).
     random_state : int, optional
         Seed of the generator, for reproducible tests only.
     diagnostics : bool, default True
@@ -124,7 +134,10 @@ class DPSearchCV(_Params):
         Its noisy validation score (covered by epsilon).
     cv_results_ : dict
         Every trial in scikit-learn's layout (``params``, ``param_<name>``, ``noisy_score``,
-        ``rank_noisy_score``, ...): diagnostics, empty with ``diagnostics=False``.
+        ``rank_noisy_score``, ``noise_multiplier``, and with diagnostics
+        ``validation_accuracy`` and ``fit_time``). By default from the diagnostics (not
+        covered by epsilon; empty with ``diagnostics=False``); with ``release_trials=True``
+        from the released trials (covered by epsilon, present with ``diagnostics=False`` too).
     epsilon_, delta_ : float
         The guarantee of the whole search.
     privacy_report_ : dict
@@ -143,6 +156,7 @@ class DPSearchCV(_Params):
         eta: Optional[float] = None,
         validation_fraction: Optional[float] = None,
         score_epsilon: Optional[float] = None,
+        release_trials: bool = False,
         random_state: Optional[int] = None,
         diagnostics: bool = True,
         ledger: Optional[Ledger] = None,
@@ -157,6 +171,7 @@ class DPSearchCV(_Params):
         self.eta = eta
         self.validation_fraction = validation_fraction
         self.score_epsilon = score_epsilon
+        self.release_trials = release_trials
         self.random_state = random_state
         self.diagnostics = diagnostics
         self.ledger = ledger
@@ -228,6 +243,7 @@ class DPSearchCV(_Params):
             self._repetitions(),
             validation_fraction=_opt(float, self.validation_fraction),
             score_epsilon=_opt(float, self.score_epsilon),
+            release_trials=bool(self.release_trials),
             seed=self.random_state,
             ledger=native(self.ledger),
         )
@@ -312,9 +328,12 @@ def _value(name: str, v: Any) -> Any:
 
 
 def _cv_results(report: Dict[str, Any]) -> Dict[str, Any]:
-    """Every trial in scikit-learn's layout (``params``, ``param_<name>``, scores, ranks), from
-    the report's diagnostics: empty when they were left out."""
-    trials = report.get("diagnostics", {}).get("trials", [])
+    """Every trial in scikit-learn's layout (``params``, ``param_<name>``, scores, ranks): the
+    released trials when the search released them (``report["trials"]``), else the
+    diagnostics' list (empty when they were left out). The exact accuracies and times come
+    from the diagnostics only."""
+    diagnostic = report.get("diagnostics", {}).get("trials", [])
+    trials = report.get("trials", diagnostic)
     params = [t["hyperparameters"] for t in trials]
     names = sorted({k for p in params for k in p})
     scores = np.array([t["noisy_score"] for t in trials], dtype=np.float64)
@@ -326,13 +345,16 @@ def _cv_results(report: Dict[str, Any]) -> Dict[str, Any]:
         results[f"param_{n}"] = np.array([p.get(n) for p in params], dtype=object)
     results["noisy_score"] = scores
     results["rank_noisy_score"] = rank
-    results["validation_accuracy"] = np.array(
-        [t["validation_accuracy"] for t in trials], dtype=np.float64
-    )
     results["noise_multiplier"] = np.array(
         [t["noise_multiplier"] for t in trials], dtype=np.float64
     )
-    results["fit_time"] = np.array([t["wall_seconds"] for t in trials], dtype=np.float64)
+    if len(diagnostic) == len(trials):
+        results["validation_accuracy"] = np.array(
+            [t["validation_accuracy"] for t in diagnostic], dtype=np.float64
+        )
+        results["fit_time"] = np.array(
+            [t["wall_seconds"] for t in diagnostic], dtype=np.float64
+        )
     return results
 
 

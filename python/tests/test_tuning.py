@@ -86,6 +86,38 @@ def test_repeat_and_select_events_follow_dp_accounting():
         epsilon(RepeatAndSelectDpEvent(run, mean=10.0), 1e-5, accountant="pld")
 
 
+def test_release_trials_releases_every_noisy_score_under_the_larger_bound():
+    X, y = digits()
+    kw = dict(epsilon=2.0, trials_mean=3, random_state=4)
+    every = DPSearchCV(estimator(), SPACE, release_trials=True, **kw).fit(X, y)
+    best = DPSearchCV(estimator(), SPACE, **kw).fit(X, y)
+    r = every.privacy_report_
+    assert 1.99 < every.epsilon_ <= 2.0
+    assert r["tuning"]["released"].startswith("every trial")
+    assert best.privacy_report_["tuning"]["released"].startswith("best trial only")
+    assert "trials" not in best.privacy_report_ and "--release-trials" in best.privacy_report_["note"]
+    assert r["event"]["type"] == "repeat_and_release_all"
+    # At the same total each trial gets less: its noise is calibrated to the larger bound.
+    assert r["epsilon_per_trial"] < best.privacy_report_["epsilon_per_trial"]
+    trials = r["trials"]
+    assert len(trials) == r["diagnostics"]["trials_run"] > 0
+    assert all(set(t) == {"hyperparameters", "noise_multiplier", "noisy_score"} for t in trials)
+    # cv_results_ lists the released scores; the exact accuracies stay diagnostics.
+    assert list(every.cv_results_["noisy_score"]) == [t["noisy_score"] for t in trials]
+    assert max(t["noisy_score"] for t in trials) == every.best_score_
+    facts = json.loads(every.best_estimator_.model_.facts_json())
+    assert facts["tuning"]["released"] == "every"
+    # Without diagnostics the released list remains, and so does cv_results_ (without the
+    # diagnostic columns).
+    quiet = tune(X, y, estimator(), SPACE, release_trials=True, diagnostics=False, **kw)
+    assert "diagnostics" not in quiet.privacy_report_
+    assert quiet.privacy_report_["trials"] == trials
+    assert len(quiet.cv_results_["params"]) == len(trials)
+    assert "validation_accuracy" not in quiet.cv_results_
+    with pytest.raises(ValueError, match="releasing every trial, cannot meet epsilon"):
+        DPSearchCV(estimator(), SPACE, epsilon=1.5, trials_mean=30, release_trials=True).fit(X, y)
+
+
 def test_bad_searches_raise_value_error_before_training():
     X, y = digits()
     for space, words in [

@@ -10,7 +10,7 @@
 
 use dpml_core::data::{LoadOptions, Source, SplitBasis, SplitKey, load, validation_split};
 use dpml_core::learn::dpsgd;
-use dpml_core::mechanisms::{DpRng, Repetitions};
+use dpml_core::mechanisms::{DpRng, Repetitions, TrialRelease};
 use dpml_core::observe::Silent;
 use dpml_core::tune::audit::audit_search;
 use dpml_core::tune::{Noise, Search, SearchSpace, Validation};
@@ -26,6 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let search = Search {
         space: SearchSpace::parse("learning-rate=0.5..4 log, batch-size=64|128|256")?,
         repetitions: Repetitions::Poisson { mean },
+        release: TrialRelease::Best,
         noise: Noise::TotalEpsilon(epsilon),
         delta: base.delta,
         base,

@@ -6,7 +6,7 @@ use dpml_accounting::named::Named;
 use dpml_accounting::pld::PldAccountant;
 use dpml_accounting::rdp::{Conversion, RdpAccountant};
 use dpml_accounting::{Accountant, AccountingError, PrivacyEvent};
-use dpml_mechanisms::Repetitions;
+use dpml_mechanisms::{Repetitions, TrialRelease};
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -113,16 +113,18 @@ pub fn account(
     Ok(Value::Object(obj))
 }
 
-/// [`account`] of a search: `run` repeated K times, K drawn from `repetitions`, only the best
-/// output released (Papernot & Steinke 2022; the RDP accountant alone has a bound for it).
-/// Beside the search's ε: `"epsilon_per_trial"`, the ε of one run by itself (RDP), and
-/// `"tuning"`, the law and its mean.
+/// [`account`] of a search: `run` repeated K times, K drawn from `repetitions`, with only the
+/// best output released, K secret (Papernot & Steinke 2022), or every output (and K), as
+/// `release` says; the RDP accountant alone has a bound for either. Beside the search's ε:
+/// `"epsilon_per_trial"`, the ε of one run by itself (RDP), and `"tuning"`, the law, its mean
+/// and what is released (`"released"`).
 ///
 /// # Errors
 /// As [`account`]; a usage error naming the law's bad parameter.
 pub fn account_search(
     run: &PrivacyEvent,
     repetitions: Repetitions,
+    release: TrialRelease,
     inputs: Value,
     delta: f64,
     which: Which,
@@ -131,26 +133,25 @@ pub fn account_search(
     let repetitions = repetitions
         .validate()
         .map_err(|e| Error::usage(e.to_string()))?;
-    let search = PrivacyEvent::RepeatAndSelect {
-        repetitions,
-        event: Box::new(run.clone()),
-    };
+    let search = release.event(repetitions, run.clone());
     let mut value = account(&search, inputs, delta, which, conversion)?;
     let per_trial = RdpAccountant::new(conversion).epsilon(run, delta)?;
     if let Value::Object(map) = &mut value {
         map.insert("epsilon_per_trial".into(), json!(per_trial));
-        map.insert("tuning".into(), tuning_json(&repetitions));
+        map.insert("tuning".into(), tuning_json(&repetitions, release));
     }
     Ok(value)
 }
 
 /// The law of a search's number of trials, as reports show it: its name, mean, η and γ (for
-/// the truncated negative binomial) and a description in words.
-pub fn tuning_json(repetitions: &Repetitions) -> Value {
+/// the truncated negative binomial), a description in words, and what the search releases
+/// (`"released"`: which bound its ε is).
+pub fn tuning_json(repetitions: &Repetitions, release: TrialRelease) -> Value {
     let mut v = json!({
         "law": repetitions.name(),
         "trials_mean": repetitions.expected(),
         "description": repetitions.describe(),
+        "released": release.describe(),
     });
     if let Repetitions::TruncatedNegativeBinomial { eta, .. } = repetitions {
         v["eta"] = json!(eta);

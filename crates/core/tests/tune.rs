@@ -6,7 +6,7 @@ use dpml_core::accounting::{Accountant, PrivacyEvent, RdpAccountant};
 use dpml_core::budget::{self, Ledger, LedgerOptions};
 use dpml_core::data::Source;
 use dpml_core::learn::dpsgd;
-use dpml_core::mechanisms::{DpRng, Repetitions};
+use dpml_core::mechanisms::{DpRng, Repetitions, TrialRelease};
 use dpml_core::observe::{Event, Observer};
 use dpml_core::train::{RecipeOptions, SplitOptions};
 use dpml_core::tune::{SearchSpace, TuneOptions, Tuned, ValidationChoice, tune};
@@ -31,6 +31,7 @@ fn digits(epsilon: f64, mean: f64, validation: ValidationChoice) -> TuneOptions 
         declarations: Default::default(),
         space: SearchSpace::parse("learning-rate=0.5..4 log, batch-size=64|128").unwrap(),
         repetitions: Repetitions::Poisson { mean },
+        release: TrialRelease::Best,
         validation,
         save_model: None,
     }
@@ -118,6 +119,55 @@ fn calibration_meets_the_total_and_the_release_keeps_the_trials_apart() {
         assert!((0.5..=4.0).contains(&lr));
     }
     assert_eq!(r["tuning"]["repetitions"]["law"], "poisson");
+    assert_eq!(
+        r["tuning"]["released"],
+        "best trial only (Papernot & Steinke)"
+    );
+    assert!(r["note"].as_str().unwrap().contains("--release-trials"));
+}
+
+/// A search that releases every trial: the list at top level with each trial's
+/// hyperparameters and noisy score (never its exact accuracy), its event the composition over
+/// the random number of trials (accounted again to the same ε, charged to the ledger), and the
+/// kept model's facts say which bound its ε is.
+#[test]
+fn releasing_every_trial_puts_the_noisy_scores_at_top_level_under_the_larger_bound() {
+    let o = TuneOptions {
+        release: TrialRelease::Every,
+        ..digits(2.0, 3.0, private(None))
+    };
+    let (tuned, runs, charges) = run(&o, 11);
+    let r = &tuned.release;
+    let eps = r["epsilon"].as_f64().unwrap();
+    assert!(eps <= 2.0 && eps > 2.0 * 0.999, "{eps}");
+    assert_eq!(charges, 1);
+    let event: PrivacyEvent = serde_json::from_value(r["event"].clone()).unwrap();
+    assert!(matches!(event, PrivacyEvent::RepeatAndReleaseAll { .. }));
+    assert_eq!(RdpAccountant::default().epsilon(&event, 1e-5).unwrap(), eps);
+    assert!((r["ledger"]["spent"].as_f64().unwrap() - eps).abs() < 1e-9);
+    assert_eq!(
+        r["tuning"]["released"],
+        "every trial (composition over the random number of trials)"
+    );
+    // At the same total, each trial gets less than in a best-only search.
+    let (best_only, _, _) = run(&digits(2.0, 3.0, private(None)), 11);
+    let per_trial = |r: &Value| r["epsilon_per_trial"].as_f64().unwrap();
+    assert!(per_trial(r) < per_trial(&best_only.release));
+    let released = r["trials"].as_array().unwrap();
+    assert_eq!(released.len(), runs);
+    assert!(runs > 0, "this seed draws trials");
+    for (t, record) in released.iter().zip(&tuned.trials) {
+        let keys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["hyperparameters", "noise_multiplier", "noisy_score"]);
+        assert_eq!(t["noisy_score"].as_f64().unwrap(), record.noisy_score);
+        assert_eq!(t["hyperparameters"], record.hyperparameters);
+    }
+    // The exact accuracies stay diagnostics.
+    assert!(r["diagnostics"]["trials"][0]["validation_accuracy"].is_number());
+    let kept = tuned.kept.as_ref().unwrap();
+    let tuning = kept.facts.tuning.as_ref().unwrap();
+    assert_eq!(tuning.released, TrialRelease::Every);
+    assert_eq!(kept.facts.epsilon, Some(eps));
 }
 
 #[test]
@@ -302,6 +352,7 @@ fn records_in_memory_are_searched_with_the_table_recipe_and_charged_alike() {
             eta: 0.0,
             mean: 2.0,
         },
+        release: TrialRelease::Best,
         validation_fraction: 0.2,
         score_epsilon: None,
     };
@@ -397,6 +448,7 @@ fn the_canary_audit_of_a_search_stays_below_its_epsilon() {
     let search = Search {
         space: SearchSpace::parse("learning-rate=0.5..4 log, batch-size=64|128").unwrap(),
         repetitions: Repetitions::Poisson { mean: 2.0 },
+        release: TrialRelease::Best,
         noise: Noise::TotalEpsilon(8.0),
         delta: 1e-5,
         base,
@@ -447,6 +499,7 @@ fn search_events_read_back_from_json_exactly() {
             n,
             Some(&score),
             Repetitions::Poisson { mean: 2.0 },
+            TrialRelease::Best,
             1e-5,
             Noise::TotalEpsilon(2.0),
         )

@@ -62,6 +62,7 @@ const SPECIFIC: &[Summary] = &[
             "epsilon_kept_run",
             "delta",
             "tuning.description",
+            "tuning.released",
             "best.learning_rate",
             "best.max_grad_norm",
             "best.batch_size",
@@ -733,9 +734,10 @@ fn account(v: &Value, _: Option<&Value>) -> String {
     let eps = |k: &str| lookup(v, &format!("epsilon.{k}")).map_or("-".into(), text);
     if v.get("tuning").is_some() {
         return format!(
-            "ε = {} (RDP) for the search ({}), {} for one trial, at δ = {}",
+            "ε = {} (RDP) for the search ({}; released: {}), {} for one trial, at δ = {}",
             eps("rdp"),
             field(v, "tuning.description"),
+            field(v, "tuning.released"),
             field(v, "epsilon_per_trial"),
             field(v, "delta")
         );

@@ -56,20 +56,30 @@ fn bad_search_spaces_are_refused_with_one_line() {
 
 #[test]
 fn a_target_that_cannot_be_met_is_refused_before_training() {
-    let r = dpml(&[
-        "tune",
-        "--dataset",
-        "digits",
-        "--search",
-        "learning-rate=0.5..4 log",
-        "--trials-mean",
-        "100",
-        "--epsilon",
-        "0.05",
-    ]);
+    let refused = |mean: &str, epsilon: &str, extra: &[&str]| {
+        let mut args = vec![
+            "tune",
+            "--dataset",
+            "digits",
+            "--search",
+            "learning-rate=0.5..4 log",
+            "--trials-mean",
+            mean,
+            "--epsilon",
+            epsilon,
+        ];
+        args.extend_from_slice(extra);
+        dpml(&args)
+    };
+    let r = refused("100", "0.05", &[]);
     r.assert_usage_error("cannot meet epsilon = 0.05");
     // One line and nothing else: no training progress.
     assert!(!r.stderr.contains("train:"), "{}", r.stderr);
+    // A search releasing every trial is refused the same way, saying so (that such a target
+    // can be within a best-only search's reach is tested on the plan, in dpml-core).
+    let r = refused("30", "1.5", &["--release-trials"]);
+    r.assert_usage_error("releasing every trial, cannot meet epsilon = 1.5");
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     for (flags, needle) in [
         (&["--non-private"][..], "not --non-private"),
         (
@@ -120,7 +130,17 @@ fn a_search_reports_its_total_and_keeps_the_trials_in_the_diagnostics() {
     assert!(v["epsilon_per_trial"].as_f64().unwrap() < eps);
     let trials = v["diagnostics"]["trials"].as_array().unwrap();
     assert_eq!(v["diagnostics"]["trials_run"], trials.len());
+    // Not released by default, and the note says why and how to release them.
     assert!(v.get("trials").is_none());
+    assert_eq!(
+        v["tuning"]["released"],
+        "best trial only (Papernot & Steinke)"
+    );
+    let note = v["note"].as_str().unwrap();
+    assert!(
+        note.contains("reveal") && note.contains("--release-trials"),
+        "{note}"
+    );
     // Progress: a line per trial on stderr.
     assert_eq!(
         r.stderr.matches("tune: trial ").count(),
@@ -157,6 +177,121 @@ fn a_search_reports_its_total_and_keeps_the_trials_in_the_diagnostics() {
     assert!(q.get("diagnostics").is_none(), "{q}");
     assert!(!quiet.stderr.contains("noisy score"), "{}", quiet.stderr);
     assert!(!quiet.stderr.contains("trials drawn"), "{}", quiet.stderr);
+}
+
+/// `--release-trials`: every trial's hyperparameters and noisy score at top level, the
+/// number of trials released with them, the all-release bound in the report, the model's facts
+/// and the ledger's entry; at the same total ε each trial gets less than in the default search,
+/// and at the same noise the search costs more.
+#[test]
+fn release_trials_puts_every_trial_at_top_level_under_the_composition_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("kept.safetensors");
+    let ledger = dir.path().join("budget.ledger");
+    let (m, l) = (model.to_str().unwrap(), ledger.to_str().unwrap());
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        l,
+        "--budget-epsilon",
+        "10",
+        "--json",
+    ])
+    .json();
+    let every = tune(&[
+        "--release-trials",
+        "--save-model",
+        m,
+        "--ledger",
+        l,
+        "--json",
+    ]);
+    let v = every.json();
+    let eps = v["epsilon"].as_f64().unwrap();
+    assert!(eps <= 2.0 && eps > 1.99, "{eps}");
+    assert_eq!(
+        v["tuning"]["released"],
+        "every trial (composition over the random number of trials)"
+    );
+    assert_eq!(v["event"]["type"], "repeat_and_release_all");
+    let trials = v["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), v["diagnostics"]["trials_run"]);
+    assert!(!trials.is_empty(), "this seed draws trials");
+    for (t, d) in trials
+        .iter()
+        .zip(v["diagnostics"]["trials"].as_array().unwrap())
+    {
+        assert!(t["noisy_score"].is_number() && t["hyperparameters"]["learning_rate"].is_number());
+        assert_eq!(t["noisy_score"], d["noisy_score"]);
+        // The exact accuracy is a diagnostic only.
+        assert!(t.get("validation_accuracy").is_none() && d["validation_accuracy"].is_number());
+    }
+    let top = trials
+        .iter()
+        .map(|t| t["noisy_score"].as_f64().unwrap())
+        .fold(f64::NEG_INFINITY, f64::max);
+    assert_eq!(v["best"]["noisy_score"].as_f64().unwrap(), top);
+    // The number of trials is released: the progress says so even without diagnostics.
+    let quiet = tune(&["--release-trials", "--no-diagnostics", "--json"]);
+    assert!(
+        quiet.stderr.contains("trials drawn (released"),
+        "{}",
+        quiet.stderr
+    );
+    assert_eq!(quiet.json()["trials"], v["trials"]);
+    // At the same total, each trial gets less than in the default (best-only) search.
+    let best = tune(&["--json"]).json();
+    let per_trial = |v: &serde_json::Value| v["epsilon_per_trial"].as_f64().unwrap();
+    assert!(
+        per_trial(&v) < per_trial(&best),
+        "{} vs {}",
+        per_trial(&v),
+        per_trial(&best)
+    );
+    // At the same noise, releasing every trial costs more.
+    let at_noise = |extra: &[&str]| {
+        let mut a = vec![
+            "--noise-multiplier",
+            "1.5",
+            "--score-epsilon",
+            "0.2",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        let r = dpml(
+            &[
+                &[
+                    "tune",
+                    "--dataset",
+                    "digits",
+                    "--epochs",
+                    "1",
+                    "--trials-mean",
+                    "3",
+                    "--seed",
+                    "3",
+                    "--search",
+                    "learning-rate=0.5..4 log, batch-size=64|128",
+                ][..],
+                &a[..],
+            ]
+            .concat(),
+        );
+        r.json()["epsilon"].as_f64().unwrap()
+    };
+    assert!(at_noise(&["--release-trials"]) > at_noise(&[]));
+    // The model's facts and the ledger's entry carry the bound used.
+    let facts = dpml(&["inspect", m, "--json"]).json()["privacy"].clone();
+    assert_eq!(facts["tuning"]["released"], "every", "{facts}");
+    assert!((facts["epsilon"].as_f64().unwrap() - eps).abs() < 1e-12);
+    let show = dpml(&["ledger", "show", "--ledger", l, "--json"]).json();
+    let entry = &show["entries"][0];
+    assert_eq!(entry["event"]["type"], "repeat_and_release_all", "{show}");
+    assert!(
+        (entry["epsilon"].as_f64().unwrap() - eps).abs() < 1e-12,
+        "{show}"
+    );
 }
 
 #[test]
@@ -235,4 +370,70 @@ fn account_prints_the_guarantee_of_a_search_over_any_event() {
     ])
     .assert_usage_error("RDP bound only");
     with(&["--tuning", "poisson"]).assert_usage_error("needs --trials-mean");
+    with(&["--release-trials"]).assert_usage_error("--tuning");
+}
+
+/// `account --tuning LAW --release-trials` against the closed form written out here: one
+/// trial's RDP curve (from `account --accountant rdp` of the event alone is not printed, so a
+/// Gaussian event whose curve is λ/(2σ²)), composed over Poisson(μ):
+/// ε′(λ) = μ(e^{(λ−1)λ/(2σ²)} − 1)/(λ − 1), converted to (ε, δ) with the classic conversion
+/// ε = min over λ of ε′(λ) + ln(1/δ)/(λ − 1).
+#[test]
+fn account_release_trials_follows_the_closed_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("gaussian.json");
+    let sigma = 4.0;
+    std::fs::write(
+        &events,
+        format!(r#"{{"type": "gaussian", "noise_multiplier": {sigma}}}"#),
+    )
+    .unwrap();
+    let (mu, delta) = (5.0f64, 1e-5f64);
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "account",
+            "--events",
+            events.to_str().unwrap(),
+            "--delta",
+            "1e-5",
+            "--tuning",
+            "poisson",
+            "--trials-mean",
+            "5",
+            "--accountant",
+            "rdp",
+            "--conversion",
+            "classic",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        dpml(&a).json()
+    };
+    let every = run(&["--release-trials"]);
+    let best = run(&[]);
+    // The accountant's orders (crates/accounting/src/rdp/mod.rs: default_orders).
+    let orders: Vec<f64> = (11..=109)
+        .map(|k| f64::from(k) / 10.0)
+        .chain((11..=63).map(f64::from))
+        .chain([128.0, 256.0, 512.0, 1024.0])
+        .collect();
+    let want = orders
+        .iter()
+        .map(|&l| {
+            let x = (l - 1.0) * l / (2.0 * sigma * sigma);
+            mu * x.exp_m1() / (l - 1.0) + (1.0 / delta).ln() / (l - 1.0)
+        })
+        .fold(f64::INFINITY, f64::min);
+    let got = every["epsilon"]["rdp"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    assert_eq!(
+        every["tuning"]["released"],
+        "every trial (composition over the random number of trials)"
+    );
+    assert_eq!(every["inputs"]["events"]["type"], "gaussian");
+    assert!(got > best["epsilon"]["rdp"].as_f64().unwrap());
+    assert_eq!(
+        best["tuning"]["released"],
+        "best trial only (Papernot & Steinke)"
+    );
 }

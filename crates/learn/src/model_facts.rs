@@ -56,8 +56,9 @@ pub struct RegressionFacts {
 }
 
 /// How a model was chosen by a private hyperparameter search (`dpml tune`): the best of a
-/// secret, random number of DP-SGD trials. The facts' ε, δ and accountant are then the whole
-/// search's (Papernot & Steinke's RDP bound); σ, q and steps are the kept trial's run.
+/// random number of DP-SGD trials. The facts' ε, δ and accountant are then the whole search's
+/// (an RDP bound: Papernot & Steinke's when only the best trial was released, composition over
+/// the random number of trials when every trial was); σ, q and steps are the kept trial's run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuningFacts {
     /// The law of the number of trials.
@@ -72,6 +73,11 @@ pub struct TuningFacts {
     pub validation: String,
     /// The kept trial's score: its noisy validation accuracy (or exact, on a public set).
     pub score: f64,
+    /// What the search released, and so which bound the facts' ε is: the best trial only
+    /// (Papernot & Steinke; files without the field) or every trial (composition over the
+    /// random number of trials).
+    #[serde(default)]
+    pub released: dpml_mechanisms::TrialRelease,
 }
 
 /// The train/test split a training run cut from its records: public (a key drawn independently
@@ -506,6 +512,7 @@ mod tests {
             epsilon_kept_run: Some(1.6),
             validation: "private validation split".into(),
             score: 0.97,
+            released: dpml_mechanisms::TrialRelease::Every,
         };
         let f = ModelFacts::from_training(&report(Some(1.6)), "mnist", 54000, "add/remove")
             .with_tuning(tuning.clone(), 3.0, 1e-5);
@@ -535,6 +542,14 @@ mod tests {
         for name in ["tuning.repetitions", "tuning.epsilon_per_trial NaN"] {
             assert!(problems.contains(name), "{problems}");
         }
+        assert!(json.contains(r#""released":"every""#), "{json}");
+        // Files from before the field read as best-only searches.
+        let older = json.replace(r#","released":"every""#, "");
+        let back: ModelFacts = serde_json::from_str(&older).unwrap();
+        assert_eq!(
+            back.tuning.unwrap().released,
+            dpml_mechanisms::TrialRelease::Best
+        );
         // Files without the field read as untuned.
         let plain = ModelFacts::from_training(&report(Some(1.6)), "mnist", 54000, "add/remove");
         let json = serde_json::to_string(&plain).unwrap();

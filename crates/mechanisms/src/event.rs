@@ -96,6 +96,15 @@ pub enum PrivacyEvent {
         /// One run, including the noisy score it is selected by.
         event: Box<PrivacyEvent>,
     },
+    /// `event` run K times, K drawn from `repetitions` independently of the data, with every
+    /// run's output released (and so K): a private hyperparameter search that publishes all
+    /// its trials. Accounted by the RDP accountant alone (composition over the random K).
+    RepeatAndReleaseAll {
+        /// The law of the number of runs K.
+        repetitions: crate::Repetitions,
+        /// One run, including its noisy score.
+        event: Box<PrivacyEvent>,
+    },
 }
 
 impl PrivacyEvent {
@@ -114,6 +123,7 @@ impl PrivacyEvent {
             PrivacyEvent::Composed { .. } => "composed",
             PrivacyEvent::WorstOf { .. } => "worst_of",
             PrivacyEvent::RepeatAndSelect { .. } => "repeat_and_select",
+            PrivacyEvent::RepeatAndReleaseAll { .. } => "repeat_and_release_all",
         }
     }
 

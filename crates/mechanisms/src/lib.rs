@@ -47,7 +47,7 @@ pub use exponential::PermuteAndFlip;
 pub use gaussian::{Calibration, GaussianMechanism};
 pub use laplace::LaplaceMechanism;
 pub use rational::Rational;
-pub use repetitions::Repetitions;
+pub use repetitions::{Repetitions, TrialRelease};
 pub use rng::{DpRng, StreamKey};
 pub use rr::{FrequencyEstimate, RandomizedResponse};
 pub use stats::{Noise, StatRelease, StatValue};

@@ -216,6 +216,44 @@ impl Repetitions {
     }
 }
 
+/// What a private search releases, and so which bound its guarantee is.
+///
+/// Serialised in snake case: `"best"`, `"every"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialRelease {
+    /// Only the best trial, K kept secret: Papernot & Steinke's bound (`repeat_and_select`).
+    #[default]
+    Best,
+    /// Every trial's output, and so K: RDP composition over the random number of trials
+    /// (`repeat_and_release_all`), a larger ε.
+    Every,
+}
+
+impl TrialRelease {
+    /// What is released and under which bound, in words, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TrialRelease::Best => "best trial only (Papernot & Steinke)",
+            TrialRelease::Every => "every trial (composition over the random number of trials)",
+        }
+    }
+
+    /// The event of a search of `trial` repeated as `repetitions` says, releasing what `self`
+    /// says.
+    pub fn event(
+        self,
+        repetitions: Repetitions,
+        trial: crate::PrivacyEvent,
+    ) -> crate::PrivacyEvent {
+        let event = Box::new(trial);
+        match self {
+            TrialRelease::Best => crate::PrivacyEvent::RepeatAndSelect { repetitions, event },
+            TrialRelease::Every => crate::PrivacyEvent::RepeatAndReleaseAll { repetitions, event },
+        }
+    }
+}
+
 /// The ratio P\[K = k + 1\] / P\[K = k\] of a law, exactly.
 type Ratio = Box<dyn Fn(u64) -> BigRational + Send + Sync>;
 

@@ -3,7 +3,7 @@
 //! recipe the estimators train with. The estimator conventions (best_estimator_, cv_results_)
 //! live in python/dpml/tuning.py.
 
-use dpml_core::mechanisms::Repetitions;
+use dpml_core::mechanisms::{Repetitions, TrialRelease};
 use dpml_core::observe::Silent;
 use dpml_core::tune::{DEFAULT_VALIDATION_FRACTION, SearchFitOptions, SearchSpace};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
@@ -21,9 +21,10 @@ type TuneResult = (Option<TrainedModel>, String, String);
 /// trials drawn from `repetitions_json` (`{"law": "poisson", "mean": 10}`), each a DP-SGD run
 /// of the table recipe with the `recipe` keywords (whose `epsilon` is the search's TOTAL, or
 /// whose `noise_multiplier` is every trial's σ), scored by a noisy count on a keyed
-/// `validation_fraction` of the records. With a `ledger`, charged as `dpml tune --ledger`.
+/// `validation_fraction` of the records; `release_trials` releases every trial (as `dpml tune
+/// --release-trials`). With a `ledger`, charged as `dpml tune --ledger`.
 #[pyfunction]
-#[pyo3(signature = (x, y, classes, bounds, recipe, space_json, repetitions_json, *, validation_fraction=None, score_epsilon=None, seed=None, ledger=None))]
+#[pyo3(signature = (x, y, classes, bounds, recipe, space_json, repetitions_json, *, validation_fraction=None, score_epsilon=None, release_trials=false, seed=None, ledger=None))]
 #[allow(clippy::too_many_arguments)]
 fn tune_fit(
     py: Python<'_>,
@@ -36,6 +37,7 @@ fn tune_fit(
     repetitions_json: &str,
     validation_fraction: Option<f64>,
     score_epsilon: Option<f64>,
+    release_trials: bool,
     seed: Option<u64>,
     ledger: Option<PyRef<'_, PyLedger>>,
 ) -> PyResult<TuneResult> {
@@ -50,6 +52,11 @@ fn tune_fit(
         fit: recipe.fit_options(bounds, classes)?,
         space: SearchSpace::from_json(&space).map_err(value_error)?,
         repetitions,
+        release: if release_trials {
+            TrialRelease::Every
+        } else {
+            TrialRelease::Best
+        },
         validation_fraction: validation_fraction.unwrap_or(DEFAULT_VALIDATION_FRACTION),
         score_epsilon,
     };

@@ -284,6 +284,14 @@ impl Flat {
                         .into(),
                 ));
             }
+            PrivacyEvent::RepeatAndReleaseAll { .. } => {
+                return Err(AccountingError::Unsupported(
+                    "the PLD accountant has no bound for repeat_and_release_all (every trial of \
+                     a private hyperparameter search released); its bound is an RDP one: use \
+                     the RDP accountant"
+                        .into(),
+                ));
+            }
             PrivacyEvent::WorstOf { .. } => {
                 return Err(AccountingError::Unsupported(
                     "the PLD accountant does not take worst_of events (the worst of several \

@@ -5,6 +5,8 @@
 //! ε = ε_rdp(δ − Σδᵢ) + Σεᵢ. Pure ε-DP events can go either way ([`PureAs`]); the accountant
 //! tries both and keeps the smaller ε.
 
+use dpml_mechanisms::TrialRelease;
+
 use crate::{AccountingError, PrivacyEvent};
 
 use super::{check, curves, sampled_gaussian};
@@ -191,23 +193,42 @@ pub(crate) fn cost(
             })?
         }
         PrivacyEvent::RepeatAndSelect { repetitions, event } => {
-            // The theorems take the run's RDP curve: its pure parts go into the curve, and
-            // (ε, δ) parts with δ > 0 (which have none) are refused.
-            let run = cost(event, orders, PureAs::Rdp)?;
-            if run.delta > 0.0 || run.epsilon > 0.0 {
-                return Err(AccountingError::Unsupported(format!(
-                    "repeat_and_select needs a run with an RDP curve; its {} event has (ε, δ) \
-                     parts with δ > 0, which have none",
-                    event.kind()
-                )));
-            }
-            Cost::curve_values(super::repeat::repeat_and_select(
+            Cost::curve_values(super::repeat::repeated(
                 orders,
-                &run.rdp,
+                &run_curve("repeat_and_select", event, orders)?,
                 repetitions,
+                TrialRelease::Best,
+            )?)
+        }
+        PrivacyEvent::RepeatAndReleaseAll { repetitions, event } => {
+            Cost::curve_values(super::repeat::repeated(
+                orders,
+                &run_curve("repeat_and_release_all", event, orders)?,
+                repetitions,
+                TrialRelease::Every,
             )?)
         }
     })
+}
+
+/// The RDP curve of the run a search (of type `search`) repeats: the bounds over the random number of
+/// runs take a curve, so the run's pure parts go into it, and (ε, δ) parts with δ > 0 (which
+/// have none) are refused.
+fn run_curve(
+    search: &str,
+    run: &PrivacyEvent,
+    orders: &[f64],
+) -> Result<Vec<f64>, AccountingError> {
+    let c = cost(run, orders, PureAs::Rdp)?;
+    if c.delta > 0.0 || c.epsilon > 0.0 {
+        return Err(AccountingError::Unsupported(format!(
+            "{} needs a run with an RDP curve; its {} event has (ε, δ) parts with δ > 0, \
+             which have none",
+            search,
+            run.kind()
+        )));
+    }
+    Ok(c.rdp)
 }
 
 fn poisson_sampled(
@@ -346,7 +367,8 @@ pub(crate) fn dp_guarantee(event: &PrivacyEvent) -> Result<Option<(f64, f64)>, A
         }
         PrivacyEvent::Gaussian { .. }
         | PrivacyEvent::DiscreteGaussian { .. }
-        | PrivacyEvent::RepeatAndSelect { .. } => None,
+        | PrivacyEvent::RepeatAndSelect { .. }
+        | PrivacyEvent::RepeatAndReleaseAll { .. } => None,
     })
 }
 

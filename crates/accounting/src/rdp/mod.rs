@@ -12,6 +12,7 @@ mod compose;
 mod conversion;
 mod curves;
 mod repeat;
+mod repeat_all;
 mod sampled_gaussian;
 
 pub use conversion::Conversion;

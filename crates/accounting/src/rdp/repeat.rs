@@ -19,33 +19,44 @@
 //!   2022 (arXiv:2110.03620), Theorems 2 and 6.
 //! - Google dp_accounting, `rdp_privacy_accountant._compute_rdp_repeat_and_select`.
 
-use dpml_mechanisms::Repetitions;
+use dpml_mechanisms::{Repetitions, TrialRelease};
 
 use super::conversion::{self, Conversion};
 use crate::AccountingError;
 
-/// The RDP curve of repeating-and-selecting a mechanism whose curve is `rdp` (at `orders`,
-/// each > 1) a `repetitions`-distributed number of times.
+/// The RDP curve of running a mechanism whose curve is `rdp` (at `orders`, each > 1) a
+/// `repetitions`-distributed number of times and releasing what `release` says: the best
+/// output (this module), or every output ([`super::repeat_all`]).
 ///
 /// # Errors
 /// [`AccountingError::InvalidParameter`] for a law with bad parameters.
-pub(crate) fn repeat_and_select(
+pub(crate) fn repeated(
     orders: &[f64],
     rdp: &[f64],
     repetitions: &Repetitions,
+    release: TrialRelease,
 ) -> Result<Vec<f64>, AccountingError> {
     let law = repetitions
         .validate()
         .map_err(|e| AccountingError::InvalidParameter(e.to_string()))?;
+    Ok(match release {
+        TrialRelease::Best => repeat_and_select(orders, rdp, law),
+        TrialRelease::Every => super::repeat_all::repeat_and_release_all(orders, rdp, law),
+    })
+}
+
+/// Papernot & Steinke's curve of the best of a `law`-distributed number of runs (`law`
+/// validated).
+fn repeat_and_select(orders: &[f64], rdp: &[f64], law: Repetitions) -> Vec<f64> {
     let raw: Vec<f64> = match law {
         Repetitions::Poisson { mean } => poisson(orders, rdp, mean),
         Repetitions::TruncatedNegativeBinomial { eta, .. } => {
-            // Validated above, so γ exists and lies in (0, 1].
+            // Validated, so γ exists and lies in (0, 1].
             let gamma = law.gamma().unwrap_or(1.0);
             truncated_negative_binomial(orders, rdp, eta, gamma, law.expected())
         }
     };
-    Ok(monotone(orders, &raw))
+    monotone(orders, &raw)
 }
 
 /// Theorem 6: ε(λ) + μ·δ̂(λ) + ln(μ)/(λ − 1), δ̂(λ) = δ of the curve at ε̂ = ln(1 + 1/(λ − 1)).
@@ -85,7 +96,7 @@ fn truncated_negative_binomial(
 
 /// Each value replaced by the smallest at any order ≥ its own (RDP is non-decreasing in the
 /// order, so a bound at a higher order holds at a lower one). Negative values become 0.
-fn monotone(orders: &[f64], values: &[f64]) -> Vec<f64> {
+pub(super) fn monotone(orders: &[f64], values: &[f64]) -> Vec<f64> {
     orders
         .iter()
         .map(|&a| {
@@ -100,9 +111,27 @@ fn monotone(orders: &[f64], values: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+/// Each value replaced by the smallest at any order ≥ its own, written out afresh (for tests,
+/// apart from [`monotone`]).
+#[cfg(test)]
+pub(super) fn lowest_above(orders: &[f64], raw: impl Fn(f64) -> f64) -> Vec<f64> {
+    orders
+        .iter()
+        .map(|&a| {
+            let mut best = f64::INFINITY;
+            for &b in orders {
+                if b >= a {
+                    best = best.min(raw(b));
+                }
+            }
+            best.max(0.0)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use dpml_mechanisms::{PrivacyEvent, Repetitions};
+    use dpml_mechanisms::{PrivacyEvent, Repetitions, TrialRelease};
 
     use super::*;
     use crate::rdp::{RdpAccountant, default_orders};
@@ -112,22 +141,6 @@ mod tests {
             repetitions,
             event: Box::new(event),
         }
-    }
-
-    /// Each value replaced by the smallest at any order ≥ its own, written out afresh.
-    fn lowest_above(orders: &[f64], raw: impl Fn(f64) -> f64) -> Vec<f64> {
-        orders
-            .iter()
-            .map(|&a| {
-                let mut best = f64::INFINITY;
-                for &b in orders {
-                    if b >= a {
-                        best = best.min(raw(b));
-                    }
-                }
-                best.max(0.0)
-            })
-            .collect()
     }
 
     /// The accountant's curve for a Gaussian run against Papernot & Steinke's formulas written
@@ -263,7 +276,7 @@ mod tests {
         for law in laws {
             let (a, b) = (best_of(&p, &law), best_of(&q, &law));
             assert!((a.iter().sum::<f64>() - 1.0).abs() < 1e-12);
-            let bound = repeat_and_select(&orders, &run_curve, &law).unwrap();
+            let bound = repeated(&orders, &run_curve, &law, TrialRelease::Best).unwrap();
 
             let mut tightest = f64::INFINITY;
             let mut closest = (0.0, 0.0, 0.0);
@@ -303,30 +316,41 @@ mod tests {
         let one =
             crate::Accountant::epsilon(&acc, &PrivacyEvent::dp_sgd(1.0, 0.01, 1000), 1e-5).unwrap();
         assert!(total > one && total < 3.0 * one, "{total} vs {one}");
-        let pld = crate::pld::PldAccountant::pessimistic();
-        let e = crate::Accountant::epsilon(&pld, &event, 1e-5).unwrap_err();
-        assert!(e.to_string().contains("RDP accountant"), "{e}");
-        let approximate = search(
-            Repetitions::Poisson { mean: 5.0 },
-            PrivacyEvent::EpsilonDelta {
-                epsilon: 1.0,
-                delta: 1e-6,
-            },
-        );
-        let e = acc.rdp(&approximate).unwrap_err().to_string();
-        assert!(e.contains("repeat_and_select"), "{e}");
-        let bad = search(
-            Repetitions::Poisson { mean: 0.0 },
-            PrivacyEvent::Gaussian {
-                noise_multiplier: 1.0,
-            },
-        );
-        assert!(
-            acc.rdp(&bad)
-                .unwrap_err()
-                .to_string()
-                .contains("mean number of trials")
-        );
+        // Both search events, the best-only one and the all-release one: RDP only, a run
+        // with a curve, a law in range.
+        for release in [TrialRelease::Best, TrialRelease::Every] {
+            let searched = release.event(
+                Repetitions::Poisson { mean: 5.0 },
+                PrivacyEvent::dp_sgd(1.0, 0.01, 1000),
+            );
+            let pld = crate::pld::PldAccountant::pessimistic();
+            let e = crate::Accountant::epsilon(&pld, &searched, 1e-5).unwrap_err();
+            assert!(e.to_string().contains("RDP accountant"), "{e}");
+            let approximate = release.event(
+                Repetitions::Poisson { mean: 5.0 },
+                PrivacyEvent::EpsilonDelta {
+                    epsilon: 1.0,
+                    delta: 1e-6,
+                },
+            );
+            let e = acc.rdp(&approximate).unwrap_err().to_string();
+            assert!(
+                e.contains(searched.kind()) && e.contains("RDP curve"),
+                "{e}"
+            );
+            let bad = release.event(
+                Repetitions::Poisson { mean: 0.0 },
+                PrivacyEvent::Gaussian {
+                    noise_multiplier: 1.0,
+                },
+            );
+            assert!(
+                acc.rdp(&bad)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("mean number of trials")
+            );
+        }
         // More trials on average cost more.
         let more = search(
             Repetitions::Poisson { mean: 50.0 },

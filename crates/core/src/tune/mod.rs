@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use dpml_data::{Dataset, LoadOptions, Source, SplitKey, load, validation_split};
 use dpml_learn::dpsgd::{self, EpochLog, InputTransform, Task};
 use dpml_learn::model_facts::{Guarantee, ModelFacts, SplitFacts, TuningFacts};
-use dpml_mechanisms::{DpRng, Repetitions};
+use dpml_mechanisms::{DpRng, Repetitions, TrialRelease};
 use dpml_nn::Sequential;
 use serde_json::{Value, json};
 
@@ -111,6 +111,8 @@ pub struct TuneOptions {
     pub space: SearchSpace,
     /// The law of the number of trials.
     pub repetitions: Repetitions,
+    /// What the search releases: the best trial (default), or every trial.
+    pub release: TrialRelease,
     /// What the trials are scored on.
     pub validation: ValidationChoice,
     /// Save the kept model here.
@@ -129,6 +131,8 @@ pub struct SearchFitOptions {
     pub space: SearchSpace,
     /// The law of the number of trials.
     pub repetitions: Repetitions,
+    /// What the search releases: the best trial (default), or every trial.
+    pub release: TrialRelease,
     /// The share of the records held out for validation.
     pub validation_fraction: f64,
     /// ε of each trial's noisy count (default: [`DEFAULT_SCORE_SHARE`] of the total ε).
@@ -154,13 +158,16 @@ pub struct KeptModel {
 /// A finished search: the release (JSON, diagnostics apart), the trials and the kept model.
 #[derive(Debug)]
 pub struct Tuned {
-    /// The release: the kept model's guarantee and hyperparameters at top level; the trials,
-    /// their number and every exact accuracy under [`privacy_model::DIAGNOSTICS_KEY`]; the
-    /// ledger's balance under `"ledger"` when one was charged.
+    /// The release: the kept model's guarantee and hyperparameters at top level (and every
+    /// trial's hyperparameters and noisy score under `"trials"` when the search releases
+    /// them); the trials, their number and every exact accuracy under
+    /// [`privacy_model::DIAGNOSTICS_KEY`]; the ledger's balance under `"ledger"` when one was
+    /// charged.
     pub release: Value,
     /// The search's privacy plan.
     pub plan: Plan,
-    /// Every trial (not covered by the guarantee).
+    /// Every trial (its hyperparameters and noisy score covered by the guarantee only when the
+    /// search releases every trial).
     pub trials: Vec<TrialRecord>,
     /// The kept model, when a trial ran.
     pub kept: Option<KeptModel>,
@@ -225,6 +232,7 @@ pub fn tune(
     let search = Search {
         space: o.space.clone(),
         repetitions: o.repetitions,
+        release: o.release,
         noise,
         delta: cfg.delta,
         base: cfg,
@@ -285,6 +293,7 @@ pub fn fit(
     let search = Search {
         space: o.space.clone(),
         repetitions: o.repetitions,
+        release: o.release,
         noise: Noise::of(&cfg.privacy)?,
         delta: cfg.delta,
         base: cfg,
@@ -308,8 +317,12 @@ pub fn fit(
 const SPLIT_BASIS: dpml_data::SplitBasis = Guarantee::DpSgd.split_basis();
 
 /// What the ledger is charged for a search on `dataset`: the whole search's event and
-/// guarantee, one entry.
+/// guarantee (the bound of what it releases), one entry.
 fn search_charge(plan: &Plan, repetitions: &Repetitions, dataset: &str) -> Charge {
+    let what = match plan.release {
+        TrialRelease::Best => "the best of",
+        TrialRelease::Every => "every one of",
+    };
     Charge::of(
         "tune",
         dataset,
@@ -318,7 +331,7 @@ fn search_charge(plan: &Plan, repetitions: &Repetitions, dataset: &str) -> Charg
         plan.delta,
     )
     .labelled(format!(
-        "tune on {dataset}: the best of {} trials",
+        "tune on {dataset}: {what} {} trials",
         repetitions.describe()
     ))
 }
@@ -414,6 +427,7 @@ fn run_search(
                 epsilon_kept_run: k.outcome.report.epsilon,
                 validation: name.clone(),
                 score: trial.noisy_score,
+                released: outcome.plan.release,
             };
             let facts = model_facts(&k.outcome.report, Task::Classification, &fit, ctx)
                 .with_tuning(tuning, outcome.plan.epsilon, outcome.plan.delta);

@@ -1,6 +1,7 @@
 //! The privacy plan of a search, made before any training: one noise multiplier per cell of
 //! batch size × epochs ([`super::space::Cell`]), the trial's event, the search's event (that
-//! trial repeated a secret, random number of times, the best kept) and the search's ε.
+//! trial repeated a random number of times, the best kept with the number secret, or every
+//! trial released: [`TrialRelease`]) and the search's ε.
 //!
 //! A trial is the worst of (a) its DP-SGD run, one of the cells' as its random hyperparameters
 //! pick (a data-independent choice: the worst cell bounds it), and (b) its noisy score. (a) and
@@ -10,14 +11,15 @@
 //!
 //! With a target ε, every cell's σ is calibrated so that its DP-SGD run alone reaches one
 //! common per-trial ε (the RDP accountant's); that common value is then raised by bisection
-//! as far as the search's ε (Papernot & Steinke's bound on the worst cell's curve plus the
-//! score's, converted to (ε, δ)) stays within the target. A target that even noise-free-cost
+//! as far as the search's ε (Papernot & Steinke's bound, or the composition over the random
+//! number of trials when every trial is released, on the worst cell's curve plus the score's,
+//! converted to (ε, δ)) stays within the target. A target that even noise-free-cost
 //! trials (σ → ∞) miss is refused here, before anything trains.
 
 use dpml_accounting::calibrate::{noise_multiplier, steps_for_epochs};
 use dpml_accounting::rdp::RdpAccountant;
 use dpml_accounting::{Accountant, PrivacyEvent};
-use dpml_mechanisms::Repetitions;
+use dpml_mechanisms::{Repetitions, TrialRelease};
 use serde::Serialize;
 
 use super::space::Cell;
@@ -81,9 +83,12 @@ pub struct Plan {
     /// One trial: one of the cells' DP-SGD runs (which one, its random hyperparameters
     /// decide) on the training records, the noisy score on the disjoint validation records.
     pub trial: PrivacyEvent,
-    /// The search: the trial repeated K times, K from the law, the best released.
+    /// The search: the trial repeated K times, K from the law, the best released (or every
+    /// trial, as `release` says).
     pub search: PrivacyEvent,
-    /// ε of the search at `delta` (RDP, Papernot & Steinke): the guarantee of the release.
+    /// What the search releases, and so which bound `search` is accounted with.
+    pub release: TrialRelease,
+    /// ε of the search at `delta` (RDP): the guarantee of the release.
     pub epsilon: f64,
     /// ε of one trial by itself at `delta` (RDP).
     pub epsilon_per_trial: f64,
@@ -111,7 +116,8 @@ const BISECTION_STEPS: usize = 40;
 const SMALLEST_SHARE: f64 = 1e-3;
 
 /// The plan of a search over `cells` of trials on `n` records, each trial scored with the
-/// `score` event (`None` for a public validation set), repeated as `repetitions` says, at δ.
+/// `score` event (`None` for a public validation set), repeated as `repetitions` says and
+/// releasing what `release` says, at δ.
 ///
 /// # Errors
 /// A usage error when the target cannot be met (the message says what costs the budget), or
@@ -121,6 +127,7 @@ pub fn plan(
     n: usize,
     score: Option<&PrivacyEvent>,
     repetitions: Repetitions,
+    release: TrialRelease,
     delta: f64,
     noise: Noise,
 ) -> Result<Plan> {
@@ -158,16 +165,14 @@ pub fn plan(
             },
             None => training,
         };
-        let search = PrivacyEvent::RepeatAndSelect {
-            repetitions,
-            event: Box::new(trial.clone()),
-        };
+        let search = release.event(repetitions, trial.clone());
         Ok(Plan {
             epsilon: rdp.epsilon(&search, delta)?,
             epsilon_per_trial: rdp.epsilon(&trial, delta)?,
             cells,
             trial,
             search,
+            release,
             delta,
         })
     };
@@ -186,13 +191,17 @@ pub fn plan(
         build(&sigmas)
     };
     let refuse = || -> Error {
-        let floor = match floor_epsilon(score, repetitions, delta, &rdp) {
+        let floor = match floor_epsilon(score, repetitions, release, delta, &rdp) {
             Ok(f) => f,
             Err(e) => return e,
         };
+        let every = match release {
+            TrialRelease::Best => "",
+            TrialRelease::Every => ", releasing every trial,",
+        };
         Error::usage(format!(
-            "a search of {} cannot meet epsilon = {target} (delta = {delta}): the noisy \
-             score and the search alone cost epsilon = {floor:.4}, and training as well \
+            "a search of {}{every} cannot meet epsilon = {target} (delta = {delta}): the \
+             noisy score and the search alone cost epsilon = {floor:.4}, and training as well \
              leaves no room; raise --epsilon, or lower --trials-mean or --score-epsilon \
              (nothing was trained)",
             repetitions.describe()
@@ -231,24 +240,19 @@ pub fn plan(
     Ok(best)
 }
 
-/// The search's ε if training cost nothing: the noisy score alone, repeated and selected (for
-/// messages: what the budget goes to before any training).
+/// The search's ε if training cost nothing: the noisy score alone, repeated (for messages:
+/// what the budget goes to before any training).
 fn floor_epsilon(
     score: Option<&PrivacyEvent>,
     repetitions: Repetitions,
+    release: TrialRelease,
     delta: f64,
     rdp: &RdpAccountant,
 ) -> Result<f64> {
     let run = score.cloned().unwrap_or(PrivacyEvent::Gaussian {
         noise_multiplier: 1e6,
     });
-    Ok(rdp.epsilon(
-        &PrivacyEvent::RepeatAndSelect {
-            repetitions,
-            event: Box::new(run),
-        },
-        delta,
-    )?)
+    Ok(rdp.epsilon(&release.event(repetitions, run), delta)?)
 }
 
 #[cfg(test)]
@@ -283,6 +287,7 @@ mod tests {
             2000,
             Some(&score()),
             law,
+            TrialRelease::Best,
             1e-5,
             Noise::TotalEpsilon(4.0),
         )
@@ -316,6 +321,7 @@ mod tests {
             2000,
             Some(&score()),
             law,
+            TrialRelease::Best,
             1e-5,
             Noise::Multiplier(2.0),
         )
@@ -335,6 +341,7 @@ mod tests {
             2000,
             Some(&loud),
             law,
+            TrialRelease::Best,
             1e-5,
             Noise::TotalEpsilon(1.0),
         )
@@ -342,6 +349,61 @@ mod tests {
         .to_string();
         assert!(
             e.contains("cannot meet epsilon = 1") && e.contains("nothing was trained"),
+            "{e}"
+        );
+    }
+
+    /// The plan over [`cells`] on 2000 records, scored with [`score`], at δ = 1e-5.
+    fn planned(law: Repetitions, release: TrialRelease, noise: Noise) -> Result<Plan> {
+        plan(&cells(), 2000, Some(&score()), law, release, 1e-5, noise)
+    }
+
+    /// Releasing every trial is accounted by composition over the random number of trials:
+    /// at the same total the calibration meets it with less per trial, and its event is the
+    /// all-release one; at the same noise it costs more.
+    #[test]
+    fn releasing_every_trial_calibrates_each_trial_below_the_best_only_search() {
+        let law = Repetitions::Poisson { mean: 5.0 };
+        let at = |release| planned(law, release, Noise::TotalEpsilon(4.0)).unwrap();
+        let (best, every) = (at(TrialRelease::Best), at(TrialRelease::Every));
+        assert!(matches!(
+            every.search,
+            PrivacyEvent::RepeatAndReleaseAll { .. }
+        ));
+        assert_eq!(every.release, TrialRelease::Every);
+        assert!(every.epsilon <= 4.0 && every.epsilon > 4.0 * (1.0 - TOLERANCE));
+        let again = RdpAccountant::default()
+            .epsilon(&every.search, 1e-5)
+            .unwrap();
+        assert_eq!(again, every.epsilon);
+        assert!(
+            every.epsilon_per_trial < best.epsilon_per_trial,
+            "{} vs {}",
+            every.epsilon_per_trial,
+            best.epsilon_per_trial
+        );
+        assert!(every.cells[0].noise_multiplier > best.cells[0].noise_multiplier);
+        let fixed = |release| {
+            planned(law, release, Noise::Multiplier(1.5))
+                .unwrap()
+                .epsilon
+        };
+        assert!(fixed(TrialRelease::Every) > fixed(TrialRelease::Best));
+    }
+
+    #[test]
+    fn a_target_only_the_best_only_search_meets_is_refused_when_every_trial_is_released() {
+        let at = |release| {
+            planned(
+                Repetitions::Poisson { mean: 30.0 },
+                release,
+                Noise::TotalEpsilon(1.5),
+            )
+        };
+        assert!(at(TrialRelease::Best).is_ok());
+        let e = at(TrialRelease::Every).unwrap_err().to_string();
+        assert!(
+            e.contains("releasing every trial") && e.contains("nothing was trained"),
             "{e}"
         );
     }

@@ -1,10 +1,13 @@
 //! The JSON release of a search: at top level the guarantee of the whole search and what it
-//! covers (the kept model, its hyperparameters and its noisy score), beside the per-trial ε and
-//! the ε the kept run alone would have claimed; under the diagnostics what it does not cover:
-//! the number of trials, every trial's hyperparameters and score, and every exact accuracy.
+//! covers (the kept model, its hyperparameters and its noisy score; and every trial's
+//! hyperparameters and noisy score under `"trials"` when the search releases every trial),
+//! beside the per-trial ε and the ε the kept run alone would have claimed; under the
+//! diagnostics what it does not cover: by default the number of trials and every trial's
+//! hyperparameters and score, and always every exact accuracy.
 
 use dpml_data::Dataset;
 use dpml_learn::dpsgd::Eval;
+use dpml_mechanisms::TrialRelease;
 use serde_json::{Value, json};
 
 use super::search::{Search, SearchOutcome};
@@ -27,12 +30,24 @@ pub(super) struct Scoring<'a> {
     pub key: Option<String>,
 }
 
-/// Why the trials are diagnostics, in the release's words.
+/// What the guarantee of a best-only search covers, and why the trials are diagnostics, in
+/// the release's words.
 const NOTE: &str = "epsilon is the guarantee of the whole search (Papernot & Steinke 2022, RDP): \
      it covers the kept model, its hyperparameters and its noisy score. The number of trials was \
-     drawn in secret and only the best trial is released: the trial list, its length and the \
-     other trials' scores are not covered and sit under diagnostics. epsilon_per_trial is one \
-     trial's; epsilon_kept_run is what the kept run alone would have claimed.";
+     drawn in secret and only the best trial is released: listing every trial would reveal that \
+     number (the list's length) and every trial's score, which this guarantee does not cover, \
+     so the list sits under diagnostics. To release it, search with --release-trials \
+     (release_trials=True in Python), accounted by composition over the random number of \
+     trials: a larger epsilon. epsilon_per_trial is one trial's; epsilon_kept_run is what the \
+     kept run alone would have claimed.";
+
+/// What the guarantee of a search that releases every trial covers, in the release's words.
+const NOTE_EVERY: &str = "epsilon is the guarantee of the whole search releasing every trial (RDP \
+     composition over the random number of trials, drawn independently of the data): it covers \
+     every trial's hyperparameters and noisy score (trials), their number, and the kept model. \
+     The exact validation accuracies are not covered and sit under diagnostics. \
+     epsilon_per_trial is one trial's; epsilon_kept_run is what the kept run alone would have \
+     claimed.";
 
 /// The release of `outcome`, a search of `search` on the records `ctx` describes, whose trials
 /// trained on `train_size` records and were scored as `scoring` says; `test` is the kept
@@ -83,7 +98,7 @@ pub(super) fn release(
         )
         .insert("kept_run_accountant", json!(search.base.accountant.name()))
         .insert("tuning", {
-            let mut t = tuning_json(&search.repetitions);
+            let mut t = tuning_json(&search.repetitions, plan.release);
             t["repetitions"] = json!(search.repetitions);
             t
         })
@@ -116,7 +131,16 @@ pub(super) fn release(
         .insert("model", json!(search.base.model))
         .insert("normalize", json!(search.base.normalize))
         .insert("seeded", json!(seeded))
-        .insert("note", json!(NOTE));
+        .insert(
+            "note",
+            json!(match plan.release {
+                TrialRelease::Best => NOTE,
+                TrialRelease::Every => NOTE_EVERY,
+            }),
+        );
+    if plan.release == TrialRelease::Every {
+        r.insert("trials", released_trials(outcome));
+    }
     if outcome.kept.is_none() {
         r.insert(
             "outcome",
@@ -138,6 +162,22 @@ pub(super) fn release(
         .diagnostic("test_size", json!(test.map(|e| e.n)));
     r.drop_nulls();
     r.into_value()
+}
+
+/// Every trial as a search that releases them all does: its hyperparameters, its σ (its cell's,
+/// set before training) and its noisy score; not its exact accuracy or its time.
+fn released_trials(outcome: &SearchOutcome) -> Value {
+    outcome
+        .trials
+        .iter()
+        .map(|t| {
+            json!({
+                "hyperparameters": t.hyperparameters,
+                "noise_multiplier": t.noise_multiplier,
+                "noisy_score": t.noisy_score,
+            })
+        })
+        .collect()
 }
 
 /// The space as JSON: `{"learning_rate": {"range": [0.05, 2], "log": true}, …}`.

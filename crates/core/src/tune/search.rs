@@ -1,12 +1,14 @@
 //! Running a private search: plan its privacy (and have it checked against a budget), draw the secret number of trials,
 //! train each trial with hyperparameters drawn from the space, score it (a noisy count of the
 //! validation records it classifies correctly, or its exact accuracy on a public set), and keep
-//! the best. Only the best trial's model, hyperparameters and noisy score are covered by the
-//! search's guarantee; the number of trials and the other trials' scores are not.
+//! the best. By default only the best trial's model, hyperparameters and noisy score are
+//! covered by the search's guarantee, and the number of trials and the other trials' scores
+//! are not; a search that releases every trial ([`TrialRelease::Every`]) covers them all, at a
+//! larger ε.
 
 use dpml_data::Dataset;
 use dpml_learn::dpsgd::{self, Privacy, Task, TrainConfig, TrainOutcome};
-use dpml_mechanisms::{DiscreteLaplaceMechanism, DpRng, PrivacyEvent, Repetitions};
+use dpml_mechanisms::{DiscreteLaplaceMechanism, DpRng, PrivacyEvent, Repetitions, TrialRelease};
 use serde::Serialize;
 
 use super::plan::{self, Noise, Plan};
@@ -50,6 +52,9 @@ pub struct Search {
     pub space: SearchSpace,
     /// The law of the number of trials.
     pub repetitions: Repetitions,
+    /// What the search releases: the best trial (K secret), or every trial's hyperparameters
+    /// and noisy score (and so K), which its guarantee then covers.
+    pub release: TrialRelease,
     /// How the trials' noise is set.
     pub noise: Noise,
     /// δ of the search's guarantee.
@@ -104,7 +109,8 @@ pub struct Kept {
 pub struct SearchOutcome {
     /// Its privacy plan (the guarantee of the release).
     pub plan: Plan,
-    /// Every trial, in order (not covered by the guarantee: diagnostics).
+    /// Every trial, in order (covered by the guarantee, hyperparameters and noisy scores, only
+    /// when the search releases every trial; their exact accuracies never are).
     pub trials: Vec<TrialRecord>,
     /// The best trial; `None` when the law drew no trial (Poisson's K = 0).
     pub kept: Option<Kept>,
@@ -158,7 +164,9 @@ pub enum TrialProgress<'a> {
 /// secret; the best trial by (noisy score, a uniform 64-bit tie-break drawn with it) is kept.
 /// The release of the kept model, its hyperparameters and noisy score is the plan's `search`
 /// event, (ε, δ) = (`plan.epsilon`, `plan.delta`). K, the other trials and every exact
-/// accuracy are not covered: diagnostics.
+/// accuracy are not covered (diagnostics), unless the search releases every trial: then the
+/// event is the composition over the random K, which covers every trial's output (its
+/// model, hyperparameters and noisy score) and K; the exact accuracies remain diagnostics.
 ///
 /// # Errors
 /// Usage errors for a recipe or space that does not fit the data or a target that cannot be
@@ -214,6 +222,7 @@ pub fn run_with(
         fit.n,
         score.as_ref().map(DiscreteLaplaceMechanism::event).as_ref(),
         search.repetitions,
+        search.release,
         search.delta,
         search.noise,
     )?;

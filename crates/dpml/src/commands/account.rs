@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use dpml_accounting::PrivacyEvent;
 use dpml_accounting::rdp::Conversion;
 use dpml_core::account;
+use dpml_mechanisms::TrialRelease;
 use serde_json::{Value, json};
 
 use super::schedule::ScheduleArgs;
@@ -74,6 +75,10 @@ pub struct AccountArgs {
     pub tuning: Option<LawArg>,
     #[command(flatten)]
     pub trials: TrialsArgs,
+    /// With --tuning: the guarantee of releasing every run's output (and so K) instead of the
+    /// best one: composition over the random number of runs (RDP only).
+    #[arg(long, requires = "tuning")]
+    pub release_trials: bool,
 }
 
 /// Run `dpml account`.
@@ -95,9 +100,15 @@ pub fn run(a: &AccountArgs, out: Output) -> CliResult<()> {
                 )));
             }
             let repetitions = a.trials.repetitions(law, "--tuning")?;
+            let release = if a.release_trials {
+                TrialRelease::Every
+            } else {
+                TrialRelease::Best
+            };
             account::account_search(
                 &event,
                 repetitions,
+                release,
                 inputs,
                 a.delta,
                 account::Which::Rdp,

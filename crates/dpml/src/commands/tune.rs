@@ -3,7 +3,9 @@
 //! `truncated-negative-binomial`, mean `--trials-mean`), each scored on a private validation
 //! split with noise (or on `--public-validation` records), the best model released with the
 //! guarantee of the whole search: `--epsilon` is the TOTAL, and every trial's noise is
-//! calibrated to meet it (refused before any training when it cannot be met).
+//! calibrated to meet it (refused before any training when it cannot be met). With
+//! `--release-trials` every trial's hyperparameters and noisy score are released too, under
+//! the composition bound over the random number of trials.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +16,7 @@ use dpml_core::tune::{
     TuneOptions, ValidationChoice,
 };
 use dpml_data::Source;
+use dpml_mechanisms::TrialRelease;
 use serde_json::json;
 
 use super::train::{Bars, SourceArgs, SplitArgs, TrainingArgs};
@@ -36,11 +39,17 @@ pub struct TuneArgs {
     /// momentum; or a .toml/.json file of such entries. Batch size and epochs are whole numbers.
     #[arg(long, value_name = "SPACE")]
     pub search: String,
-    /// The law of the number of trials (drawn in secret; only the best trial is released).
+    /// The law of the number of trials (drawn in secret; only the best trial is released,
+    /// unless --release-trials).
     #[arg(long, value_enum, value_name = "LAW", default_value = "poisson")]
     pub trials: LawArg,
     #[command(flatten)]
     pub law: TrialsArgs,
+    /// Release every trial's hyperparameters and noisy score (top-level "trials"), and so
+    /// their number: accounted by composition over the random number of trials instead of
+    /// Papernot & Steinke's best-only bound, a larger ε (the noise is calibrated to it).
+    #[arg(long)]
+    pub release_trials: bool,
     /// Share of the training records held out to score the trials (per record, keyed by the
     /// split key: removing one record moves only that record).
     #[arg(long, value_parser = args::open_unit, default_value_t = DEFAULT_VALIDATION_FRACTION)]
@@ -103,6 +112,11 @@ impl TuneArgs {
             declarations: self.schema.declarations(),
             space,
             repetitions: self.law.repetitions(self.trials, "--trials")?,
+            release: if self.release_trials {
+                TrialRelease::Every
+            } else {
+                TrialRelease::Best
+            },
             validation: match &self.public_validation {
                 Some(source) => ValidationChoice::Public {
                     source: source.clone(),
@@ -127,11 +141,13 @@ pub fn run(a: &TuneArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> 
         bars: Bars::new(out),
         diagnostics: out.diagnostics,
         law: options.repetitions.describe(),
+        release: options.release,
     };
     let tuned = core_tune::tune(&options, &mut rng, &mut progress, ledger.as_ref())?;
     let mut release = tuned.release;
     if let Some(dir) = &a.plot {
-        let (png, svg) = plot::write(&charts(&tuned.trials, &options.space), dir, "tune")?;
+        let charts = charts(&tuned.trials, &options.space, options.release);
+        let (png, svg) = plot::write(&charts, dir, "tune")?;
         if let serde_json::Value::Object(map) = &mut release {
             map.insert("png".into(), json!(png));
             map.insert("svg".into(), json!(svg));
@@ -153,6 +169,8 @@ struct TrialLines {
     diagnostics: bool,
     /// The law of the number of trials, in words.
     law: String,
+    /// What the search releases.
+    release: TrialRelease,
 }
 
 impl Observer for TrialLines {
@@ -162,12 +180,16 @@ impl Observer for TrialLines {
         };
         match t {
             TrialProgress::Planned { plan } => diag!(
-                "tune: ε = {} in total ({} per trial), δ = {}; {}",
+                "tune: ε = {} in total ({} per trial), δ = {}; {}; released: {}",
                 short(plan.epsilon),
                 short(plan.epsilon_per_trial),
                 plan.delta,
-                self.law
+                self.law,
+                plan.release.describe()
             ),
+            TrialProgress::Drawn { trials } if self.release == TrialRelease::Every => {
+                diag!("tune: {trials} trials drawn (released with the trials)");
+            }
             TrialProgress::Drawn { trials } if self.diagnostics => {
                 diag!("tune: {trials} trials drawn (secret: not part of the release)");
             }
@@ -213,8 +235,16 @@ impl Observer for TrialLines {
 }
 
 /// One panel per hyperparameter the space varies: every trial's noisy score against its value
-/// (log axis for a log range).
-fn charts(trials: &[core_tune::TrialRecord], space: &SearchSpace) -> Vec<Chart> {
+/// (log axis for a log range); a diagnostic unless `release` releases every trial.
+fn charts(
+    trials: &[core_tune::TrialRecord],
+    space: &SearchSpace,
+    release: TrialRelease,
+) -> Vec<Chart> {
+    let status = match release {
+        TrialRelease::Best => "a diagnostic: only the kept trial is covered by ε",
+        TrialRelease::Every => "every trial is covered by ε",
+    };
     space
         .dimensions()
         .iter()
@@ -229,8 +259,7 @@ fn charts(trials: &[core_tune::TrialRecord], space: &SearchSpace) -> Vec<Chart> 
                 .collect();
             Chart {
                 title: format!(
-                    "Noisy validation score against {} ({} trials; a diagnostic: only the kept \
-                     trial is covered by ε)",
+                    "Noisy validation score against {} ({} trials; {status})",
                     h.name(),
                     trials.len(),
                 ),
