@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::dpml;
+use common::{dpml, new_ledger};
 
 /// Three epochs of digits at ε = 1, seeded.
 const RECIPE: &[&str] = &[
@@ -195,23 +195,6 @@ fn only_seeded_runs_keep_their_generator_in_a_checkpoint() {
         "{}",
         resumed["epsilon"]
     );
-}
-
-/// A new ledger of ε = 10 in `dir`.
-fn new_ledger(dir: &Path) -> std::path::PathBuf {
-    let ledger = dir.join("l.db");
-    let l = ledger.to_str().unwrap();
-    dpml(&[
-        "ledger",
-        "create",
-        "--ledger",
-        l,
-        "--budget-epsilon",
-        "10",
-        "--json",
-    ])
-    .json();
-    ledger
 }
 
 /// `dpml ledger show --json` of `ledger`.

@@ -56,18 +56,19 @@ fn bad_search_spaces_are_refused_with_one_line() {
 
 #[test]
 fn a_target_that_cannot_be_met_is_refused_before_training() {
-    let refused = |mean: &str, epsilon: &str, extra: &[&str]| {
-        let mut args = vec![
+    // A one-dimensional search on digits; each case adds its own flags.
+    let search = || {
+        vec![
             "tune",
             "--dataset",
             "digits",
             "--search",
             "learning-rate=0.5..4 log",
-            "--trials-mean",
-            mean,
-            "--epsilon",
-            epsilon,
-        ];
+        ]
+    };
+    let refused = |mean: &str, epsilon: &str, extra: &[&str]| {
+        let mut args: Vec<&str> = search();
+        args.extend_from_slice(&["--trials-mean", mean, "--epsilon", epsilon]);
         args.extend_from_slice(extra);
         dpml(&args)
     };
@@ -93,13 +94,7 @@ fn a_target_that_cannot_be_met_is_refused_before_training() {
             "mean number of trials must be in [1, 1000]",
         ),
     ] {
-        let mut args = vec![
-            "tune",
-            "--dataset",
-            "digits",
-            "--search",
-            "learning-rate=0.5..4 log",
-        ];
+        let mut args: Vec<&str> = search();
         if !flags.contains(&"--trials-mean") {
             args.extend_from_slice(&["--trials-mean", "3"]);
         }
@@ -187,18 +182,8 @@ fn a_search_reports_its_total_and_keeps_the_trials_in_the_diagnostics() {
 fn release_trials_puts_every_trial_at_top_level_under_the_composition_bound() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("kept.safetensors");
-    let ledger = dir.path().join("budget.ledger");
+    let ledger = common::new_ledger(dir.path());
     let (m, l) = (model.to_str().unwrap(), ledger.to_str().unwrap());
-    dpml(&[
-        "ledger",
-        "create",
-        "--ledger",
-        l,
-        "--budget-epsilon",
-        "10",
-        "--json",
-    ])
-    .json();
     let every = tune(&[
         "--release-trials",
         "--save-model",

@@ -10,6 +10,22 @@ mod data_dir;
 #[allow(unused_imports)] // not every test file reads MNIST
 pub use data_dir::mnist_data_dir;
 
+/// A new ledger of ε = 10 in `dir` (its path).
+pub fn new_ledger(dir: &std::path::Path) -> std::path::PathBuf {
+    let ledger = dir.join("l.db");
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--budget-epsilon",
+        "10",
+        "--json",
+    ])
+    .json();
+    ledger
+}
+
 /// A finished run of `dpml`.
 pub struct Run {
     pub code: i32,
