@@ -192,3 +192,51 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     r.assert_usage_error("window function");
 }
+
+#[test]
+fn a_cluster_out_of_reach_fails_by_name_and_charges_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = common::new_ledger(dir.path());
+    let l = ledger.display().to_string();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let q = "SELECT COUNT(*) FROM visits";
+    let r = sql(
+        q,
+        &["--epsilon", "1", "--cluster", &address, "--ledger", &l],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    let line = r.stderr.trim();
+    assert!(
+        !line.contains('\n')
+            && line.contains(&format!("the cluster at {address} failed the query"))
+            && line.contains("nothing was released or charged"),
+        "{line}"
+    );
+    let balance = dpml(&["ledger", "show", "--ledger", &l, "--json"]).json();
+    assert_eq!(
+        balance["entries"].as_array().map(Vec::len),
+        Some(0),
+        "{balance}"
+    );
+    // Not HOST:PORT, and a memory limit beside a cluster: usage errors.
+    sql(q, &["--epsilon", "1", "--cluster", "localhost"]).assert_usage_error("HOST:PORT");
+    sql(
+        q,
+        &[
+            "--epsilon",
+            "1",
+            "--cluster",
+            &address,
+            "--memory-limit",
+            "1G",
+        ],
+    )
+    .assert_usage_error("--memory-limit");
+}

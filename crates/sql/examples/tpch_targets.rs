@@ -52,14 +52,20 @@ fn options() -> Options {
     o
 }
 
-/// Predicted median |error| of a released column's cell, from its noise parts: Laplace(b) has
-/// median |Z| = b·ln 2; a ratio (AVG) is simulated from its sum and count parts at the exact
-/// cell's count.
+/// Predicted median |error| of a released column's cell, from its noise parts: a count's
+/// integer noise (discrete Laplace of scale t) has the median |Z| of that distribution (an
+/// integer: 1 where b·ln 2 would say 1.39 at t = 2); a sum's noise lies on a grid 2^20 times
+/// finer than its scale b, so its median |Z| is b·ln 2; a ratio (AVG) is simulated from its
+/// sum and count parts at the exact cell's count.
 fn predicted(column: &Value, exact_count: Option<f64>, rng: &mut DpRng) -> f64 {
     let parts = column["parts"].as_array().unwrap();
     let mechanism = column["mechanism"].as_str().unwrap_or("");
+    let scale = column["noise_scale"].as_f64().unwrap();
+    if mechanism == "discrete Laplace" {
+        return discrete_laplace_median_abs(scale);
+    }
     if !mechanism.starts_with("noisy sum / noisy count") {
-        return column["noise_scale"].as_f64().unwrap() * std::f64::consts::LN_2;
+        return scale * std::f64::consts::LN_2;
     }
     let (bs, bc) = (
         parts[0]["noise_scale"].as_f64().unwrap(),
@@ -75,6 +81,14 @@ fn predicted(column: &Value, exact_count: Option<f64>, rng: &mut DpRng) -> f64 {
         .map(|_| (laplace(rng, bs) / (n + laplace(rng, bc))).abs())
         .collect();
     median(errs)
+}
+
+/// The median of |Z| for Z discrete Laplace of scale t: P(|Z| ≤ m) = 1 − 2p^(m+1)/(1 + p)
+/// with p = e^(−1/t), so the median is the least m with p^(m+1) ≤ (1 + p)/4.
+fn discrete_laplace_median_abs(t: f64) -> f64 {
+    let p = (-1.0 / t).exp();
+    let m = ((1.0 + p) / 4.0).ln() / p.ln() - 1.0;
+    m.max(0.0).ceil()
 }
 
 fn main() {

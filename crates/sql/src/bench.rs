@@ -33,7 +33,7 @@ impl Exact {
     /// [`SqlError::Input`] for a table that cannot be read.
     pub fn new(given: &[(String, PathBuf)], limits: &Limits) -> Result<Self> {
         let runtime = query_runtime()?;
-        let ctx = session(limits)?;
+        let ctx = session(limits, false)?;
         runtime.block_on(async {
             for (name, path) in given {
                 crate::tables::register(&ctx, name, path).await?;

@@ -3,6 +3,8 @@
 //!
 //! 1. Pre-aggregate per (unit, group): the rows, the rows with a flag or a non-null value, and
 //!    each sum part's exact fixed-point total (128-bit, checked) of the clamped row values.
+//!    DataFusion does this step where it can ([`crate::preaggregate`]); the bounder then adds
+//!    up its per-(unit, group) states instead of rows.
 //! 2. Bound each (unit, group): counts are clamped to L∞; when the unit has more than L∞
 //!    values its sums are scaled by L∞/n (its mean times L∞), then clamped to the per-unit sum
 //!    bounds and to ±Y ([`crate::calibrate`]). Quantiles keep the unit's L∞ values with the
@@ -23,7 +25,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::execution::memory_pool::{
@@ -32,6 +34,7 @@ use datafusion::execution::memory_pool::{
 
 use crate::calibrate::{CountSource, FixedGrid, Part, QUANTILE_CANDIDATES};
 use crate::error::{Result, SqlError};
+use crate::preaggregate::StateColumns;
 use crate::rowid::KeyedHash;
 
 /// What the bounder computes for one aggregate.
@@ -49,6 +52,9 @@ pub(crate) struct BoundSpec {
     pub max_rows: Option<u64>,
     /// The secret key of the keyed hashes.
     pub hash: KeyedHash,
+    /// Where each part's state column is, when the rows are pre-aggregated per (unit, group)
+    /// ([`crate::preaggregate`]); None: the inputs are the contribution rows' own.
+    pub states: Option<Vec<StateColumns>>,
 }
 
 /// One group's exact totals.
@@ -408,13 +414,12 @@ impl Bounder {
                 self.unit_bytes += PAIR_BYTES + self.accs.pair_bytes();
             }
             for (k, part) in self.spec.parts.iter().enumerate() {
-                if update(
-                    self.accs.get(pair as usize, k),
-                    part,
-                    inputs,
-                    row,
-                    &self.spec,
-                )? {
+                let acc = self.accs.get(pair as usize, k);
+                let grew = match &self.spec.states {
+                    Some(at) => merge_state(acc, inputs, at[k], row).map(|()| false)?,
+                    None => update(acc, part, inputs, row, &self.spec)?,
+                };
+                if grew {
                     self.unit_bytes += HEAP_VALUE_BYTES;
                 }
             }
@@ -564,6 +569,31 @@ fn update(
         _ => return Err(SqlError::internal("accumulator and part disagree")),
     }
     Ok(grew)
+}
+
+/// Adds one (unit, group)'s pre-aggregated state (see [`crate::preaggregate`]) to its
+/// accumulator.
+fn merge_state(acc: Acc<'_>, inputs: &[ArrayRef], at: StateColumns, row: usize) -> Result<()> {
+    let count = |i: usize| -> Result<u64> {
+        let a = inputs[i].as_primitive::<Int64Type>();
+        let n = if a.is_valid(row) { a.value(row) } else { 0 };
+        u64::try_from(n).map_err(|_| SqlError::internal("a negative pre-aggregated count"))
+    };
+    match (acc, at.total) {
+        (Acc::Count(n), None) => *n += count(at.count)?,
+        (Acc::Sum(acc), Some(t)) => {
+            acc.n += count(at.count)?;
+            let total = inputs[t].as_primitive::<Decimal128Type>();
+            if total.is_valid(row) {
+                acc.total = acc
+                    .total
+                    .checked_add(total.value(row))
+                    .ok_or_else(overflow)?;
+            }
+        }
+        _ => return Err(SqlError::internal("a state and its part disagree")),
+    }
+    Ok(())
 }
 
 /// The first candidate point above `x`: candidates c_j = lo + j·(hi − lo)/(B − 1).

@@ -39,13 +39,15 @@ use dpml_mechanisms::DpRng;
 use futures::StreamExt;
 
 use crate::aggregate::DpAggregate;
-use crate::calibrate::{Calibration, Split, calibrate};
+use crate::calibrate::{Calibration, Part, Split, calibrate};
 use crate::catalog::Catalog;
+use crate::cluster::Cluster;
 use crate::contribute::{BoundSpec, Bounder, Totals, merge};
 use crate::error::{Result, SqlError, out_of_memory, plan_err};
 use crate::explain::Explanation;
 use crate::keys::cross_product;
 use crate::memory::Limits;
+use crate::preaggregate;
 use crate::progress::{Progress, Stage};
 use crate::release::{Noise, Released, release};
 use crate::result::{DpResult, Report};
@@ -97,6 +99,7 @@ pub struct Engine {
     sources: HashMap<String, Arc<dyn TableSource>>,
     runtime: tokio::runtime::Runtime,
     limits: Limits,
+    cluster: Option<Cluster>,
     progress: Arc<Progress>,
 }
 
@@ -108,13 +111,19 @@ pub(crate) fn query_runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| SqlError::internal(format!("cannot start the query runtime: {e}")))
 }
 
-/// A DataFusion session under `limits` (memory pool, spill folder, join choice).
-pub(crate) fn session(limits: &Limits) -> Result<SessionContext> {
+/// A DataFusion session under `limits` (memory pool, spill folder, join choice), whose plans
+/// a Ballista cluster can run when `for_cluster`.
+pub(crate) fn session(limits: &Limits, for_cluster: bool) -> Result<SessionContext> {
     let config = SessionConfig::new()
         .with_information_schema(false)
         // The analyser's own rule set is kept; statistics never answer an aggregate here
         // (DP aggregates are not DataFusion aggregates), but collecting them is not needed.
         .with_collect_statistics(false);
+    let config = if for_cluster {
+        Cluster::configure(config)
+    } else {
+        config
+    };
     let state = SessionStateBuilder::new()
         .with_config(limits.configure(config))
         .with_runtime_env(limits.runtime()?)
@@ -144,8 +153,34 @@ impl Engine {
         given: &[(String, PathBuf)],
         limits: Limits,
     ) -> Result<Self> {
+        Self::build(tables, given, limits, None)
+    }
+
+    /// [`Engine::new`] whose private rows are read on the Apache Ballista cluster whose
+    /// scheduler is at `address` (`HOST:PORT`); see [`crate::cluster`]. Its scheduler and
+    /// executors must read the tables at the same paths.
+    ///
+    /// # Errors
+    /// As [`Engine::new`]; [`SqlError::Input`] for an address that is not `HOST:PORT`.
+    pub fn on_cluster(
+        tables: &BTreeMap<String, TableDecl>,
+        given: &[(String, PathBuf)],
+        address: &str,
+    ) -> Result<Self> {
+        Self::build(tables, given, Limits::unlimited(), Some(address))
+    }
+
+    fn build(
+        tables: &BTreeMap<String, TableDecl>,
+        given: &[(String, PathBuf)],
+        limits: Limits,
+        cluster: Option<&str>,
+    ) -> Result<Self> {
         let runtime = query_runtime()?;
-        let ctx = session(&limits)?;
+        let ctx = session(&limits, cluster.is_some())?;
+        let cluster = cluster
+            .map(|address| runtime.block_on(Cluster::connect(address)))
+            .transpose()?;
         // The SQL names dpml accepts that DataFusion spells otherwise: QUANTILE(x, q) is its
         // percentile_cont(x, q), VARIANCE(x) its var(x) (the sample variance).
         for (theirs, ours) in [("percentile_cont", "quantile"), ("var", "variance")] {
@@ -180,6 +215,7 @@ impl Engine {
             sources,
             runtime,
             limits,
+            cluster,
             progress: Arc::default(),
         })
     }
@@ -420,6 +456,17 @@ impl Engine {
 
     /// The exact bounded totals of every aggregate of a prepared query (reads private rows).
     pub(crate) fn totals(&self, prepared: &Prepared, key: KeyedHash) -> Result<Vec<Totals>> {
+        self.totals_by(prepared, key, true)
+    }
+
+    /// [`Engine::totals`], pre-aggregating per (unit, group) in DataFusion where the parts
+    /// allow it and `pre_aggregate` is set (tests compare both ways).
+    pub(crate) fn totals_by(
+        &self,
+        prepared: &Prepared,
+        key: KeyedHash,
+        pre_aggregate: bool,
+    ) -> Result<Vec<Totals>> {
         let mut all = Vec::new();
         let of = prepared.aggregates.len();
         for (i, (agg, (cal, keys))) in prepared
@@ -432,10 +479,13 @@ impl Engine {
                 aggregate: i + 1,
                 of,
             });
+            let parts: Vec<Part> = cal.measures.iter().flat_map(|m| m.parts.clone()).collect();
             let spec = BoundSpec {
                 group_types: agg.groups.iter().map(|g| g.data_type.clone()).collect(),
                 key_filter: keys.as_ref().map(|k| key_rows(agg, k)).transpose()?,
-                parts: cal.measures.iter().flat_map(|m| m.parts.clone()).collect(),
+                states: (pre_aggregate && preaggregate::possible(&parts))
+                    .then(|| preaggregate::state_columns(&parts)),
+                parts,
                 max_groups: cal.max_groups,
                 max_rows: agg.max_rows,
                 hash: key,
@@ -445,22 +495,34 @@ impl Engine {
         Ok(all)
     }
 
-    /// Reads `agg`'s contribution rows, partitioned by a hash of the unit so that each unit is
-    /// bounded in one place, and adds up the bounded contributions per group. Under a memory
-    /// limit each partition's rows are sorted by unit first (the sort spills to disk), so that
-    /// a bounder holds one unit's state at a time.
+    /// Reads `agg`'s contribution rows (pre-aggregated per (unit, group) where `spec` says
+    /// so), partitioned by a hash of the unit so that each unit is bounded in one place, and
+    /// adds up the bounded contributions per group. Under a memory limit each partition's rows
+    /// are sorted by unit first (the sort spills to disk), so that a bounder holds one unit's
+    /// state at a time.
     fn exact_totals(&self, agg: &DpAggregate, spec: Arc<BoundSpec>) -> Result<Totals> {
         let tables = agg.tables.iter().cloned().collect::<Vec<_>>().join(", ");
         let partitions = self.ctx.state().config().target_partitions().max(1);
-        let rows = LogicalPlan::Repartition(Repartition {
-            input: Arc::new(agg.rows.clone()),
-            partitioning_scheme: Partitioning::Hash(vec![col("__unit")], partitions),
-        });
-        let state = self.ctx.state();
-        let physical = self
-            .runtime
-            .block_on(state.create_physical_plan(&rows))
-            .map_err(plan_err)?;
+        let rows = match spec.states {
+            Some(_) => preaggregate::plan(agg.rows.clone(), agg.groups.len(), &spec.parts)?,
+            None => agg.rows.clone(),
+        };
+        // On a cluster the rows come back as one stream, bounded here as one partition.
+        let (physical, task) = match &self.cluster {
+            Some(cluster) => self.runtime.block_on(cluster.plan(&rows))?,
+            None => {
+                let rows = LogicalPlan::Repartition(Repartition {
+                    input: Arc::new(rows),
+                    partitioning_scheme: Partitioning::Hash(vec![col("__unit")], partitions),
+                });
+                let state = self.ctx.state();
+                let physical = self
+                    .runtime
+                    .block_on(state.create_physical_plan(&rows))
+                    .map_err(plan_err)?;
+                (physical, state.task_ctx())
+            }
+        };
         let unit_type = physical.schema().field(0).data_type().clone();
         let sorted = self.limits.memory.is_some();
         let physical = if sorted {
@@ -469,11 +531,12 @@ impl Engine {
             physical
         };
         let limit = self.memory_limit();
-        let read_err = move |tables: &str, e: &datafusion::error::DataFusionError| {
-            out_of_memory(e, limit, false).unwrap_or_else(|| SqlError::data(tables, e))
+        let cluster = self.cluster.as_ref().map(Cluster::address);
+        let read_err = move |tables: &str, e: &datafusion::error::DataFusionError| match &cluster {
+            Some(address) => Cluster::failed(address, e),
+            None => out_of_memory(e, limit, false).unwrap_or_else(|| SqlError::data(tables, e)),
         };
         let run = async {
-            let task = state.task_ctx();
             let streams = if by_unit(&physical) {
                 (0..physical.output_partitioning().partition_count())
                     .map(|i| physical.execute(i, Arc::clone(&task)))
@@ -490,6 +553,7 @@ impl Engine {
                 let unit_type = unit_type.clone();
                 let tables = tables.clone();
                 let pool = Arc::clone(task.memory_pool());
+                let read_err = read_err.clone();
                 handles.push(tokio::spawn(async move {
                     let mut bounder = Bounder::new(spec, &unit_type, sorted, &pool)?;
                     while let Some(batch) = stream.next().await {

@@ -36,6 +36,14 @@ pub enum SqlError {
         /// Whether the failure came after the noise was drawn (the spend was then recorded).
         charged: bool,
     },
+    /// The Ballista cluster failed the query (its scheduler out of reach, its executors
+    /// lost): nothing was released or charged.
+    Cluster {
+        /// The scheduler's address.
+        address: String,
+        /// What failed.
+        what: String,
+    },
     /// Something failed that the caller could not have prevented.
     Internal(String),
 }
@@ -85,7 +93,7 @@ impl SqlError {
         match self {
             SqlError::Refused { .. } | SqlError::Input(_) | SqlError::OutOfMemory { .. } => true,
             SqlError::Ledger { environmental, .. } => !environmental,
-            SqlError::Internal(_) => false,
+            SqlError::Cluster { .. } | SqlError::Internal(_) => false,
         }
     }
 }
@@ -106,6 +114,11 @@ impl fmt::Display for SqlError {
                 } else {
                     "nothing was released or charged"
                 }
+            ),
+            SqlError::Cluster { address, what } => write!(
+                f,
+                "the cluster at {address} failed the query: {what}; nothing was released or \
+                 charged"
             ),
             SqlError::Internal(m) => write!(f, "internal error: {m}"),
         }

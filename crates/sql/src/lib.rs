@@ -17,8 +17,8 @@
 //!    place in the plan.
 //! 3. **Calibrate** (module `calibrate`): ε is split across the aggregates (and key selections),
 //!    each part's sensitivity comes from the declared bounds and the contribution bounds.
-//! 4. **Bound** (module `contribute`): the contribution rows, partitioned by unit, are
-//!    pre-aggregated per (unit, group), clamped, limited to L0 groups per unit by a keyed
+//! 4. **Bound** (modules `preaggregate`, `contribute`): the contribution rows are
+//!    pre-aggregated per (unit, group), partitioned by unit, clamped, limited to L0 groups per unit by a keyed
 //!    hash, and added up exactly (fixed point, 128-bit, checked).
 //! 5. **Release** (module `release`): groups (public keys, or private keys past a noisy threshold)
 //!    get discrete Laplace noise from dpml's exact sampler — once per part of each cell —
@@ -35,7 +35,9 @@
 //!
 //! Noise is never drawn inside DataFusion: no DP aggregate is a DataFusion aggregate, so it
 //! cannot run in a window frame, per partial aggregate or from Parquet statistics, and a
-//! result read twice is the same materialised result.
+//! result read twice is the same materialised result. DataFusion computes exact state only:
+//! the per-(unit, group) pre-aggregation of step 4 (module `preaggregate`), which is also all
+//! that an Apache Ballista cluster runs (module `cluster`, [`Engine::on_cluster`]).
 //!
 //! ```no_run
 //! use dpml_sql::{Engine, Request};
@@ -55,6 +57,7 @@ pub(crate) mod aggregate;
 pub mod bench;
 pub(crate) mod calibrate;
 pub(crate) mod catalog;
+pub(crate) mod cluster;
 pub(crate) mod contribute;
 pub mod engine;
 pub mod error;
@@ -62,6 +65,7 @@ pub mod explain;
 pub(crate) mod interval;
 pub(crate) mod keys;
 pub mod memory;
+pub(crate) mod preaggregate;
 pub mod progress;
 pub(crate) mod release;
 pub mod result;

@@ -101,15 +101,18 @@ struct RowIdFn {
     signature: Signature,
 }
 
+/// The row-id function's name in plans.
+pub(crate) const ROW_ID_FUNCTION: &str = "dpml_row_id";
+
 impl fmt::Debug for RowIdFn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("dpml_row_id")
+        f.write_str(ROW_ID_FUNCTION)
     }
 }
 
 impl ScalarUDFImpl for RowIdFn {
     fn name(&self) -> &str {
-        "dpml_row_id"
+        ROW_ID_FUNCTION
     }
 
     fn signature(&self) -> &Signature {

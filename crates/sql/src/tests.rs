@@ -158,10 +158,20 @@ pub(crate) fn shop(without: Option<u64>) -> Db {
 type Bounds = Vec<(u64, Option<u64>)>;
 
 fn totals(db: &Db, sql: &str, delta: f64) -> (Vec<Totals>, Vec<Vec<Part>>, Bounds) {
+    totals_by(db, sql, delta, true)
+}
+
+/// [`totals`], pre-aggregated in DataFusion where possible or bounded row by row.
+fn totals_by(
+    db: &Db,
+    sql: &str,
+    delta: f64,
+    pre_aggregate: bool,
+) -> (Vec<Totals>, Vec<Vec<Part>>, Bounds) {
     let engine = db.engine();
     let key = KeyedHash::draw(&mut DpRng::seeded(42));
     let prepared = engine.prepare(sql, &request(1.0, delta), key).unwrap();
-    let totals = engine.totals(&prepared, key).unwrap();
+    let totals = engine.totals_by(&prepared, key, pre_aggregate).unwrap();
     let parts = prepared
         .calibration
         .aggregates
@@ -331,6 +341,70 @@ fn sensitivity_holds_for_public_joins_subqueries_and_private_keys() {
          GROUP BY FLOOR(total / 100) * 100",
         0.0,
     );
+}
+
+#[test]
+fn pre_aggregation_gives_the_row_by_row_totals() {
+    // Values outside the bounds, negative, NULL and NaN; units with more rows than L∞ and
+    // more groups than L0.
+    let mut csv = "u,g,x\n".to_string();
+    for u in 0..40u64 {
+        for r in 0..(u % 9) {
+            let x = match (u + r) % 7 {
+                0 => String::new(),
+                1 => "NaN".into(),
+                2 => format!("-{}", u * 3 + r),
+                _ => format!("{}.{}", (u * 37 + r * 11) % 130, r),
+            };
+            let _ = writeln!(
+                csv,
+                "{u},{},{x}",
+                ["p", "q", "r", "s"][((u + r) % 4) as usize]
+            );
+        }
+    }
+    let schema = r#"
+[tables.t]
+privacy_unit = "u"
+max_groups_per_unit = 2
+max_rows_per_unit_per_group = 3
+[[tables.t.columns]]
+name = "x"
+bounds = [-20, 100]
+[[tables.t.columns]]
+name = "g"
+keys = ["p", "q", "r", "s"]
+"#;
+    let t = db(&[("t", csv)], schema);
+    let shop = shop(None);
+    for (db, sql) in [
+        (
+            &t,
+            "SELECT g, COUNT(*), COUNT(x), SUM(x), AVG(x), VARIANCE(x), STDDEV(x), \
+             COUNT(*) FILTER (WHERE x > 50), COUNT(DISTINCT u) FROM t GROUP BY g",
+        ),
+        (
+            &t,
+            "SELECT SUM(x * 3 - 1), AVG(x) FROM t WHERE x IS NOT NULL",
+        ),
+        (
+            &shop,
+            "SELECT segment, SUM(qty * total), AVG(qty) FROM customers, orders, items \
+             WHERE cust_id = o_cust AND i_order = order_id GROUP BY segment",
+        ),
+    ] {
+        let (pre, parts, _) = totals_by(db, sql, 0.0, true);
+        let (raw, _, _) = totals_by(db, sql, 0.0, false);
+        assert!(
+            parts.iter().all(|p| crate::preaggregate::possible(p)),
+            "{sql}"
+        );
+        assert!(
+            pre.iter().all(|t| !t.is_empty()),
+            "{sql}: nothing aggregated"
+        );
+        assert_eq!(pre, raw, "{sql}");
+    }
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! `--explain` (or `EXPLAIN DP SELECT …`) shows what the query would release and cost, reading
 //! no private row and charging nothing. `--memory-limit` runs the query in a memory pool of
 //! that size, spilling to a temporary folder; a query that still does not fit fails with the
-//! limit's error (exit 2) and charges nothing. A query that runs for more than a second shows
+//! limit's error (exit 2) and charges nothing. `--cluster HOST:PORT` reads the private rows on an
+//! Apache Ballista cluster (the guide's SQL chapter says how). A query that runs for more than a second shows
 //! its progress on stderr (stage, rows scanned, bytes spilled).
 
 use std::collections::BTreeMap;
@@ -55,10 +56,25 @@ pub struct SqlArgs {
     pub explain: bool,
     #[command(flatten)]
     pub memory: MemoryArgs,
+    /// Read the private rows on the Apache Ballista cluster whose scheduler is at HOST:PORT:
+    /// its executors compute exact per-unit state only; the bounding and the noise stay here.
+    /// The scheduler and executors must read the tables at the same paths.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "memory_limit")]
+    pub cluster: Option<String>,
     #[command(flatten)]
     pub ledger: LedgerArgs,
     #[command(flatten)]
     pub seed: SeedArg,
+}
+
+impl SqlArgs {
+    /// The engine these flags ask for: on one machine (under the memory limit) or a cluster.
+    fn engine(&self, schema: &dpml_data::Schema) -> Result<Engine, SqlError> {
+        match &self.cluster {
+            Some(address) => Engine::on_cluster(&schema.tables, &self.tables, address),
+            None => Engine::with_limits(&schema.tables, &self.tables, self.memory.limits()),
+        }
+    }
 }
 
 /// The memory limit of SQL queries.
@@ -122,7 +138,7 @@ impl From<SqlError> for CliError {
     fn from(e: SqlError) -> Self {
         match &e {
             _ if e.is_input() => CliError::usage(e),
-            SqlError::Ledger { .. } => CliError::runtime(e),
+            SqlError::Ledger { .. } | SqlError::Cluster { .. } => CliError::runtime(e),
             _ => CliError::internal(e.to_string().trim_start_matches("internal error: ")),
         }
     }
@@ -147,14 +163,14 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
         },
     };
     if a.explain || explain_prefix {
-        let engine = Engine::with_limits(&schema.tables, &a.tables, a.memory.limits())?;
+        let engine = a.engine(&schema)?;
         out.emit(&engine.explain(query, &request)?.to_json());
         return Ok(());
     }
     // Open the ledger first: a bad ledger stops us before any row is read.
     let ledger = a.ledger.open()?;
     let mut rng = a.seed.rng()?;
-    let engine = Engine::with_limits(&schema.tables, &a.tables, a.memory.limits())?;
+    let engine = a.engine(&schema)?;
     let result = watched(&engine, "sql", || {
         engine.run(query, &request, &mut rng, ledger.as_ref())
     })?;
@@ -164,6 +180,7 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
         v["ledger"] = balance_json(b);
     }
     v["memory_limit"] = json!(a.memory.memory_limit);
+    v["cluster"] = json!(a.cluster);
     out.emit(&v);
     Ok(())
 }
