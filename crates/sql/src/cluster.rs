@@ -1,7 +1,7 @@
 //! Queries on an Apache Ballista cluster (`--cluster HOST:PORT`).
 //!
 //! Only the exact part of a DP aggregate leaves this process: the plan of its contribution
-//! rows pre-aggregated per (unit, group) ([`crate::preaggregate`]: built-in aggregates only,
+//! rows pre-aggregated per (unit, group) (module `preaggregate`: built-in aggregates only,
 //! so stock schedulers and executors run it). The executors return one row of exact state per
 //! (unit, group); here, as on one machine, each unit's contributions are bounded (the L0
 //! choice uses the run's secret key, which never leaves this process), the groups' totals are

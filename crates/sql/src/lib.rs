@@ -57,7 +57,7 @@ pub(crate) mod aggregate;
 pub mod bench;
 pub(crate) mod calibrate;
 pub(crate) mod catalog;
-pub(crate) mod cluster;
+pub mod cluster;
 pub(crate) mod contribute;
 pub mod engine;
 pub mod error;

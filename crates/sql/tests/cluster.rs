@@ -17,7 +17,10 @@ use ballista_scheduler::scheduler_process::{create_scheduler, start_grpc_service
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 use dpml_accounting::ledger::{Budget, Ledger};
 use dpml_mechanisms::DpRng;
-use dpml_sql::{Engine, Request, SqlError, tpch};
+use dpml_sql::{Engine, SqlError};
+
+mod common;
+use common::{query, request, tpch};
 
 /// One cluster node: a thread with its own tokio runtime; killing it drops the runtime.
 struct Node {
@@ -118,18 +121,6 @@ fn start_executor(port: u16, vcores: usize) -> Node {
     })
 }
 
-fn request() -> Request {
-    Request {
-        epsilon: 1.0,
-        delta: 1e-6,
-        ..Request::default()
-    }
-}
-
-fn query(name: &str) -> &'static str {
-    tpch::QUERIES.iter().find(|(n, _)| *n == name).unwrap().1
-}
-
 /// Runs `f` on a thread of its own, failing the test when it takes longer than `limit`
 /// (a cluster that never answers must not hang the suite).
 fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -143,9 +134,11 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
 
 #[test]
 fn two_executors_give_the_seeded_single_machine_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let tables = tpch::generate(dir.path(), 0.01).unwrap();
-    let schema = dpml_data::Schema::from_file(&dir.path().join("schema.toml")).unwrap();
+    let common::Tpch {
+        dir: _dir,
+        tables,
+        schema,
+    } = tpch();
     let (_scheduler, port) = start_scheduler();
     let _executors = [start_executor(port, 1), start_executor(port, 1)];
     let one_machine = Engine::new(&schema.tables, &tables).unwrap();
@@ -181,9 +174,11 @@ fn two_executors_give_the_seeded_single_machine_answer() {
 
 #[test]
 fn losing_the_executors_fails_the_query_by_name_and_charges_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let tables = tpch::generate(dir.path(), 0.01).unwrap();
-    let schema = dpml_data::Schema::from_file(&dir.path().join("schema.toml")).unwrap();
+    let common::Tpch {
+        dir,
+        tables,
+        schema,
+    } = tpch();
     let (_scheduler, port) = start_scheduler();
     let mut executor = start_executor(port, 1);
     let address = format!("127.0.0.1:{port}");

@@ -5,25 +5,18 @@
 
 use dpml_accounting::ledger::{Budget, Ledger};
 use dpml_mechanisms::DpRng;
-use dpml_sql::{Engine, Limits, Request, SqlError, tpch};
+use dpml_sql::{Engine, Limits, SqlError};
 
-fn request() -> Request {
-    Request {
-        epsilon: 1.0,
-        delta: 1e-6,
-        ..Request::default()
-    }
-}
-
-fn query(name: &str) -> &'static str {
-    tpch::QUERIES.iter().find(|(n, _)| *n == name).unwrap().1
-}
+mod common;
+use common::{query, request, tpch};
 
 #[test]
 fn a_small_limit_spills_and_answers_as_without_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let tables = tpch::generate(dir.path(), 0.01).unwrap();
-    let schema = dpml_data::Schema::from_file(&dir.path().join("schema.toml")).unwrap();
+    let common::Tpch {
+        dir: _dir,
+        tables,
+        schema,
+    } = tpch();
     let unlimited = Engine::new(&schema.tables, &tables).unwrap();
     let spill = tempfile::tempdir().unwrap();
     let limits = Limits {
@@ -57,9 +50,11 @@ fn a_small_limit_spills_and_answers_as_without_one() {
 
 #[test]
 fn a_limit_too_small_fails_by_name_and_charges_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let tables = tpch::generate(dir.path(), 0.01).unwrap();
-    let schema = dpml_data::Schema::from_file(&dir.path().join("schema.toml")).unwrap();
+    let common::Tpch {
+        dir,
+        tables,
+        schema,
+    } = tpch();
     let engine = Engine::with_limits(
         &schema.tables,
         &tables,

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use dpml_mechanisms::DpRng;
 use dpml_sql::datafusion::prelude::{ParquetReadOptions, SessionContext};
-use dpml_sql::{Engine, Request, tpch};
+use dpml_sql::{Engine, tpch};
+
+mod common;
 
 fn queries() -> BTreeMap<String, String> {
     tpch::QUERIES
@@ -36,15 +38,13 @@ fn the_embedded_queries_are_the_benchmark_files() {
 
 #[test]
 fn the_tpch_dp_queries_run_at_scale_factor_0_01() {
-    let dir = tempfile::tempdir().unwrap();
-    let tables = tpch::generate(dir.path(), 0.01).unwrap();
-    let schema = dpml_data::Schema::from_file(&dir.path().join("schema.toml")).unwrap();
+    let common::Tpch {
+        dir: _dir,
+        tables,
+        schema,
+    } = common::tpch();
     let engine = Engine::new(&schema.tables, &tables).unwrap();
-    let request = Request {
-        epsilon: 1.0,
-        delta: 1e-6,
-        ..Request::default()
-    };
+    let request = common::request();
     let queries = queries();
     assert_eq!(queries.len(), 8, "{:?}", queries.keys());
     let mut rng = DpRng::seeded(11);
