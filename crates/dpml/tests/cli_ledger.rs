@@ -189,19 +189,6 @@ fn charged(ledger: &Path, args: &[&str]) -> common::Run {
     dpml(&all)
 }
 
-fn create(ledger: &Path, epsilon: &str) {
-    dpml(&[
-        "ledger",
-        "create",
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--budget-epsilon",
-        epsilon,
-        "--json",
-    ])
-    .json();
-}
-
 fn show(ledger: &Path) -> serde_json::Value {
     dpml(&[
         "ledger",
@@ -219,7 +206,7 @@ fn show(ledger: &Path) -> serde_json::Value {
 fn every_releasing_command_charges_the_ledger() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("all.db");
-    create(&ledger, "100");
+    common::create_ledger(&ledger, "100");
     let model = dir.path().join("m.safetensors");
     let m = model.to_str().unwrap();
     let runs: Vec<(&str, Vec<&str>)> = vec![
@@ -352,7 +339,7 @@ fn every_releasing_command_charges_the_ledger() {
 fn an_overspending_run_is_refused_before_it_trains() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("small.db");
-    create(&ledger, "0.5");
+    common::create_ledger(&ledger, "0.5");
     let model = dir.path().join("m.safetensors");
     let train = |epsilon: &str| {
         charged(
@@ -430,7 +417,7 @@ fn an_overspending_run_is_refused_before_it_trains() {
 fn a_sweep_is_charged_the_sum_of_its_runs() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("sweep.db");
-    create(&ledger, "3");
+    common::create_ledger(&ledger, "3");
     let out = dir.path().join("out");
     let sweep = |eps: &str| {
         charged(
@@ -466,7 +453,7 @@ fn a_sweep_is_charged_the_sum_of_its_runs() {
 fn pure_epsilon_spends_leave_delta_unspent() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("pure.db");
-    create(&ledger, "3");
+    common::create_ledger(&ledger, "3");
     for _ in 0..4 {
         charged(&ledger, COUNT_QUERY).json();
     }
@@ -482,7 +469,7 @@ fn pure_epsilon_spends_leave_delta_unspent() {
 fn show_names_the_accountant_and_plots_the_spend() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("mix.db");
-    create(&ledger, "20");
+    common::create_ledger(&ledger, "20");
     charged(
         &ledger,
         &[IRIS_LOGREG, &["--epsilon", "1", "--seed", "1"]].concat(),
@@ -542,7 +529,7 @@ fn show_names_the_accountant_and_plots_the_spend() {
 fn a_ledger_edited_outside_dpml_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("sealed.db");
-    create(&ledger, "1");
+    common::create_ledger(&ledger, "1");
     charged(&ledger, COUNT_QUERY).json();
     let conn = rusqlite::Connection::open(&ledger).unwrap();
     conn.execute_batch(
@@ -559,7 +546,7 @@ fn a_ledger_edited_outside_dpml_is_refused() {
     {
         use std::os::unix::fs::PermissionsExt;
         let other = dir.path().join("other.db");
-        create(&other, "1");
+        common::create_ledger(&other, "1");
         let key = dir.path().join("other.db.key");
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
         dpml(&["ledger", "show", "--ledger", other.to_str().unwrap()])

@@ -10,19 +10,24 @@ mod data_dir;
 #[allow(unused_imports)] // not every test file reads MNIST
 pub use data_dir::mnist_data_dir;
 
-/// A new ledger of ε = 10 in `dir` (its path).
-pub fn new_ledger(dir: &std::path::Path) -> std::path::PathBuf {
-    let ledger = dir.join("l.db");
+/// `dpml ledger create --ledger LEDGER --budget-epsilon EPSILON`, which must succeed.
+pub fn create_ledger(ledger: &std::path::Path, epsilon: &str) {
     dpml(&[
         "ledger",
         "create",
         "--ledger",
         ledger.to_str().unwrap(),
         "--budget-epsilon",
-        "10",
+        epsilon,
         "--json",
     ])
     .json();
+}
+
+/// A new ledger of ε = 10 in `dir` (its path).
+pub fn new_ledger(dir: &std::path::Path) -> std::path::PathBuf {
+    let ledger = dir.join("l.db");
+    create_ledger(&ledger, "10");
     ledger
 }
 
