@@ -215,21 +215,6 @@ fn query(ledger: &Path, epsilon: &str, extra: &[&str]) -> common::Run {
     common::query_iris_mean(&a)
 }
 
-/// `dpml ledger create --ledger PATH --budget-epsilon E --budget-delta D`.
-fn create(ledger: &Path, epsilon: &str, delta: &str) -> common::Run {
-    dpml(&[
-        "ledger",
-        "create",
-        "--ledger",
-        ledger.to_str().unwrap(),
-        "--budget-epsilon",
-        epsilon,
-        "--budget-delta",
-        delta,
-        "--json",
-    ])
-}
-
 fn show(ledger: &Path) -> Value {
     dpml(&[
         "ledger",
@@ -245,12 +230,13 @@ fn show(ledger: &Path) -> Value {
 fn a_ledger_is_created_once_then_spent_from_and_shown_without_retyping_its_budget() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("budget.ledger");
-    let created = create(&ledger, "2", "1e-6").json();
+    let created = common::ledger_create(&ledger, "2", &["--budget-delta", "1e-6"]).json();
     assert_eq!(created["budget"]["epsilon"], 2.0);
     assert_eq!(created["budget"]["delta"], 1e-6);
     assert_eq!(created["spent"], 0.0);
     let before = std::fs::read(&ledger).unwrap();
-    create(&ledger, "5", "1e-6").assert_usage_error("already exists");
+    common::ledger_create(&ledger, "5", &["--budget-delta", "1e-6"])
+        .assert_usage_error("already exists");
     assert_eq!(std::fs::read(&ledger).unwrap(), before, "create touched it");
 
     // No --budget: the stored one is used.
@@ -338,7 +324,7 @@ impl Drop for ReadOnly {
 fn a_read_only_ledger_is_a_runtime_failure_not_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("ro.ledger");
-    create(&ledger, "2", "1e-6").json();
+    common::ledger_create(&ledger, "2", &["--budget-delta", "1e-6"]).json();
     let Some(_guard) = ReadOnly::new(&ledger) else {
         eprintln!("skipped: cannot make a file read-only here (root without chattr)");
         return;

@@ -10,18 +10,25 @@ mod data_dir;
 #[allow(unused_imports)] // not every test file reads MNIST
 pub use data_dir::mnist_data_dir;
 
-/// `dpml ledger create --ledger LEDGER --budget-epsilon EPSILON`, which must succeed.
-pub fn create_ledger(ledger: &std::path::Path, epsilon: &str) {
-    dpml(&[
+/// `dpml ledger create --ledger LEDGER --budget-epsilon EPSILON [extra…] --json`.
+pub fn ledger_create(ledger: &std::path::Path, epsilon: &str, extra: &[&str]) -> Run {
+    let ledger = ledger.to_str().unwrap();
+    let mut args = vec![
         "ledger",
         "create",
         "--ledger",
-        ledger.to_str().unwrap(),
+        ledger,
         "--budget-epsilon",
         epsilon,
-        "--json",
-    ])
-    .json();
+    ];
+    args.extend_from_slice(extra);
+    args.push("--json");
+    dpml(&args)
+}
+
+/// [`ledger_create`], which must succeed.
+pub fn create_ledger(ledger: &std::path::Path, epsilon: &str) {
+    ledger_create(ledger, epsilon, &[]).json();
 }
 
 /// A new ledger of ε = 10 in `dir` (its path).
