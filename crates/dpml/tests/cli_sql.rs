@@ -185,6 +185,12 @@ fn bad_input_is_one_line_and_exit_2() {
         "1",
     ])
     .assert_usage_error("privacy unit");
+    // A group listed twice (once a panic that left the progress watcher waiting for ever).
+    sql(
+        "SELECT day, COUNT(*) FROM visits GROUP BY day, day",
+        &["--epsilon", "1"],
+    )
+    .assert_usage_error("twice");
     // A refused construct, with --json: the error object.
     let r = sql(
         "SELECT SUM(spend) OVER () FROM visits",

@@ -115,6 +115,13 @@ impl DpAggregate {
             catalog.bounds(&o.table, &o.column)
         };
 
+        for (i, g) in a.group_expr.iter().enumerate() {
+            if a.group_expr[..i].contains(g) {
+                return Err(SqlError::input(format!(
+                    "GROUP BY lists {g} twice: list each group once"
+                )));
+            }
+        }
         let mut groups = Vec::new();
         for (i, g) in a.group_expr.iter().enumerate() {
             if matches!(g, Expr::GroupingSet(_)) {

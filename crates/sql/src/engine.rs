@@ -581,10 +581,13 @@ impl Engine {
                     std::thread::park_timeout(std::time::Duration::from_millis(200));
                 }
             });
-            let result = self.runtime.block_on(run);
+            // A panic must stop the watcher too, or the scope would wait for it for ever.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.runtime.block_on(run)
+            }));
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             watcher.thread().unpark();
-            result
+            result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
         self.progress.finish_plan(&physical);
         result

@@ -72,6 +72,7 @@ pub mod result;
 pub(crate) mod rewrite;
 pub(crate) mod rowid;
 pub mod tables;
+pub(crate) mod total;
 pub mod tpch;
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, JoinType};
+use datafusion::common::{Column, DFSchema, JoinType};
 use datafusion::logical_expr::{
     Expr, Filter, Join, LogicalPlan, LogicalPlanBuilder, Projection, SubqueryAlias,
     TableScanBuilder, TableSource,
@@ -206,7 +206,12 @@ impl<'a> Rewriter<'a> {
             LogicalPlan::Filter(f) => {
                 let input = self.rewrite(&f.input)?;
                 if input.unit.is_private() {
-                    check_private_exprs(std::slice::from_ref(&f.predicate), "WHERE", self)?;
+                    check_private_exprs(
+                        std::slice::from_ref(&f.predicate),
+                        f.input.schema(),
+                        "WHERE",
+                        self,
+                    )?;
                 }
                 let plan = LogicalPlan::Filter(
                     Filter::try_new(f.predicate.clone(), Arc::new(input.plan.clone()))
@@ -248,8 +253,8 @@ impl<'a> Rewriter<'a> {
                 if !input.unit.is_private() {
                     return Ok(Rel::public(with_inputs(plan, vec![input.plan])?));
                 }
-                check_private_exprs(&a.group_expr, "GROUP BY", self)?;
-                check_private_exprs(&a.aggr_expr, "an aggregate", self)?;
+                check_private_exprs(&a.group_expr, a.input.schema(), "GROUP BY", self)?;
+                check_private_exprs(&a.aggr_expr, a.input.schema(), "an aggregate", self)?;
                 match per_unit(&input, &a.group_expr) {
                     Some(positions) => self.per_unit_aggregate(plan, input, positions, a),
                     None => {
@@ -391,7 +396,7 @@ impl<'a> Rewriter<'a> {
             );
             return Ok(Rel::public(plan));
         }
-        check_private_exprs(&exprs, "SELECT", self)?;
+        check_private_exprs(&exprs, p.input.schema(), "SELECT", self)?;
         let mut lineage: Vec<Option<Origin>> = exprs
             .iter()
             .map(|e| input.index_of(e).and_then(|i| input.lineage[i].clone()))
@@ -512,7 +517,7 @@ impl<'a> Rewriter<'a> {
             }
         };
         if let (true, Some(f)) = (lp || rp, &j.filter) {
-            check_private_exprs(std::slice::from_ref(f), "a join condition", self)?;
+            check_private_exprs(std::slice::from_ref(f), &j.schema, "a join condition", self)?;
         }
         let plan = LogicalPlan::Join(
             Join::try_new(
@@ -777,9 +782,15 @@ fn refuse_rows(construct: &str, rel: &Rel) -> SqlError {
     )
 }
 
-/// Expressions on private rows: no volatile function (its value would not be a function of
-/// the unit's rows: `random()`), no subquery left inside an expression.
-fn check_private_exprs(exprs: &[Expr], place: &str, rw: &Rewriter<'_>) -> Result<()> {
+/// Expressions on private rows (typed in `schema`): no volatile function (its value would not
+/// be a function of the unit's rows: `random()`), no subquery left inside an expression, and
+/// nothing that can fail on a row's value ([`crate::total`]).
+fn check_private_exprs(
+    exprs: &[Expr],
+    schema: &DFSchema,
+    place: &str,
+    rw: &Rewriter<'_>,
+) -> Result<()> {
     for e in exprs {
         let mut bad: Option<SqlError> = None;
         e.apply(|node| {
@@ -796,7 +807,9 @@ fn check_private_exprs(exprs: &[Expr], place: &str, rw: &Rewriter<'_>) -> Result
                     format!("{} OVER (…)", w.fun),
                     "a window function on private rows releases a value per row",
                 )),
-                _ => None,
+                node => crate::total::failure(node, schema).map(|(construct, reason)| {
+                    SqlError::refused(format!("{construct} in {place}"), reason)
+                }),
             };
             if refusal.is_some() {
                 bad = refusal;

@@ -193,10 +193,11 @@ pub fn watched<T>(engine: &Engine, what: &str, f: impl FnOnce() -> T) -> T {
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let watcher = scope.spawn(|| watch(&counters, what, &stop));
-        let result = f();
+        // A panic must stop the watcher too, or the scope would wait for it for ever.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         stop.store(true, Ordering::Relaxed);
         watcher.thread().unpark();
-        result
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
 

@@ -1,0 +1,454 @@
+//! Expressions on private rows must never fail on a row's value.
+//!
+//! A query that fails tells the analyst something no noise covers: *some row reached an
+//! expression that fails*. `CASE WHEN o_custkey = 42 THEN o_orderkey / 0 END` fails exactly
+//! when customer 42 has an order, and a failed query is neither released nor charged, so it
+//! could be asked again and again. Every expression the rewrite finds on private rows is
+//! therefore checked, node by node, against what is known to be total in DataFusion:
+//! comparisons, logic, `CASE`, float arithmetic, integer `+ − ×` (which wrap), decimal
+//! arithmetic whose result fits 38 digits, division by a non-zero constant, casts that cannot
+//! fail (widening, to text, to DOUBLE, `TRY_CAST`) and an allow-list of scalar functions.
+//! Anything else is refused before any row is read, with a way to write it that cannot fail
+//! (`TRY_CAST`, `CAST(x AS DOUBLE) / y`).
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::logical_expr::{Expr, ExprSchemable, Operator};
+
+/// Decimal128's most digits.
+const MAX_DIGITS: i32 = 38;
+
+/// Scalar functions that return a value (or NULL, NaN, ±∞) for every argument value.
+const TOTAL_FUNCTIONS: &[&str] = &[
+    // Conditionals.
+    "coalesce",
+    "nullif",
+    "nvl",
+    "nvl2",
+    "greatest",
+    "least",
+    // Text.
+    "lower",
+    "upper",
+    "btrim",
+    "ltrim",
+    "rtrim",
+    "trim",
+    "length",
+    "char_length",
+    "character_length",
+    "octet_length",
+    "bit_length",
+    "concat",
+    "concat_ws",
+    "starts_with",
+    "ends_with",
+    "strpos",
+    "instr",
+    "reverse",
+    "initcap",
+    "ascii",
+    "contains",
+    "md5",
+    "sha224",
+    "sha256",
+    "sha384",
+    "sha512",
+    "replace",
+    "translate",
+    "left",
+    "right",
+    "levenshtein",
+    "find_in_set",
+    "to_hex",
+    // Numbers (IEEE: NaN and ±∞, never an error).
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "signum",
+    "isnan",
+    "iszero",
+    "nanvl",
+    "sqrt",
+    "cbrt",
+    "exp",
+    "ln",
+    "log",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "degrees",
+    "radians",
+    "pi",
+    // Constants of the query, not of a row.
+    "now",
+    "current_date",
+    "current_time",
+    "today",
+];
+
+/// The fields `date_part`/`extract` and the units `date_trunc` accept: any other fails on
+/// every row it meets.
+const DATE_PARTS: &[&str] = &[
+    "year",
+    "quarter",
+    "month",
+    "week",
+    "day",
+    "hour",
+    "minute",
+    "second",
+    "millisecond",
+    "microsecond",
+    "nanosecond",
+    "dow",
+    "doy",
+    "epoch",
+];
+const TRUNC_UNITS: &[&str] = &[
+    "year",
+    "quarter",
+    "month",
+    "week",
+    "day",
+    "hour",
+    "minute",
+    "second",
+    "millisecond",
+    "microsecond",
+];
+
+/// Why `node` (one node of an expression on private rows, typed in `schema`) could fail on a
+/// row's value; None when it cannot. Children are checked as nodes of their own.
+pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)> {
+    let refuse = |what: String, how: &str| {
+        Some((
+            what,
+            format!(
+                "it can fail on a row's value, and a query that fails would tell whether such \
+                 a row exists; {how}"
+            ),
+        ))
+    };
+    let ty = |e: &Expr| e.get_type(schema).ok();
+    match node {
+        Expr::Column(_)
+        | Expr::Literal(..)
+        | Expr::Alias(_)
+        | Expr::Not(_)
+        | Expr::IsNull(_)
+        | Expr::IsNotNull(_)
+        | Expr::IsTrue(_)
+        | Expr::IsFalse(_)
+        | Expr::IsUnknown(_)
+        | Expr::IsNotTrue(_)
+        | Expr::IsNotFalse(_)
+        | Expr::IsNotUnknown(_)
+        | Expr::Negative(_)
+        | Expr::Between(_)
+        | Expr::Case(_)
+        | Expr::InList(_)
+        | Expr::TryCast(_)
+        | Expr::AggregateFunction(_) => None,
+        Expr::Like(like) if matches!(*like.pattern, Expr::Literal(..)) => None,
+        Expr::BinaryExpr(b) => {
+            let (l, r) = (ty(&b.left)?, ty(&b.right)?);
+            let total = arithmetic_is_total(b.op, &l, &r, &b.right);
+            if total {
+                None
+            } else {
+                refuse(
+                    format!("{node} ({l} {} {r})", b.op),
+                    "compute it in DOUBLE (CAST(x AS DOUBLE)), whose arithmetic never fails, \
+                     and divide only by a non-zero constant otherwise",
+                )
+            }
+        }
+        Expr::Cast(c) => {
+            let to = c.field.data_type();
+            let total = match &*c.expr {
+                Expr::Literal(v, _) => v.cast_to(to).is_ok(),
+                e => ty(e).is_some_and(|from| cast_is_total(&from, to)),
+            };
+            if total {
+                None
+            } else {
+                refuse(
+                    format!("CAST({} AS {to})", c.expr),
+                    "use TRY_CAST, which gives NULL for a value that does not convert",
+                )
+            }
+        }
+        Expr::ScalarFunction(f) => {
+            let name = f.func.name().to_ascii_lowercase();
+            let literal = |i: usize| match f.args.get(i) {
+                Some(Expr::Literal(v, _)) => Some(v.clone()),
+                _ => None,
+            };
+            let text = |v: Option<ScalarValue>| {
+                v.and_then(|v| v.try_as_str().flatten().map(str::to_ascii_lowercase))
+            };
+            let total = match name.as_str() {
+                n if TOTAL_FUNCTIONS.contains(&n) => true,
+                // abs(i64::MIN) fails; floats and decimals cannot.
+                "abs" => f.args.first().and_then(ty).is_some_and(|t| !t.is_integer()),
+                "power" | "pow" => node.get_type(schema).is_ok_and(|t| t.is_floating()),
+                "date_part" | "datepart" => {
+                    text(literal(0)).is_some_and(|p| DATE_PARTS.contains(&p.as_str()))
+                }
+                "date_trunc" | "datetrunc" => {
+                    text(literal(0)).is_some_and(|u| TRUNC_UNITS.contains(&u.as_str()))
+                }
+                // A negative length fails.
+                "substr" | "substring" => match f.args.len() {
+                    2 => true,
+                    _ => literal(2).is_some_and(|v| {
+                        v.cast_to(&DataType::Int64)
+                            .is_ok_and(|v| matches!(v, ScalarValue::Int64(Some(n)) if n >= 0))
+                    }),
+                },
+                _ => false,
+            };
+            if total {
+                None
+            } else {
+                refuse(
+                    format!("{name}() on private rows"),
+                    "dpml allows on private rows only functions that cannot fail (see the \
+                     guide's list)",
+                )
+            }
+        }
+        // Subqueries, windows, grouping sets and UNNEST are refused (or bounded) by the rewrite
+        // with their own reasons.
+        Expr::ScalarSubquery(_)
+        | Expr::InSubquery(_)
+        | Expr::Exists(_)
+        | Expr::WindowFunction(_)
+        | Expr::GroupingSet(_)
+        | Expr::Unnest(_) => None,
+        other => refuse(
+            format!("{other}"),
+            "dpml allows on private rows only expressions that cannot fail",
+        ),
+    }
+}
+
+/// Whether `l op r` evaluates without an error for every pair of values of its types.
+fn arithmetic_is_total(op: Operator, l: &DataType, r: &DataType, right: &Expr) -> bool {
+    use Operator::*;
+    match op {
+        Plus | Minus | Multiply | Divide | Modulo => {}
+        // Shifts and bitwise operators wrap; comparisons, logic, text and LIKE cannot fail.
+        RegexMatch | RegexIMatch | RegexNotMatch | RegexNotIMatch => {
+            return matches!(right, Expr::Literal(..));
+        }
+        _ => return true,
+    }
+    if l.is_floating() || r.is_floating() {
+        // IEEE arithmetic: ±∞ and NaN, never an error (a DECIMAL operand becomes a DOUBLE).
+        return true;
+    }
+    if l.is_integer() && r.is_integer() {
+        return match op {
+            // Integer + − × wrap in DataFusion (no overflow error).
+            Plus | Minus | Multiply => true,
+            // x / 0 fails, and so does i64::MIN / −1.
+            _ => nonzero_literal(right, false),
+        };
+    }
+    let (Some((p1, s1)), Some((p2, s2))) = (decimal(l), decimal(r)) else {
+        // Dates, times, intervals: their arithmetic can overflow.
+        return false;
+    };
+    // arrow's decimal kernels check 128-bit overflow (arrow-arith `decimal_op`): the integer
+    // they compute must stay within 38 digits.
+    match op {
+        Plus | Minus => s1.max(s2) + (p1 - s1).max(p2 - s2) < MAX_DIGITS,
+        Multiply => p1 + p2 <= MAX_DIGITS && s1 + s2 <= MAX_DIGITS,
+        Divide => {
+            let shift = (s1 + 4).min(MAX_DIGITS) - s1 + s2;
+            nonzero_literal(right, true) && p1 + shift.max(0) <= MAX_DIGITS
+        }
+        _ => nonzero_literal(right, true) && s1.max(s2) + (p1 - s1).max(p2 - s2) < MAX_DIGITS,
+    }
+}
+
+/// Precision and scale of a decimal type (an integer type as the decimal it is coerced to).
+fn decimal(t: &DataType) -> Option<(i32, i32)> {
+    match t {
+        DataType::Decimal128(p, s) => Some((i32::from(*p), i32::from(*s))),
+        t => int_digits(t).map(|d| (d, 0)),
+    }
+}
+
+/// A literal divisor that cannot fail: non-zero and, for integers, not −1 (i64::MIN / −1).
+fn nonzero_literal(e: &Expr, decimal: bool) -> bool {
+    let e = match e {
+        Expr::Cast(c) => &*c.expr,
+        e => e,
+    };
+    let Expr::Literal(v, _) = e else {
+        return false;
+    };
+    if v.is_null() {
+        // Dividing by NULL gives NULL.
+        return true;
+    }
+    match v.cast_to(&DataType::Float64) {
+        Ok(ScalarValue::Float64(Some(x))) => x != 0.0 && (decimal || x != -1.0),
+        _ => false,
+    }
+}
+
+/// Decimal digits that hold every value of an integer type.
+fn int_digits(t: &DataType) -> Option<i32> {
+    Some(match t {
+        DataType::Int8 | DataType::UInt8 => 3,
+        DataType::Int16 | DataType::UInt16 => 5,
+        DataType::Int32 | DataType::UInt32 => 10,
+        DataType::Int64 => 19,
+        DataType::UInt64 => 20,
+        _ => return None,
+    })
+}
+
+/// Whether casting any value of `from` to `to` succeeds.
+fn cast_is_total(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    if from == to || from.is_null() {
+        return true;
+    }
+    if let Dictionary(_, values) = from {
+        return cast_is_total(values, to);
+    }
+    match (from, to) {
+        // Text from anything but bytes (which need not be UTF-8).
+        (f, Utf8 | LargeUtf8 | Utf8View) => !matches!(f, Binary | LargeBinary | BinaryView),
+        // Numbers and booleans to floating point: rounding, never an error.
+        (f, Float32 | Float64) => f.is_numeric() || *f == Boolean,
+        (Boolean, t) => t.is_integer(),
+        (f, t) if f.is_integer() && t.is_integer() => int_range(f)
+            .zip(int_range(t))
+            .is_some_and(|((a, b), (c, d))| c <= a && b <= d),
+        (f, Decimal128(p, s)) if f.is_integer() => {
+            int_digits(f).is_some_and(|d| d + i32::from(*s) <= i32::from(*p))
+        }
+        (Decimal128(p1, s1), Decimal128(p2, s2)) => {
+            let (whole1, whole2) = (
+                i32::from(*p1) - i32::from(*s1),
+                i32::from(*p2) - i32::from(*s2),
+            );
+            // Dropping digits of the scale rounds, and rounding can carry into a new digit.
+            if s2 >= s1 {
+                whole1 <= whole2
+            } else {
+                whole1 < whole2
+            }
+        }
+        (Date32, Date64) => true,
+        _ => false,
+    }
+}
+
+/// The range of an integer type.
+fn int_range(t: &DataType) -> Option<(i128, i128)> {
+    use DataType::*;
+    Some(match t {
+        Int8 => (i8::MIN.into(), i8::MAX.into()),
+        Int16 => (i16::MIN.into(), i16::MAX.into()),
+        Int32 => (i32::MIN.into(), i32::MAX.into()),
+        Int64 => (i64::MIN.into(), i64::MAX.into()),
+        UInt8 => (0, u8::MAX.into()),
+        UInt16 => (0, u16::MAX.into()),
+        UInt32 => (0, u32::MAX.into()),
+        UInt64 => (0, u64::MAX.into()),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn casts_that_cannot_fail_are_told_apart() {
+        use DataType::*;
+        assert!(cast_is_total(&Int32, &Int64));
+        assert!(!cast_is_total(&Int64, &Int8));
+        assert!(!cast_is_total(&Int64, &UInt64));
+        assert!(cast_is_total(&Utf8, &Utf8View));
+        assert!(!cast_is_total(&Utf8, &Int64));
+        assert!(cast_is_total(&Decimal128(15, 2), &Float64));
+        assert!(!cast_is_total(&Float64, &Int64));
+        assert!(cast_is_total(&Int64, &Decimal128(20, 0)));
+        assert!(!cast_is_total(&Int64, &Decimal128(20, 2)));
+        assert!(cast_is_total(&Decimal128(15, 2), &Decimal128(38, 10)));
+        // 99.99 rounds to 100, which Decimal(2, 0) cannot hold.
+        assert!(!cast_is_total(&Decimal128(4, 2), &Decimal128(2, 0)));
+        assert!(!cast_is_total(
+            &Date32,
+            &Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None)
+        ));
+    }
+
+    #[test]
+    fn divisions_need_a_nonzero_constant() {
+        use DataType::*;
+        use datafusion::logical_expr::{col, lit};
+        let x = col("x");
+        assert!(arithmetic_is_total(
+            Operator::Divide,
+            &Float64,
+            &Float64,
+            &x
+        ));
+        assert!(!arithmetic_is_total(Operator::Divide, &Int64, &Int64, &x));
+        assert!(!arithmetic_is_total(
+            Operator::Divide,
+            &Int64,
+            &Int64,
+            &lit(0i64)
+        ));
+        assert!(!arithmetic_is_total(
+            Operator::Modulo,
+            &Int64,
+            &Int64,
+            &lit(-1i64)
+        ));
+        assert!(arithmetic_is_total(
+            Operator::Divide,
+            &Int64,
+            &Int64,
+            &lit(10i64)
+        ));
+        assert!(arithmetic_is_total(Operator::Multiply, &Int64, &Int64, &x));
+        assert!(arithmetic_is_total(
+            Operator::Multiply,
+            &Decimal128(15, 2),
+            &Decimal128(23, 2),
+            &x
+        ));
+        assert!(!arithmetic_is_total(
+            Operator::Multiply,
+            &Decimal128(38, 4),
+            &Decimal128(23, 2),
+            &x
+        ));
+        assert!(!arithmetic_is_total(Operator::Plus, &Date32, &Int64, &x));
+    }
+}
