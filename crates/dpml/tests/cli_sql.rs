@@ -185,6 +185,30 @@ fn bad_input_is_one_line_and_exit_2() {
         "1",
     ])
     .assert_usage_error("privacy unit");
+    // A CSV file with a header only (no value to tell a column's type from), and a FIFO
+    // (which would be read until a writer closes it: perhaps never).
+    let header = dir.path().join("header.csv");
+    std::fs::write(&header, "user_id,day,spend,region\n").unwrap();
+    let fifo = dir.path().join("fifo.csv");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    for (path, words) in [(header, "no value"), (fifo, "not a regular file")] {
+        if !path.exists() {
+            assert!(made.as_ref().map_or(true, |s| !s.success()));
+            continue;
+        }
+        let t = format!("visits={}", path.display());
+        dpml(&[
+            "sql",
+            q,
+            "--table",
+            &t,
+            "--schema",
+            &schema,
+            "--epsilon",
+            "1",
+        ])
+        .assert_usage_error(words);
+    }
     // A group listed twice (once a panic that left the progress watcher waiting for ever).
     sql(
         "SELECT day, COUNT(*) FROM visits GROUP BY day, day",

@@ -361,8 +361,15 @@ fn sum_part(
     if let Some((lo, hi)) = sum_range {
         bound = bound.min(lo.abs().max(hi.abs()));
     }
-    if !(bound.is_finite()) {
-        return Err(SqlError::internal("a sum part without a per-unit bound"));
+    if !bound.is_finite() {
+        return Err(match (linf, sum_range) {
+            (None, None) => SqlError::internal("a sum part without a per-unit bound"),
+            _ => SqlError::input(format!(
+                "bounds [{}, {}] are too wide to sum: one unit's contribution to a group is \
+                 not a finite number (declare narrower bounds or sum_bounds)",
+                range.0, range.1
+            )),
+        });
     }
     if bound <= 0.0 {
         // Every contribution is 0 (bounds [0, 0] after centring): a tiny bound keeps the
@@ -475,6 +482,16 @@ pub(crate) fn release_probability(n: i64, threshold: i64, t: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounds_too_wide_to_sum_are_bad_input() {
+        let wide = (-1e308, 1e308);
+        for square in [false, true] {
+            let err = sum_part(0, wide, 0.0, square, None, Some(2), 3, 1.0).unwrap_err();
+            assert!(matches!(err, SqlError::Input(_)), "{err}");
+            assert!(err.to_string().contains("too wide"), "{err}");
+        }
+    }
 
     #[test]
     fn powers_and_logs_are_exact() {

@@ -232,6 +232,10 @@ impl<'a> Rewriter<'a> {
                 if input.unit.is_private() && s.fetch.is_some() {
                     return Err(refuse_rows("ORDER BY … LIMIT", &input));
                 }
+                if input.unit.is_private() {
+                    let keys: Vec<Expr> = s.expr.iter().map(|k| k.expr.clone()).collect();
+                    check_private_exprs(&keys, s.input.schema(), "ORDER BY", self)?;
+                }
                 let plan = with_inputs(plan, vec![input.plan.clone()])?;
                 Ok(Rel { plan, ..input })
             }
@@ -332,6 +336,13 @@ impl<'a> Rewriter<'a> {
             ));
         }
         let source_schema = scan.source.schema();
+        // Filters pushed into the scan run on its rows as a Filter would.
+        if !scan.filters.is_empty() {
+            let schema =
+                DFSchema::try_from_qualified_schema(scan.table_name.clone(), &source_schema)
+                    .map_err(plan_err)?;
+            check_private_exprs(&scan.filters, &schema, "WHERE", self)?;
+        }
         let needed = match &info.unit {
             UnitSource::Column(c) | UnitSource::Via { column: c, .. } => {
                 Some(source_schema.index_of(c).map_err(|_| {
@@ -449,6 +460,14 @@ impl<'a> Rewriter<'a> {
             )
         };
         let (lp, rp) = (left.unit.is_private(), right.unit.is_private());
+        // The join keys are computed on each side's rows.
+        let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = j.on.iter().cloned().unzip();
+        if lp {
+            check_private_exprs(&left_keys, j.left.schema(), "a join key", self)?;
+        }
+        if rp {
+            check_private_exprs(&right_keys, j.right.schema(), "a join key", self)?;
+        }
         use JoinType::*;
         let offset = left.lineage.len();
         let shift = |u: &Unit| u.with_columns(u.columns().iter().map(|c| c + offset).collect());
@@ -571,6 +590,11 @@ impl<'a> Rewriter<'a> {
         positions: Vec<usize>,
         a: &datafusion::logical_expr::Aggregate,
     ) -> Result<Rel> {
+        for e in &a.aggr_expr {
+            if let Some((construct, reason)) = crate::total::per_unit_failure(e, a.input.schema()) {
+                return Err(SqlError::refused(construct, reason));
+            }
+        }
         let rows_per_unit = (a.group_expr.len() == positions.len()).then_some(1);
         let lineage: Vec<Option<Origin>> = a
             .group_expr

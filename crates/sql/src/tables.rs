@@ -40,6 +40,13 @@ fn kind(name: &str, path: &Path) -> Result<Kind> {
     if meta.is_dir() {
         return Ok(Kind::ParquetFolder);
     }
+    if !meta.is_file() {
+        // A FIFO or a device would be read until it ends: perhaps never.
+        return Err(SqlError::input(format!(
+            "table {name}: {} is not a regular file nor a folder",
+            path.display()
+        )));
+    }
     let file = path
         .file_name()
         .map(|f| f.to_string_lossy().to_ascii_lowercase())
@@ -126,7 +133,16 @@ pub async fn register(ctx: &SessionContext, name: &str, path: &Path) -> Result<S
         }
     }
     let table = ctx.table_provider(name).await.map_err(fail)?;
-    Ok(table.schema())
+    let schema = table.schema();
+    if let Some(f) = schema.fields().iter().find(|f| f.data_type().is_null()) {
+        return Err(SqlError::input(format!(
+            "table {name}: column {} of {} has no value in its first {CSV_SCHEMA_ROWS} rows to \
+             tell its type from",
+            f.name(),
+            path.display()
+        )));
+    }
+    Ok(schema)
 }
 
 fn has_parquet(dir: &Path) -> Result<bool> {

@@ -248,6 +248,44 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
     }
 }
 
+/// Why an aggregate that DataFusion evaluates per unit (a subquery grouped by the unit, whose
+/// rows stay private) could fail on the unit's values; None when it cannot. Counts, MIN and
+/// MAX cannot fail and SUM wraps, but an AVG of DECIMAL rescales its sum with checked
+/// arithmetic, and the other aggregates are not known to be total.
+pub(crate) fn per_unit_failure(aggregate: &Expr, schema: &DFSchema) -> Option<(String, String)> {
+    let Expr::AggregateFunction(f) = strip_alias(aggregate) else {
+        return None;
+    };
+    let name = f.func.name().to_ascii_lowercase();
+    let decimal_arg = f
+        .params
+        .args
+        .first()
+        .and_then(|a| a.get_type(schema).ok())
+        .is_some_and(|t| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..)));
+    let total = match name.as_str() {
+        "count" | "sum" | "min" | "max" | "bool_and" | "bool_or" => true,
+        "avg" | "mean" => !decimal_arg,
+        _ => false,
+    };
+    (!total).then(|| {
+        (
+            format!("{aggregate} in a subquery grouped by the privacy unit"),
+            "it can fail on a unit's values, and a query that fails would tell whether such a \
+             unit exists; per unit, dpml allows COUNT, SUM, MIN, MAX and AVG (in DOUBLE: \
+             AVG(CAST(x AS DOUBLE)))"
+                .to_string(),
+        )
+    })
+}
+
+fn strip_alias(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => strip_alias(&a.expr),
+        e => e,
+    }
+}
+
 /// Whether `l op r` evaluates without an error for every pair of values of its types.
 fn arithmetic_is_total(op: Operator, l: &DataType, r: &DataType, right: &Expr) -> bool {
     use Operator::*;

@@ -73,6 +73,21 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "to_date()",
         "cannot fail",
     ),
+    (
+        "SELECT COUNT(*) FROM (SELECT o_cust, AVG(CASE WHEN o_cust = 7 THEN \
+         CAST(99999999999999999999999999999999999.99 AS DECIMAL(38, 2)) END) a FROM orders \
+         GROUP BY o_cust) t WHERE a IS NULL",
+        0.0,
+        "subquery grouped by the privacy unit",
+        "AVG(CAST(x AS DOUBLE))",
+    ),
+    (
+        "SELECT label, COUNT(*) FROM items JOIN flags ON CAST(i_order / 0 AS VARCHAR) = \
+         flags.flag GROUP BY label",
+        0.0,
+        "items.i_order / Int64(0)",
+        "fail on a row's value",
+    ),
     ("COPY orders TO 'out.csv'", 0.0, "COPY", "only a SELECT"),
     (
         "INSERT INTO orders VALUES (1, 2, 3, 'hi')",
