@@ -18,117 +18,43 @@ use datafusion::logical_expr::{Expr, ExprSchemable, Operator};
 /// Decimal128's most digits.
 const MAX_DIGITS: i32 = 38;
 
-/// Scalar functions that return a value (or NULL, NaN, ±∞) for every argument value.
+/// Scalar functions that return a value (or NULL) for every argument value.
+#[rustfmt::skip]
 const TOTAL_FUNCTIONS: &[&str] = &[
     // Conditionals.
-    "coalesce",
-    "nullif",
-    "nvl",
-    "nvl2",
-    "greatest",
-    "least",
+    "coalesce", "nullif", "nvl", "nvl2", "greatest", "least",
     // Text.
-    "lower",
-    "upper",
-    "btrim",
-    "ltrim",
-    "rtrim",
-    "trim",
-    "length",
-    "char_length",
-    "character_length",
-    "octet_length",
-    "bit_length",
-    "concat",
-    "concat_ws",
-    "starts_with",
-    "ends_with",
-    "strpos",
-    "instr",
-    "reverse",
-    "initcap",
-    "ascii",
-    "contains",
-    "md5",
-    "sha224",
-    "sha256",
-    "sha384",
-    "sha512",
-    "replace",
-    "translate",
-    "left",
-    "right",
-    "levenshtein",
-    "find_in_set",
-    "to_hex",
-    // Numbers (IEEE: NaN and ±∞, never an error).
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-    "signum",
-    "isnan",
-    "iszero",
-    "nanvl",
-    "sqrt",
-    "cbrt",
-    "exp",
-    "ln",
-    "log",
-    "log2",
-    "log10",
-    "sin",
-    "cos",
-    "tan",
-    "cot",
-    "asin",
-    "acos",
-    "atan",
-    "atan2",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "degrees",
-    "radians",
+    "lower", "upper", "btrim", "ltrim", "rtrim", "trim", "length", "char_length",
+    "character_length", "octet_length", "bit_length", "concat", "concat_ws", "starts_with",
+    "ends_with", "strpos", "instr", "reverse", "initcap", "ascii", "contains", "md5",
+    "sha224", "sha256", "sha384", "sha512", "replace", "translate", "left", "right",
+    "levenshtein", "find_in_set", "to_hex",
     "pi",
     // Constants of the query, not of a row.
-    "now",
-    "current_date",
-    "current_time",
-    "today",
+    "now", "current_date", "current_time", "today",
+];
+
+/// Functions that are total when their first argument is a DOUBLE (IEEE: NaN and ±∞, never an
+/// error), but not on integers or decimals: rounding an integer or a decimal can overflow its
+/// type. (`sqrt` fails on a negative DOUBLE and `power` on 0 to a negative power: neither is
+/// listed.)
+#[rustfmt::skip]
+const FLOAT_FUNCTIONS: &[&str] = &[
+    "floor", "ceil", "round", "trunc", "signum", "isnan", "iszero", "nanvl", "cbrt", "exp",
+    "ln", "log", "log2", "log10", "sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2",
+    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "degrees", "radians",
 ];
 
 /// The fields `date_part`/`extract` and the units `date_trunc` accept: any other fails on
 /// every row it meets.
+#[rustfmt::skip]
 const DATE_PARTS: &[&str] = &[
-    "year",
-    "quarter",
-    "month",
-    "week",
-    "day",
-    "hour",
-    "minute",
-    "second",
-    "millisecond",
-    "microsecond",
-    "nanosecond",
-    "dow",
-    "doy",
-    "epoch",
+    "year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
+    "microsecond", "nanosecond", "dow", "doy", "epoch",
 ];
+#[rustfmt::skip]
 const TRUNC_UNITS: &[&str] = &[
-    "year",
-    "quarter",
-    "month",
-    "week",
-    "day",
-    "hour",
-    "minute",
-    "second",
-    "millisecond",
+    "year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
     "microsecond",
 ];
 
@@ -164,7 +90,12 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
         | Expr::InList(_)
         | Expr::TryCast(_)
         | Expr::AggregateFunction(_) => None,
-        Expr::Like(like) if matches!(*like.pattern, Expr::Literal(..)) => None,
+        Expr::Like(like)
+            if matches!(*like.pattern, Expr::Literal(..))
+                && like.escape_char.is_none_or(|c| c == '\\') =>
+        {
+            None
+        }
         Expr::BinaryExpr(b) => {
             let (l, r) = (ty(&b.left)?, ty(&b.right)?);
             let total = arithmetic_is_total(b.op, &l, &r, &b.right);
@@ -206,7 +137,11 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 n if TOTAL_FUNCTIONS.contains(&n) => true,
                 // abs(i64::MIN) fails; floats and decimals cannot.
                 "abs" => f.args.first().and_then(ty).is_some_and(|t| !t.is_integer()),
-                "power" | "pow" => node.get_type(schema).is_ok_and(|t| t.is_floating()),
+                n if FLOAT_FUNCTIONS.contains(&n) => f
+                    .args
+                    .first()
+                    .and_then(ty)
+                    .is_some_and(|t| t.is_floating() || t.is_null()),
                 "date_part" | "datepart" => {
                     text(literal(0)).is_some_and(|p| DATE_PARTS.contains(&p.as_str()))
                 }
@@ -229,7 +164,7 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 refuse(
                     format!("{name}() on private rows"),
                     "dpml allows on private rows only functions that cannot fail (see the \
-                     guide's list)",
+                     guide's list; maths functions take DOUBLE: CAST(x AS DOUBLE))",
                 )
             }
         }
@@ -299,6 +234,10 @@ fn arithmetic_is_total(op: Operator, l: &DataType, r: &DataType, right: &Expr) -
     }
     if l.is_floating() || r.is_floating() {
         // IEEE arithmetic: ±∞ and NaN, never an error (a DECIMAL operand becomes a DOUBLE).
+        return true;
+    }
+    if op == Minus && *l == DataType::Date32 && *r == DataType::Date32 {
+        // Days between two dates, as an Int64.
         return true;
     }
     if l.is_integer() && r.is_integer() {
