@@ -137,19 +137,22 @@ fn bad_input_is_one_line_and_exit_2() {
     let ex = examples();
     let schema = ex.join("shop.toml").display().to_string();
     let q = "SELECT COUNT(*) FROM visits";
+    // The COUNT over `visits` read from `path`.
+    let count_of = |path: &std::path::Path| {
+        let t = format!("visits={}", path.display());
+        dpml(&[
+            "sql",
+            q,
+            "--table",
+            &t,
+            "--schema",
+            &schema,
+            "--epsilon",
+            "1",
+        ])
+    };
     // A missing table file.
-    let missing = format!("visits={}", dir.path().join("nope.csv").display());
-    dpml(&[
-        "sql",
-        q,
-        "--table",
-        &missing,
-        "--schema",
-        &schema,
-        "--epsilon",
-        "1",
-    ])
-    .assert_usage_error("nope.csv");
+    count_of(&dir.path().join("nope.csv")).assert_usage_error("nope.csv");
     // An unknown column.
     sql("SELECT SUM(spent) FROM visits", &["--epsilon", "1"]).assert_usage_error("spent");
     // A column without declared bounds.
@@ -158,18 +161,7 @@ fn bad_input_is_one_line_and_exit_2() {
     // A malformed Parquet file.
     let bad = dir.path().join("bad.parquet");
     std::fs::write(&bad, b"PAR1 this is not parquet").unwrap();
-    let t = format!("visits={}", bad.display());
-    dpml(&[
-        "sql",
-        q,
-        "--table",
-        &t,
-        "--schema",
-        &schema,
-        "--epsilon",
-        "1",
-    ])
-    .assert_usage_error("bad.parquet");
+    count_of(&bad).assert_usage_error("bad.parquet");
     // A table with repeated units that the schema does not declare.
     let other = dir.path().join("other.toml");
     std::fs::write(&other, "[tables.regions]\npublic = true\n").unwrap();
@@ -196,18 +188,7 @@ fn bad_input_is_one_line_and_exit_2() {
             assert!(made.as_ref().map_or(true, |s| !s.success()));
             continue;
         }
-        let t = format!("visits={}", path.display());
-        dpml(&[
-            "sql",
-            q,
-            "--table",
-            &t,
-            "--schema",
-            &schema,
-            "--epsilon",
-            "1",
-        ])
-        .assert_usage_error(words);
+        count_of(&path).assert_usage_error(words);
     }
     // A group listed twice (once a panic that left the progress watcher waiting for ever).
     sql(

@@ -172,7 +172,11 @@ fn one_line(msg: &str) -> String {
     }
     // A context's first line names the planning step, the last one the cause ("Optimizer rule
     // 'simplify_expressions' failed", "caused by", "Cast error: Cannot cast string 'a' …").
-    let lines: Vec<&str> = msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = msg
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     match (lines.first(), lines.last()) {
         (Some(first), Some(last)) if lines.len() > 1 => format!("{first}: {last}"),
         _ => msg.trim().to_string(),
