@@ -97,11 +97,17 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
             None
         }
         Expr::BinaryExpr(b) => {
-            let (l, r) = (ty(&b.left)?, ty(&b.right)?);
-            let total = arithmetic_is_total(b.op, &l, &r, &b.right);
+            // Fail closed: operands whose types cannot be told are refused.
+            let types = ty(&b.left).zip(ty(&b.right));
+            let total = types
+                .as_ref()
+                .is_some_and(|(l, r)| arithmetic_is_total(b.op, l, r, &b.right));
             if total {
                 None
             } else {
+                let (l, r) = types.map_or(("?".into(), "?".into()), |(l, r)| {
+                    (l.to_string(), r.to_string())
+                });
                 refuse(
                     format!("{node} ({l} {} {r})", b.op),
                     "compute it in DOUBLE (CAST(x AS DOUBLE)), whose arithmetic never fails, \
