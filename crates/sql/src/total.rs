@@ -202,8 +202,11 @@ pub(crate) fn per_unit_failure(aggregate: &Expr, schema: &DFSchema) -> Option<(S
         .params
         .args
         .first()
-        .and_then(|a| a.get_type(schema).ok())
-        .is_some_and(|t| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..)));
+        .map(|a| a.get_type(schema).ok())
+        // Fail closed: an argument whose type cannot be told counts as a DECIMAL.
+        .is_some_and(|t| {
+            t.is_none_or(|t| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..)))
+        });
     let total = match name.as_str() {
         "count" | "sum" | "min" | "max" | "bool_and" | "bool_or" => true,
         "avg" | "mean" => !decimal_arg,
