@@ -115,15 +115,13 @@ impl DpAggregate {
             catalog.bounds(&o.table, &o.column)
         };
 
+        let mut groups = Vec::new();
         for (i, g) in a.group_expr.iter().enumerate() {
             if a.group_expr[..i].contains(g) {
                 return Err(SqlError::input(format!(
                     "GROUP BY lists {g} twice: list each group once"
                 )));
             }
-        }
-        let mut groups = Vec::new();
-        for (i, g) in a.group_expr.iter().enumerate() {
             if matches!(g, Expr::GroupingSet(_)) {
                 return Err(SqlError::refused(
                     g.to_string(),

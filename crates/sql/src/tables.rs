@@ -102,9 +102,10 @@ pub async fn register(ctx: &SessionContext, name: &str, path: &Path) -> Result<S
             first_line(&e.strip_backtrace())
         ))
     };
-    match kind(name, path)? {
+    let file_kind = kind(name, path)?;
+    match file_kind {
         Kind::Parquet | Kind::ParquetFolder => {
-            if kind(name, path)? == Kind::ParquetFolder && !has_parquet(path)? {
+            if file_kind == Kind::ParquetFolder && !has_parquet(path)? {
                 return Err(SqlError::input(format!(
                     "table {name}: the folder {} holds no .parquet file",
                     path.display()
@@ -134,7 +135,12 @@ pub async fn register(ctx: &SessionContext, name: &str, path: &Path) -> Result<S
     }
     let table = ctx.table_provider(name).await.map_err(fail)?;
     let schema = table.schema();
-    if let Some(f) = schema.fields().iter().find(|f| f.data_type().is_null()) {
+    let csv = matches!(file_kind, Kind::Csv | Kind::CsvGz);
+    if let Some(f) = schema
+        .fields()
+        .iter()
+        .find(|f| csv && f.data_type().is_null())
+    {
         return Err(SqlError::input(format!(
             "table {name}: column {} of {} has no value in its first {CSV_SCHEMA_ROWS} rows to \
              tell its type from",
