@@ -284,12 +284,17 @@ fn decimal(t: &DataType) -> Option<(i32, i32)> {
 
 /// A literal divisor that cannot fail: non-zero and, for integers, not −1 (i64::MIN / −1).
 fn nonzero_literal(e: &Expr, decimal: bool) -> bool {
-    let e = match e {
-        Expr::Cast(c) => &*c.expr,
-        e => e,
-    };
-    let Expr::Literal(v, _) = e else {
-        return false;
+    // A cast literal divides by its value after the cast (CAST(0.5 AS BIGINT) is 0).
+    let v = match e {
+        Expr::Literal(v, _) => v.clone(),
+        Expr::Cast(c) => match &*c.expr {
+            Expr::Literal(v, _) => match v.cast_to(c.field.data_type()) {
+                Ok(v) => v,
+                Err(_) => return false,
+            },
+            _ => return false,
+        },
+        _ => return false,
     };
     if v.is_null() {
         // Dividing by NULL gives NULL.
@@ -421,6 +426,14 @@ mod tests {
             &Int64,
             &Int64,
             &lit(10i64)
+        ));
+        // The divisor is the literal's value after its cast: 0.5 as an integer is 0.
+        let zero = datafusion::logical_expr::cast(lit(0.5), Int64);
+        assert!(!arithmetic_is_total(
+            Operator::Divide,
+            &Int64,
+            &Int64,
+            &zero
         ));
         assert!(arithmetic_is_total(Operator::Multiply, &Int64, &Int64, &x));
         assert!(arithmetic_is_total(
