@@ -373,7 +373,8 @@ fn measure(
     Ok(kind)
 }
 
-fn strip_alias(e: &Expr) -> &Expr {
+/// `e` without its aliases.
+pub(crate) fn strip_alias(e: &Expr) -> &Expr {
     match e {
         Expr::Alias(a) => strip_alias(&a.expr),
         other => other,

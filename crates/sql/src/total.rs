@@ -194,7 +194,7 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
 /// MAX cannot fail and SUM wraps, but an AVG of DECIMAL rescales its sum with checked
 /// arithmetic, and the other aggregates are not known to be total.
 pub(crate) fn per_unit_failure(aggregate: &Expr, schema: &DFSchema) -> Option<(String, String)> {
-    let Expr::AggregateFunction(f) = strip_alias(aggregate) else {
+    let Expr::AggregateFunction(f) = crate::aggregate::strip_alias(aggregate) else {
         return None;
     };
     let name = f.func.name().to_ascii_lowercase();
@@ -221,13 +221,6 @@ pub(crate) fn per_unit_failure(aggregate: &Expr, schema: &DFSchema) -> Option<(S
                 .to_string(),
         )
     })
-}
-
-fn strip_alias(e: &Expr) -> &Expr {
-    match e {
-        Expr::Alias(a) => strip_alias(&a.expr),
-        e => e,
-    }
 }
 
 /// Whether `l op r` evaluates without an error for every pair of values of its types.
