@@ -572,23 +572,16 @@ impl Engine {
             Ok(totals)
         };
         // The scans' and spills' metrics, read a few times a second while the rows are read.
-        let stop = std::sync::atomic::AtomicBool::new(false);
         let progress = &self.progress;
-        let result = std::thread::scope(|scope| {
-            let watcher = scope.spawn(|| {
+        let result = crate::progress::watching(
+            |stop| {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     progress.observe(&physical);
                     std::thread::park_timeout(std::time::Duration::from_millis(200));
                 }
-            });
-            // A panic must stop the watcher too, or the scope would wait for it for ever.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.runtime.block_on(run)
-            }));
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            watcher.thread().unpark();
-            result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
+            },
+            || self.runtime.block_on(run),
+        );
         self.progress.finish_plan(&physical);
         result
     }

@@ -10,9 +10,23 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use datafusion::physical_plan::ExecutionPlan;
+
+/// Runs `f` while `watch` runs on a thread of its own, given a flag that turns true once `f`
+/// has returned or panicked; `watch` must then return soon (its thread is unparked). A panic
+/// of `f` still stops the watcher, or the scope would wait for it for ever, and is resumed.
+pub fn watching<T>(watch: impl FnOnce(&AtomicBool) + Send, f: impl FnOnce() -> T) -> T {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch(&stop));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        stop.store(true, Ordering::Relaxed);
+        watcher.thread().unpark();
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
 
 /// The stage of a query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -165,5 +179,30 @@ impl PlanMetrics {
         for child in plan.children() {
             self.add(child.as_ref());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic of the watched work stops the watcher and reaches the caller: no hang.
+    #[test]
+    fn a_panic_stops_the_watcher_and_is_resumed() {
+        let watcher_ended = AtomicBool::new(false);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            watching(
+                |stop| {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::park_timeout(std::time::Duration::from_millis(50));
+                    }
+                    watcher_ended.store(true, Ordering::Relaxed);
+                },
+                || -> u32 { panic!("the work failed") },
+            )
+        }));
+        assert!(result.is_err());
+        assert!(watcher_ended.load(Ordering::Relaxed));
+        assert_eq!(watching(|_| {}, || 7), 7);
     }
 }

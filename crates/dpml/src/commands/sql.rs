@@ -190,15 +190,7 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
 /// terminal, otherwise a line at each change of stage and every 10 seconds.
 pub fn watched<T>(engine: &Engine, what: &str, f: impl FnOnce() -> T) -> T {
     let counters = engine.progress();
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch(&counters, what, &stop));
-        // A panic must stop the watcher too, or the scope would wait for it for ever.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        stop.store(true, Ordering::Relaxed);
-        watcher.thread().unpark();
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
+    dpml_sql::progress::watching(|stop| watch(&counters, what, stop), f)
 }
 
 fn watch(counters: &Arc<dpml_sql::progress::Progress>, what: &str, stop: &AtomicBool) {
