@@ -249,6 +249,7 @@ def sql_run(
     ledger: Optional[Ledger] = None,
     seed: Optional[int] = None,
     memory_limit: Optional[str] = None,
+    cluster: Optional[str] = None,
 ) -> Tuple[SqlTable, str]: ...
 def sql_explain(
     query: str,
@@ -258,4 +259,5 @@ def sql_explain(
     delta: float = 0.0,
     weights: Optional[Dict[str, float]] = None,
     memory_limit: Optional[str] = None,
+    cluster: Optional[str] = None,
 ) -> str: ...

@@ -5,10 +5,13 @@ The schema file declares each table's privacy unit, bounds, key sets and contrib
 as a :class:`pyarrow.Table` (``.to_pandas()`` for pandas); its schema metadata ``b"dpml"``
 holds the release's facts as JSON: each aggregate's mechanism, noise scale, sensitivity and
 95% half-width, epsilon, delta, the neighbouring relation and what was public. With a ledger,
-the spend is recorded durably before the table is returned; over budget, nothing is returned.
-With ``memory_limit``, the query runs in a memory pool of that size and spills sorts,
-aggregations and joins to a temporary folder; a query that still does not fit raises
-``ValueError`` ("the query needs more than the memory limit …") and charges nothing.
+the spend is recorded durably before any private row is read; over budget, nothing is read or
+returned, and a query that fails while it reads them keeps its charge (whether it fails can
+depend on them). With ``memory_limit``, the query runs in a memory pool of that size and
+spills sorts, aggregations and joins to a temporary folder; a query that still does not fit
+raises ``ValueError`` ("the query needs more than the memory limit …") and is charged. With
+``cluster="HOST:PORT"``, the private rows are read on an Apache Ballista cluster, as
+``dpml sql --cluster`` reads them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ def _tables(tables: Mapping[str, PathLike]) -> List[Tuple[str, str]]:
     return [(str(name), os.fspath(path)) for name, path in tables.items()]
 
 
+def _cluster(cluster: Optional[str]) -> Optional[str]:
+    if cluster is not None and not isinstance(cluster, str):
+        raise TypeError(f"cluster must be 'HOST:PORT', got {cluster!r}")
+    return cluster
+
+
 def _memory_limit(limit: Optional[Union[int, str]]) -> Optional[str]:
     if limit is None:
         return None
@@ -47,12 +56,14 @@ def sql(
     weights: Optional[Mapping[str, float]] = None,
     seed: Optional[int] = None,
     memory_limit: Optional[Union[int, str]] = None,
+    cluster: Optional[str] = None,
 ) -> Any:
     """Answers ``query`` with (epsilon, delta)-differential privacy, as ``dpml sql`` does.
 
     Each privacy unit's contributions are bounded as the schema declares, every released cell
-    gets noise once (exact discrete Laplace), and the ledger, if any, is charged before the
-    table is returned. Constructs that cannot be bounded are refused before any row is read.
+    gets noise once (exact discrete Laplace), and the ledger, if any, is charged before any
+    private row is read. Constructs that cannot be bounded are refused before that, and cost
+    nothing.
 
     Parameters
     ----------
@@ -71,8 +82,9 @@ def sql(
         Delta of the whole query (default 0: pure epsilon-DP). Grouping by private keys
         needs delta > 0 (keys are released past a noisy threshold).
     ledger : Ledger, optional
-        Charged before the table is returned; a query that would overspend raises and
-        returns nothing.
+        Charged before any private row is read; a query that would overspend raises and
+        reads nothing, and a query that fails once it reads them (a memory limit, a lost
+        executor) raises and keeps its charge, since whether it fails can depend on them.
     weights : mapping of str to float, optional
         Relative shares of epsilon per aggregate, by output column name (default even).
     seed : int, optional
@@ -80,7 +92,13 @@ def sql(
     memory_limit : int or str, optional
         Run under this much memory: bytes, or a size with K, M, G or T (``"4G"``). Sorts,
         aggregations and joins spill to a temporary folder; a query that still does not fit
-        raises ``ValueError`` and charges nothing. Default: no limit.
+        raises ``ValueError`` and is charged (whether it fits depends on the private rows).
+        Default: no limit.
+    cluster : str, optional
+        ``"HOST:PORT"`` of an Apache Ballista scheduler: its executors read the private rows
+        and compute exact per-unit state only; the bounding, the noise and the ledger stay in
+        this process (see the guide's SQL chapter for starting a cluster). A scheduler out of
+        reach raises before the charge; not with ``memory_limit``. Default: this machine.
 
     Returns
     -------
@@ -109,6 +127,7 @@ def sql(
         native(ledger),
         seed,
         _memory_limit(memory_limit),
+        _cluster(cluster),
     )
     table = pa.RecordBatchReader.from_stream(stream).read_all()
     metadata = dict(table.schema.metadata or {})
@@ -128,7 +147,8 @@ def sql_report(table: Any) -> Dict[str, Any]:
     -------
     dict
         Its ``b"dpml"`` metadata: the fields of ``dpml sql --json`` but ``rows``
-        (``memory_limit``: the limit it ran under, in bytes, or None).
+        (``memory_limit``: the limit it ran under, in bytes, or None; ``cluster``: the
+        scheduler's address, or None).
     """
     return json.loads(table.schema.metadata[b"dpml"])
 
@@ -141,6 +161,7 @@ def sql_explain(
     delta: float = 0.0,
     weights: Optional[Mapping[str, float]] = None,
     memory_limit: Optional[Union[int, str]] = None,
+    cluster: Optional[str] = None,
 ) -> Dict[str, Any]:
     """What ``query`` would release and cost, as ``dpml sql --explain`` shows it.
 
@@ -164,6 +185,8 @@ def sql_explain(
         As :func:`sql`.
     memory_limit : int or str, optional
         As :func:`sql` (public key sets are read under it).
+    cluster : str, optional
+        As :func:`sql`.
 
     Returns
     -------
@@ -179,5 +202,6 @@ def sql_explain(
             float(delta),
             None if weights is None else {str(k): float(v) for k, v in weights.items()},
             _memory_limit(memory_limit),
+            _cluster(cluster),
         )
     )

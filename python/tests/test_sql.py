@@ -100,3 +100,23 @@ def test_a_memory_limit_gives_the_same_seeded_table_and_bad_limits_raise():
             dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, memory_limit=bad)
     with pytest.raises(TypeError, match="memory_limit"):
         dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, memory_limit=4.5)
+
+
+def test_a_cluster_out_of_reach_raises_before_the_charge(tmp_path):
+    import socket
+
+    # A port nothing listens on: bound, then closed.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ledger = dpml.Ledger(str(tmp_path / "c.ledger"), budget=5.0)
+    address = f"127.0.0.1:{port}"
+    with pytest.raises(ValueError, match=f"the cluster at {address} failed the query"):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, ledger=ledger, cluster=address)
+    assert ledger.balance()["entries"] == 0
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, cluster="no port")
+    with pytest.raises(ValueError, match="memory_limit cannot be combined with cluster"):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, cluster=address, memory_limit="1G")
+    with pytest.raises(TypeError, match="cluster"):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, cluster=50050)  # type: ignore[arg-type]

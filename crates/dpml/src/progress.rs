@@ -68,8 +68,18 @@ impl Progress {
     /// spinner with the count, its rate and the message; otherwise only [`Progress::line`]
     /// prints.
     pub fn counter(what: &str, unit: &'static str) -> Self {
+        Self::spinning(what, unit, true)
+    }
+
+    /// Progress of work that shows no count (what it would count is private): on a terminal a
+    /// spinner with the message; otherwise only [`Progress::line`] prints.
+    pub fn activity(what: &str) -> Self {
+        Self::spinning(what, "", false)
+    }
+
+    fn spinning(what: &str, unit: &'static str, counted: bool) -> Self {
         let draw = if std::io::stderr().is_terminal() {
-            Draw::Bar(spinner(what, unit))
+            Draw::Bar(spinner(what, unit, counted))
         } else {
             Draw::Lines(Mutex::new(Counts::default()))
         };
@@ -229,13 +239,15 @@ fn bar(len: u64, what: &str, unit: &'static str) -> indicatif::ProgressBar {
 }
 
 /// The terminal line of [`Progress::counter`]: what (cut to 10), a spinner, the count with
-/// its unit and rate, and the message cut to 40 (80 columns in all).
-fn spinner(what: &str, unit: &'static str) -> indicatif::ProgressBar {
+/// its unit and rate (when `counted`), and the message cut to 40 (80 columns in all).
+fn spinner(what: &str, unit: &'static str, counted: bool) -> indicatif::ProgressBar {
     let bar =
         indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-    let style = indicatif::ProgressStyle::with_template(
-        "{prefix:<10!} {spinner} {human_pos} {unit}s {rate} {msg:<40!}",
-    )
+    let style = indicatif::ProgressStyle::with_template(if counted {
+        "{prefix:<10!} {spinner} {human_pos} {unit}s {rate} {msg:<40!}"
+    } else {
+        "{prefix:<10!} {spinner} {elapsed} {msg:<40!}"
+    })
     .map(|s| {
         s.with_key(
             "rate",

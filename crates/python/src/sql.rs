@@ -57,19 +57,29 @@ fn limits(memory_limit: Option<&str>) -> Result<Limits, String> {
     }
 }
 
-/// The engine over `tables` (name → path) declared by the schema file `schema`, under the
-/// memory limit `memory_limit`.
+/// The engine over `tables` (name → path) declared by the schema file `schema`: under the
+/// memory limit `memory_limit`, or reading the private rows on the Ballista cluster whose
+/// scheduler is at `cluster` (as `dpml sql`, not both).
 fn engine(
     schema: &str,
     tables: Vec<(String, String)>,
     memory_limit: Option<&str>,
+    cluster: Option<&str>,
 ) -> Result<Engine, String> {
     let schema = dpml_core::data::Schema::from_file(schema.as_ref()).map_err(|e| e.to_string())?;
     let tables: Vec<(String, PathBuf)> = tables
         .into_iter()
         .map(|(n, p)| (n, PathBuf::from(p)))
         .collect();
-    Engine::with_limits(&schema.tables, &tables, limits(memory_limit)?).map_err(|e| e.to_string())
+    match (cluster, memory_limit) {
+        (Some(_), Some(_)) => Err(SqlError::input(
+            "memory_limit cannot be combined with cluster (the cluster's executors run under \
+             their own memory)",
+        )),
+        (Some(address), None) => Engine::on_cluster(&schema.tables, &tables, address),
+        (None, _) => Engine::with_limits(&schema.tables, &tables, limits(memory_limit)?),
+    }
+    .map_err(|e| e.to_string())
 }
 
 fn request(epsilon: f64, delta: f64, weights: Option<BTreeMap<String, f64>>) -> Request {
@@ -84,7 +94,7 @@ fn request(epsilon: f64, delta: f64, weights: Option<BTreeMap<String, f64>>) -> 
 
 /// (table, report JSON) of a DP query.
 #[pyfunction]
-#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, ledger=None, seed=None, memory_limit=None))]
+#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, ledger=None, seed=None, memory_limit=None, cluster=None))]
 #[allow(clippy::too_many_arguments)]
 fn sql_run(
     py: Python<'_>,
@@ -97,17 +107,19 @@ fn sql_run(
     ledger: Option<PyRef<'_, PyLedger>>,
     seed: Option<u64>,
     memory_limit: Option<String>,
+    cluster: Option<String>,
 ) -> PyResult<(SqlTable, String)> {
     let mut rng = guard::rng(seed)?;
     let ledger = inner(&ledger);
     guard::run(py, || {
-        let engine = engine(schema, tables, memory_limit.as_deref())?;
+        let engine = engine(schema, tables, memory_limit.as_deref(), cluster.as_deref())?;
         let result = engine
             .run(query, &request(epsilon, delta, weights), &mut rng, ledger)
             .map_err(|e: SqlError| e.to_string())?;
         let mut report = result.to_json().map_err(|e| e.to_string())?;
         report["seeded"] = serde_json::Value::Bool(rng.is_seeded());
         report["memory_limit"] = serde_json::json!(engine.memory_limit());
+        report["cluster"] = serde_json::json!(cluster);
         Ok::<_, String>((
             SqlTable {
                 schema: result.schema(),
@@ -120,7 +132,7 @@ fn sql_run(
 
 /// The explanation (JSON) of a DP query: reads no private row, charges nothing.
 #[pyfunction]
-#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, memory_limit=None))]
+#[pyo3(signature = (query, tables, schema, epsilon, delta=0.0, weights=None, memory_limit=None, cluster=None))]
 #[allow(clippy::too_many_arguments)]
 fn sql_explain(
     py: Python<'_>,
@@ -131,9 +143,10 @@ fn sql_explain(
     delta: f64,
     weights: Option<BTreeMap<String, f64>>,
     memory_limit: Option<String>,
+    cluster: Option<String>,
 ) -> PyResult<String> {
     guard::run(py, || {
-        let engine = engine(schema, tables, memory_limit.as_deref())?;
+        let engine = engine(schema, tables, memory_limit.as_deref(), cluster.as_deref())?;
         let e = engine
             .explain(query, &request(epsilon, delta, weights))
             .map_err(|e| e.to_string())?;

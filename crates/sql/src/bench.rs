@@ -56,7 +56,7 @@ impl Exact {
             let df = self.ctx.sql(sql).await.map_err(plan_err)?;
             df.collect()
                 .await
-                .map_err(|e| out_of_memory(&e, self.limit, false).unwrap_or_else(|| plan_err(e)))
+                .map_err(|e| out_of_memory(&e, self.limit).unwrap_or_else(|| plan_err(e)))
         })?;
         crate::result::rows_json(&batches)
     }

@@ -92,7 +92,27 @@ impl Cluster {
         SqlError::Cluster {
             address: address.to_string(),
             what,
+            charged: false,
         }
+    }
+
+    /// Whether the scheduler accepts a connection: tried before a query is charged, so that a
+    /// scheduler that is down or an address typed wrong costs nothing (once the query runs, a
+    /// failure is charged: it can depend on the private rows).
+    pub(crate) fn reachable(&self) -> Result<()> {
+        use std::net::{TcpStream, ToSocketAddrs};
+        let unreachable = || SqlError::Cluster {
+            address: self.address.to_string(),
+            what: "its scheduler could not be reached".to_string(),
+            charged: false,
+        };
+        let addresses = self.address.to_socket_addrs().map_err(|_| unreachable())?;
+        for a in addresses {
+            if TcpStream::connect_timeout(&a, std::time::Duration::from_secs(10)).is_ok() {
+                return Ok(());
+            }
+        }
+        Err(unreachable())
     }
 }
 

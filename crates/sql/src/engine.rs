@@ -322,7 +322,7 @@ impl Engine {
             return Ok(None);
         }
         let run_public = |plan: &LogicalPlan| -> Result<ArrayRef> {
-            let batches = self.collect(plan.clone(), false)?;
+            let batches = self.collect(plan.clone())?;
             let schema = plan.schema().inner().clone();
             let arrays: Vec<&dyn datafusion::arrow::array::Array> =
                 batches.iter().map(|b| b.column(0).as_ref()).collect();
@@ -345,17 +345,17 @@ impl Engine {
         Ok(Some(cross_product(&sets)?))
     }
 
-    /// Runs a plan over public data (or released cells, `charged`) to the end.
-    fn collect(&self, plan: LogicalPlan, charged: bool) -> Result<Vec<RecordBatch>> {
+    /// Runs a plan over public data (or released cells) to the end.
+    fn collect(&self, plan: LogicalPlan) -> Result<Vec<RecordBatch>> {
         self.runtime.block_on(async {
             let df = self
                 .ctx
                 .execute_logical_plan(plan)
                 .await
                 .map_err(plan_err)?;
-            df.collect().await.map_err(|e| {
-                out_of_memory(&e, self.memory_limit(), charged).unwrap_or_else(|| plan_err(e))
-            })
+            df.collect()
+                .await
+                .map_err(|e| out_of_memory(&e, self.memory_limit()).unwrap_or_else(|| plan_err(e)))
         })
     }
 
@@ -416,16 +416,21 @@ impl Engine {
         noise: &mut Noise<'_>,
         ledger: Option<&Ledger>,
     ) -> Result<DpResult> {
-        let spend = spend(sql, prepared);
-        // A query that would overspend is refused before any private row is read.
-        if let Some(l) = ledger {
-            l.check(&spend)?;
+        if let Some(cluster) = &self.cluster {
+            // An address typed wrong costs nothing: it is tried before the charge.
+            cluster.reachable()?;
         }
-        let all_totals = self.totals(prepared, key)?;
+        // Recorded before the first private row is read, so that a query that would overspend
+        // reads none, and a query that fails while reading them (whether it fails can depend
+        // on them: a memory limit one unit's rows push it past) has paid for what it told.
+        let balance = ledger.map(|l| l.spend(&spend(sql, prepared))).transpose()?;
+        let paid = |e: SqlError| match balance {
+            Some(_) => e.after_charge(),
+            None => e,
+        };
+        let all_totals = self.totals(prepared, key).map_err(paid)?;
         self.progress.set_stage(Stage::Releasing);
-        // From here on noise is drawn: whatever happens, the spend is recorded before any
-        // result or error derived from it is returned.
-        let released: Result<Vec<Released>> = prepared
+        let released = prepared
             .aggregates
             .iter()
             .zip(&prepared.calibration.aggregates)
@@ -433,9 +438,8 @@ impl Engine {
             .map(|((agg, cal), (keys, totals))| {
                 release(agg, cal, keys, totals, agg.released.schema(), noise)
             })
-            .collect();
-        let balance = ledger.map(|l| l.spend(&spend)).transpose()?;
-        let released = released?;
+            .collect::<Result<Vec<Released>>>()
+            .map_err(paid)?;
         let mut warnings = Vec::new();
         for (agg, r) in prepared.aggregates.iter().zip(released) {
             let mut slot = agg.released.batches[0]
@@ -445,7 +449,7 @@ impl Engine {
             warnings.extend(r.warnings);
         }
         self.progress.set_stage(Stage::Finishing);
-        let batches = self.collect(prepared.outer.clone(), true)?;
+        let batches = self.collect(prepared.outer.clone()).map_err(paid)?;
         Ok(DpResult::new(
             prepared.outer.schema().inner().clone(),
             batches,
@@ -534,7 +538,7 @@ impl Engine {
         let cluster = self.cluster.as_ref().map(Cluster::address);
         let read_err = move |tables: &str, e: &datafusion::error::DataFusionError| match &cluster {
             Some(address) => Cluster::failed(address, e),
-            None => out_of_memory(e, limit, false).unwrap_or_else(|| SqlError::data(tables, e)),
+            None => out_of_memory(e, limit).unwrap_or_else(|| SqlError::data(tables, e)),
         };
         let run = async {
             let streams = if by_unit(&physical) {

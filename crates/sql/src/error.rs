@@ -4,6 +4,11 @@
 //!
 //! Messages never quote a private value: DataFusion's own errors while reading private rows
 //! can name a row or a value, so they are reported by [`SqlError::data`] without their text.
+//!
+//! A failure while the private rows are read can depend on them (a memory limit that one
+//! unit's rows push a query past, a task that fails on one value), so it is charged: the
+//! engine records the spend before the first private row is read, and such an error says so
+//! (see [`SqlError::after_charge`]).
 
 use std::fmt;
 
@@ -28,21 +33,33 @@ pub enum SqlError {
         /// disk) rather than the ledger refusing (over budget, damaged): try again later.
         environmental: bool,
     },
+    /// Reading the private rows failed (a damaged file, a value that does not parse): only the
+    /// kind of failure is told, DataFusion's message can quote a private value.
+    Data {
+        /// The tables read.
+        tables: String,
+        /// What kind of failure it was.
+        kind: &'static str,
+        /// Whether the query's spend had been recorded in a ledger.
+        charged: bool,
+    },
     /// The query needs more memory than its limit, even spilling to disk: an operator that
     /// cannot spill outgrew what was left of the pool.
     OutOfMemory {
         /// The limit, in bytes.
         limit: u64,
-        /// Whether the failure came after the noise was drawn (the spend was then recorded).
+        /// Whether the query's spend had been recorded in a ledger.
         charged: bool,
     },
     /// The Ballista cluster failed the query (its scheduler out of reach, its executors
-    /// lost): nothing was released or charged.
+    /// lost): nothing was released.
     Cluster {
         /// The scheduler's address.
         address: String,
         /// What failed.
         what: String,
+        /// Whether the query's spend had been recorded in a ledger.
+        charged: bool,
     },
     /// Something failed that the caller could not have prevented.
     Internal(String),
@@ -80,10 +97,37 @@ impl SqlError {
             E::ResourcesExhausted(_) => "out of memory",
             _ => "the engine failed",
         };
-        SqlError::Input(format!(
-            "reading the private rows of {what} failed ({kind}); nothing was released or \
-             charged (the engine's message is withheld: it can quote a private value)"
-        ))
+        SqlError::Data {
+            tables: what.to_string(),
+            kind,
+            charged: false,
+        }
+    }
+
+    /// The same failure, after the query's spend was recorded in a ledger: whether a query
+    /// fails while its private rows are read can depend on them, so a failure from then on is
+    /// paid for like a release (otherwise it would answer questions about them for free).
+    #[must_use]
+    pub fn after_charge(self) -> Self {
+        match self {
+            SqlError::Data { tables, kind, .. } => SqlError::Data {
+                tables,
+                kind,
+                charged: true,
+            },
+            SqlError::OutOfMemory { limit, .. } => SqlError::OutOfMemory {
+                limit,
+                charged: true,
+            },
+            SqlError::Cluster { address, what, .. } => SqlError::Cluster {
+                address,
+                what,
+                charged: true,
+            },
+            SqlError::Input(m) => SqlError::Input(format!("{m}; {}", outcome(true))),
+            SqlError::Internal(m) => SqlError::Internal(format!("{m}; {}", outcome(true))),
+            other => other,
+        }
     }
 
     /// Whether the caller's input caused it (exit 2 / `ValueError`): a refused construct, bad
@@ -91,7 +135,10 @@ impl SqlError {
     /// another budget, a damaged file).
     pub fn is_input(&self) -> bool {
         match self {
-            SqlError::Refused { .. } | SqlError::Input(_) | SqlError::OutOfMemory { .. } => true,
+            SqlError::Refused { .. }
+            | SqlError::Input(_)
+            | SqlError::Data { .. }
+            | SqlError::OutOfMemory { .. } => true,
             SqlError::Ledger { environmental, .. } => !environmental,
             SqlError::Cluster { .. } | SqlError::Internal(_) => false,
         }
@@ -103,22 +150,32 @@ impl fmt::Display for SqlError {
         match self {
             SqlError::Refused { construct, reason } => write!(f, "refused: {construct}: {reason}"),
             SqlError::Input(m) | SqlError::Ledger { message: m, .. } => f.write_str(m),
+            SqlError::Data {
+                tables,
+                kind,
+                charged,
+            } => write!(
+                f,
+                "reading the private rows of {tables} failed ({kind}); {} (the engine's \
+                 message is withheld: it can quote a private value)",
+                outcome(*charged)
+            ),
             SqlError::OutOfMemory { limit, charged } => write!(
                 f,
                 "the query needs more than the memory limit {}: an operator that cannot spill \
                  to disk (a hash join, a sort's final merge, one unit's rows being bounded) \
                  outgrew it; raise the limit; {}",
                 crate::memory::format_bytes(*limit),
-                if *charged {
-                    "the budget was charged (the noise had been drawn), nothing was released"
-                } else {
-                    "nothing was released or charged"
-                }
+                outcome(*charged)
             ),
-            SqlError::Cluster { address, what } => write!(
+            SqlError::Cluster {
+                address,
+                what,
+                charged,
+            } => write!(
                 f,
-                "the cluster at {address} failed the query: {what}; nothing was released or \
-                 charged"
+                "the cluster at {address} failed the query: {what}; {}",
+                outcome(*charged)
             ),
             SqlError::Internal(m) => write!(f, "internal error: {m}"),
         }
@@ -126,6 +183,16 @@ impl fmt::Display for SqlError {
 }
 
 impl std::error::Error for SqlError {}
+
+/// What a failed query cost, as its message ends.
+fn outcome(charged: bool) -> &'static str {
+    if charged {
+        "nothing was released; the query's spend was recorded in the ledger before its \
+         private rows were read"
+    } else {
+        "nothing was released or charged"
+    }
+}
 
 impl From<dpml_data::DataError> for SqlError {
     fn from(e: dpml_data::DataError) -> Self {
@@ -183,16 +250,18 @@ fn one_line(msg: &str) -> String {
     }
 }
 
-/// The memory-limit error for `e` when the pool of limit `limit` ran out (`charged`: after
-/// the noise was drawn); None for any other failure or without a limit.
+/// The memory-limit error for `e` when the pool of limit `limit` ran out (before any charge:
+/// see [`SqlError::after_charge`]); None for any other failure or without a limit.
 pub(crate) fn out_of_memory(
     e: &datafusion::error::DataFusionError,
     limit: Option<u64>,
-    charged: bool,
 ) -> Option<SqlError> {
     use datafusion::error::DataFusionError as E;
     match (e.find_root(), limit) {
-        (E::ResourcesExhausted(_), Some(limit)) => Some(SqlError::OutOfMemory { limit, charged }),
+        (E::ResourcesExhausted(_), Some(limit)) => Some(SqlError::OutOfMemory {
+            limit,
+            charged: false,
+        }),
         _ => None,
     }
 }

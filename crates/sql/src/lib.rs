@@ -2,7 +2,7 @@
 //!
 //! Apache DataFusion parses, plans and executes the query; dpml decides what is allowed,
 //! bounds each privacy unit's contributions, adds exact noise once per released cell, and
-//! charges the budget ledger before anything is returned.
+//! charges the budget ledger before any private row is read.
 //!
 //! # The plan of a query
 //! 1. **Plan** ([`engine`]): DataFusion turns the SQL into a logical plan (types coerced,
@@ -17,26 +17,27 @@
 //!    place in the plan.
 //! 3. **Calibrate** (module `calibrate`): ε is split across the aggregates (and key selections),
 //!    each part's sensitivity comes from the declared bounds and the contribution bounds.
-//! 4. **Bound** (modules `preaggregate`, `contribute`): the contribution rows are
+//! 4. **Charge**: the query's events are recorded in the ledger; over budget, no private row
+//!    is read. From here on a failure is charged too: whether a query fails while it reads
+//!    private rows (a memory limit, a lost executor, a damaged file) can depend on them.
+//! 5. **Bound** (modules `preaggregate`, `contribute`): the contribution rows are
 //!    pre-aggregated per (unit, group), partitioned by unit, clamped, limited to L0 groups per unit by a keyed
 //!    hash, and added up exactly (fixed point, 128-bit, checked).
-//! 5. **Release** (module `release`): groups (public keys, or private keys past a noisy threshold)
+//! 6. **Release** (module `release`): groups (public keys, or private keys past a noisy threshold)
 //!    get discrete Laplace noise from dpml's exact sampler — once per part of each cell —
 //!    and the values fill the placeholders once.
-//! 6. **Charge**: the query's events are recorded in the ledger; over budget, nothing is
-//!    returned.
 //! 7. **Post-process**: the rest of the query (HAVING, ORDER BY, LIMIT, arithmetic, joins with
 //!    public tables) runs on the released cells.
 //!
 //! Under a memory limit ([`Limits`], module [`memory`]) every query runs in a fair spilling
 //! memory pool: DataFusion's sorts, aggregations and sort-merge joins spill to a temporary
-//! folder, and the bounding of step 4 holds one unit at a time. [`progress`] counts what a
+//! folder, and the bounding of step 5 holds one unit at a time. [`progress`] counts what a
 //! running query has read and spilled, for a front to show.
 //!
 //! Noise is never drawn inside DataFusion: no DP aggregate is a DataFusion aggregate, so it
 //! cannot run in a window frame, per partial aggregate or from Parquet statistics, and a
 //! result read twice is the same materialised result. DataFusion computes exact state only:
-//! the per-(unit, group) pre-aggregation of step 4 (module `preaggregate`), which is also all
+//! the per-(unit, group) pre-aggregation of step 5 (module `preaggregate`), which is also all
 //! that an Apache Ballista cluster runs (module `cluster`, [`Engine::on_cluster`]).
 //!
 //! ```no_run

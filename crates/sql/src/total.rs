@@ -2,8 +2,9 @@
 //!
 //! A query that fails tells the analyst something no noise covers: *some row reached an
 //! expression that fails*. `CASE WHEN o_custkey = 42 THEN o_orderkey / 0 END` fails exactly
-//! when customer 42 has an order, and a failed query is neither released nor charged, so it
-//! could be asked again and again. Every expression the rewrite finds on private rows is
+//! when customer 42 has an order. Such a failure is charged (the engine records the spend
+//! before it reads a private row), but the charge only limits how often it can be asked: the
+//! answer itself is exact, not noisy. Every expression the rewrite finds on private rows is
 //! therefore checked, node by node, against what is known to be total in DataFusion:
 //! comparisons, logic, `CASE`, float arithmetic, integer `+ − ×` (which wrap), decimal
 //! arithmetic whose result fits 38 digits, division by a non-zero constant, casts that cannot

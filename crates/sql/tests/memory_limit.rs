@@ -1,7 +1,8 @@
 //! Out of core: TPC-H at scale factor 0.01 under a memory limit of 8 MiB spills (the
 //! sort of the contribution rows by unit, the sort-merge join) and gives the same seeded answer
 //! as without a limit; under a limit too small for one batch the query fails with the memory
-//! limit's error and charges nothing.
+//! limit's error, and it is charged: whether a query fits its limit depends on the private
+//! rows, so a free failure would answer questions about them.
 
 use dpml_accounting::ledger::{Budget, Ledger};
 use dpml_mechanisms::DpRng;
@@ -49,7 +50,7 @@ fn a_small_limit_spills_and_answers_as_without_one() {
 }
 
 #[test]
-fn a_limit_too_small_fails_by_name_and_charges_nothing() {
+fn a_limit_too_small_fails_by_name_and_is_charged() {
     let common::Tpch {
         dir,
         tables,
@@ -74,7 +75,7 @@ fn a_limit_too_small_fails_by_name_and_charges_nothing() {
         e,
         SqlError::OutOfMemory {
             limit: dpml_sql::memory::MIN_LIMIT as u64,
-            charged: false
+            charged: true
         }
     );
     let msg = e.to_string();
@@ -82,7 +83,22 @@ fn a_limit_too_small_fails_by_name_and_charges_nothing() {
         msg.starts_with("the query needs more than the memory limit 64.0 KiB:"),
         "{msg}"
     );
-    assert!(!msg.contains('\n') && msg.contains("nothing was released or charged"));
+    assert!(
+        !msg.contains('\n') && msg.contains("the query's spend was recorded in the ledger"),
+        "{msg}"
+    );
     assert!(e.is_input());
-    assert_eq!(ledger.balance().unwrap().spent_epsilon, 0.0);
+    let balance = ledger.balance().unwrap();
+    assert!(
+        balance.entries == 1 && balance.spent_epsilon > 0.0,
+        "{balance:?}"
+    );
+    // Without a ledger nothing can be charged, and the message says so.
+    let e = engine
+        .run(query("q1"), &request(), &mut DpRng::seeded(1), None)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("nothing was released or charged"),
+        "{e}"
+    );
 }

@@ -4,7 +4,8 @@
 //! `--explain` (or `EXPLAIN DP SELECT …`) shows what the query would release and cost, reading
 //! no private row and charging nothing. `--memory-limit` runs the query in a memory pool of
 //! that size, spilling to a temporary folder; a query that still does not fit fails with the
-//! limit's error (exit 2) and charges nothing. `--cluster HOST:PORT` reads the private rows on an
+//! limit's error (exit 2), charged like any query that fails once it reads private rows (the
+//! failure can depend on them). `--cluster HOST:PORT` reads the private rows on an
 //! Apache Ballista cluster (the guide's SQL chapter says how). A query that runs for more than a second shows
 //! its progress on stderr (stage, rows scanned, bytes spilled).
 
@@ -81,8 +82,8 @@ impl SqlArgs {
 #[derive(Args, Debug)]
 pub struct MemoryArgs {
     /// Run under this much memory, spilling sorts, aggregations and joins to a temporary
-    /// folder: bytes or K, M, G, T (4G, 512M). A query that still does not fit fails and
-    /// charges nothing.
+    /// folder: bytes or K, M, G, T (4G, 512M). A query that still does not fit fails, and is
+    /// charged (whether it fits depends on the private rows).
     #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
     pub memory_limit: Option<usize>,
     /// Folder for spill files (default: the system's temporary folder).
@@ -171,7 +172,7 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
     let ledger = a.ledger.open()?;
     let mut rng = a.seed.rng()?;
     let engine = a.engine(&schema)?;
-    let result = watched(&engine, "sql", || {
+    let result = watched(&engine, "sql", out.diagnostics, || {
         engine.run(query, &request, &mut rng, ledger.as_ref())
     })?;
     let mut v = result.to_json()?;
@@ -186,14 +187,21 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
 }
 
 /// Runs `f` (one query of `engine`) while its progress shows on stderr: nothing for a query
-/// that ends within a second; then a spinner with the rows scanned and the stage on a
-/// terminal, otherwise a line at each change of stage and every 10 seconds.
-pub fn watched<T>(engine: &Engine, what: &str, f: impl FnOnce() -> T) -> T {
+/// that ends within a second; then a spinner with the stage on a terminal, otherwise a line
+/// at each change of stage and every 10 seconds. With `counts`, the rows scanned and the
+/// bytes spilled too: exact counts of private rows, so diagnostics (`--no-diagnostics` leaves
+/// them out).
+pub fn watched<T>(engine: &Engine, what: &str, counts: bool, f: impl FnOnce() -> T) -> T {
     let counters = engine.progress();
-    dpml_sql::progress::watching(|stop| watch(&counters, what, stop), f)
+    dpml_sql::progress::watching(|stop| watch(&counters, what, counts, stop), f)
 }
 
-fn watch(counters: &Arc<dpml_sql::progress::Progress>, what: &str, stop: &AtomicBool) {
+fn watch(
+    counters: &Arc<dpml_sql::progress::Progress>,
+    what: &str,
+    counts: bool,
+    stop: &AtomicBool,
+) {
     const QUIET: Duration = Duration::from_secs(1);
     const EVERY: Duration = Duration::from_secs(10);
     let start = Instant::now();
@@ -205,27 +213,67 @@ fn watch(counters: &Arc<dpml_sql::progress::Progress>, what: &str, stop: &Atomic
         }
         let now = counters.snapshot();
         let (bar, stage, last) = shown.get_or_insert_with(|| {
-            (
-                crate::progress::Progress::counter(what, "row"),
-                Stage::Idle,
-                Instant::now(),
-            )
+            let bar = if counts {
+                crate::progress::Progress::counter(what, "row")
+            } else {
+                crate::progress::Progress::activity(what)
+            };
+            (bar, Stage::Idle, Instant::now())
         });
-        let spilled = format!("{} spilled", format_bytes(now.spilled_bytes));
-        bar.set_position(now.rows_scanned);
-        bar.set_message(format!("{}, {spilled}", now.stage));
+        let (head, tail) = describe(&now, counts);
+        if counts {
+            bar.set_position(now.rows_scanned);
+            bar.set_message(format!("{}, {tail}", now.stage));
+        } else {
+            bar.set_message(&head);
+        }
         if !bar.is_bar() && (*stage != now.stage || last.elapsed() >= EVERY) {
-            let head = format!(
-                "{}, {} rows scanned",
-                now.stage,
-                crate::summary::grouped(now.rows_scanned)
-            );
-            bar.line(&head, None, &spilled);
+            bar.line(&head, None, &tail);
             *stage = now.stage;
             *last = Instant::now();
         }
     }
     if let Some((bar, ..)) = shown {
         bar.finish_and_clear();
+    }
+}
+
+/// A progress line's head and tail: the stage, and with `counts` the rows scanned and the
+/// bytes spilled (exact counts of private rows: diagnostics).
+fn describe(now: &dpml_sql::progress::Snapshot, counts: bool) -> (String, String) {
+    if !counts {
+        return (now.stage.to_string(), String::new());
+    }
+    (
+        format!(
+            "{}, {} rows scanned",
+            now.stage,
+            crate::summary::grouped(now.rows_scanned)
+        ),
+        format!("{} spilled", format_bytes(now.spilled_bytes)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_counts_private_rows_only_as_diagnostics() {
+        let now = dpml_sql::progress::Snapshot {
+            stage: Stage::Releasing,
+            rows_scanned: 123_457,
+            spilled_bytes: 98_765_432,
+            spill_count: 3,
+        };
+        let (head, tail) = describe(&now, true);
+        assert!(head.contains("123,457 rows scanned"), "{head}");
+        assert!(tail.contains("spilled"), "{tail}");
+        let (head, tail) = describe(&now, false);
+        assert_eq!(head, Stage::Releasing.to_string());
+        assert!(
+            tail.is_empty() && !head.chars().any(|c| c.is_ascii_digit()),
+            "{head}"
+        );
     }
 }
