@@ -128,6 +128,13 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "overlapping groups",
     ),
     (
+        "SELECT COUNT(*) FROM orders WHERE o_cust NOT IN (SELECT o_cust FROM orders WHERE \
+         priority = 'high')",
+        0.0,
+        "LeftAnti JOIN of orders and orders",
+        "NOT EXISTS",
+    ),
+    (
         "SELECT label FROM flags",
         0.0,
         "without an aggregate of private rows",
@@ -172,6 +179,8 @@ fn the_accepted_forms_of_the_same_queries_plan() {
         "SELECT COUNT(*) FROM orders WHERE CAST(total AS DOUBLE) / o_cust > 1",
         "SELECT priority, COUNT(*) FROM orders WHERE total / 10 > 1 AND total % 7 = 0 GROUP BY priority",
         "SELECT COUNT(*) FROM orders WHERE upper(priority) LIKE 'H%' OR length(priority) > 2",
+        "SELECT COUNT(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM orders p WHERE \
+         p.o_cust = o.o_cust AND p.priority = 'high')",
     ] {
         let delta = if sql.contains("GROUP BY total") {
             1e-6
