@@ -34,7 +34,7 @@ pub enum Stage {
     /// Not started.
     #[default]
     Idle,
-    /// Parsing, planning, rewriting and calibrating (public tables only).
+    /// Parsing, planning, rewriting, calibrating (public tables only) and charging the ledger.
     Planning,
     /// Reading and bounding the private rows of aggregate `aggregate` (1-based) of `of`.
     Reading {
@@ -43,7 +43,7 @@ pub enum Stage {
         /// How many.
         of: usize,
     },
-    /// Drawing the noise and charging the ledger.
+    /// Drawing the noise (the ledger was charged before the first private row was read).
     Releasing,
     /// Running the rest of the query on the released cells.
     Finishing,

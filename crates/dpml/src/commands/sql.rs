@@ -6,8 +6,9 @@
 //! that size, spilling to a temporary folder; a query that still does not fit fails with the
 //! limit's error (exit 2), charged like any query that fails once it reads private rows (the
 //! failure can depend on them). `--cluster HOST:PORT` reads the private rows on an
-//! Apache Ballista cluster (the guide's SQL chapter says how). A query that runs for more than a second shows
-//! its progress on stderr (stage, rows scanned, bytes spilled).
+//! Apache Ballista cluster (the guide's SQL chapter says how). A query that runs for more than
+//! a second shows its progress on stderr: the stage, and the rows scanned and bytes spilled,
+//! which are exact counts of private rows and so diagnostics (`--no-diagnostics` leaves them out).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
