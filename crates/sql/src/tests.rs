@@ -281,6 +281,42 @@ fn sensitivity_holds_for_each_aggregate_on_one_table() {
     assert!(worst > 0.5, "worst relative change {worst}");
 }
 
+/// Rows whose unit is NULL belong to no unit: adding one changes no released cell, also where
+/// a query tests other rows against it (`NOT EXISTS`; `NOT IN`, null-aware, is refused).
+#[test]
+fn a_row_without_a_unit_changes_nothing() {
+    let with_null = shop(None);
+    let orders = &with_null
+        .tables
+        .iter()
+        .find(|(n, _)| n == "orders")
+        .unwrap()
+        .1;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(orders)
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"999,,50,hi\n").unwrap();
+    for sql in [
+        "SELECT priority, COUNT(*), SUM(total) FROM orders GROUP BY priority",
+        "SELECT priority, COUNT(*), SUM(total) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM \
+         orders p WHERE p.o_cust = o.o_cust AND p.priority = 'hi') GROUP BY priority",
+    ] {
+        let (plain, _, _) = totals(&shop(None), sql, 0.0);
+        let (nulled, _, _) = totals(&with_null, sql, 0.0);
+        assert!(plain == nulled, "{sql}: a row without a unit moved a cell");
+    }
+    let refused = with_null
+        .engine()
+        .explain(
+            "SELECT COUNT(*) FROM orders WHERE o_cust NOT IN (SELECT o_cust FROM orders WHERE \
+             priority = 'hi')",
+            &request(1.0, 0.0),
+        )
+        .unwrap_err();
+    assert!(matches!(refused, SqlError::Refused { .. }), "{refused}");
+}
+
 #[test]
 fn sensitivity_holds_along_foreign_keys() {
     // The unit joined in by the rewrite (items → orders).
