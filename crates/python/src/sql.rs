@@ -71,15 +71,7 @@ fn engine(
         .into_iter()
         .map(|(n, p)| (n, PathBuf::from(p)))
         .collect();
-    match (cluster, memory_limit) {
-        (Some(_), Some(_)) => Err(SqlError::input(
-            "memory_limit cannot be combined with cluster (the cluster's executors run under \
-             their own memory)",
-        )),
-        (Some(address), None) => Engine::on_cluster(&schema.tables, &tables, address),
-        (None, _) => Engine::with_limits(&schema.tables, &tables, limits(memory_limit)?),
-    }
-    .map_err(|e| e.to_string())
+    Engine::open(&schema.tables, &tables, limits(memory_limit)?, cluster).map_err(|e| e.to_string())
 }
 
 fn request(epsilon: f64, delta: f64, weights: Option<BTreeMap<String, f64>>) -> Request {

@@ -170,6 +170,27 @@ impl Engine {
         Self::build(tables, given, Limits::unlimited(), Some(address))
     }
 
+    /// [`Engine::with_limits`], or [`Engine::on_cluster`] with a `cluster` address: what a
+    /// front's options ask for.
+    ///
+    /// # Errors
+    /// As those; [`SqlError::Input`] for a memory limit together with a cluster (the
+    /// executors run under their own memory).
+    pub fn open(
+        tables: &BTreeMap<String, TableDecl>,
+        given: &[(String, PathBuf)],
+        limits: Limits,
+        cluster: Option<&str>,
+    ) -> Result<Self> {
+        if cluster.is_some() && limits.memory.is_some() {
+            return Err(SqlError::input(
+                "--memory-limit cannot be combined with --cluster (the cluster's executors run \
+                 under their own memory)",
+            ));
+        }
+        Self::build(tables, given, limits, cluster)
+    }
+
     fn build(
         tables: &BTreeMap<String, TableDecl>,
         given: &[(String, PathBuf)],

@@ -72,10 +72,12 @@ pub struct SqlArgs {
 impl SqlArgs {
     /// The engine these flags ask for: on one machine (under the memory limit) or a cluster.
     fn engine(&self, schema: &dpml_data::Schema) -> Result<Engine, SqlError> {
-        match &self.cluster {
-            Some(address) => Engine::on_cluster(&schema.tables, &self.tables, address),
-            None => Engine::with_limits(&schema.tables, &self.tables, self.memory.limits()),
-        }
+        Engine::open(
+            &schema.tables,
+            &self.tables,
+            self.memory.limits(),
+            self.cluster.as_deref(),
+        )
     }
 }
 
