@@ -236,6 +236,26 @@ fn a_cluster_out_of_reach_fails_by_name_and_charges_nothing() {
         Some(0),
         "{balance}"
     );
+    // A scheduler in reach (here a port that only accepts) and a CSV table, which the
+    // executors cannot read as dpml does: refused before the charge.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let reachable = listener.local_addr().unwrap().to_string();
+    let r = sql(
+        q,
+        &["--epsilon", "1", "--cluster", &reachable, "--ledger", &l],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("table visits is not Parquet"),
+        "{}",
+        r.stderr
+    );
+    let balance = dpml(&["ledger", "show", "--ledger", &l, "--json"]).json();
+    assert_eq!(
+        balance["entries"].as_array().map(Vec::len),
+        Some(0),
+        "{balance}"
+    );
     // Not HOST:PORT, and a memory limit beside a cluster: usage errors.
     sql(q, &["--epsilon", "1", "--cluster", "localhost"]).assert_usage_error("HOST:PORT");
     sql(

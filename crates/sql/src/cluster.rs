@@ -11,8 +11,9 @@
 //!
 //! The scheduler and the executors read the tables from the paths given here: they must see
 //! the same files (one machine, or a shared file system). Tables the cluster cannot read from
-//! a path (gzip CSV, read as a stream) and tables whose rows are their own privacy units (their
-//! unit is a keyed hash under the secret key) are refused before anything is sent.
+//! a path (CSV, read here as a stream that no malformed row can fail) and tables whose rows
+//! are their own privacy units (their unit is a keyed hash under the secret key) are refused
+//! before the query is charged.
 
 use std::sync::Arc;
 
@@ -63,7 +64,6 @@ impl Cluster {
         &self,
         plan: &LogicalPlan,
     ) -> Result<(Arc<dyn ExecutionPlan>, Arc<TaskContext>)> {
-        check_shippable(plan)?;
         let state = self.ctx.state();
         let physical = state.create_physical_plan(plan).await.map_err(plan_err)?;
         Ok((physical, state.task_ctx()))
@@ -136,7 +136,7 @@ fn check_address(address: &str) -> Result<()> {
 
 /// Refuses a plan a cluster cannot run as dpml means it: every table must be a file the
 /// executors read by its path, and no row may need the secret key.
-fn check_shippable(plan: &LogicalPlan) -> Result<()> {
+pub(crate) fn check_shippable(plan: &LogicalPlan) -> Result<()> {
     let mut problem = None;
     plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node {
@@ -145,8 +145,9 @@ fn check_shippable(plan: &LogicalPlan) -> Result<()> {
                 .unwrap_or(false);
             if !by_path {
                 problem = Some(format!(
-                    "table {} is not a Parquet or CSV file the executors can read by its path \
-                     (a gzip CSV is read as a stream; decompress it or convert it to Parquet)",
+                    "table {} is not Parquet, which the executors read by its path (a CSV \
+                     table is read here, as a stream that no malformed row can fail: convert \
+                     it to Parquet)",
                     scan.table_name
                 ));
             }

@@ -267,6 +267,14 @@ impl Engine {
                  only); run it with any SQL engine",
             ));
         }
+        if let Some(cluster) = &self.cluster {
+            // Both before the charge: an address typed wrong, or a table the cluster cannot
+            // read, costs nothing, and neither depends on the rows.
+            cluster.reachable()?;
+            for a in &aggregates {
+                crate::cluster::check_shippable(&a.rows)?;
+            }
+        }
         let keys = aggregates
             .iter()
             .map(|a| self.public_keys(a))
@@ -437,10 +445,6 @@ impl Engine {
         noise: &mut Noise<'_>,
         ledger: Option<&Ledger>,
     ) -> Result<DpResult> {
-        if let Some(cluster) = &self.cluster {
-            // An address typed wrong costs nothing: it is tried before the charge.
-            cluster.reachable()?;
-        }
         // Recorded before the first private row is read, so that a query that would overspend
         // reads none, and a query that fails while reading them (whether it fails can depend
         // on them: a memory limit one unit's rows push it past) has paid for what it told.

@@ -33,8 +33,9 @@ pub enum SqlError {
         /// disk) rather than the ledger refusing (over budget, damaged): try again later.
         environmental: bool,
     },
-    /// Reading the private rows failed (a damaged file, a value that does not parse): only the
-    /// kind of failure is told, DataFusion's message can quote a private value.
+    /// Reading the private rows failed (a damaged file; a CSV value that does not parse is read
+    /// as NULL instead): only the kind of failure is told, DataFusion's message can quote a
+    /// private value.
     Data {
         /// The tables read.
         tables: String,
@@ -91,9 +92,7 @@ impl SqlError {
         let kind = match e.find_root() {
             E::IoError(_) | E::ObjectStore(_) => "the file could not be read",
             E::ParquetError(_) => "a Parquet file is damaged or not Parquet",
-            E::ArrowError(..) => {
-                "a value does not parse as its column's type, or a file is damaged"
-            }
+            E::ArrowError(..) => "a file is damaged",
             E::ResourcesExhausted(_) => "out of memory",
             _ => "the engine failed",
         };

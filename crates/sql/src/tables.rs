@@ -4,11 +4,13 @@
 //! header and the types of its first rows — never a value that is released.
 
 use std::fs::File;
-use std::io::{BufReader, Seek};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::arrow::csv::ReaderBuilder;
+use csv::ByteRecord;
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::csv::reader::Format;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::streaming::StreamingTable;
@@ -16,7 +18,7 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
-use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use flate2::read::MultiGzDecoder;
 
 use crate::error::{Result, SqlError};
@@ -115,19 +117,8 @@ pub async fn register(ctx: &SessionContext, name: &str, path: &Path) -> Result<S
                 .await
                 .map_err(fail)?;
         }
-        Kind::Csv => {
-            ctx.register_csv(
-                name,
-                text,
-                CsvReadOptions::new()
-                    .has_header(true)
-                    .schema_infer_max_records(CSV_SCHEMA_ROWS),
-            )
-            .await
-            .map_err(fail)?;
-        }
-        Kind::CsvGz => {
-            let stream = GzCsv::open(name, path)?;
+        Kind::Csv | Kind::CsvGz => {
+            let stream = CsvFile::open(name, path, file_kind == Kind::CsvGz)?;
             let table = StreamingTable::try_new(Arc::clone(&stream.schema), vec![Arc::new(stream)])
                 .map_err(fail)?;
             ctx.register_table(name, Arc::new(table)).map_err(fail)?;
@@ -166,61 +157,124 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_string()
 }
 
-/// A gzip-compressed CSV file, decoded as DataFusion reads it.
+/// A CSV file (gzip-compressed or not), read as a stream of batches that no row can fail.
+///
+/// Whether a query fails must not depend on one unit's rows: it is an exact answer that no
+/// noise covers. So a value that does not parse as its column's type is read as NULL (as
+/// Spark's permissive mode does), a row with fewer fields than the header has NULLs for the
+/// rest and one with more has its extra fields dropped, and bytes that are not UTF-8 are
+/// replaced. Only a damaged file (an I/O or gzip error) still fails a query.
 #[derive(Debug)]
-struct GzCsv {
+struct CsvFile {
     path: PathBuf,
+    gz: bool,
     schema: SchemaRef,
 }
 
-impl GzCsv {
-    fn open(name: &str, path: &Path) -> Result<Self> {
+/// The records of a CSV file after its header: any number of fields each, never a UTF-8 error.
+type Records = csv::ByteRecordsIntoIter<Box<dyn Read + Send>>;
+
+impl CsvFile {
+    /// Reads the header and the types of the first [`CSV_SCHEMA_ROWS`] rows (the schema, which
+    /// is public) of the CSV file at `path`.
+    fn open(name: &str, path: &Path, gz: bool) -> Result<Self> {
         let err = |e: &dyn std::fmt::Display| {
             SqlError::input(format!(
-                "table {name}: cannot read {} as gzip-compressed CSV: {e}",
-                path.display()
+                "table {name}: cannot read {} as {}CSV: {e}",
+                path.display(),
+                if gz { "gzip-compressed " } else { "" }
             ))
         };
-        let mut file = File::open(path).map_err(|e| err(&e))?;
+        let mut reader = Self::reader(path, gz).map_err(|e| err(&e))?;
+        let header = reader.byte_headers().map_err(|e| err(&e))?.clone();
+        // The first rows, each made as wide as the header, in the shape arrow infers types from.
+        let mut first = csv::Writer::from_writer(Vec::new());
+        first.write_byte_record(&header).map_err(|e| err(&e))?;
+        for record in reader.byte_records().take(CSV_SCHEMA_ROWS) {
+            let record = record.map_err(|e| err(&e))?;
+            let row = (0..header.len()).map(|i| record.get(i).unwrap_or_default());
+            first.write_record(row).map_err(|e| err(&e))?;
+        }
+        let first = first.into_inner().map_err(|e| err(&e))?;
         let (schema, _) = Format::default()
             .with_header(true)
-            .infer_schema(
-                BufReader::new(MultiGzDecoder::new(&mut file)),
-                Some(CSV_SCHEMA_ROWS),
-            )
+            .infer_schema(first.as_slice(), None)
             .map_err(|e| err(&e))?;
-        file.rewind().map_err(|e| err(&e))?;
         Ok(Self {
             path: path.to_path_buf(),
+            gz,
             schema: Arc::new(schema),
         })
     }
+
+    fn reader(path: &Path, gz: bool) -> std::io::Result<csv::Reader<Box<dyn Read + Send>>> {
+        let file = BufReader::new(File::open(path)?);
+        let bytes: Box<dyn Read + Send> = if gz {
+            Box::new(BufReader::new(MultiGzDecoder::new(file)))
+        } else {
+            Box::new(file)
+        };
+        Ok(csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(true)
+            .from_reader(bytes))
+    }
+
+    /// The next batch of at most `size` rows, typed as `schema` says; None at the end.
+    fn batch(
+        schema: &SchemaRef,
+        records: &mut Records,
+        size: usize,
+    ) -> Option<std::io::Result<RecordBatch>> {
+        let rows: Vec<ByteRecord> = match records.take(size).collect() {
+            Ok(rows) => rows,
+            Err(e) => return Some(Err(std::io::Error::other(e))),
+        };
+        if rows.is_empty() {
+            return None;
+        }
+        let safe = CastOptions {
+            safe: true,
+            ..CastOptions::default()
+        };
+        let columns = schema.fields().iter().enumerate().map(|(i, field)| {
+            // An empty field is NULL, as arrow's own CSV reader reads it.
+            let text: StringArray = rows
+                .iter()
+                .map(|r| {
+                    r.get(i)
+                        .filter(|v| !v.is_empty())
+                        .map(String::from_utf8_lossy)
+                })
+                .collect();
+            cast_with_options(&text, field.data_type(), &safe)
+        });
+        let columns = match columns.collect::<std::result::Result<Vec<ArrayRef>, _>>() {
+            Ok(c) => c,
+            Err(e) => return Some(Err(std::io::Error::other(e))),
+        };
+        Some(RecordBatch::try_new(Arc::clone(schema), columns).map_err(std::io::Error::other))
+    }
 }
 
-impl PartitionStream for GzCsv {
+impl PartitionStream for CsvFile {
     fn schema(&self) -> &SchemaRef {
         &self.schema
     }
 
     fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let schema = Arc::clone(&self.schema);
-        let batch_size = ctx.session_config().batch_size();
-        let reader = File::open(&self.path)
-            .map_err(datafusion::error::DataFusionError::from)
-            .and_then(|f| {
-                ReaderBuilder::new(Arc::clone(&schema))
-                    .with_header(true)
-                    .with_batch_size(batch_size)
-                    .build(BufReader::new(MultiGzDecoder::new(f)))
-                    .map_err(datafusion::error::DataFusionError::from)
-            });
+        let typed = Arc::clone(&self.schema);
+        let size = ctx.session_config().batch_size();
+        let batches = Self::reader(&self.path, self.gz).map(|r| r.into_byte_records());
         let stream: std::pin::Pin<
             Box<dyn futures::Stream<Item = datafusion::error::Result<_>> + Send>,
-        > = match reader {
-            Ok(r) => Box::pin(futures::stream::iter(
-                r.map(|b| b.map_err(datafusion::error::DataFusionError::from)),
-            )),
-            Err(e) => Box::pin(futures::stream::once(async move { Err(e) })),
+        > = match batches {
+            Ok(mut records) => Box::pin(futures::stream::iter(std::iter::from_fn(move || {
+                Self::batch(&typed, &mut records, size)
+                    .map(|b| b.map_err(datafusion::error::DataFusionError::from))
+            }))),
+            Err(e) => Box::pin(futures::stream::once(async move { Err(e.into()) })),
         };
         Box::pin(RecordBatchStreamAdapter::new(schema, stream))
     }
@@ -229,6 +283,55 @@ impl PartitionStream for GzCsv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_csv_value_that_does_not_parse_is_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        // The types come from the first rows; a later row breaks them in every way it can.
+        let mut text = b"n,x,s\n".to_vec();
+        for i in 0..CSV_SCHEMA_ROWS {
+            text.extend(format!("{i},{i}.5,a\n").bytes());
+        }
+        text.extend(b"1,abc,b\n2,3.5,c,extra\n3\n4,\"5\",\xffd\n");
+        std::fs::write(&path, text).unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let rows = runtime.block_on(async {
+            let ctx = SessionContext::new();
+            let schema = register(&ctx, "t", &path).await.unwrap();
+            let types: Vec<_> = schema
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect();
+            use datafusion::arrow::datatypes::DataType::{Float64, Int64, Utf8};
+            assert_eq!(types, [Int64, Float64, Utf8]);
+            let sql = "SELECT CAST(n AS VARCHAR) || '|' || COALESCE(CAST(x AS VARCHAR), 'null') \
+                       || '|' || COALESCE(s, 'null') FROM t WHERE n BETWEEN 1 AND 4 ORDER BY n, s";
+            let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+            let column = batches[0].column(0).clone();
+            let cast = cast_with_options(&column, &Utf8, &CastOptions::default()).unwrap();
+            let strings = cast.as_any().downcast_ref::<StringArray>().unwrap();
+            strings
+                .iter()
+                .map(|v| v.unwrap().to_string())
+                .collect::<Vec<_>>()
+        });
+        // Rows 1–4 of the first rows, then the four broken ones.
+        assert_eq!(
+            rows,
+            [
+                "1|1.5|a",
+                "1|null|b",
+                "2|2.5|a",
+                "2|3.5|c",
+                "3|3.5|a",
+                "3|null|null",
+                "4|4.5|a",
+                "4|5.0|\u{fffd}d"
+            ]
+        );
+    }
 
     #[test]
     fn names_are_plain_lowercase_sql() {

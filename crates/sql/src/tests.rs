@@ -318,6 +318,60 @@ fn a_row_without_a_unit_changes_nothing() {
 }
 
 #[test]
+fn a_malformed_row_fails_no_query() {
+    // Past the rows the column types are read from, one unit's row that does not fit them: a
+    // value that is not a number, a row too wide, one too short, bytes that are not UTF-8. Its
+    // presence is a neighbouring database, and must move the totals within the sensitivity,
+    // not fail the query (a failure is an exact answer).
+    let schema = r#"
+[tables.t]
+privacy_unit = "u"
+max_rows_per_unit_per_group = 2
+[[tables.t.columns]]
+name = "x"
+bounds = [0, 100]
+[[tables.t.columns]]
+name = "g"
+keys = ["p", "q"]
+"#;
+    let mut clean = "u,g,x\n".to_string();
+    for i in 0..1500u64 {
+        let _ = writeln!(
+            clean,
+            "{},{},{}",
+            i % 400,
+            ["p", "q"][(i % 2) as usize],
+            i % 97
+        );
+    }
+    let bad_rows: [&[u8]; 4] = [
+        b"5000,p,abc\n",
+        b"5000,q,7,extra\n",
+        b"5000\n",
+        b"5000,\xff,7\n",
+    ];
+    for bad in bad_rows {
+        let make = |without: Option<u64>| {
+            let d = db(&[("t", clean.clone())], schema);
+            if without.is_none() {
+                let mut file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&d.tables[0].1)
+                    .unwrap();
+                std::io::Write::write_all(&mut file, bad).unwrap();
+            }
+            d
+        };
+        check_neighbours(
+            &make,
+            &[5000],
+            "SELECT g, COUNT(*), SUM(x), AVG(x) FROM t GROUP BY g",
+            0.0,
+        );
+    }
+}
+
+#[test]
 fn sensitivity_holds_along_foreign_keys() {
     // The unit joined in by the rewrite (items → orders).
     check_neighbours(
