@@ -951,6 +951,13 @@ fn is_scalar(v: &Value) -> bool {
     !matches!(v, Value::Array(_) | Value::Object(_))
 }
 
+/// `s` padded with spaces to `width` characters. By hand: a format width is limited to
+/// `u16`, and a column (a long SQL expression) may be wider.
+fn pad(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    format!("{s}{}", " ".repeat(width.saturating_sub(n)))
+}
+
 /// `key  value` lines, the values aligned.
 fn table(out: &mut String, rows: &[(String, String)]) {
     let width = rows
@@ -959,7 +966,7 @@ fn table(out: &mut String, rows: &[(String, String)]) {
         .max()
         .unwrap_or(0);
     for (k, v) in rows {
-        let _ = writeln!(out, "  {k:<width$}  {v}");
+        let _ = writeln!(out, "  {}  {v}", pad(k, width));
     }
 }
 
@@ -1017,11 +1024,7 @@ fn aligned(out: &mut String, cells: &[Vec<String>]) {
         })
         .collect();
     for row in cells {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
+        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| pad(c, *w)).collect();
         let _ = writeln!(out, "  {}", line.join("  ").trim_end());
     }
 }

@@ -130,10 +130,5 @@ fn bench_sql_measures_every_query_and_a_tiny_limit_is_charged() {
         "{}",
         failed.stderr
     );
-    let status = dpml(&["ledger", "show", "--ledger", &ledger, "--json"]).json();
-    assert_eq!(
-        status["entries"].as_array().map(Vec::len),
-        Some(1),
-        "{status}"
-    );
+    assert_eq!(common::ledger_entries(&ledger), 1);
 }

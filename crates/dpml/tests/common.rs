@@ -38,6 +38,15 @@ pub fn new_ledger(dir: &std::path::Path) -> std::path::PathBuf {
     ledger
 }
 
+/// The number of entries `dpml ledger show` lists in `ledger`.
+pub fn ledger_entries(ledger: &str) -> usize {
+    let shown = dpml(&["ledger", "show", "--ledger", ledger, "--json"]).json();
+    shown["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries in {shown}"))
+        .len()
+}
+
 /// A finished run of `dpml`.
 pub struct Run {
     pub code: i32,

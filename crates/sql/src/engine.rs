@@ -32,6 +32,7 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use dpml_accounting::PrivacyEvent;
 use dpml_accounting::ledger::{Ledger, Spend};
 use dpml_data::table_decl::TableDecl;
@@ -303,6 +304,9 @@ impl Engine {
     fn logical_plan(&self, sql: &str) -> Result<LogicalPlan> {
         let state = self.ctx.state();
         let dialect = state.config().options().sql_parser.dialect;
+        if let Some(tokens_of) = dialect_from_str(dialect) {
+            crate::size::check(sql, tokens_of.as_ref())?;
+        }
         let statement = state.sql_to_statement(sql, &dialect).map_err(plan_err)?;
         match &statement {
             DfStatement::Statement(s) if matches!(s.as_ref(), Statement::Query(_)) => {}

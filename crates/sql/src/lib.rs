@@ -72,6 +72,7 @@ pub(crate) mod release;
 pub mod result;
 pub(crate) mod rewrite;
 pub(crate) mod rowid;
+pub mod size;
 pub mod tables;
 pub(crate) mod total;
 pub mod tpch;
