@@ -83,6 +83,13 @@ def test_refusals_and_bad_input_raise_value_error():
         dpml.sql("SELECT SUM(region) FROM visits", TABLES, SCHEMA, epsilon=1.0)
     with pytest.raises(ValueError, match="spent"):
         dpml.sql("SELECT SUM(spent) FROM visits", TABLES, SCHEMA, epsilon=1.0)
+    # A schema that is not a regular file (a FIFO's read could wait for ever), and a query
+    # too deep to plan (once a stack overflow that aborted the interpreter).
+    with pytest.raises(ValueError, match="not a regular file"):
+        dpml.sql(QUERY, TABLES, EXAMPLES, epsilon=1.0)
+    deep = "SELECT COUNT(*) FROM visits WHERE spend < 1" + "+1" * 2000
+    with pytest.raises(ValueError, match="operators and keywords"):
+        dpml.sql(deep, TABLES, SCHEMA, epsilon=1.0)
 
 
 def test_a_memory_limit_gives_the_same_seeded_table_and_bad_limits_raise():
