@@ -370,6 +370,21 @@ impl DataError {
         }
     }
 
+    /// An [`DataError::Io`] error when `path` exists and is not a regular file: a FIFO would
+    /// block its read until a writer closes it, perhaps for ever, and a device could read
+    /// without end. `read_as` says what the file was to be read as.
+    pub(crate) fn unless_regular(path: &std::path::Path, read_as: &str) -> Result<(), Self> {
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => Err(Self::io(
+                path,
+                std::io::Error::other(format!(
+                    "not a regular file (a folder, FIFO or device cannot be read as {read_as})"
+                )),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// An unusable input file, with the reason.
     pub(crate) fn bad_input(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
         Self::BadInput {

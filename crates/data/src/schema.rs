@@ -210,11 +210,7 @@ impl Schema {
     /// is wrong (syntax, an unknown key, a range with lo ≥ hi or a non-finite end, classes
     /// named twice, both classes and label_range).
     pub fn from_file(path: &Path) -> Result<Schema, DataError> {
-        // A FIFO would block the read until a writer closes it, perhaps for ever.
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            let what = "not a regular file (a folder, FIFO or device cannot be read as a schema)";
-            return Err(DataError::io(path, std::io::Error::other(what)));
-        }
+        DataError::unless_regular(path, "a schema")?;
         let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
         let is_toml = path
             .extension()

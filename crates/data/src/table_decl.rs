@@ -226,12 +226,8 @@ fn check_keys(keys: &[KeyValue]) -> Result<(), String> {
 
 /// One key a line (blank lines skipped), as text: cast to the column's type when used.
 fn read_keys_file(path: &Path) -> Result<Vec<KeyValue>, DataError> {
+    DataError::unless_regular(path, "a key list")?;
     let meta = std::fs::metadata(path).map_err(|e| DataError::io(path, e))?;
-    // A FIFO would block the read until a writer closes it, perhaps for ever.
-    if !meta.is_file() {
-        let what = "not a regular file (a folder, FIFO or device cannot be read as a key list)";
-        return Err(DataError::io(path, std::io::Error::other(what)));
-    }
     // A key is rarely longer than a few dozen bytes; refuse a file that cannot be a key list.
     const MAX_BYTES: u64 = 256 * MAX_KEYS as u64;
     if meta.len() > MAX_BYTES {
