@@ -177,13 +177,19 @@ fn bad_input_is_one_line_and_exit_2() {
         "1",
     ])
     .assert_usage_error("privacy unit");
-    // A CSV file with a header only (no value to tell a column's type from), and a FIFO
-    // (which would be read until a writer closes it: perhaps never).
+    // A CSV file with a header only (no value to tell a column's type from), an empty one,
+    // and a FIFO (which would be read until a writer closes it: perhaps never).
     let header = dir.path().join("header.csv");
     std::fs::write(&header, "user_id,day,spend,region\n").unwrap();
     let fifo = dir.path().join("fifo.csv");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-    for (path, words) in [(header, "no value"), (fifo, "not a regular file")] {
+    let empty = dir.path().join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    for (path, words) in [
+        (header, "no value"),
+        (empty, "the header naming the columns, is empty"),
+        (fifo, "not a regular file"),
+    ] {
         if !path.exists() {
             assert!(made.as_ref().map_or(true, |s| !s.success()));
             continue;

@@ -187,6 +187,11 @@ impl CsvFile {
         };
         let mut reader = Self::reader(path, gz).map_err(|e| err(&e))?;
         let header = reader.byte_headers().map_err(|e| err(&e))?.clone();
+        if header.iter().all(<[u8]>::is_empty) {
+            return Err(err(
+                &"its first line, the header naming the columns, is empty",
+            ));
+        }
         // The first rows, each made as wide as the header, in the shape arrow infers types from.
         let mut first = csv::Writer::from_writer(Vec::new());
         first.write_byte_record(&header).map_err(|e| err(&e))?;
