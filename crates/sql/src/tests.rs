@@ -53,6 +53,13 @@ impl Db {
     pub(crate) fn engine(&self) -> Engine {
         Engine::new(&self.decls, &self.tables).unwrap()
     }
+
+    /// Appends `bytes` (whole rows) to table `name`'s file.
+    pub(crate) fn append(&self, name: &str, bytes: &[u8]) {
+        let (_, path) = self.tables.iter().find(|(n, _)| n == name).unwrap();
+        let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        std::io::Write::write_all(&mut file, bytes).unwrap();
+    }
 }
 
 pub(crate) fn request(epsilon: f64, delta: f64) -> Request {
@@ -286,17 +293,7 @@ fn sensitivity_holds_for_each_aggregate_on_one_table() {
 #[test]
 fn a_row_without_a_unit_changes_nothing() {
     let with_null = shop(None);
-    let orders = &with_null
-        .tables
-        .iter()
-        .find(|(n, _)| n == "orders")
-        .unwrap()
-        .1;
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(orders)
-        .unwrap();
-    std::io::Write::write_all(&mut file, b"999,,50,hi\n").unwrap();
+    with_null.append("orders", b"999,,50,hi\n");
     for sql in [
         "SELECT priority, COUNT(*), SUM(total) FROM orders GROUP BY priority",
         "SELECT priority, COUNT(*), SUM(total) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM \
@@ -354,11 +351,7 @@ keys = ["p", "q"]
         let make = |without: Option<u64>| {
             let d = db(&[("t", clean.clone())], schema);
             if without.is_none() {
-                let mut file = std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(&d.tables[0].1)
-                    .unwrap();
-                std::io::Write::write_all(&mut file, bad).unwrap();
+                d.append("t", bad);
             }
             d
         };
