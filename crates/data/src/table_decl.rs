@@ -1,6 +1,6 @@
 //! What a schema file declares about the tables of a SQL query (`dpml sql`): per table, the
 //! privacy unit, whether the table is public, the contribution bounds, and per column the
-//! bounds, the public key set and the foreign key. Declared, never read from the records, like
+//! bounds, the public key set, the foreign key and (for CSV files) the type. Declared, never read from the records, like
 //! the rest of the schema ([`crate::Schema`]).
 //!
 //! ```toml
@@ -21,6 +21,8 @@
 //! [[tables.orders.columns]]
 //! name = "o_custkey"
 //! references = "customer.c_custkey" # a foreign key: carries the privacy unit
+//! type = "integer"                  # a CSV column's type (integer, real, text, boolean, date,
+//!                                   # timestamp); Parquet files carry their own
 //!
 //! [tables.regions]
 //! public = true
@@ -90,6 +92,56 @@ pub struct ColumnDecl {
     /// privacy unit this row shares. The column referenced must be unique in its table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub references: Option<String>,
+    /// The column's type in a CSV file, which holds none (Parquet files carry their own).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub column_type: Option<ColumnType>,
+}
+
+/// The declared type of a CSV column. A private CSV table's types are declared, never read
+/// from its rows: which rows are there is private, and a type told from them would let one
+/// unit's value decide whether a query is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum ColumnType {
+    /// A 64-bit integer (`integer`, `bigint`, `int`).
+    Integer,
+    /// A 64-bit float (`real`, `double`, `float`).
+    Real,
+    /// Text (`text`, `varchar`, `string`).
+    Text,
+    /// `boolean` (`bool`).
+    Boolean,
+    /// A calendar date, `YYYY-MM-DD` (`date`).
+    Date,
+    /// A date and time, `YYYY-MM-DD HH:MM:SS[.ffffff]` (`timestamp`).
+    Timestamp,
+}
+
+impl TryFrom<String> for ColumnType {
+    type Error = String;
+
+    /// The type's name or its SQL spelling, in any case.
+    fn try_from(name: String) -> Result<Self, String> {
+        Ok(match name.to_ascii_lowercase().as_str() {
+            "integer" | "bigint" | "int" => Self::Integer,
+            "real" | "double" | "float" => Self::Real,
+            "text" | "varchar" | "string" => Self::Text,
+            "boolean" | "bool" => Self::Boolean,
+            "date" => Self::Date,
+            "timestamp" => Self::Timestamp,
+            _ => {
+                return Err(format!(
+                    "type {name:?} is not one of integer, real, text, boolean, date, timestamp"
+                ));
+            }
+        })
+    }
+}
+
+impl From<ColumnType> for String {
+    fn from(t: ColumnType) -> String {
+        format!("{t:?}").to_ascii_lowercase()
+    }
 }
 
 /// What is declared about one table.
@@ -309,11 +361,32 @@ mod tests {
                 "declared twice",
             ),
             ("[tables.t]\ncolour = 1\n", "colour"),
+            (
+                "[[tables.t.columns]]\nname = \"x\"\ntype = \"money\"\n",
+                "type \"money\" is not one of integer",
+            ),
         ];
         for (text, want) in cases {
             let msg = parse(text).unwrap_err();
             assert!(msg.contains(want), "{text}: {msg}");
         }
+    }
+
+    #[test]
+    fn a_type_is_named_as_in_sql_in_any_case() {
+        for (name, want) in [
+            ("BIGINT", ColumnType::Integer),
+            ("Double", ColumnType::Real),
+            ("varchar", ColumnType::Text),
+            ("date", ColumnType::Date),
+        ] {
+            let t = parse(&format!(
+                "[[tables.t.columns]]\nname = \"x\"\ntype = \"{name}\"\n"
+            ))
+            .unwrap();
+            assert_eq!(t["t"].columns[0].column_type, Some(want), "{name}");
+        }
+        assert_eq!(String::from(ColumnType::Timestamp), "timestamp");
     }
 
     #[test]

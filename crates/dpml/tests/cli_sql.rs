@@ -158,6 +158,9 @@ fn bad_input_is_one_line_and_exit_2() {
     // A column without declared bounds.
     sql("SELECT SUM(user_id) FROM visits", &["--epsilon", "1"])
         .assert_usage_error("no declared bounds");
+    // A CSV column without a declared type is text, whatever its rows hold.
+    sql("SELECT SUM(region) FROM visits", &["--epsilon", "1"])
+        .assert_usage_error("declare a CSV column's type");
     // A malformed Parquet file.
     let bad = dir.path().join("bad.parquet");
     std::fs::write(&bad, b"PAR1 this is not parquet").unwrap();
@@ -185,8 +188,26 @@ fn bad_input_is_one_line_and_exit_2() {
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     let empty = dir.path().join("empty.csv");
     std::fs::write(&empty, "").unwrap();
+    // A private table's types are declared, so a file with a header alone is an empty table
+    // (a refusal would tell that it is empty); a public one's are told from its first rows.
+    let answered = count_of(&header);
+    assert_eq!(answered.code, 0, "{}", answered.stderr);
+    let visits = format!("visits={}", ex.join("shop_visits.csv").display());
+    let regions = format!("regions={}", header.display());
+    dpml(&[
+        "sql",
+        q,
+        "--table",
+        &visits,
+        "--table",
+        &regions,
+        "--schema",
+        &schema,
+        "--epsilon",
+        "1",
+    ])
+    .assert_usage_error("no value");
     for (path, words) in [
-        (header, "no value"),
         (empty, "the header naming the columns, is empty"),
         (fifo, "not a regular file"),
     ] {

@@ -36,7 +36,8 @@ impl Exact {
         let ctx = session(limits, false)?;
         runtime.block_on(async {
             for (name, path) in given {
-                crate::tables::register(&ctx, name, path).await?;
+                // Exact diagnostics release nothing: a CSV's types may come from its rows.
+                crate::tables::register(&ctx, name, path, None, false).await?;
             }
             Ok::<_, SqlError>(())
         })?;

@@ -218,7 +218,9 @@ impl Engine {
         let mut schemas = Vec::new();
         runtime.block_on(async {
             for (name, path) in given {
-                let schema = crate::tables::register(&ctx, name, path).await?;
+                let decl = tables.get(name);
+                let private = !decl.is_some_and(|d| d.public);
+                let schema = crate::tables::register(&ctx, name, path, decl, private).await?;
                 schemas.push((name.clone(), schema));
             }
             Ok::<_, SqlError>(())

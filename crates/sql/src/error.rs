@@ -85,8 +85,9 @@ impl SqlError {
         SqlError::Internal(msg.to_string())
     }
 
-    /// A failure while reading the private rows of `what`: DataFusion's message may quote a
-    /// value or a row number, so only the kind of failure is kept.
+    /// A failure of the query over the private rows of `what` (in them, or in a public part
+    /// joined to them): DataFusion's message may quote a value or a row number, so only the
+    /// kind of failure is kept.
     pub fn data(what: &str, e: &datafusion::error::DataFusionError) -> Self {
         use datafusion::error::DataFusionError as E;
         let kind = match e.find_root() {
@@ -155,8 +156,8 @@ impl fmt::Display for SqlError {
                 charged,
             } => write!(
                 f,
-                "reading the private rows of {tables} failed ({kind}); {} (the engine's \
-                 message is withheld: it can quote a private value)",
+                "the query over the private rows of {tables} failed ({kind}); {} (the \
+                 engine's message is withheld: it can quote a private value)",
                 outcome(*charged)
             ),
             SqlError::OutOfMemory { limit, charged } => write!(
@@ -233,7 +234,7 @@ fn one_line(msg: &str) -> String {
     {
         return format!(
             "no function {call} exists: is a column of another type than the function takes? \
-             (cast it explicitly)"
+             (cast it explicitly, or declare a CSV column's type in the schema)"
         );
     }
     // A context's first line names the planning step, the last one the cause ("Optimizer rule

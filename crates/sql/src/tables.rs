@@ -1,7 +1,8 @@
 //! The tables of a query (`--table NAME=PATH`): a Parquet file, a folder of Parquet files, a
 //! CSV file, or a gzip-compressed CSV file (`.csv.gz`, decoded as it streams, without a
 //! temporary copy). Registering reads only what describes a table — Parquet footers, a CSV's
-//! header and the types of its first rows — never a value that is released.
+//! header — never a row of a private table. A private CSV table's column types are declared
+//! in the schema ([`declared_type`]); only a public one's are told from its first rows.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -12,18 +13,19 @@ use csv::ByteRecord;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::csv::reader::Format;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::streaming::StreamingTable;
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use dpml_data::table_decl::{ColumnDecl, ColumnType, KeyValue, TableDecl};
 use flate2::read::MultiGzDecoder;
 
 use crate::error::{Result, SqlError};
 
-/// Rows read to infer a CSV file's column types.
+/// Rows read to infer the column types of a public CSV file.
 const CSV_SCHEMA_ROWS: usize = 1000;
 
 /// What kind of file a table is.
@@ -88,8 +90,15 @@ pub fn check_name(name: &str) -> Result<()> {
     }
 }
 
-/// Registers table `name` from `path` in `ctx`; returns its schema.
-pub async fn register(ctx: &SessionContext, name: &str, path: &Path) -> Result<SchemaRef> {
+/// Registers table `name` from `path` in `ctx`, declared as `decl`; returns its schema. The
+/// column types of a CSV file come from `decl` alone when `private` (see the module docs).
+pub async fn register(
+    ctx: &SessionContext,
+    name: &str,
+    path: &Path,
+    decl: Option<&TableDecl>,
+    private: bool,
+) -> Result<SchemaRef> {
     check_name(name)?;
     let text = path.to_str().ok_or_else(|| {
         SqlError::input(format!(
@@ -118,7 +127,12 @@ pub async fn register(ctx: &SessionContext, name: &str, path: &Path) -> Result<S
                 .map_err(fail)?;
         }
         Kind::Csv | Kind::CsvGz => {
-            let stream = CsvFile::open(name, path, file_kind == Kind::CsvGz)?;
+            let types = if private {
+                CsvTypes::Declared(decl)
+            } else {
+                CsvTypes::FromFirstRows(decl)
+            };
+            let stream = CsvFile::open(name, path, file_kind == Kind::CsvGz, types)?;
             let table = StreamingTable::try_new(Arc::clone(&stream.schema), vec![Arc::new(stream)])
                 .map_err(fail)?;
             ctx.register_table(name, Arc::new(table)).map_err(fail)?;
@@ -127,6 +141,7 @@ pub async fn register(ctx: &SessionContext, name: &str, path: &Path) -> Result<S
     let table = ctx.table_provider(name).await.map_err(fail)?;
     let schema = table.schema();
     let csv = matches!(file_kind, Kind::Csv | Kind::CsvGz);
+    // Only a type told from the first rows can be null: a declared one never is.
     if let Some(f) = schema
         .fields()
         .iter()
@@ -157,6 +172,48 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_string()
 }
 
+/// The type of a private CSV column: its declared `type`; else real for a column with bounds
+/// (a value to sum), the keys' own type for inline keys (integer, real, boolean; text
+/// otherwise); else text. Never read from the rows.
+pub(crate) fn declared_type(column: Option<&ColumnDecl>) -> DataType {
+    let Some(c) = column else {
+        return DataType::Utf8;
+    };
+    if let Some(t) = c.column_type {
+        return match t {
+            ColumnType::Integer => DataType::Int64,
+            ColumnType::Real => DataType::Float64,
+            ColumnType::Text => DataType::Utf8,
+            ColumnType::Boolean => DataType::Boolean,
+            ColumnType::Date => DataType::Date32,
+            ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+        };
+    }
+    if c.bounds.is_some() || c.sum_bounds.is_some() {
+        return DataType::Float64;
+    }
+    let keys = c.keys.as_deref().unwrap_or_default();
+    let all = |f: fn(&KeyValue) -> bool| !keys.is_empty() && keys.iter().all(f);
+    if all(|k| matches!(k, KeyValue::Int(_))) {
+        DataType::Int64
+    } else if all(|k| matches!(k, KeyValue::Int(_) | KeyValue::Float(_))) {
+        DataType::Float64
+    } else if all(|k| matches!(k, KeyValue::Bool(_))) {
+        DataType::Boolean
+    } else {
+        DataType::Utf8
+    }
+}
+
+/// Where a CSV file's column types come from.
+#[derive(Debug, Clone, Copy)]
+enum CsvTypes<'a> {
+    /// The schema alone ([`declared_type`]): a private table.
+    Declared(Option<&'a TableDecl>),
+    /// The first [`CSV_SCHEMA_ROWS`] rows, where no `type` is declared: a public table.
+    FromFirstRows(Option<&'a TableDecl>),
+}
+
 /// A CSV file (gzip-compressed or not), read as a stream of batches that no row can fail.
 ///
 /// Whether a query fails must not depend on one unit's rows: it is an exact answer that no
@@ -175,9 +232,8 @@ struct CsvFile {
 type Records = csv::ByteRecordsIntoIter<Box<dyn Read + Send>>;
 
 impl CsvFile {
-    /// Reads the header and the types of the first [`CSV_SCHEMA_ROWS`] rows (the schema, which
-    /// is public) of the CSV file at `path`.
-    fn open(name: &str, path: &Path, gz: bool) -> Result<Self> {
+    /// Reads the header of the CSV file at `path` and gives its columns their `types`.
+    fn open(name: &str, path: &Path, gz: bool, types: CsvTypes<'_>) -> Result<Self> {
         let err = |e: &dyn std::fmt::Display| {
             SqlError::input(format!(
                 "table {name}: cannot read {} as {}CSV: {e}",
@@ -192,6 +248,20 @@ impl CsvFile {
                 &"its first line, the header naming the columns, is empty",
             ));
         }
+        let decl = match types {
+            CsvTypes::Declared(decl) => {
+                let column = |n: &str| decl.and_then(|d| d.column(n));
+                let fields: Vec<Field> = (header.iter().map(String::from_utf8_lossy))
+                    .map(|n| Field::new(n.as_ref(), declared_type(column(&n)), true))
+                    .collect();
+                return Ok(Self {
+                    path: path.to_path_buf(),
+                    gz,
+                    schema: Arc::new(Schema::new(fields)),
+                });
+            }
+            CsvTypes::FromFirstRows(decl) => decl,
+        };
         // The first rows, each made as wide as the header, in the shape arrow infers types from.
         let mut first = csv::Writer::from_writer(Vec::new());
         first.write_byte_record(&header).map_err(|e| err(&e))?;
@@ -205,10 +275,21 @@ impl CsvFile {
             .with_header(true)
             .infer_schema(first.as_slice(), None)
             .map_err(|e| err(&e))?;
+        // A declared type wins over the one told from the rows.
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .map(|f| match decl.and_then(|d| d.column(f.name())) {
+                Some(c) if c.column_type.is_some() => {
+                    f.as_ref().clone().with_data_type(declared_type(Some(c)))
+                }
+                _ => f.as_ref().clone(),
+            })
+            .collect();
         Ok(Self {
             path: path.to_path_buf(),
             gz,
-            schema: Arc::new(schema),
+            schema: Arc::new(Schema::new(fields)),
         })
     }
 
@@ -303,7 +384,7 @@ mod tests {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let rows = runtime.block_on(async {
             let ctx = SessionContext::new();
-            let schema = register(&ctx, "t", &path).await.unwrap();
+            let schema = register(&ctx, "t", &path, None, false).await.unwrap();
             let types: Vec<_> = schema
                 .fields()
                 .iter()
@@ -335,6 +416,60 @@ mod tests {
                 "4|4.5|a",
                 "4|5.0|\u{fffd}d"
             ]
+        );
+    }
+
+    #[test]
+    fn a_private_csv_column_has_its_declared_type() {
+        use DataType::{Boolean, Date32, Float64, Int64, Utf8};
+        let decl: TableDecl = toml::from_str(
+            r#"
+columns = [
+  { name = "b", bounds = [0, 1] },
+  { name = "k", keys = [1, 2] },
+  { name = "r", keys = [1, 2.5] },
+  { name = "f", keys = [true, false] },
+  { name = "s", keys = ["a", 1] },
+  { name = "d", type = "date", keys = ["1995-01-01"] },
+  { name = "i", type = "BIGINT" },
+]"#,
+        )
+        .unwrap();
+        let ty = |name: &str| declared_type(decl.column(name));
+        let got: Vec<_> = ["b", "k", "r", "f", "s", "d", "i", "undeclared"]
+            .map(ty)
+            .into();
+        assert_eq!(
+            got,
+            [Float64, Int64, Float64, Boolean, Utf8, Date32, Int64, Utf8]
+        );
+        // The same file read as private (declared) and as public (from its rows).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        std::fs::write(
+            &path,
+            "b,k,r,f,s,d,i,undeclared\n1,1,1,true,a,1995-01-01,3,4\n",
+        )
+        .unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let types = |private| {
+            runtime.block_on(async {
+                let ctx = SessionContext::new();
+                let schema = register(&ctx, "t", &path, Some(&decl), private)
+                    .await
+                    .unwrap();
+                schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.data_type().clone())
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(types(true), got);
+        // Told from the rows where no type is declared.
+        assert_eq!(
+            types(false),
+            [Int64, Int64, Int64, Boolean, Utf8, Date32, Int64, Int64]
         );
     }
 

@@ -118,18 +118,21 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
         }
         Expr::Cast(c) => {
             let to = c.field.data_type();
-            let total = match &*c.expr {
-                Expr::Literal(v, _) => v.cast_to(to).is_ok(),
-                e => ty(e).is_some_and(|from| cast_is_total(&from, to)),
+            let from = match &*c.expr {
+                Expr::Literal(v, _) if v.cast_to(to).is_ok() => return None,
+                e => ty(e),
             };
-            if total {
-                None
-            } else {
-                refuse(
-                    format!("CAST({} AS {to})", c.expr),
-                    "use TRY_CAST, which gives NULL for a value that does not convert",
-                )
+            if from.as_ref().is_some_and(|from| cast_is_total(from, to)) {
+                return None;
             }
+            let how = if from.as_ref().is_some_and(DataType::is_string) {
+                "use TRY_CAST, which gives NULL for a value that does not convert, or declare \
+                 the column's type in the schema (type = \"integer\", \"real\", \"date\", …: a \
+                 CSV column without one is text)"
+            } else {
+                "use TRY_CAST, which gives NULL for a value that does not convert"
+            };
+            refuse(format!("CAST({} AS {to})", c.expr), how)
         }
         Expr::ScalarFunction(f) => {
             let name = f.func.name().to_ascii_lowercase();

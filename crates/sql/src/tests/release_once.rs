@@ -98,7 +98,7 @@ fn sums_near_i64_max_are_exact_or_refused_never_wrapped() {
     let db = db(
         &[("ledger_rows", csv)],
         "[tables.ledger_rows]\nprivacy_unit = \"person\"\n\
-         [[tables.ledger_rows.columns]]\nname = \"amount\"\nbounds = [0, 9.3e18]\n",
+         [[tables.ledger_rows.columns]]\nname = \"amount\"\nbounds = [0, 9.3e18]\ntype = \"integer\"\n",
     );
     let engine = db.engine();
     // As DOUBLE: the exact fixed-point sum of four values near 2^63.
