@@ -17,7 +17,7 @@ use datafusion::common::{Column, DFSchemaRef, ScalarValue};
 use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
-    Aggregate, Expr, Filter, LogicalPlan, LogicalPlanBuilder, Projection, lit, when,
+    Aggregate, Expr, ExprSchemable, Filter, LogicalPlan, LogicalPlanBuilder, Projection, lit, when,
 };
 
 use crate::catalog::UnitSource;
@@ -53,12 +53,18 @@ pub(crate) enum Kind {
         range: Range,
         sum_range: Option<Range>,
     },
-    /// AVG: a noisy sum over a noisy count.
-    Avg { value: usize, range: Range },
-    /// VARIANCE (`population`: VAR_POP) or, with `sqrt`, STDDEV.
+    /// AVG: a noisy sum over a noisy count. `never_null`: the value is never NULL (by the
+    /// schema), so its count is the rows' count.
+    Avg {
+        value: usize,
+        range: Range,
+        never_null: bool,
+    },
+    /// VARIANCE (`population`: VAR_POP) or, with `sqrt`, STDDEV; `never_null` as for AVG.
     Var {
         value: usize,
         range: Range,
+        never_null: bool,
         population: bool,
         sqrt: bool,
     },
@@ -248,7 +254,8 @@ fn measure(
         ));
     }
     let arg = p.args.first();
-    let mut value = |arg: &Expr| -> Result<(usize, Range)> {
+    // An input's index, the range of its value, and whether it is never NULL.
+    let mut value = |arg: &Expr| -> Result<(usize, Range, bool)> {
         let range = range_of(arg, column_range).ok_or_else(|| {
             refuse(&format!(
                 "{arg} has no declared bounds: declare bounds = [lo, hi] for its columns in \
@@ -265,8 +272,9 @@ fn measure(
                 .map_err(plan_err)?,
             None => v,
         };
+        let never_null = v.nullable(input.plan.schema().as_ref()).is_ok_and(|n| !n);
         inputs.push((v, false));
-        Ok((inputs.len() - 1, range))
+        Ok((inputs.len() - 1, range, never_null))
     };
     let kind = match name.as_str() {
         "count" if p.distinct => {
@@ -315,7 +323,7 @@ fn measure(
                 .index_of(arg)
                 .and_then(|i| input.lineage[i].as_ref())
                 .and_then(|o| catalog.sum_bounds(&o.table, &o.column));
-            let (value, range) = value(arg)?;
+            let (value, range, _) = value(arg)?;
             Kind::Sum {
                 value,
                 range,
@@ -323,14 +331,21 @@ fn measure(
             }
         }
         "avg" | "mean" => {
-            let (value, range) = value(arg.ok_or_else(|| refuse("AVG needs an argument"))?)?;
-            Kind::Avg { value, range }
+            let (value, range, never_null) =
+                value(arg.ok_or_else(|| refuse("AVG needs an argument"))?)?;
+            Kind::Avg {
+                value,
+                range,
+                never_null,
+            }
         }
         "var" | "var_samp" | "var_pop" | "stddev" | "stddev_samp" | "stddev_pop" => {
-            let (value, range) = value(arg.ok_or_else(|| refuse("needs an argument"))?)?;
+            let (value, range, never_null) =
+                value(arg.ok_or_else(|| refuse("needs an argument"))?)?;
             Kind::Var {
                 value,
                 range,
+                never_null,
                 population: name.ends_with("_pop"),
                 sqrt: name.starts_with("stddev"),
             }
@@ -351,7 +366,7 @@ fn measure(
                     })
                     .ok_or_else(|| refuse("the quantile must be a constant in [0, 1]"))?
             };
-            let (value, range) = value(arg.ok_or_else(|| refuse("needs an argument"))?)?;
+            let (value, range, _) = value(arg.ok_or_else(|| refuse("needs an argument"))?)?;
             Kind::Quantile { value, range, q }
         }
         "min" | "max" => {

@@ -4,6 +4,13 @@
 //! parts (AVG: a sum and a count; VARIANCE: a count, a sum and a sum of squares). Every part's
 //! sensitivity comes from the declared bounds and the contribution bounds L0 and L∞.
 //!
+//! # A count released once
+//! An AVG or a VARIANCE whose value is never NULL counts the same rows as a COUNT(*) of the
+//! same aggregate (same rows, groups and bound L∞). When the query releases that COUNT(*), the
+//! AVG takes its noisy value instead of a second noisy count: a function of two released
+//! values, post-processing, with no event of its own; its whole share goes to its sums. The
+//! events of the query still add up to ε.
+//!
 //! # Sensitivities (add or remove all rows of one unit)
 //! After bounding (see [`crate::contribute`]) a unit contributes to at most L0 groups, and to
 //! each by at most C: a count L∞ (rows) or 1 (units), a sum the per-unit bound of its argument
@@ -127,6 +134,27 @@ impl FixedGrid {
 pub(crate) struct MeasureCal {
     pub epsilon: f64,
     pub parts: Vec<Part>,
+    /// (i, k): part `i` of this measure is not drawn: it is the aggregate's part `k` (counting
+    /// the parts of all its measures in order), a count another measure releases.
+    pub shared: Option<(usize, usize)>,
+}
+
+impl MeasureCal {
+    /// The ε of part `i`: the measure's ε split evenly over the parts it draws itself (a
+    /// quantile's selection spends all of it; a shared part none).
+    pub(crate) fn part_epsilon(&self, i: usize) -> f64 {
+        let drawn = self.parts.len() - usize::from(self.shared.is_some());
+        match &self.parts[i] {
+            _ if self.is_shared(i) => 0.0,
+            Part::Quantile { .. } => self.epsilon,
+            _ => self.epsilon / drawn as f64,
+        }
+    }
+
+    /// Whether part `i` is another measure's (not drawn for this one).
+    pub(crate) fn is_shared(&self, i: usize) -> bool {
+        self.shared.is_some_and(|(j, _)| j == i)
+    }
 }
 
 /// An aggregate's key selection.
@@ -238,23 +266,41 @@ pub(crate) fn calibrate(
                 })
             }
         };
+        // The counts that COUNT measures release, by the aggregate's part index: an AVG or a
+        // VARIANCE that needs the same count reuses it and spends its whole share on its sums.
+        let mut released_counts = Vec::new();
+        let mut k = 0;
+        for m in &a.measures {
+            if let Kind::Count { flag } = m.kind {
+                released_counts.push((CountSource::Rows(flag), k));
+            }
+            k += part_count(&m.kind);
+        }
         let mut measures = Vec::new();
         for m in &a.measures {
             let eps = epsilon * weight(&m.column) / total;
-            let parts = parts(&m.kind, eps, max_groups, a.max_rows)?;
-            for p in &parts {
-                events.push(match p {
-                    Part::Count { mech, .. } | Part::Sum { mech, .. } => mech.event(),
-                    Part::Quantile { .. } => PrivacyEvent::EpsilonDelta {
-                        epsilon: eps,
-                        delta: 0.0,
-                    },
-                });
-            }
-            measures.push(MeasureCal {
+            let own = count_source(&m.kind);
+            let released = released_counts
+                .iter()
+                .find(|(source, _)| own.is_some_and(|(s, _)| s == *source));
+            let parts = parts(&m.kind, eps, max_groups, a.max_rows, released.is_some())?;
+            let shared = own.zip(released).map(|((_, i), (_, k))| (i, *k));
+            let cal = MeasureCal {
                 epsilon: eps,
                 parts,
-            });
+                shared,
+            };
+            for (i, p) in cal.parts.iter().enumerate() {
+                match p {
+                    _ if cal.is_shared(i) => {}
+                    Part::Count { mech, .. } | Part::Sum { mech, .. } => events.push(mech.event()),
+                    Part::Quantile { .. } => events.push(PrivacyEvent::EpsilonDelta {
+                        epsilon: eps,
+                        delta: 0.0,
+                    }),
+                }
+            }
+            measures.push(cal);
         }
         out.push(AggregateCal {
             max_groups,
@@ -271,8 +317,48 @@ pub(crate) fn calibrate(
     })
 }
 
-/// The noisy parts of one measure, each with an even share of its ε.
-fn parts(kind: &Kind, epsilon: f64, l0: u64, linf: Option<u64>) -> Result<Vec<Part>> {
+/// How many parts a measure of `kind` has.
+fn part_count(kind: &Kind) -> usize {
+    match kind {
+        Kind::Avg { .. } => 2,
+        Kind::Var { .. } => 3,
+        _ => 1,
+    }
+}
+
+/// What the count part of an AVG or a VARIANCE of input `value` counts: the rows where it is
+/// not NULL, that is every row when it is never NULL.
+fn count_of(value: usize, never_null: bool) -> CountSource {
+    match never_null {
+        true => CountSource::Rows(None),
+        false => CountSource::NonNull(value),
+    }
+}
+
+/// The count part of a measure that has one (AVG, VARIANCE): what it counts, and its index
+/// among the measure's parts.
+fn count_source(kind: &Kind) -> Option<(CountSource, usize)> {
+    match *kind {
+        Kind::Avg {
+            value, never_null, ..
+        } => Some((count_of(value, never_null), 1)),
+        Kind::Var {
+            value, never_null, ..
+        } => Some((count_of(value, never_null), 2)),
+        _ => None,
+    }
+}
+
+/// The noisy parts of one measure, each with an even share of its ε; with `count_released`,
+/// its count part is another measure's (see [`MeasureCal::shared`]) and the share goes to the
+/// other parts alone.
+fn parts(
+    kind: &Kind,
+    epsilon: f64,
+    l0: u64,
+    linf: Option<u64>,
+    count_released: bool,
+) -> Result<Vec<Part>> {
     let rows = linf.unwrap_or(1);
     let count = |source: CountSource, bound: u64, eps: f64| -> Result<Part> {
         let sensitivity = l0.checked_mul(bound).ok_or_else(|| {
@@ -304,21 +390,30 @@ fn parts(kind: &Kind, epsilon: f64, l0: u64, linf: Option<u64>) -> Result<Vec<Pa
             let sum_range = sum_range.or(if linf.is_none() { Some(range) } else { None });
             vec![sum(value, range, 0.0, false, sum_range, epsilon)?]
         }
-        Kind::Avg { value, range } => {
-            let e = epsilon / 2.0;
+        Kind::Avg {
+            value,
+            range,
+            never_null,
+        } => {
+            let e = epsilon / if count_released { 1.0 } else { 2.0 };
             let centre = (range.0 + range.1) / 2.0;
             vec![
                 sum(value, range, centre, false, None, e)?,
-                count(CountSource::NonNull(value), rows, e)?,
+                count(count_of(value, never_null), rows, e)?,
             ]
         }
-        Kind::Var { value, range, .. } => {
-            let e = epsilon / 3.0;
+        Kind::Var {
+            value,
+            range,
+            never_null,
+            ..
+        } => {
+            let e = epsilon / if count_released { 2.0 } else { 3.0 };
             let centre = (range.0 + range.1) / 2.0;
             vec![
                 sum(value, range, centre, false, None, e)?,
                 sum(value, range, centre, true, None, e)?,
-                count(CountSource::NonNull(value), rows, e)?,
+                count(count_of(value, never_null), rows, e)?,
             ]
         }
         Kind::Quantile { value, range, q } => {

@@ -168,18 +168,33 @@ pub(crate) fn release(
         })
         .collect();
 
-    // Per cell, every part of every measure, in order: one draw each.
+    // Per cell, every part of every measure, in order: one draw each, but for a part that is
+    // another measure's count (the same noisy value, not a second draw).
     let mut values: Vec<Vec<Option<f64>>> =
         vec![Vec::with_capacity(cells.len()); agg.measures.len()];
+    let n_parts: usize = cal.measures.iter().map(|mc| mc.parts.len()).sum();
     for cell in &cells {
+        let mut drawn = vec![0.0; n_parts];
         let mut k = 0;
-        for (i, (m, mc)) in agg.measures.iter().zip(&cal.measures).enumerate() {
-            let mut parts = Vec::with_capacity(mc.parts.len());
-            for p in &mc.parts {
-                parts.push(noisy_part(p, cell, k, noise)?);
+        for mc in &cal.measures {
+            for (i, p) in mc.parts.iter().enumerate() {
+                if !mc.is_shared(i) {
+                    drawn[k] = noisy_part(p, cell, k, noise)?;
+                }
                 k += 1;
             }
-            values[i].push(finish(&m.kind, &parts));
+        }
+        let mut first = 0;
+        for (i, (m, mc)) in agg.measures.iter().zip(&cal.measures).enumerate() {
+            let last = first + mc.parts.len();
+            if let Some((j, k)) = mc.shared {
+                let owner = *drawn
+                    .get(k)
+                    .ok_or_else(|| SqlError::internal("a shared part out of range"))?;
+                drawn[first + j] = owner;
+            }
+            values[i].push(finish(&m.kind, &drawn[first..last]));
+            first = last;
         }
     }
     let mut columns = key_columns;

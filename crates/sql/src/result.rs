@@ -14,7 +14,7 @@ use dpml_accounting::ledger::Balance;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::aggregate::Kind;
+use crate::aggregate::{Kind, Measure};
 use crate::calibrate::{Part, release_probability};
 use crate::catalog::{Catalog, UnitSource};
 use crate::engine::Prepared;
@@ -218,20 +218,33 @@ fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
         .iter()
         .zip(&prepared.calibration.aggregates)
     {
+        // Every part of the aggregate, in order, and the measure each belongs to.
+        let name_of = |m: &Measure| names.get(&m.column).unwrap_or(&m.column).clone();
+        let all: Vec<(&Part, String)> = cal
+            .measures
+            .iter()
+            .zip(&agg.measures)
+            .flat_map(|(mc, m)| mc.parts.iter().map(move |p| (p, name_of(m))))
+            .collect();
         for (m, mc) in agg.measures.iter().zip(&cal.measures) {
             let parts: Vec<PartReport> = mc
                 .parts
                 .iter()
                 .zip(part_names(&m.kind))
-                .map(|(p, name)| {
-                    let (scale, sensitivity, half) = p.scale_sensitivity_halfwidth(cal.max_groups);
-                    let epsilon = match p {
-                        Part::Quantile { .. } => mc.epsilon,
-                        _ => mc.epsilon / mc.parts.len() as f64,
+                .enumerate()
+                .map(|(i, (p, name))| {
+                    // A shared count is reported as drawn: by its owner, with the owner's noise.
+                    let (p, name) = match mc.shared {
+                        Some((j, k)) if j == i => match all.get(k) {
+                            Some((owner, column)) => (*owner, format!("{name} (that of {column})")),
+                            None => (p, name.to_string()),
+                        },
+                        _ => (p, name.to_string()),
                     };
+                    let (scale, sensitivity, half) = p.scale_sensitivity_halfwidth(cal.max_groups);
                     PartReport {
-                        part: name.into(),
-                        epsilon,
+                        part: name,
+                        epsilon: mc.part_epsilon(i),
                         sensitivity,
                         noise_scale: scale,
                         half_width_95: half,
@@ -240,10 +253,7 @@ fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
                 .collect();
             let first = parts.first().cloned();
             out.push(ColumnReport {
-                name: names
-                    .get(&m.column)
-                    .cloned()
-                    .unwrap_or_else(|| m.column.clone()),
+                name: name_of(m),
                 aggregate: m.display.clone(),
                 mechanism: mechanism(&m.kind).into(),
                 epsilon: mc.epsilon,

@@ -41,6 +41,80 @@ fn noise_is_drawn_once_per_released_part() {
 }
 
 #[test]
+fn a_count_that_count_releases_is_reused_not_drawn_again() {
+    // AVG and VARIANCE of a value that is never NULL count the rows COUNT(*) counts: they take
+    // its noisy count (post-processing) and spend their whole share on their sums. AVG of a
+    // column that can be NULL (CSV columns can) counts apart.
+    let shop = shop(None);
+    let engine = shop.engine();
+    let sql = "SELECT priority, COUNT(*) AS n, AVG(COALESCE(total, 0)) AS a, \
+               VARIANCE(COALESCE(total, 0)) AS v, AVG(total) AS b FROM orders GROUP BY priority";
+    let r = engine
+        .run(sql, &request(1.0, 0.0), &mut DpRng::seeded(3), None)
+        .unwrap();
+    // Per group: COUNT 1, AVG 1 (its sum), VARIANCE 2 (its sums), the other AVG 2.
+    assert_eq!(r.draws, 2 * 6);
+    let json = r.to_json().unwrap();
+    let parts = |name: &str| -> Vec<(String, f64)> {
+        let column = json["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap();
+        column["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["part"].as_str().unwrap().to_string(),
+                    p["epsilon"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let spent: f64 = ["n", "a", "v", "b"]
+        .iter()
+        .flat_map(|c| parts(c))
+        .map(|(_, e)| e)
+        .sum();
+    assert!((spent - 1.0).abs() < 1e-12, "{spent}");
+    let a = parts("a");
+    assert_eq!(a[0].1, 0.25, "the AVG's sum spends its whole share: {a:?}");
+    assert_eq!(a[1], ("count (that of n)".to_string(), 0.0));
+    assert_eq!(parts("v")[2].1, 0.0);
+    assert_eq!(parts("b")[1], ("count".to_string(), 0.125));
+    // Without noise, the shared count gives the AVG it gives alone.
+    let alone = exact(
+        &engine,
+        "SELECT priority, AVG(COALESCE(total, 0)) AS a FROM orders GROUP BY priority",
+        0.0,
+    );
+    let shared = exact(&engine, sql, 0.0);
+    let column = |r: &crate::DpResult| {
+        r.rows_json()
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["a"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(column(&alone), column(&shared));
+    // The COUNT may come after the AVG.
+    let r = engine
+        .run(
+            "SELECT priority, AVG(COALESCE(total, 0)), COUNT(*) FROM orders GROUP BY priority",
+            &request(1.0, 0.0),
+            &mut DpRng::seeded(4),
+            None,
+        )
+        .unwrap();
+    assert_eq!(r.draws, 2 * 2);
+}
+
+#[test]
 fn a_result_read_twice_is_the_same_and_charged_once() {
     let shop = shop(None);
     let engine = shop.engine();
