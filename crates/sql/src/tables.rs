@@ -2,7 +2,7 @@
 //! CSV file, or a gzip-compressed CSV file (`.csv.gz`, decoded as it streams, without a
 //! temporary copy). Registering reads only what describes a table — Parquet footers, a CSV's
 //! header — never a row of a private table. A private CSV table's column types are declared
-//! in the schema ([`declared_type`]); only a public one's are told from its first rows.
+//! in the schema (`declared_type`); only a public one's are told from its first rows.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
