@@ -285,6 +285,15 @@ pub(crate) fn calibrate(
                 .find(|(source, _)| own.is_some_and(|(s, _)| s == *source));
             let parts = parts(&m.kind, eps, max_groups, a.max_rows, released.is_some())?;
             let shared = own.zip(released).map(|((_, i), (_, k))| (i, *k));
+            // The part indices above assume the layout `parts` builds.
+            let shared_is_a_count = shared.is_none_or(|(i, _)| {
+                matches!(parts.get(i), Some(Part::Count { source, .. }) if own.is_some_and(|(s, _)| s == *source))
+            });
+            if parts.len() != part_count(&m.kind) || !shared_is_a_count {
+                return Err(SqlError::internal(
+                    "a measure's parts are not laid out as counted",
+                ));
+            }
             let cal = MeasureCal {
                 epsilon: eps,
                 parts,
