@@ -127,12 +127,7 @@ pub async fn register(
                 .map_err(fail)?;
         }
         Kind::Csv | Kind::CsvGz => {
-            let types = if private {
-                CsvTypes::Declared(decl)
-            } else {
-                CsvTypes::FromFirstRows(decl)
-            };
-            let stream = CsvFile::open(name, path, file_kind == Kind::CsvGz, types)?;
+            let stream = CsvFile::open(name, path, file_kind == Kind::CsvGz, decl, private)?;
             let table = StreamingTable::try_new(Arc::clone(&stream.schema), vec![Arc::new(stream)])
                 .map_err(fail)?;
             ctx.register_table(name, Arc::new(table)).map_err(fail)?;
@@ -205,15 +200,6 @@ pub(crate) fn declared_type(column: Option<&ColumnDecl>) -> DataType {
     }
 }
 
-/// Where a CSV file's column types come from.
-#[derive(Debug, Clone, Copy)]
-enum CsvTypes<'a> {
-    /// The schema alone ([`declared_type`]): a private table.
-    Declared(Option<&'a TableDecl>),
-    /// The first [`CSV_SCHEMA_ROWS`] rows, where no `type` is declared: a public table.
-    FromFirstRows(Option<&'a TableDecl>),
-}
-
 /// A CSV file (gzip-compressed or not), read as a stream of batches that no row can fail.
 ///
 /// Whether a query fails must not depend on one unit's rows: it is an exact answer that no
@@ -232,8 +218,16 @@ struct CsvFile {
 type Records = csv::ByteRecordsIntoIter<Box<dyn Read + Send>>;
 
 impl CsvFile {
-    /// Reads the header of the CSV file at `path` and gives its columns their `types`.
-    fn open(name: &str, path: &Path, gz: bool, types: CsvTypes<'_>) -> Result<Self> {
+    /// Reads the header of the CSV file at `path`. Its column types are those `decl` declares
+    /// ([`declared_type`]); when not `private`, an undeclared `type` is told from the first
+    /// [`CSV_SCHEMA_ROWS`] rows.
+    fn open(
+        name: &str,
+        path: &Path,
+        gz: bool,
+        decl: Option<&TableDecl>,
+        private: bool,
+    ) -> Result<Self> {
         let err = |e: &dyn std::fmt::Display| {
             SqlError::input(format!(
                 "table {name}: cannot read {} as {}CSV: {e}",
@@ -248,20 +242,17 @@ impl CsvFile {
                 &"its first line, the header naming the columns, is empty",
             ));
         }
-        let decl = match types {
-            CsvTypes::Declared(decl) => {
-                let column = |n: &str| decl.and_then(|d| d.column(n));
-                let fields: Vec<Field> = (header.iter().map(String::from_utf8_lossy))
-                    .map(|n| Field::new(n.as_ref(), declared_type(column(&n)), true))
-                    .collect();
-                return Ok(Self {
-                    path: path.to_path_buf(),
-                    gz,
-                    schema: Arc::new(Schema::new(fields)),
-                });
-            }
-            CsvTypes::FromFirstRows(decl) => decl,
-        };
+        let column = |n: &str| decl.and_then(|d| d.column(n));
+        if private {
+            let fields: Vec<Field> = (header.iter().map(String::from_utf8_lossy))
+                .map(|n| Field::new(n.as_ref(), declared_type(column(&n)), true))
+                .collect();
+            return Ok(Self {
+                path: path.to_path_buf(),
+                gz,
+                schema: Arc::new(Schema::new(fields)),
+            });
+        }
         // The first rows, each made as wide as the header, in the shape arrow infers types from.
         let mut first = csv::Writer::from_writer(Vec::new());
         first.write_byte_record(&header).map_err(|e| err(&e))?;
@@ -279,7 +270,7 @@ impl CsvFile {
         let fields: Vec<Field> = schema
             .fields()
             .iter()
-            .map(|f| match decl.and_then(|d| d.column(f.name())) {
+            .map(|f| match column(f.name()) {
                 Some(c) if c.column_type.is_some() => {
                     f.as_ref().clone().with_data_type(declared_type(Some(c)))
                 }
