@@ -1,8 +1,8 @@
 //! The targets of DP SQL on TPC-H (issue "A statistical database you can ask in SQL"): for
 //! each DP query of `benchmarks/sql/`, over R runs at scale factor SF,
 //! - utility: every released cell's median absolute error against the exact (non-DP) answer,
-//!   next to what its noise scale predicts (Laplace: b·ln 2; AVG: simulated from its two
-//!   parts), and the median relative error;
+//!   next to what its noise scale predicts (Laplace: b·ln 2; a centred SUM: computed from its
+//!   two parts; AVG: simulated from its two parts), and the median relative error;
 //! - speed: the DP query's time against the same SQL on DataFusion without DP, interleaved in
 //!   one run (median of the timed repetitions, and their ratio).
 //!
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use dpml_mechanisms::DpRng;
-use dpml_sql::bench::{Exact, keyed, machine, measure, median};
+use dpml_sql::bench::{Exact, centred_sum_abs_quantile, keyed, machine, measure, median};
 use dpml_sql::{Engine, Limits, Request, tpch};
 use serde_json::Value;
 
@@ -55,7 +55,8 @@ fn options() -> Options {
 /// Predicted median |error| of a released column's cell, from its noise parts: a count's
 /// integer noise (discrete Laplace of scale t) has the median |Z| of that distribution (an
 /// integer: 1 where b·ln 2 would say 1.39 at t = 2); a sum's noise lies on a grid 2^20 times
-/// finer than its scale b, so its median |Z| is b·ln 2; a ratio (AVG) is simulated from its
+/// finer than its scale b, so its median |Z| is b·ln 2; a centred sum adds its centre times
+/// the count's noise (the median of that sum, computed); a ratio (AVG) is simulated from its
 /// sum and count parts at the exact cell's count.
 fn predicted(column: &Value, exact_count: Option<f64>, rng: &mut DpRng) -> f64 {
     let parts = column["parts"].as_array().unwrap();
@@ -63,6 +64,13 @@ fn predicted(column: &Value, exact_count: Option<f64>, rng: &mut DpRng) -> f64 {
     let scale = column["noise_scale"].as_f64().unwrap();
     if mechanism == "discrete Laplace" {
         return discrete_laplace_median_abs(scale);
+    }
+    if let Some(centre) = column["centre"].as_f64() {
+        let (bs, t) = (
+            parts[0]["noise_scale"].as_f64().unwrap(),
+            parts[1]["noise_scale"].as_f64().unwrap(),
+        );
+        return centred_sum_abs_quantile(bs, centre, t, 0.5);
     }
     if !mechanism.starts_with("noisy sum / noisy count") {
         return scale * std::f64::consts::LN_2;

@@ -22,7 +22,7 @@ use datafusion::logical_expr::{
 
 use crate::catalog::UnitSource;
 use crate::error::{Result, SqlError, plan_err};
-use crate::interval::{Range, range_of};
+use crate::interval::{Range, never_nan, range_of};
 use crate::keys::{Keys, bins};
 use crate::rewrite::{Origin, Rel, Rewriter};
 
@@ -48,13 +48,16 @@ pub(crate) enum Kind {
     /// Units with a row in the group: COUNT(DISTINCT unit).
     CountUnits,
     /// SUM of a value in `range`; one unit's sum in a group is clamped into `sum_range`.
+    /// `never_null` as for AVG (a SUM of a never-NULL value can be released centred, see
+    /// [`crate::calibrate`]).
     Sum {
         value: usize,
         range: Range,
         sum_range: Option<Range>,
+        never_null: bool,
     },
     /// AVG: a noisy sum over a noisy count. `never_null`: the value is never NULL (by the
-    /// schema), so its count is the rows' count.
+    /// schema) nor NaN (by its types), so its count is the rows' count.
     Avg {
         value: usize,
         range: Range,
@@ -272,7 +275,9 @@ fn measure(
                 .map_err(plan_err)?,
             None => v,
         };
-        let never_null = v.nullable(input.plan.schema().as_ref()).is_ok_and(|n| !n);
+        // NaN is skipped like NULL: a value that can be NaN is not counted by COUNT(*).
+        let schema = input.plan.schema();
+        let never_null = v.nullable(schema.as_ref()).is_ok_and(|n| !n) && never_nan(&v, schema);
         inputs.push((v, false));
         Ok((inputs.len() - 1, range, never_null))
     };
@@ -323,11 +328,12 @@ fn measure(
                 .index_of(arg)
                 .and_then(|i| input.lineage[i].as_ref())
                 .and_then(|o| catalog.sum_bounds(&o.table, &o.column));
-            let (value, range, _) = value(arg)?;
+            let (value, range, never_null) = value(arg)?;
             Kind::Sum {
                 value,
                 range,
                 sum_range,
+                never_null,
             }
         }
         "avg" | "mean" => {

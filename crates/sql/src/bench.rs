@@ -15,6 +15,7 @@ use dpml_mechanisms::DpRng;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::calibrate::centred_sum_abs_quantile;
 use crate::engine::{query_runtime, session};
 use crate::error::{Result, SqlError, out_of_memory, plan_err};
 use crate::{Engine, Limits, Request};

@@ -5,11 +5,16 @@
 //! sensitivity comes from the declared bounds and the contribution bounds L0 and L∞.
 //!
 //! # A count released once
-//! An AVG or a VARIANCE whose value is never NULL counts the same rows as a COUNT(*) of the
-//! same aggregate (same rows, groups and bound L∞). When the query releases that COUNT(*), the
-//! AVG takes its noisy value instead of a second noisy count: a function of two released
-//! values, post-processing, with no event of its own; its whole share goes to its sums. The
-//! events of the query still add up to ε.
+//! An AVG or a VARIANCE whose value is never NULL nor NaN counts the same rows as a COUNT(*)
+//! of the same aggregate (same rows, groups and bound L∞). When the query releases that
+//! COUNT(*), the AVG takes its noisy value instead of a second noisy count: a function of two
+//! released values, post-processing, with no event of its own; its whole share goes to its
+//! sums. The events of the query still add up to ε.
+//!
+//! A SUM of such a value takes the same count where that adds less noise: it releases the sum
+//! of (x − c), c the middle of its bounds, whose sensitivity is L∞·(hi − lo)/2 instead of
+//! L∞·max(|lo|, |hi|), and adds c times the noisy count. For bounds [0, hi] and equal shares
+//! that halves the noise variance (TPC-H Q1's sums).
 //!
 //! # Sensitivities (add or remove all rows of one unit)
 //! After bounding (see [`crate::contribute`]) a unit contributes to at most L0 groups, and to
@@ -41,7 +46,7 @@ use std::collections::BTreeMap;
 
 use dpml_mechanisms::{DiscreteLaplaceMechanism, PermuteAndFlip, PrivacyEvent};
 
-use crate::aggregate::{DpAggregate, Kind};
+use crate::aggregate::{DpAggregate, Kind, Measure};
 use crate::error::{Result, SqlError};
 use crate::interval::Range;
 
@@ -266,30 +271,45 @@ pub(crate) fn calibrate(
                 })
             }
         };
-        // The counts that COUNT measures release, by the aggregate's part index: an AVG or a
-        // VARIANCE that needs the same count reuses it and spends its whole share on its sums.
+        let eps_of = |m: &Measure| epsilon * weight(&m.column) / total;
+        // Which SUMs are released centred, on the best-funded COUNT(*) of the aggregate.
+        let star_epsilon = a
+            .measures
+            .iter()
+            .filter(|m| m.kind == Kind::Count { flag: None })
+            .map(eps_of)
+            .reduce(f64::max);
+        let centred: Vec<bool> = a
+            .measures
+            .iter()
+            .map(|m| centres(&m.kind, a.max_rows, eps_of(m), star_epsilon))
+            .collect();
+        // The counts that COUNT measures release, by the aggregate's part index, with their ε:
+        // an AVG, a VARIANCE or a centred SUM that needs the same count reuses the best-funded
+        // one and spends its whole share on its sums.
         let mut released_counts = Vec::new();
         let mut k = 0;
-        for m in &a.measures {
+        for (m, &centred) in a.measures.iter().zip(&centred) {
             if let Kind::Count { flag } = m.kind {
-                released_counts.push((CountSource::Rows(flag), k));
+                released_counts.push((CountSource::Rows(flag), k, eps_of(m)));
             }
-            k += part_count(&m.kind);
+            k += part_count(&m.kind, centred);
         }
         let mut measures = Vec::new();
-        for m in &a.measures {
-            let eps = epsilon * weight(&m.column) / total;
-            let own = count_source(&m.kind);
+        for (m, &centred) in a.measures.iter().zip(&centred) {
+            let eps = eps_of(m);
+            let own = count_source(&m.kind, centred);
             let released = released_counts
                 .iter()
-                .find(|(source, _)| own.is_some_and(|(s, _)| s == *source));
+                .filter(|(source, _, _)| own.is_some_and(|(s, _)| s == *source))
+                .max_by(|a, b| a.2.total_cmp(&b.2));
             let parts = parts(&m.kind, eps, max_groups, a.max_rows, released.is_some())?;
-            let shared = own.zip(released).map(|((_, i), (_, k))| (i, *k));
+            let shared = own.zip(released).map(|((_, i), (_, k, _))| (i, *k));
             // The part indices above assume the layout `parts` builds.
             let shared_is_a_count = shared.is_none_or(|(i, _)| {
                 matches!(parts.get(i), Some(Part::Count { source, .. }) if own.is_some_and(|(s, _)| s == *source))
             });
-            if parts.len() != part_count(&m.kind) || !shared_is_a_count {
+            if parts.len() != part_count(&m.kind, centred) || !shared_is_a_count {
                 return Err(SqlError::internal(
                     "a measure's parts are not laid out as counted",
                 ));
@@ -326,13 +346,40 @@ pub(crate) fn calibrate(
     })
 }
 
-/// How many parts a measure of `kind` has.
-fn part_count(kind: &Kind) -> usize {
+/// How many parts a measure of `kind` has (a SUM: 2 when `centred`).
+fn part_count(kind: &Kind, centred: bool) -> usize {
     match kind {
         Kind::Avg { .. } => 2,
         Kind::Var { .. } => 3,
+        Kind::Sum { .. } if centred => 2,
         _ => 1,
     }
+}
+
+/// Whether a SUM is released centred: as its sum of (x − centre), centre the middle of its
+/// bounds, plus centre × the aggregate's noisy COUNT(*) (with `count_epsilon`, when there is
+/// one). The count is already released, so this costs nothing; it is chosen when it adds less
+/// noise than the plain sum. Per unit and group, the plain sum moves by up to L∞·max(|lo|,
+/// |hi|), the centred one by L∞·(hi − lo)/2, and the count by L∞; so, in units of (L0·L∞)²,
+/// the variances compare as max²/ε² against half²/ε² + centre²/ε_count² (for bounds [0, hi]
+/// at equal shares: half of the variance). It needs rows bounded by L∞ (the count's bound),
+/// no per-unit sum bounds (they clamp the plain sum) and a value that is never NULL nor NaN (so
+/// that the rows summed are the rows counted).
+fn centres(kind: &Kind, linf: Option<u64>, epsilon: f64, count_epsilon: Option<f64>) -> bool {
+    let Kind::Sum {
+        range: (lo, hi),
+        sum_range: None,
+        never_null: true,
+        ..
+    } = *kind
+    else {
+        return false;
+    };
+    let (Some(_), Some(eps_count)) = (linf, count_epsilon) else {
+        return false;
+    };
+    let (centre, half, max) = ((lo + hi) / 2.0, (hi - lo) / 2.0, lo.abs().max(hi.abs()));
+    (half / epsilon).powi(2) + (centre / eps_count).powi(2) < (max / epsilon).powi(2)
 }
 
 /// What the count part of an AVG or a VARIANCE of input `value` counts: the rows where it is
@@ -344,10 +391,11 @@ fn count_of(value: usize, never_null: bool) -> CountSource {
     }
 }
 
-/// The count part of a measure that has one (AVG, VARIANCE): what it counts, and its index
-/// among the measure's parts.
-fn count_source(kind: &Kind) -> Option<(CountSource, usize)> {
+/// The count part of a measure that has one (AVG, VARIANCE, a centred SUM): what it counts,
+/// and its index among the measure's parts.
+fn count_source(kind: &Kind, centred: bool) -> Option<(CountSource, usize)> {
     match *kind {
+        Kind::Sum { .. } if centred => Some((CountSource::Rows(None), 1)),
         Kind::Avg {
             value, never_null, ..
         } => Some((count_of(value, never_null), 1)),
@@ -360,7 +408,7 @@ fn count_source(kind: &Kind) -> Option<(CountSource, usize)> {
 
 /// The noisy parts of one measure, each with an even share of its ε; with `count_released`,
 /// its count part is another measure's (see [`MeasureCal::shared`]) and the share goes to the
-/// other parts alone.
+/// other parts alone (a SUM then has a count part: it is released centred).
 fn parts(
     kind: &Kind,
     epsilon: f64,
@@ -389,10 +437,19 @@ fn parts(
     Ok(match *kind {
         Kind::Count { flag } => vec![count(CountSource::Rows(flag), rows, epsilon)?],
         Kind::CountUnits => vec![count(CountSource::Units, 1, epsilon)?],
+        // Centred (see `centres`): the count is the aggregate's COUNT(*), not drawn again.
+        Kind::Sum { value, range, .. } if count_released => {
+            let centre = (range.0 + range.1) / 2.0;
+            vec![
+                sum(value, range, centre, false, None, epsilon)?,
+                count(CountSource::Rows(None), rows, epsilon)?,
+            ]
+        }
         Kind::Sum {
             value,
             range,
             sum_range,
+            ..
         } => {
             // Without L∞, one unit's sum in a group is clamped into the bounds (the per-unit
             // clamp of the schema's `bounds`).
@@ -570,6 +627,80 @@ pub(crate) fn discrete_half_width(t: f64) -> f64 {
     ((0.025 * (1.0 + p)).ln() / p.ln()).ceil().max(1.0) - 1.0
 }
 
+/// The noise of a centred SUM's released value, X + c·Z: X the centred sum's noise, Laplace
+/// of scale `b` (on a grid 2^20 times finer than b: continuous to that precision), Z the
+/// count's discrete Laplace noise of scale `t`. Returns the Laplace scale of the same variance
+/// and the 95% half-width.
+pub(crate) fn centred_sum_noise(b: f64, c: f64, t: f64) -> (f64, f64) {
+    let p = (-1.0 / t).exp();
+    let count_variance = 2.0 * p / ((1.0 - p) * (1.0 - p));
+    let variance = 2.0 * b * b + c * c * count_variance;
+    (
+        (variance / 2.0).sqrt(),
+        centred_sum_abs_quantile(b, c, t, 0.95),
+    )
+}
+
+/// The `prob`-quantile of |X + c·Z|, the noise of a centred SUM's value: X Laplace of scale
+/// `b` (its centred sum's), Z discrete Laplace of scale `t` (its count's); by bisection on the
+/// tail.
+pub fn centred_sum_abs_quantile(b: f64, c: f64, t: f64, prob: f64) -> f64 {
+    let tail = 1.0 - prob;
+    let mut hi = b + c.abs() * t;
+    while centred_sum_tail(hi, b, c, t) > tail && hi.is_finite() {
+        hi *= 2.0;
+    }
+    let mut lo = 0.0;
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if centred_sum_tail(mid, b, c, t) > tail {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
+}
+
+/// P(|X + c·Z| > h) (see [`centred_sum_noise`]). Summed over Z's values while its scale is
+/// small; above that, Z·c is a Laplace of scale c·t to within 1/(8t²) in its tails, and the
+/// sum of two Laplace variables of scales b and s has P(|X + Y| > h) =
+/// (b²e^(−h/b) − s²e^(−h/s))/(b² − s²).
+fn centred_sum_tail(h: f64, b: f64, c: f64, t: f64) -> f64 {
+    // P(X > u) for X Laplace of scale b.
+    let upper = |u: f64| {
+        if u >= 0.0 {
+            0.5 * (-u / b).exp()
+        } else {
+            1.0 - 0.5 * (u / b).exp()
+        }
+    };
+    // P(|X + s| > h).
+    let shifted = |s: f64| upper(h - s) + upper(h + s);
+    let c = c.abs();
+    let p = (-1.0 / t).exp();
+    if c == 0.0 || p == 0.0 {
+        return shifted(0.0);
+    }
+    if t > 200.0 {
+        let s = c * t;
+        return if (b - s).abs() <= 1e-6 * b.max(s) {
+            (1.0 + h / (2.0 * b)) * (-h / b).exp()
+        } else {
+            (b * b * (-h / b).exp() - s * s * (-h / s).exp()) / (b * b - s * s)
+        };
+    }
+    // P(Z = z) = (1 − p)/(1 + p)·p^|z|; X is symmetric, so z and −z weigh the same.
+    let z0 = (1.0 - p) / (1.0 + p);
+    let mut total = z0 * shifted(0.0);
+    let mut weight = z0;
+    for z in 1..=(40.0 * t).ceil() as i64 + 1 {
+        weight *= p;
+        total += 2.0 * weight * shifted(c * z as f64);
+    }
+    total
+}
+
 /// P(n + Z ≥ τ) for Z discrete Laplace of scale t: the chance that a key with n units passes.
 pub(crate) fn release_probability(n: i64, threshold: i64, t: f64) -> f64 {
     let p = (-1.0 / t).exp();
@@ -650,5 +781,95 @@ mod tests {
         let h = discrete_half_width(1000.0);
         assert!((h / (1000.0 * 20f64.ln()) - 1.0).abs() < 0.01, "{h}");
         assert_eq!(discrete_half_width(1e-3), 0.0);
+    }
+
+    #[test]
+    fn a_sum_is_centred_when_that_adds_less_noise() {
+        let sum = |range: Range, sum_range: Option<Range>, never_null: bool| Kind::Sum {
+            value: 0,
+            range,
+            sum_range,
+            never_null,
+        };
+        let positive = sum((900.0, 105_000.0), None, true);
+        assert!(centres(&positive, Some(100), 0.125, Some(0.125)));
+        // Not without a COUNT(*), without L∞, with a NULL-able value or per-unit sum bounds.
+        assert!(!centres(&positive, Some(100), 0.125, None));
+        assert!(!centres(&positive, None, 0.125, Some(0.125)));
+        assert!(!centres(
+            &sum((0.0, 1.0), None, false),
+            Some(1),
+            1.0,
+            Some(1.0)
+        ));
+        assert!(!centres(
+            &sum((0.0, 1.0), Some((0.0, 2.0)), true),
+            Some(1),
+            1.0,
+            Some(1.0)
+        ));
+        // Not where it gains nothing (bounds symmetric about 0) or the count is too noisy:
+        // [0, 1] at ε 1 against a count at ε 1/3 gives 1/4 + 9/4 > 1.
+        assert!(!centres(
+            &sum((-5.0, 5.0), None, true),
+            Some(1),
+            1.0,
+            Some(1.0)
+        ));
+        assert!(!centres(
+            &sum((0.0, 1.0), None, true),
+            Some(1),
+            1.0,
+            Some(1.0 / 3.0)
+        ));
+        assert!(centres(
+            &sum((-1.0, 3.0), None, true),
+            Some(1),
+            1.0,
+            Some(1.0)
+        ));
+    }
+
+    /// The 95% half-width and the median of |X + c·Z| against samples of X (Laplace of scale
+    /// b) and Z (dpml's discrete Laplace of scale t), on both sides of the switch from a sum
+    /// over Z's values to the closed form.
+    #[test]
+    fn the_centred_sum_noise_matches_samples() {
+        let mut rng = dpml_mechanisms::DpRng::seeded(11);
+        for (b, c, sensitivity, eps) in [
+            (1.0, 3.0, 7, 10.0),
+            (40.0, 250.0, 6, 1.0 / 3.0),
+            (5.0, 1.0, 500, 1.0),
+            (300.0, 2.0, 300, 2.0),
+        ] {
+            let count = DiscreteLaplaceMechanism::new(sensitivity, eps).unwrap();
+            let t = count.scale();
+            let mut samples: Vec<f64> = (0..100_000)
+                .map(|_| {
+                    let u = rng.uniform_f64() - 0.5;
+                    let x = -b * u.signum() * (1.0 - 2.0 * u.abs()).ln();
+                    (x + c * count.release(&mut rng, 0) as f64).abs()
+                })
+                .collect();
+            samples.sort_by(f64::total_cmp);
+            let (scale, half) = centred_sum_noise(b, c, t);
+            let median = centred_sum_abs_quantile(b, c, t, 0.5);
+            let at = |q: f64| samples[(q * samples.len() as f64) as usize];
+            for (computed, sampled, what) in [(half, at(0.95), "95%"), (median, at(0.5), "median")]
+            {
+                assert!(
+                    (computed / sampled - 1.0).abs() < 0.03,
+                    "b {b}, c {c}, t {t}: {what} {computed} against {sampled} sampled"
+                );
+            }
+            let variance = samples.iter().map(|x| x * x).sum::<f64>() / samples.len() as f64;
+            assert!(
+                ((2.0 * scale * scale) / variance - 1.0).abs() < 0.05,
+                "b {b}, c {c}, t {t}: scale {scale}, variance {variance}"
+            );
+        }
+        // Without the count's noise: a Laplace's half-width, b·ln 20.
+        let h = centred_sum_abs_quantile(2.0, 0.0, 1.0, 0.95);
+        assert!((h / (2.0 * 20f64.ln()) - 1.0).abs() < 1e-9, "{h}");
     }
 }

@@ -4,8 +4,9 @@
 //! contribution; every value is clamped into the range before it is aggregated, so the range
 //! is enforced, not trusted (floating-point rounding of the expression cannot step outside).
 
-use datafusion::common::ScalarValue;
-use datafusion::logical_expr::{BinaryExpr, Case, Expr, Operator};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::logical_expr::{BinaryExpr, Case, Expr, ExprSchemable, Operator};
 
 /// A closed interval `[lo, hi]`, finite.
 pub type Range = (f64, f64);
@@ -65,11 +66,57 @@ fn extended(expr: &Expr, column: &dyn Fn(&Expr) -> Option<Range>) -> Option<Rang
     (!r.0.is_nan() && !r.1.is_nan() && r.0 <= r.1).then_some(r)
 }
 
+/// Whether `expr` (typed in `schema`) can never be NaN. Integers and decimals cannot; a float
+/// can where a column or text holds one, or where arithmetic meets ∞ (∞ − ∞, 0·∞), so a float
+/// expression is NaN-free only when its magnitude has a finite bound from the types it is
+/// computed from (an integer below 2^64, a DECIMAL(p, s) below 10^(p−s)) and `+ − ×`, negation,
+/// division by a non-zero constant and numeric casts. The declared bounds do not count here:
+/// they clamp values at aggregation, they do not keep a row from holding any value.
+pub(crate) fn never_nan(expr: &Expr, schema: &DFSchema) -> bool {
+    match expr.get_type(schema) {
+        Ok(t) if t.is_floating() => magnitude(expr, schema).is_some(),
+        Ok(_) => true,
+        Err(_) => false,
+    }
+}
+
+/// A finite bound on |expr| from its types alone (see [`never_nan`]): an integer or a decimal
+/// from its type, a float from how it is computed.
+fn magnitude(expr: &Expr, schema: &DFSchema) -> Option<f64> {
+    let m = match (expr, expr.get_type(schema).ok()?) {
+        (_, t) if t.is_integer() => 2f64.powi(64),
+        (_, DataType::Decimal128(p, s) | DataType::Decimal256(p, s)) => {
+            10f64.powi(i32::from(p) - i32::from(s))
+        }
+        (_, t) if !t.is_floating() => return None,
+        (Expr::Alias(a), _) => magnitude(&a.expr, schema)?,
+        (Expr::Literal(v, _), _) => scalar_f64(v)?.abs(),
+        (Expr::Cast(c), _) => magnitude(&c.expr, schema)?,
+        (Expr::TryCast(c), _) => magnitude(&c.expr, schema)?,
+        (Expr::Negative(e), _) => magnitude(e, schema)?,
+        (Expr::BinaryExpr(BinaryExpr { left, op, right }), _) => {
+            let a = magnitude(left, schema)?;
+            match op {
+                Operator::Plus | Operator::Minus => a + magnitude(right, schema)?,
+                Operator::Multiply => a * magnitude(right, schema)?,
+                Operator::Divide => match right.as_ref() {
+                    Expr::Literal(v, _) => match scalar_f64(v)?.abs() {
+                        d if d > 0.0 => a / d,
+                        _ => return None,
+                    },
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    // Twice the bound still finite: no step above can reach ∞.
+    (m * 2.0).is_finite().then_some(m)
+}
+
 fn scalar_f64(v: &ScalarValue) -> Option<f64> {
-    match v
-        .cast_to(&datafusion::arrow::datatypes::DataType::Float64)
-        .ok()?
-    {
+    match v.cast_to(&DataType::Float64).ok()? {
         ScalarValue::Float64(Some(x)) if x.is_finite() => Some(x),
         _ => None,
     }
@@ -143,6 +190,34 @@ mod tests {
         let e = col("price") * (lit(1.0) - col("discount")) * (lit(1.0) + lit(0.08));
         let (lo, hi) = ranges(&e).unwrap();
         assert!((lo - 874.8).abs() < 1e-9 && (hi - 113_400.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn nan_is_ruled_out_by_types_not_by_bounds() {
+        use datafusion::arrow::datatypes::{Field, Schema};
+        use datafusion::logical_expr::{cast, try_cast};
+        let schema = DFSchema::try_from(Schema::new(vec![
+            Field::new("price", DataType::Decimal128(15, 2), false),
+            Field::new("qty", DataType::Int64, false),
+            Field::new("x", DataType::Float64, false),
+            Field::new("s", DataType::Utf8, false),
+        ]))
+        .unwrap();
+        let double = |e: Expr| cast(e, DataType::Float64);
+        let charge = double(col("price")) * (lit(1) - col("price")) * (lit(1) + col("price"));
+        for (e, expect) in [
+            (col("qty"), true),
+            (col("price") * col("qty"), true),
+            (charge, true),
+            (double(col("qty")) / lit(2.0), true),
+            (col("x"), false),
+            (col("x") * lit(0.0), false),
+            (double(col("qty")) / lit(0.0), false),
+            (double(col("qty")) / double(col("qty")), false),
+            (try_cast(col("s"), DataType::Float64), false),
+        ] {
+            assert_eq!(never_nan(&e, &schema), expect, "{e}");
+        }
     }
 
     #[test]

@@ -273,6 +273,10 @@ fn too_large() -> SqlError {
 /// A measure's value from its noisy parts (post-processing); None where it is undefined.
 fn finish(kind: &Kind, parts: &[f64]) -> Option<f64> {
     match *kind {
+        // A centred SUM: its centred sum plus the centre times the count.
+        Kind::Sum { range, .. } if parts.len() == 2 => {
+            Some(parts[0] + (range.0 + range.1) / 2.0 * parts[1])
+        }
         Kind::Count { .. } | Kind::CountUnits | Kind::Sum { .. } | Kind::Quantile { .. } => {
             Some(parts[0])
         }

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::aggregate::{Kind, Measure};
-use crate::calibrate::{Part, release_probability};
+use crate::calibrate::{Part, centred_sum_noise, release_probability};
 use crate::catalog::{Catalog, UnitSource};
 use crate::engine::Prepared;
 use crate::error::{Result, SqlError};
@@ -38,13 +38,19 @@ pub struct ColumnReport {
     pub mechanism: String,
     /// Its share of ε.
     pub epsilon: f64,
-    /// The L1 sensitivity of its noisy part (of the sum, for AVG and VARIANCE), over all
-    /// groups: L0 times one unit's bound per group.
+    /// The L1 sensitivity of its noisy part (of the sum, for AVG, VARIANCE and a centred SUM),
+    /// over all groups: L0 times one unit's bound per group.
     pub sensitivity: f64,
-    /// The Laplace scale of its noisy part's noise, in the column's units.
+    /// The Laplace scale of its noisy part's noise, in the column's units (a centred SUM: the
+    /// Laplace scale of its value's noise variance).
     pub noise_scale: f64,
-    /// 95% of the noise is within ± this (for AVG and VARIANCE: of the sum part).
+    /// 95% of the noise is within ± this (for AVG and VARIANCE: of the sum part; for a centred
+    /// SUM: of its value, centred sum and centre × count together).
     pub half_width_95: f64,
+    /// A SUM released centred: its value is the centred sum plus this centre times the noisy
+    /// count (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub centre: Option<f64>,
     /// Every noisy part (AVG: sum and count; VARIANCE: sum, sum of squares and count).
     pub parts: Vec<PartReport>,
 }
@@ -230,7 +236,7 @@ fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
             let parts: Vec<PartReport> = mc
                 .parts
                 .iter()
-                .zip(part_names(&m.kind))
+                .zip(part_names(&m.kind, mc.parts.len()))
                 .enumerate()
                 .map(|(i, (p, name))| {
                     // A shared count is reported as drawn: by its owner, with the owner's noise.
@@ -252,14 +258,27 @@ fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
                 })
                 .collect();
             let first = parts.first().cloned();
+            let mut noise_scale = first.as_ref().map_or(f64::NAN, |p| p.noise_scale);
+            let mut half_width_95 = first.as_ref().map_or(f64::NAN, |p| p.half_width_95);
+            // A centred SUM's value adds its centre times the count's noise to its sum's.
+            let centre = match (&m.kind, parts.as_slice()) {
+                (Kind::Sum { range, .. }, [sum, count]) => {
+                    let centre = (range.0 + range.1) / 2.0;
+                    (noise_scale, half_width_95) =
+                        centred_sum_noise(sum.noise_scale, centre, count.noise_scale);
+                    Some(centre)
+                }
+                _ => None,
+            };
             out.push(ColumnReport {
                 name: name_of(m),
                 aggregate: m.display.clone(),
-                mechanism: mechanism(&m.kind).into(),
+                mechanism: mechanism(&m.kind, centre.is_some()).into(),
                 epsilon: mc.epsilon,
                 sensitivity: first.as_ref().map_or(f64::NAN, |p| p.sensitivity),
-                noise_scale: first.as_ref().map_or(f64::NAN, |p| p.noise_scale),
-                half_width_95: first.as_ref().map_or(f64::NAN, |p| p.half_width_95),
+                noise_scale,
+                half_width_95,
+                centre,
                 parts,
             });
         }
@@ -267,9 +286,12 @@ fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
     out
 }
 
-fn mechanism(kind: &Kind) -> &'static str {
+fn mechanism(kind: &Kind, centred: bool) -> &'static str {
     match kind {
         Kind::Count { .. } | Kind::CountUnits => "discrete Laplace",
+        Kind::Sum { .. } if centred => {
+            "centred sum + centre × noisy count (discrete Laplace, the sum on a grid)"
+        }
         Kind::Sum { .. } => "discrete Laplace on a grid (exact fixed-point sum)",
         Kind::Avg { .. } => "noisy sum / noisy count (discrete Laplace)",
         Kind::Var { sqrt: false, .. } => "noisy moments (discrete Laplace)",
@@ -278,9 +300,11 @@ fn mechanism(kind: &Kind) -> &'static str {
     }
 }
 
-fn part_names(kind: &Kind) -> Vec<&'static str> {
+/// The names of a measure's `n` parts.
+fn part_names(kind: &Kind, n: usize) -> Vec<&'static str> {
     match kind {
         Kind::Count { .. } | Kind::CountUnits => vec!["count"],
+        Kind::Sum { .. } if n == 2 => vec!["centred sum", "count"],
         Kind::Sum { .. } => vec!["sum"],
         Kind::Avg { .. } => vec!["centred sum", "count"],
         Kind::Var { .. } => vec!["centred sum", "centred sum of squares", "count"],

@@ -294,7 +294,8 @@ fn sensitivity_holds_for_each_aggregate_on_one_table() {
         &shop,
         &UNITS,
         "SELECT priority, COUNT(*), COUNT(total), SUM(total), AVG(total), VARIANCE(total), \
-         STDDEV(total), MEDIAN(total), COUNT(DISTINCT o_cust) FROM orders GROUP BY priority",
+         STDDEV(total), MEDIAN(total), COUNT(DISTINCT o_cust), SUM(COALESCE(total, 0)) \
+         FROM orders GROUP BY priority",
         0.0,
     );
     // The heavy customer reaches a bound: the check is not vacuous.
@@ -386,7 +387,7 @@ fn sensitivity_holds_along_foreign_keys() {
     check_neighbours(
         &shop,
         &UNITS,
-        "SELECT flag, COUNT(*), SUM(qty) FROM items GROUP BY flag",
+        "SELECT flag, COUNT(*), SUM(qty), SUM(COALESCE(qty, 1)) FROM items GROUP BY flag",
         0.0,
     );
     // The unit resolved by the query's own join along the foreign key.
@@ -480,7 +481,9 @@ keys = ["p", "q", "r", "s"]
         (
             &t,
             "SELECT g, COUNT(*), COUNT(x), SUM(x), AVG(x), VARIANCE(x), STDDEV(x), \
-             COUNT(*) FILTER (WHERE x > 50), COUNT(DISTINCT u) FROM t GROUP BY g",
+             COUNT(*) FILTER (WHERE x > 50), COUNT(DISTINCT u), \
+             SUM(COALESCE(TRY_CAST(x AS BIGINT), 0)) FROM t \
+             GROUP BY g",
         ),
         (
             &t,

@@ -55,25 +55,7 @@ fn a_count_that_count_releases_is_reused_not_drawn_again() {
     // Per group: COUNT 1, AVG 1 (its sum), VARIANCE 2 (its sums), the other AVG 2.
     assert_eq!(r.draws, 2 * 6);
     let json = r.to_json().unwrap();
-    let parts = |name: &str| -> Vec<(String, f64)> {
-        let column = json["columns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap();
-        column["parts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                (
-                    p["part"].as_str().unwrap().to_string(),
-                    p["epsilon"].as_f64().unwrap(),
-                )
-            })
-            .collect()
-    };
+    let parts = |name: &str| parts_of(&json, name);
     let spent: f64 = ["n", "a", "v", "b"]
         .iter()
         .flat_map(|c| parts(c))
@@ -112,6 +94,101 @@ fn a_count_that_count_releases_is_reused_not_drawn_again() {
         )
         .unwrap();
     assert_eq!(r.draws, 2 * 2);
+}
+
+/// The released column `name`'s report in a result's JSON.
+fn column_of<'j>(json: &'j serde_json::Value, name: &str) -> &'j serde_json::Value {
+    json["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap()
+}
+
+/// The parts of column `name` (what each is, and its ε).
+fn parts_of(json: &serde_json::Value, name: &str) -> Vec<(String, f64)> {
+    column_of(json, name)["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["part"].as_str().unwrap().to_string(),
+                p["epsilon"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_sum_is_centred_on_the_count_that_count_releases() {
+    // SUM of a never-NULL value in [0, 500] next to COUNT(*): the sum of (x − 250) moves by
+    // half as much per unit, and 250 × the released count restores the sum.
+    let shop = shop(None);
+    let engine = shop.engine();
+    let sql = "SELECT priority, COUNT(*) AS n, SUM(COALESCE(total, 0)) AS s, SUM(total) AS t \
+               FROM orders GROUP BY priority";
+    let r = engine
+        .run(sql, &request(1.0, 0.0), &mut DpRng::seeded(5), None)
+        .unwrap();
+    // Per group: the count, the centred sum, the plain sum (its value can be NULL).
+    assert_eq!(r.draws, 2 * 3);
+    let json = r.to_json().unwrap();
+    let third = 1.0 / 3.0;
+    assert_eq!(
+        parts_of(&json, "s"),
+        [
+            ("centred sum".to_string(), third),
+            ("count (that of n)".to_string(), 0.0)
+        ]
+    );
+    assert_eq!(parts_of(&json, "t"), [("sum".to_string(), third)]);
+    let (s, t) = (column_of(&json, "s"), column_of(&json, "t"));
+    assert_eq!(s["centre"], 250.0);
+    assert!(t.get("centre").is_none());
+    // L0 = 2, L∞ = 3: 2·3·250 against 2·3·500.
+    assert_eq!(s["sensitivity"], 1500.0);
+    assert_eq!(t["sensitivity"], 3000.0);
+    // The value's noise: the centred sum's and 250 × the count's, together below the plain
+    // sum's (half its variance at equal shares, a little more for the count's integer noise).
+    let (s_scale, t_scale) = (
+        s["noise_scale"].as_f64().unwrap(),
+        t["noise_scale"].as_f64().unwrap(),
+    );
+    assert!(
+        s_scale < 0.75 * t_scale && s_scale > 0.65 * t_scale,
+        "{s_scale} against {t_scale}"
+    );
+    assert!(s["half_width_95"].as_f64().unwrap() < t["half_width_95"].as_f64().unwrap());
+    // Without noise, the centred sum gives the sum it gives alone.
+    let alone = exact(
+        &engine,
+        "SELECT priority, SUM(COALESCE(total, 0)) AS s FROM orders GROUP BY priority",
+        0.0,
+    );
+    let centred = exact(&engine, sql, 0.0);
+    let column = |r: &crate::DpResult| {
+        r.rows_json()
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["s"].as_f64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let (alone, centred) = (column(&alone), column(&centred));
+    assert!(alone.iter().all(|&s| s > 0.0), "{alone:?}");
+    assert_eq!(alone, centred);
+    // Bounds symmetric about 0 gain nothing: the sum stays plain.
+    let r = engine
+        .explain(
+            "SELECT COUNT(*) AS n, SUM(COALESCE(total, 0) - 250) AS s FROM orders",
+            &request(1.0, 0.0),
+        )
+        .unwrap()
+        .to_json();
+    assert_eq!(parts_of(&r, "s"), [("sum".to_string(), 0.5)]);
 }
 
 #[test]
