@@ -68,22 +68,12 @@ fn a_count_that_count_releases_is_reused_not_drawn_again() {
     assert_eq!(parts("v")[2].1, 0.0);
     assert_eq!(parts("b")[1], ("count".to_string(), 0.125));
     // Without noise, the shared count gives the AVG it gives alone.
-    let alone = exact(
+    let alone = exact_column(
         &engine,
         "SELECT priority, AVG(COALESCE(total, 0)) AS a FROM orders GROUP BY priority",
-        0.0,
+        "a",
     );
-    let shared = exact(&engine, sql, 0.0);
-    let column = |r: &crate::DpResult| {
-        r.rows_json()
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|row| row["a"].clone())
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(column(&alone), column(&shared));
+    assert_eq!(alone, exact_column(&engine, sql, "a"));
     // The COUNT may come after the AVG.
     let r = engine
         .run(
@@ -94,6 +84,16 @@ fn a_count_that_count_releases_is_reused_not_drawn_again() {
         )
         .unwrap();
     assert_eq!(r.draws, 2 * 2);
+}
+
+/// Column `name` of the rows `sql` releases with the noise switched off.
+fn exact_column(engine: &crate::Engine, sql: &str, name: &str) -> Vec<serde_json::Value> {
+    let rows = exact(engine, sql, 0.0).rows_json().unwrap();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row[name].clone())
+        .collect()
 }
 
 /// The released column `name`'s report in a result's JSON.
@@ -162,24 +162,13 @@ fn a_sum_is_centred_on_the_count_that_count_releases() {
     );
     assert!(s["half_width_95"].as_f64().unwrap() < t["half_width_95"].as_f64().unwrap());
     // Without noise, the centred sum gives the sum it gives alone.
-    let alone = exact(
+    let alone = exact_column(
         &engine,
         "SELECT priority, SUM(COALESCE(total, 0)) AS s FROM orders GROUP BY priority",
-        0.0,
+        "s",
     );
-    let centred = exact(&engine, sql, 0.0);
-    let column = |r: &crate::DpResult| {
-        r.rows_json()
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|row| row["s"].as_f64().unwrap())
-            .collect::<Vec<_>>()
-    };
-    let (alone, centred) = (column(&alone), column(&centred));
-    assert!(alone.iter().all(|&s| s > 0.0), "{alone:?}");
-    assert_eq!(alone, centred);
+    assert!(alone.iter().all(|s| s.as_f64() > Some(0.0)), "{alone:?}");
+    assert_eq!(alone, exact_column(&engine, sql, "s"));
     // Bounds symmetric about 0 gain nothing: the sum stays plain.
     let r = engine
         .explain(
