@@ -57,36 +57,34 @@ fn options() -> Options {
 /// integer: 1 where b·ln 2 would say 1.39 at t = 2); a sum's noise lies on a grid 2^20 times
 /// finer than its scale b, so its median |Z| is b·ln 2; a centred sum adds its centre times
 /// the count's noise (the median of that sum, computed); a ratio (AVG) is simulated from its
-/// sum and count parts at the exact cell's count.
-fn predicted(column: &Value, exact_count: Option<f64>, rng: &mut DpRng) -> f64 {
+/// sum and count parts at the exact cell's count and average.
+fn predicted(column: &Value, exact: f64, exact_count: Option<f64>, rng: &mut DpRng) -> f64 {
     let parts = column["parts"].as_array().unwrap();
     let mechanism = column["mechanism"].as_str().unwrap_or("");
     let scale = column["noise_scale"].as_f64().unwrap();
     if mechanism == "discrete Laplace" {
         return discrete_laplace_median_abs(scale);
     }
-    if let Some(centre) = column["centre"].as_f64() {
-        let (bs, t) = (
-            parts[0]["noise_scale"].as_f64().unwrap(),
-            parts[1]["noise_scale"].as_f64().unwrap(),
-        );
-        return centred_sum_abs_quantile(bs, centre, t, 0.5);
+    let part_scale = |i: usize| parts[i]["noise_scale"].as_f64().unwrap();
+    let centre = column["centre"].as_f64().unwrap_or(0.0);
+    if mechanism.starts_with("centred sum") {
+        return centred_sum_abs_quantile(part_scale(0), centre, part_scale(1), 0.5);
     }
     if !mechanism.starts_with("noisy sum / noisy count") {
         return scale * std::f64::consts::LN_2;
     }
-    let (bs, bc) = (
-        parts[0]["noise_scale"].as_f64().unwrap(),
-        parts[1]["noise_scale"].as_f64().unwrap(),
-    );
+    let (bs, bc) = (part_scale(0), part_scale(1));
     let n = exact_count.unwrap_or(f64::NAN);
     let laplace = |rng: &mut DpRng, b: f64| {
         let u = rng.uniform_f64() - 0.5;
         -b * u.signum() * (1.0 - 2.0 * u.abs()).ln()
     };
-    // avg − true ≈ (Zs − (avg − centre)·Zc)/N; the centre term is small for a centred sum.
+    // c + (N·(avg − c) + Zs)/(N + Zc) − avg = (Zs − (avg − c)·Zc)/(N + Zc).
     let errs: Vec<f64> = (0..20_000)
-        .map(|_| (laplace(rng, bs) / (n + laplace(rng, bc))).abs())
+        .map(|_| {
+            let zc = laplace(rng, bc);
+            ((laplace(rng, bs) - (exact - centre) * zc) / (n + zc)).abs()
+        })
         .collect();
     median(errs)
 }
@@ -193,7 +191,7 @@ fn main() {
                 .iter()
                 .find(|(k, _)| k.contains("count") || *k == "visits" || k.starts_with("count"))
                 .map(|(_, v)| *v);
-            let pred = predicted(c, count, &mut sim);
+            let pred = predicted(c, exact_value, count, &mut sim);
             let med = median(errs.iter().map(|e| e.abs()).collect());
             // The mean error in units of the predicted median |error|: a pipeline bias (from
             // bounding) shows here; noise alone gives about ±1.8/√runs.

@@ -47,8 +47,9 @@ pub struct ColumnReport {
     /// 95% of the noise is within ± this (for AVG and VARIANCE: of the sum part; for a centred
     /// SUM: of its value, centred sum and centre × count together).
     pub half_width_95: f64,
-    /// A SUM released centred: its value is the centred sum plus this centre times the noisy
-    /// count (absent otherwise).
+    /// The centre c its sums are taken around, where they are (absent otherwise): a centred
+    /// SUM is its sum of x − c plus c times the noisy count, an AVG c plus its sum of x − c
+    /// over the noisy count, a VARIANCE from sums of x − c and (x − c)².
     #[serde(skip_serializing_if = "Option::is_none")]
     pub centre: Option<f64>,
     /// Every noisy part (AVG: sum and count; VARIANCE: sum, sum of squares and count).
@@ -260,13 +261,16 @@ fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
             let first = parts.first().cloned();
             let mut noise_scale = first.as_ref().map_or(f64::NAN, |p| p.noise_scale);
             let mut half_width_95 = first.as_ref().map_or(f64::NAN, |p| p.half_width_95);
-            // A centred SUM's value adds its centre times the count's noise to its sum's.
             let centre = match (&m.kind, parts.as_slice()) {
+                // A centred SUM's value adds its centre times the count's noise to its sum's.
                 (Kind::Sum { range, .. }, [sum, count]) => {
                     let centre = (range.0 + range.1) / 2.0;
                     (noise_scale, half_width_95) =
                         centred_sum_noise(sum.noise_scale, centre, count.noise_scale);
                     Some(centre)
+                }
+                (Kind::Avg { range, .. } | Kind::Var { range, .. }, _) => {
+                    Some((range.0 + range.1) / 2.0)
                 }
                 _ => None,
             };
