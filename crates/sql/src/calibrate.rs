@@ -48,7 +48,7 @@ use dpml_mechanisms::{DiscreteLaplaceMechanism, PermuteAndFlip, PrivacyEvent};
 
 use crate::aggregate::{DpAggregate, Kind, Measure};
 use crate::error::{Result, SqlError};
-use crate::interval::Range;
+use crate::interval::{Range, centre};
 
 /// The noise grid spans about 2^20 steps per unit of scale (as the Laplace mechanism's).
 const NOISE_GRID_BITS: i32 = 20;
@@ -378,7 +378,7 @@ fn centres(kind: &Kind, linf: Option<u64>, epsilon: f64, count_epsilon: Option<f
     let (Some(_), Some(eps_count)) = (linf, count_epsilon) else {
         return false;
     };
-    let (centre, half, max) = ((lo + hi) / 2.0, (hi - lo) / 2.0, lo.abs().max(hi.abs()));
+    let (centre, half, max) = (centre((lo, hi)), (hi - lo) / 2.0, lo.abs().max(hi.abs()));
     (half / epsilon).powi(2) + (centre / eps_count).powi(2) < (max / epsilon).powi(2)
 }
 
@@ -439,7 +439,7 @@ fn parts(
         Kind::CountUnits => vec![count(CountSource::Units, 1, epsilon)?],
         // Centred (see `centres`): the count is the aggregate's COUNT(*), not drawn again.
         Kind::Sum { value, range, .. } if count_released => {
-            let centre = (range.0 + range.1) / 2.0;
+            let centre = centre(range);
             vec![
                 sum(value, range, centre, false, None, epsilon)?,
                 count(CountSource::Rows(None), rows, epsilon)?,
@@ -462,7 +462,7 @@ fn parts(
             never_null,
         } => {
             let e = epsilon / if count_released { 1.0 } else { 2.0 };
-            let centre = (range.0 + range.1) / 2.0;
+            let centre = centre(range);
             vec![
                 sum(value, range, centre, false, None, e)?,
                 count(count_of(value, never_null), rows, e)?,
@@ -475,7 +475,7 @@ fn parts(
             ..
         } => {
             let e = epsilon / if count_released { 2.0 } else { 3.0 };
-            let centre = (range.0 + range.1) / 2.0;
+            let centre = centre(range);
             vec![
                 sum(value, range, centre, false, None, e)?,
                 sum(value, range, centre, true, None, e)?,

@@ -11,6 +11,12 @@ use datafusion::logical_expr::{BinaryExpr, Case, Expr, ExprSchemable, Operator};
 /// A closed interval `[lo, hi]`, finite.
 pub type Range = (f64, f64);
 
+/// The middle of a range: the centre that AVG, VARIANCE and a centred SUM take their sums
+/// around (see `crate::calibrate`).
+pub(crate) fn centre((lo, hi): Range) -> f64 {
+    (lo + hi) / 2.0
+}
+
 /// The range of `expr`, given the declared range of each column it reads (`column` answers
 /// for an `Expr::Column`); `None` when the range is not finite (a column without a declared
 /// range that no `LEAST`/`GREATEST` clamps) or the expression is not one this arithmetic

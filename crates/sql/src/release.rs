@@ -17,6 +17,7 @@ use crate::aggregate::{DpAggregate, Kind};
 use crate::calibrate::{AggregateCal, FINE_GRID_BITS, Part, QUANTILE_CANDIDATES, QUANTILE_SCALE};
 use crate::contribute::{GroupTotals, Totals};
 use crate::error::{Result, SqlError};
+use crate::interval::centre;
 
 /// The one way noise is drawn: counts every draw, and (in this crate's tests only) can be
 /// switched off to check sensitivities on neighbouring tables.
@@ -274,16 +275,13 @@ fn too_large() -> SqlError {
 fn finish(kind: &Kind, parts: &[f64]) -> Option<f64> {
     match *kind {
         // A centred SUM: its centred sum plus the centre times the count.
-        Kind::Sum { range, .. } if parts.len() == 2 => {
-            Some(parts[0] + (range.0 + range.1) / 2.0 * parts[1])
-        }
+        Kind::Sum { range, .. } if parts.len() == 2 => Some(parts[0] + centre(range) * parts[1]),
         Kind::Count { .. } | Kind::CountUnits | Kind::Sum { .. } | Kind::Quantile { .. } => {
             Some(parts[0])
         }
         Kind::Avg { range, .. } => {
             let (sum, n) = (parts[0], parts[1]);
-            let centre = (range.0 + range.1) / 2.0;
-            (n >= 1.0).then(|| (centre + sum / n).clamp(range.0, range.1))
+            (n >= 1.0).then(|| (centre(range) + sum / n).clamp(range.0, range.1))
         }
         Kind::Var {
             range,

@@ -19,6 +19,7 @@ use crate::calibrate::{Part, centred_sum_noise, release_probability};
 use crate::catalog::{Catalog, UnitSource};
 use crate::engine::Prepared;
 use crate::error::{Result, SqlError};
+use crate::interval::centre;
 
 /// The neighbouring relation every DP SQL release is stated for.
 pub const NEIGHBOURING: &str = "add or remove all rows of one privacy unit";
@@ -264,14 +265,12 @@ fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
             let centre = match (&m.kind, parts.as_slice()) {
                 // A centred SUM's value adds its centre times the count's noise to its sum's.
                 (Kind::Sum { range, .. }, [sum, count]) => {
-                    let centre = (range.0 + range.1) / 2.0;
+                    let centre = centre(*range);
                     (noise_scale, half_width_95) =
                         centred_sum_noise(sum.noise_scale, centre, count.noise_scale);
                     Some(centre)
                 }
-                (Kind::Avg { range, .. } | Kind::Var { range, .. }, _) => {
-                    Some((range.0 + range.1) / 2.0)
-                }
+                (Kind::Avg { range, .. } | Kind::Var { range, .. }, _) => Some(centre(*range)),
                 _ => None,
             };
             out.push(ColumnReport {
