@@ -793,41 +793,19 @@ mod tests {
         };
         let positive = sum((900.0, 105_000.0), None, true);
         assert!(centres(&positive, Some(100), 0.125, Some(0.125)));
-        // Not without a COUNT(*), without L∞, with a NULL-able value or per-unit sum bounds.
+        // Not without a COUNT(*) or without L∞.
         assert!(!centres(&positive, Some(100), 0.125, None));
         assert!(!centres(&positive, None, 0.125, Some(0.125)));
-        assert!(!centres(
-            &sum((0.0, 1.0), None, false),
-            Some(1),
-            1.0,
-            Some(1.0)
-        ));
-        assert!(!centres(
-            &sum((0.0, 1.0), Some((0.0, 2.0)), true),
-            Some(1),
-            1.0,
-            Some(1.0)
-        ));
+        // At L∞ = 1 and ε = 1, with a count at `count_epsilon`.
+        let at = |kind: Kind, count_epsilon: f64| centres(&kind, Some(1), 1.0, Some(count_epsilon));
+        // Not with a NULL-able value or per-unit sum bounds.
+        assert!(!at(sum((0.0, 1.0), None, false), 1.0));
+        assert!(!at(sum((0.0, 1.0), Some((0.0, 2.0)), true), 1.0));
         // Not where it gains nothing (bounds symmetric about 0) or the count is too noisy:
         // [0, 1] at ε 1 against a count at ε 1/3 gives 1/4 + 9/4 > 1.
-        assert!(!centres(
-            &sum((-5.0, 5.0), None, true),
-            Some(1),
-            1.0,
-            Some(1.0)
-        ));
-        assert!(!centres(
-            &sum((0.0, 1.0), None, true),
-            Some(1),
-            1.0,
-            Some(1.0 / 3.0)
-        ));
-        assert!(centres(
-            &sum((-1.0, 3.0), None, true),
-            Some(1),
-            1.0,
-            Some(1.0)
-        ));
+        assert!(!at(sum((-5.0, 5.0), None, true), 1.0));
+        assert!(!at(sum((0.0, 1.0), None, true), 1.0 / 3.0));
+        assert!(at(sum((-1.0, 3.0), None, true), 1.0));
     }
 
     /// The 95% half-width and the median of |X + c·Z| against samples of X (Laplace of scale
