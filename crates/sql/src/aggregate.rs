@@ -191,6 +191,18 @@ impl DpAggregate {
         for (i, e) in a.aggr_expr.iter().enumerate() {
             let field = a.schema.field(a.group_expr.len() + i);
             let kind = measure(e, &input, &column_range, &mut inputs, catalog)?;
+            if matches!(kind, Kind::Sum { .. }) && field.data_type().is_unsigned_integer() {
+                // Checked before the charge: the release would fail, after it, whenever
+                // the noise made the sum negative.
+                return Err(SqlError::refused(
+                    e.to_string(),
+                    format!(
+                        "its type {} cannot hold a negative noisy sum: sum a signed value \
+                         (CAST(x AS DOUBLE) or TRY_CAST(x AS BIGINT))",
+                        field.data_type()
+                    ),
+                ));
+            }
             if kind.needs_row_bound() && max_rows.is_none() {
                 return Err(SqlError::refused(
                     e.to_string(),
@@ -441,6 +453,14 @@ fn contribution_rows(
     inputs: &[(Expr, bool)],
 ) -> Result<LogicalPlan> {
     let unit = input.column(input.unit.columns()[0]);
+    let unit_type = unit.get_type(input.plan.schema()).map_err(plan_err)?;
+    if unit_type.is_floating() {
+        return Err(SqlError::refused(
+            format!("the privacy unit {unit} ({unit_type})"),
+            "a floating-point unit id is one unit to SQL and two to the bounding when it is 0.0 \
+             and -0.0, so one person could count twice; declare the column an integer or text",
+        ));
+    }
     let mut exprs = vec![unit.clone().alias("__unit")];
     exprs.extend(
         group_expr

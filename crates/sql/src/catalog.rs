@@ -128,6 +128,19 @@ impl Catalog {
         })
     }
 
+    /// Whether a declared foreign key references `table.column`, which the schema thereby
+    /// declares unique (at most one row per value).
+    pub(crate) fn is_referenced(&self, table: &str, column: &str) -> bool {
+        self.tables().any(|t| {
+            t.decl.columns.iter().any(|c| {
+                c.references
+                    .as_deref()
+                    .and_then(|r| r.split_once('.'))
+                    .is_some_and(|(t, k)| t == table && k == column)
+            })
+        })
+    }
+
     /// Whether `name` is declared public.
     pub fn is_public(&self, name: &str) -> bool {
         self.tables.get(name).is_some_and(|t| t.decl.public)

@@ -4,6 +4,7 @@
 //! of the query on the released cells.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,9 +12,10 @@ use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::concat;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::{FunctionRegistry, SessionStateBuilder};
-use datafusion::logical_expr::{LogicalPlan, Partitioning, Repartition, TableSource, col};
+use datafusion::logical_expr::{Expr, LogicalPlan, Partitioning, Repartition, TableSource, col};
 use datafusion::optimizer::decorrelate_predicate_subquery::DecorrelatePredicateSubquery;
 use datafusion::optimizer::eliminate_cross_join::EliminateCrossJoin;
 use datafusion::optimizer::eliminate_filter::EliminateFilter;
@@ -31,7 +33,7 @@ use datafusion::optimizer::{Optimizer, OptimizerRule};
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
-use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::ast::{Statement, TableFactor, Visit, Visitor};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use dpml_accounting::PrivacyEvent;
 use dpml_accounting::ledger::{Ledger, Spend};
@@ -311,6 +313,13 @@ impl Engine {
         }
         let statement = state.sql_to_statement(sql, &dialect).map_err(plan_err)?;
         match &statement {
+            DfStatement::Statement(s) if s.visit(&mut TableSample).is_break() => {
+                return Err(SqlError::refused(
+                    "TABLESAMPLE",
+                    "DataFusion reads every row of a sampled table, so the sample would not be \
+                     the one asked for; sample the file before, or leave it out",
+                ));
+            }
             DfStatement::Statement(s) if matches!(s.as_ref(), Statement::Query(_)) => {}
             other => {
                 return Err(SqlError::refused(
@@ -346,9 +355,11 @@ impl Engine {
             Arc::new(EliminateOuterJoin::new()),
             Arc::new(PushDownFilter::new()),
         ];
-        Optimizer::with_rules(rules)
+        let plan = Optimizer::with_rules(rules)
             .optimize(plan, &state, |_, _| {})
-            .map_err(plan_err)
+            .map_err(plan_err)?;
+        refuse_outer_references(&plan)?;
+        Ok(plan)
     }
 
     /// The public key columns of `agg` (cross product of its groups' key sets), or None.
@@ -702,6 +713,57 @@ fn first_words(sql: &str) -> String {
         one_line
     } else {
         format!("{}…", one_line.chars().take(MAX).collect::<String>())
+    }
+}
+
+/// Finds a `TABLESAMPLE` anywhere in a statement.
+struct TableSample;
+
+impl Visitor for TableSample {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+        match factor {
+            TableFactor::Table {
+                sample: Some(_), ..
+            }
+            | TableFactor::Derived {
+                sample: Some(_), ..
+            } => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        }
+    }
+}
+
+/// Refuses a plan that still refers to an outer query's column after decorrelation (a
+/// `LATERAL` subquery, for one): DataFusion cannot execute it, and finding that out after the
+/// charge would charge a query that never could run.
+fn refuse_outer_references(plan: &LogicalPlan) -> Result<()> {
+    let mut found = None;
+    plan.apply(|node| {
+        for e in node.expressions() {
+            e.apply(|e| {
+                if let Expr::OuterReferenceColumn(_, c) = e {
+                    found = Some(c.to_string());
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+        }
+        Ok(if found.is_some() {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    })
+    .map_err(plan_err)?;
+    match found {
+        Some(column) => Err(SqlError::refused(
+            format!("a reference to the outer query's column {column}"),
+            "DataFusion cannot run a subquery in FROM that refers to the query around it \
+             (LATERAL): join the tables instead",
+        )),
+        None => Ok(()),
     }
 }
 

@@ -70,7 +70,7 @@ impl SqlError {
     /// A refused construct.
     pub fn refused(construct: impl fmt::Display, reason: impl fmt::Display) -> Self {
         SqlError::Refused {
-            construct: construct.to_string(),
+            construct: shorten(construct.to_string()),
             reason: reason.to_string(),
         }
     }
@@ -265,3 +265,15 @@ pub(crate) fn out_of_memory(
         _ => None,
     }
 }
+
+/// A construct quoted in a message, cut to at most [`MAX_QUOTED`] characters: a query can hold
+/// constants of many kilobytes, and the message is one line.
+fn shorten(text: String) -> String {
+    match text.char_indices().nth(MAX_QUOTED) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text,
+    }
+}
+
+/// The most characters of a construct a message quotes.
+const MAX_QUOTED: usize = 300;

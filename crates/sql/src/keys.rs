@@ -4,11 +4,13 @@
 //! group passes a threshold (private keys, see [`crate::release`]). With public keys every key
 //! is released, empty groups too, and rows with another key are dropped before bounding.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, Float64Array, StringArray, UInt32Array};
 use datafusion::arrow::compute::{cast, take};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{BinaryExpr, Expr, LogicalPlan, Operator};
 use dpml_data::table_decl::{KeyValue, MAX_KEYS};
@@ -94,7 +96,29 @@ fn cast_keys(a: &ArrayRef, data_type: &DataType, column: &str) -> Result<ArrayRe
             "a declared key of {column} is not a value of its type {data_type}"
         )));
     }
-    Ok(out)
+    distinct(&out)
+}
+
+/// The first occurrence of each value of `keys`, in order. Keys that differ before the cast to
+/// the group's type can be one value after it (`1` and `"01"` as integers, histogram bins
+/// under a cast to an integer); released twice, one group's cell would get two independent
+/// noises, and their mean less noise than its ε pays for. Values are compared as the release
+/// looks them up: by their row encoding.
+fn distinct(keys: &ArrayRef) -> Result<ArrayRef> {
+    let converter = RowConverter::new(vec![SortField::new(keys.data_type().clone())])
+        .map_err(SqlError::internal)?;
+    let rows = converter
+        .convert_columns(std::slice::from_ref(keys))
+        .map_err(SqlError::internal)?;
+    let mut seen = HashSet::new();
+    let first: UInt32Array = (0..rows.num_rows())
+        .filter(|&i| seen.insert(rows.row(i)))
+        .map(|i| u32::try_from(i).map_err(|_| SqlError::internal("too many keys")))
+        .collect::<Result<_>>()?;
+    if first.len() == keys.len() {
+        return Ok(keys.clone());
+    }
+    take(keys, &first, None).map_err(SqlError::internal)
 }
 
 /// The bins of a histogram expression over one bounded column: `FLOOR(lin(x))`, optionally
@@ -267,5 +291,30 @@ mod tests {
         };
         let msg = bad.values(&DataType::Int32, &none).unwrap_err().to_string();
         assert!(msg.contains("not a value of its type"), "{msg}");
+    }
+
+    #[test]
+    fn keys_that_one_cast_makes_equal_are_released_once() {
+        let none = |_: &LogicalPlan| -> Result<ArrayRef> { unreachable!() };
+        let declared = Keys::Declared {
+            column: "t.day".into(),
+            values: ["1", "01", "+1", "2", "001"]
+                .map(|v| KeyValue::Text(v.into()))
+                .to_vec(),
+        };
+        let a = declared.values(&DataType::Int64, &none).unwrap().unwrap();
+        let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(a.values().to_vec(), vec![1, 2]);
+        // 101 bins of FLOOR(x) * 0.01 over [0, 100] are two integers.
+        let bins = Keys::Bins {
+            column: "t.x".into(),
+            values: (0..=100).map(|k| k as f64 * 0.01).collect(),
+        };
+        let a = bins.values(&DataType::Int64, &none).unwrap().unwrap();
+        let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(a.values().to_vec(), vec![0, 1]);
+        // As floats they stay 101.
+        let a = bins.values(&DataType::Float64, &none).unwrap().unwrap();
+        assert_eq!(a.len(), 101);
     }
 }

@@ -512,7 +512,25 @@ impl<'a> Rewriter<'a> {
                     j.on.iter()
                         .filter_map(|(l, r)| Some((left.index_of(l)?, right.index_of(r)?)))
                         .collect();
-                match linked(&left, &right, &pairs) {
+                let link = linked(&left, &right, &pairs);
+                let multiplies = !matches!(
+                    j.join_type,
+                    LeftSemi | LeftAnti | LeftMark | RightSemi | RightAnti | RightMark
+                );
+                if matches!(link, Some(Link::Same))
+                    && multiplies
+                    && !self.at_most_one_match(&left, pairs.iter().map(|p| p.0))
+                    && !self.at_most_one_match(&right, pairs.iter().map(|p| p.1))
+                {
+                    return Err(SqlError::refused(
+                        construct(),
+                        "neither side has at most one row per join key, so a unit with r rows \
+                         on each side gets r × r rows, before any bound applies (k such joins: \
+                         r to the k); join a per-unit subquery (GROUP BY the unit) or along a \
+                         declared foreign key, or test with EXISTS",
+                    ));
+                }
+                match link {
                     Some(link) => match (j.join_type, link) {
                         (Inner, Link::Resolves { right_unit }) => shift(&right_unit),
                         // Both sides' columns hold the same unit on every output row.
@@ -718,6 +736,20 @@ enum Link {
     /// The left's pending foreign key meets the referenced table's key on the right, whose
     /// rows carry this unit: an inner join resolves the left's unit.
     Resolves { right_unit: Unit },
+}
+
+impl Rewriter<'_> {
+    /// Whether each row of the other side of a join meets at most one row of `rel` on the
+    /// join columns `on`: `rel` has one row per unit and is joined on its unit, or one of
+    /// the columns is the target of a declared foreign key (unique by declaration).
+    fn at_most_one_match(&self, rel: &Rel, mut on: impl Iterator<Item = usize>) -> bool {
+        on.any(|i| {
+            (rel.rows_per_unit == Some(1) && rel.unit.columns().contains(&i))
+                || rel.lineage[i]
+                    .as_ref()
+                    .is_some_and(|o| self.catalog.is_referenced(&o.table, &o.column))
+        })
+    }
 }
 
 /// Whether the equi-join `pairs` (left index, right index) tie every output row to one unit.

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use dpml_data::table_decl::TableDecl;
 use dpml_mechanisms::DpRng;
@@ -537,6 +538,75 @@ fn released_values_are_the_bounded_totals_when_noise_is_off() {
     assert_eq!(rows[1]["n"], expect["lo"]);
     // Public keys: both groups, each drawn once.
     assert_eq!(r.draws, 2);
+}
+
+#[test]
+fn histogram_bins_that_a_cast_makes_equal_are_one_cell() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    // Six bins of total / 100 over [0, 500], all 0 once scaled by 0.01 and cast to an integer:
+    // released six times, the one cell would get six independent noises.
+    let sql = "SELECT TRY_CAST(FLOOR(CAST(total AS DOUBLE) / 100) * 0.01 AS BIGINT) AS k, \
+               COUNT(*) AS n FROM orders GROUP BY 1";
+    let r = exact(&engine, sql, 0.0);
+    let rows = r.rows_json().unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["k"], 0);
+    assert_eq!(r.draws, 1);
+    // Without the cast, six cells.
+    let sql = "SELECT FLOOR(CAST(total AS DOUBLE) / 100) * 0.01 AS k, COUNT(*) AS n FROM orders \
+               GROUP BY 1";
+    assert_eq!(exact(&engine, sql, 0.0).draws, 6);
+}
+
+#[test]
+fn a_float_unit_and_an_unsigned_sum_are_refused_before_any_row_is_read() {
+    use datafusion::arrow::array::{Float64Array, UInt64Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("uid", DataType::Float64, false),
+        Field::new("n", DataType::UInt64, false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Float64Array::from(vec![0.0, -0.0])),
+            Arc::new(UInt64Array::from(vec![0, 0])),
+        ],
+    )
+    .unwrap();
+    let file = std::fs::File::create(&path).unwrap();
+    let mut w = datafusion::parquet::arrow::ArrowWriter::try_new(file, schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let decls = |unit: &str| {
+        toml::from_str::<BTreeMap<String, BTreeMap<String, TableDecl>>>(&format!(
+            "[tables.t]\nprivacy_unit = \"{unit}\"\nmax_rows_per_unit_per_group = 1\n\
+             [[tables.t.columns]]\nname = \"n\"\nbounds = [0, 10]\n"
+        ))
+        .unwrap()
+        .remove("tables")
+        .unwrap()
+    };
+    let tables = vec![("t".to_string(), path)];
+    // 0.0 and -0.0: one unit to SQL, two to the bounding.
+    let engine = Engine::new(&decls("uid"), &tables).unwrap();
+    let err = engine.explain("SELECT COUNT(*) FROM t", &request(1.0, 0.0));
+    let msg = err.unwrap_err().to_string();
+    assert!(msg.contains("privacy unit t.uid (Float64)"), "{msg}");
+    // A noisy sum can be negative, which UInt64 cannot hold.
+    let engine = Engine::new(&decls("n"), &tables).unwrap();
+    let msg = engine
+        .explain("SELECT SUM(n) FROM t", &request(1.0, 0.0))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("cannot hold a negative noisy sum"), "{msg}");
+    engine
+        .explain("SELECT SUM(CAST(n AS DOUBLE)) FROM t", &request(1.0, 0.0))
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

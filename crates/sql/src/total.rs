@@ -26,9 +26,9 @@ const TOTAL_FUNCTIONS: &[&str] = &[
     "coalesce", "nullif", "nvl", "nvl2", "greatest", "least",
     // Text.
     "lower", "upper", "btrim", "ltrim", "rtrim", "trim", "length", "char_length",
-    "character_length", "octet_length", "bit_length", "concat", "concat_ws", "starts_with",
+    "character_length", "octet_length", "bit_length", "starts_with",
     "ends_with", "strpos", "instr", "reverse", "initcap", "ascii", "contains", "md5",
-    "sha224", "sha256", "sha384", "sha512", "replace", "translate", "left", "right",
+    "sha224", "sha256", "sha384", "sha512", "translate", "left", "right",
     "levenshtein", "find_in_set", "to_hex",
     "pi",
     // Constants of the query, not of a row.
@@ -46,18 +46,26 @@ const FLOAT_FUNCTIONS: &[&str] = &[
     "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "degrees", "radians",
 ];
 
-/// The fields `date_part`/`extract` and the units `date_trunc` accept: any other fails on
-/// every row it meets.
+/// The fields `date_part`/`extract` accept: any other fails on every row it meets.
+/// (`date_trunc` is not total: truncating a nanosecond timestamp of 1677 falls before the
+/// first one.)
 #[rustfmt::skip]
 const DATE_PARTS: &[&str] = &[
     "year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
     "microsecond", "nanosecond", "dow", "doy", "epoch",
 ];
-#[rustfmt::skip]
-const TRUNC_UNITS: &[&str] = &[
-    "year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
-    "microsecond",
-];
+
+/// How to do without formatting a date or time as text.
+const FORMAT_DATE: &str = "a date or time out of chrono's range fails to format as text, even \
+                           in TRY_CAST: compare it as a date, or take its parts (date_part)";
+
+/// At most this many text columns and constants feed one concatenation, and at most this many
+/// bytes of constants. Arrow holds a batch's text in one buffer of at most 2 GiB: a value built
+/// from thousands of copies of a column, or of a long constant, would overflow it on the rows
+/// of one unit alone, and fail exactly when that unit has rows. Within these limits only text
+/// data of some 100 MB per batch could.
+const MAX_CONCAT_PARTS: usize = 16;
+const MAX_CONCAT_CONSTANT_BYTES: usize = 64 * 1024;
 
 /// Why `node` (one node of an expression on private rows, typed in `schema`) could fail on a
 /// row's value; None when it cannot. Children are checked as nodes of their own.
@@ -89,13 +97,36 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
         | Expr::Between(_)
         | Expr::Case(_)
         | Expr::InList(_)
-        | Expr::TryCast(_)
         | Expr::AggregateFunction(_) => None,
+        // NULL for a value that does not convert, except that arrow formats a date or time as
+        // text with an error, not NULL, when it is out of chrono's range.
+        Expr::TryCast(c) => match ty(&c.expr) {
+            Some(from) if !formats_with_error(&from, c.field.data_type()) => None,
+            _ => refuse(
+                format!("TRY_CAST({} AS {})", c.expr, c.field.data_type()),
+                FORMAT_DATE,
+            ),
+        },
         Expr::Like(like)
-            if matches!(*like.pattern, Expr::Literal(..))
-                && like.escape_char.is_none_or(|c| c == '\\') =>
+            if like.escape_char.is_none_or(|c| c == '\\')
+                && pattern_compiles(&like.pattern, Pattern::Like(like.case_insensitive)) =>
         {
             None
+        }
+        Expr::Like(_) => refuse(
+            format!("{node}"),
+            "LIKE needs a constant pattern that compiles (arrow turns it into a regular \
+             expression when a row first meets it, and a pattern too large fails there)",
+        ),
+        Expr::BinaryExpr(b)
+            if b.op == Operator::StringConcat && !concatenation_is_bounded(node) =>
+        {
+            refuse(
+                format!("{node}"),
+                "concatenate at most 16 columns and constants, with at most 64 KiB of \
+                 constants: a longer value could overflow arrow's text buffer on one unit's \
+                 rows",
+            )
         }
         Expr::BinaryExpr(b) => {
             // Fail closed: operands whose types cannot be told are refused.
@@ -109,11 +140,21 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 let (l, r) = types.map_or(("?".into(), "?".into()), |(l, r)| {
                     (l.to_string(), r.to_string())
                 });
-                refuse(
-                    format!("{node} ({l} {} {r})", b.op),
+                let regex = matches!(
+                    b.op,
+                    Operator::RegexMatch
+                        | Operator::RegexIMatch
+                        | Operator::RegexNotMatch
+                        | Operator::RegexNotIMatch
+                );
+                let how = if regex {
+                    "match a constant pattern that compiles (arrow compiles it when a row \
+                     first meets it, and a pattern too large for its limits fails there)"
+                } else {
                     "compute it in DOUBLE (CAST(x AS DOUBLE)), whose arithmetic never fails, \
-                     and divide only by a non-zero constant otherwise",
-                )
+                     and divide only by a non-zero constant otherwise"
+                };
+                refuse(format!("{node} ({l} {} {r})", b.op), how)
             }
         }
         Expr::Cast(c) => {
@@ -125,7 +166,9 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
             if from.as_ref().is_some_and(|from| cast_is_total(from, to)) {
                 return None;
             }
-            let how = if from.as_ref().is_some_and(DataType::is_string) {
+            let how = if from.as_ref().is_some_and(|f| formats_with_error(f, to)) {
+                FORMAT_DATE
+            } else if from.as_ref().is_some_and(DataType::is_string) {
                 "use TRY_CAST, which gives NULL for a value that does not convert, or declare \
                  the column's type in the schema (type = \"integer\", \"real\", \"date\", …: a \
                  CSV column without one is text)"
@@ -155,17 +198,27 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 "date_part" | "datepart" => {
                     text(literal(0)).is_some_and(|p| DATE_PARTS.contains(&p.as_str()))
                 }
-                "date_trunc" | "datetrunc" => {
-                    text(literal(0)).is_some_and(|u| TRUNC_UNITS.contains(&u.as_str()))
+                // A start of i64::MIN overflows, and a negative length fails.
+                "substr" | "substring" => {
+                    f.args
+                        .get(1)
+                        .is_some_and(|start| start_cannot_overflow(start, schema))
+                        && (f.args.len() == 2
+                            || literal(2).is_some_and(|v| {
+                                v.cast_to(&DataType::Int64).is_ok_and(
+                                    |v| matches!(v, ScalarValue::Int64(Some(n)) if n >= 0),
+                                )
+                            }))
                 }
-                // A negative length fails.
-                "substr" | "substring" => match f.args.len() {
-                    2 => true,
-                    _ => literal(2).is_some_and(|v| {
-                        v.cast_to(&DataType::Int64)
-                            .is_ok_and(|v| matches!(v, ScalarValue::Int64(Some(n)) if n >= 0))
-                    }),
-                },
+                // Never longer than its input: a constant, non-empty text replaced by one no
+                // longer (an empty one is found between every two characters).
+                "replace" => {
+                    let len = |i: usize| text_literal(f.args.get(i)).map(str::len);
+                    len(1)
+                        .zip(len(2))
+                        .is_some_and(|(from, to)| from > 0 && to <= from)
+                }
+                "concat" | "concat_ws" => concatenation_is_bounded(node),
                 _ => false,
             };
             if total {
@@ -174,7 +227,9 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 refuse(
                     format!("{name}() on private rows"),
                     "dpml allows on private rows only functions that cannot fail (see the \
-                     guide's list; maths functions take DOUBLE: CAST(x AS DOUBLE))",
+                     guide's list: substr with a constant start, replace of a constant by one \
+                     no longer, concat of at most 16 parts; maths functions take DOUBLE: \
+                     CAST(x AS DOUBLE))",
                 )
             }
         }
@@ -227,15 +282,103 @@ pub(crate) fn per_unit_failure(aggregate: &Expr, schema: &DFSchema) -> Option<(S
     })
 }
 
+/// A regular expression from `~` (case-insensitive or not), or a LIKE pattern.
+#[derive(Debug, Clone, Copy)]
+enum Pattern {
+    Regex(bool),
+    Like(bool),
+}
+
+/// Whether `pattern` is a constant text that arrow compiles: the same kernel the engine runs,
+/// on one empty string, so that a pattern it cannot compile fails here and not on a row.
+fn pattern_compiles(pattern: &Expr, kind: Pattern) -> bool {
+    use datafusion::arrow::array::{Scalar, StringArray};
+    use datafusion::arrow::compute::kernels::comparison::{ilike, like, regexp_is_match_scalar};
+    let Some(p) = text_literal(Some(pattern)) else {
+        return false;
+    };
+    let row = StringArray::from(vec![""]);
+    let pattern = Scalar::new(StringArray::from(vec![p]));
+    match kind {
+        Pattern::Regex(insensitive) => {
+            regexp_is_match_scalar(&row, p, insensitive.then_some("i")).is_ok()
+        }
+        Pattern::Like(false) => like(&row, &pattern).is_ok(),
+        Pattern::Like(true) => ilike(&row, &pattern).is_ok(),
+    }
+}
+
+/// The text of a non-NULL text constant.
+fn text_literal(e: Option<&Expr>) -> Option<&str> {
+    match e? {
+        Expr::Literal(v, _) => v.try_as_str().flatten(),
+        _ => None,
+    }
+}
+
+/// Whether a `substr` start is never i64::MIN (where DataFusion's start − 1 overflows): a
+/// constant other than it, or a narrower integer widened.
+fn start_cannot_overflow(start: &Expr, schema: &DFSchema) -> bool {
+    let narrow = |e: &Expr| {
+        e.get_type(schema)
+            .is_ok_and(|t| int_range(&t).is_some_and(|(lo, _)| lo > i128::from(i64::MIN)))
+    };
+    match start {
+        Expr::Literal(v, _) => matches!(
+            v.cast_to(&DataType::Int64),
+            Ok(ScalarValue::Int64(Some(n))) if n != i64::MIN
+        ),
+        Expr::Cast(c) => narrow(&c.expr),
+        e => narrow(e),
+    }
+}
+
+/// Whether the text a concatenation builds is bounded (see [`MAX_CONCAT_PARTS`]): the columns
+/// and constants under it, counted with `concat_ws`'s separator once per gap, and their bytes.
+fn concatenation_is_bounded(node: &Expr) -> bool {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let (mut parts, mut bytes) = (0usize, 0usize);
+    let mut add = |e: &Expr, times: usize| {
+        if let Expr::Column(_) | Expr::Literal(..) = e {
+            parts += times;
+            bytes += times * text_literal(Some(e)).map_or(0, str::len);
+        }
+    };
+    let _ = node.apply(|e| {
+        match e {
+            Expr::ScalarFunction(f) if f.func.name() == "concat_ws" && !f.args.is_empty() => {
+                // The separator goes between every two of the other arguments.
+                // (The traversal adds it once more, as a child.)
+                add(&f.args[0], f.args.len().saturating_sub(3));
+            }
+            e => add(e, 1),
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    parts <= MAX_CONCAT_PARTS && bytes <= MAX_CONCAT_CONSTANT_BYTES
+}
+
+/// Whether arrow's cast from `from` to `to` can fail on a value even as TRY_CAST: dates and
+/// times formatted as text (chrono cannot format every value their integers can hold).
+fn formats_with_error(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let from = match from {
+        Dictionary(_, values) => values.as_ref(),
+        f => f,
+    };
+    to.is_string() && from.is_temporal()
+}
+
 /// Whether `l op r` evaluates without an error for every pair of values of its types.
 fn arithmetic_is_total(op: Operator, l: &DataType, r: &DataType, right: &Expr) -> bool {
     use Operator::*;
     match op {
         Plus | Minus | Multiply | Divide | Modulo => {}
         // Shifts and bitwise operators wrap; comparisons, logic, text and LIKE cannot fail.
-        RegexMatch | RegexIMatch | RegexNotMatch | RegexNotIMatch => {
-            return matches!(right, Expr::Literal(..));
-        }
+        // The pattern is compiled when a row first meets it: one that fails (too large for
+        // the regex crate's limits) must fail here, before any row is read.
+        RegexMatch | RegexNotMatch => return pattern_compiles(right, Pattern::Regex(false)),
+        RegexIMatch | RegexNotIMatch => return pattern_compiles(right, Pattern::Regex(true)),
         _ => return true,
     }
     if l.is_floating() || r.is_floating() {
@@ -325,8 +468,11 @@ fn cast_is_total(from: &DataType, to: &DataType) -> bool {
         return cast_is_total(values, to);
     }
     match (from, to) {
-        // Text from anything but bytes (which need not be UTF-8).
-        (f, Utf8 | LargeUtf8 | Utf8View) => !matches!(f, Binary | LargeBinary | BinaryView),
+        // Text from anything but bytes (which need not be UTF-8) and dates and times (see
+        // `formats_with_error`).
+        (f, Utf8 | LargeUtf8 | Utf8View) => {
+            !matches!(f, Binary | LargeBinary | BinaryView) && !formats_with_error(f, to)
+        }
         // Numbers and booleans to floating point: rounding, never an error.
         (f, Float32 | Float64) => f.is_numeric() || *f == Boolean,
         (Boolean, t) => t.is_integer(),
