@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -87,7 +88,35 @@ def summarize(query, exact, runs):
         "runs": len(runs),
         "cells": len(errs),
         "cells_not_released": sum(m for _, m in per_run),
+        "run_errors": [run_errs for run_errs, _ in per_run],
     }
+
+
+def error_ratio(dpml_runs, peer_runs, resamples=2000):
+    """dpml's median relative error over the peer's, with a 95% bootstrap interval.
+
+    The runs are the independent draws (the cells of one run share its bounding), so each
+    system's runs are resampled with replacement, the errors of the resampled runs pooled, and
+    the ratio of the two medians taken; the interval is the 2.5th and 97.5th percentile of those
+    ratios. Seeded: the same report prints the same interval. None where a side has no error.
+    """
+    def median_of(runs):
+        errs = [e for run in runs for e in run]
+        return statistics.median(errs) if errs else None
+
+    whole = (median_of(dpml_runs), median_of(peer_runs))
+    if None in whole or whole[1] == 0:
+        return None
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(resamples):
+        d = median_of(rng.choices(dpml_runs, k=len(dpml_runs)))
+        p = median_of(rng.choices(peer_runs, k=len(peer_runs)))
+        if d is not None and p:
+            ratios.append(d / p)
+    ratios.sort()
+    lo, hi = ratios[int(0.025 * len(ratios))], ratios[int(0.975 * len(ratios)) - 1]
+    return whole[0] / whole[1], lo, hi
 
 
 def rows_by_key(query, rows):
@@ -237,11 +266,16 @@ def rewrites(query):
     return "; ".join(notes)
 
 
-def cell(r, runs):
+def cell(r, runs, dpml_result=None):
     if r["status"] != "ok":
         return "FAILED: " + r["reason"].split(". ")[0]
     err = r["median_relative_error"]
     text = f"{r['seconds']:.2f} s, err " + (f"{err:.3g}" if err is not None else "n/a")
+    ratio = (error_ratio(dpml_result["run_errors"], r["run_errors"])
+             if dpml_result and dpml_result.get("status") == "ok" and "run_errors" in r
+             and "run_errors" in dpml_result else None)
+    if ratio:
+        text += f", dpml/this {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}]"
     if r["runs"] < runs:
         text += f" ({r['runs']} run{'s' if r['runs'] > 1 else ''})"
     if r["cells_not_released"]:
@@ -256,13 +290,17 @@ def print_table(report, systems, qs):
           f"{m['cpu']}, nproc = {m['nproc']}, load average at start {m['load_average_1m']:.1f}")
     print("time: seconds per query (dpml: the whole CLI process; peers: Parquet read + pandas "
           "steps + DP, in a started interpreter); err: median relative error of the released "
-          "cells against the exact answer (a cell not released counts as 1)\n")
+          "cells against the exact answer (a cell not released counts as 1); dpml/this: dpml's "
+          "err over the peer's, with a 95% bootstrap interval over the runs (below 1: dpml's "
+          "error is lower)\n")
     names = {"dpml": "dpml", **PEERS}
     lines = [["query"] + [names[s] for s in systems] + ["what the peers needed"]]
     lines.append(["---"] * len(lines[0]))
     for q, res in report["queries"].items():
+        mine = res.get("dpml")
         lines.append([q] + [cell(res.get(s, {"status": "error", "reason": "not run"}),
-                                 report["runs"]) for s in systems] + [rewrites(qs[q])])
+                                 report["runs"], mine if s != "dpml" else None)
+                            for s in systems] + [rewrites(qs[q])])
     for line in lines:
         print("| " + " | ".join(line) + " |")
     print()
