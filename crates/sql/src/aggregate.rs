@@ -45,8 +45,8 @@ pub(crate) struct Measure {
 pub(crate) enum Kind {
     /// Rows (where `flag` is true): COUNT(*), COUNT(x), COUNT(*) FILTER (WHERE …).
     Count { flag: Option<usize> },
-    /// Units with a row in the group: COUNT(DISTINCT unit).
-    CountUnits,
+    /// Units with a row in the group (where `flag` is true): COUNT(DISTINCT unit).
+    CountUnits { flag: Option<usize> },
     /// SUM of a value in `range`; one unit's sum in a group is clamped into `sum_range`.
     /// `never_null` as for AVG (a SUM of a never-NULL value can be released centred, see
     /// [`crate::calibrate`]).
@@ -78,7 +78,7 @@ pub(crate) enum Kind {
 impl Kind {
     /// Whether one unit's row count per group must be bounded (L∞) for this measure.
     fn needs_row_bound(&self) -> bool {
-        !matches!(self, Kind::CountUnits | Kind::Sum { .. })
+        !matches!(self, Kind::CountUnits { .. } | Kind::Sum { .. })
     }
 }
 
@@ -295,26 +295,37 @@ fn measure(
     };
     let kind = match name.as_str() {
         "count" if p.distinct => {
-            let is_unit = arg.is_some_and(|a| {
-                input
-                    .index_of(a)
-                    .is_some_and(|i| input.unit.columns().contains(&i))
-                    || input
-                        .index_of(a)
-                        .and_then(|i| input.lineage[i].as_ref())
-                        .is_some_and(|o| {
-                            catalog
-                                .table(&o.table)
-                                .is_ok_and(|t| t.unit == UnitSource::Column(o.column.clone()))
-                        })
-            });
-            if !is_unit || filter.is_some() {
+            let index = arg.and_then(|a| input.index_of(a));
+            // The row's own unit column: never NULL on a contribution row.
+            let own = index.is_some_and(|i| input.unit.columns().contains(&i));
+            // A copy of a table's unit column (the other side of a join on the unit): NULL on
+            // the rows an outer join pads, so only the rows where it is not NULL count.
+            let copy = index
+                .and_then(|i| input.lineage[i].as_ref())
+                .is_some_and(|o| {
+                    catalog
+                        .table(&o.table)
+                        .is_ok_and(|t| t.unit == UnitSource::Column(o.column.clone()))
+                });
+            let (Some(arg), true) = (arg, own || copy) else {
                 return Err(refuse(
-                    "COUNT(DISTINCT …) is released only of the privacy unit's column, without \
-                     FILTER: other distinct counts are not sums of per-unit contributions",
+                    "COUNT(DISTINCT …) is released only of the privacy unit's column: other \
+                     distinct counts are not sums of per-unit contributions",
                 ));
+            };
+            let not_null = (!own).then(|| arg.clone().is_not_null());
+            let flag = match (not_null, &filter) {
+                (None, None) => None,
+                (Some(a), None) => Some(a),
+                (None, Some(f)) => Some(f.clone()),
+                (Some(a), Some(f)) => Some(a.and(f.clone())),
+            };
+            Kind::CountUnits {
+                flag: flag.map(|f| {
+                    inputs.push((f, true));
+                    inputs.len() - 1
+                }),
             }
-            Kind::CountUnits
         }
         "count" => {
             let counts_all =

@@ -96,8 +96,8 @@ pub(crate) enum CountSource {
     Rows(Option<usize>),
     /// Rows where this value input is not null.
     NonNull(usize),
-    /// Units (1 per unit and group).
-    Units,
+    /// Units (1 per unit and group), or units with a row where this flag input is true.
+    Units(Option<usize>),
 }
 
 /// The fixed-point form of one sum part.
@@ -436,7 +436,7 @@ fn parts(
          eps: f64| { sum_part(input, range, centre, square, sum_range, linf, l0, eps) };
     Ok(match *kind {
         Kind::Count { flag } => vec![count(CountSource::Rows(flag), rows, epsilon)?],
-        Kind::CountUnits => vec![count(CountSource::Units, 1, epsilon)?],
+        Kind::CountUnits { flag } => vec![count(CountSource::Units(flag), 1, epsilon)?],
         // Centred (see `centres`): the count is the aggregate's COUNT(*), not drawn again.
         Kind::Sum { value, range, .. } if count_released => {
             let centre = centre(range);

@@ -541,8 +541,8 @@ fn update(
     match (acc, part) {
         (Acc::Count(n), Part::Count { source, .. }) => {
             let hit = match *source {
-                CountSource::Rows(None) | CountSource::Units => true,
-                CountSource::Rows(Some(f)) => flag(inputs, f, row),
+                CountSource::Rows(None) | CountSource::Units(None) => true,
+                CountSource::Rows(Some(f)) | CountSource::Units(Some(f)) => flag(inputs, f, row),
                 CountSource::NonNull(v) => value(inputs, v, row).is_some(),
             };
             *n += u64::from(hit);
@@ -615,7 +615,8 @@ fn contribute(
     match (part, acc) {
         (Part::Count { source, bound, .. }, Acc::Count(n)) => {
             let c = match source {
-                CountSource::Units => 1,
+                // Its flagged rows can be none.
+                CountSource::Units(_) => (*n).min(1),
                 _ => (*n).min(*bound),
             };
             t.totals[k] = t.totals[k]

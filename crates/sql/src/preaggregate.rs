@@ -68,8 +68,8 @@ fn layout(parts: &[Part]) -> (Vec<State>, Vec<StateColumns>) {
         .map(|(k, p)| match p {
             Part::Count { source, .. } => StateColumns {
                 count: column(State::Count(match *source {
-                    CountSource::Rows(None) | CountSource::Units => Counted::Rows,
-                    CountSource::Rows(Some(f)) => Counted::Flagged(f),
+                    CountSource::Rows(None) | CountSource::Units(None) => Counted::Rows,
+                    CountSource::Rows(Some(f)) | CountSource::Units(Some(f)) => Counted::Flagged(f),
                     CountSource::NonNull(v) => Counted::Values(v),
                 })),
                 total: None,

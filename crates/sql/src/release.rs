@@ -276,7 +276,7 @@ fn finish(kind: &Kind, parts: &[f64]) -> Option<f64> {
     match *kind {
         // A centred SUM: its centred sum plus the centre times the count.
         Kind::Sum { range, .. } if parts.len() == 2 => Some(parts[0] + centre(range) * parts[1]),
-        Kind::Count { .. } | Kind::CountUnits | Kind::Sum { .. } | Kind::Quantile { .. } => {
+        Kind::Count { .. } | Kind::CountUnits { .. } | Kind::Sum { .. } | Kind::Quantile { .. } => {
             Some(parts[0])
         }
         Kind::Avg { range, .. } => {

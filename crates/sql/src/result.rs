@@ -291,7 +291,7 @@ fn column_reports(prepared: &Prepared) -> Vec<ColumnReport> {
 
 fn mechanism(kind: &Kind, centred: bool) -> &'static str {
     match kind {
-        Kind::Count { .. } | Kind::CountUnits => "discrete Laplace",
+        Kind::Count { .. } | Kind::CountUnits { .. } => "discrete Laplace",
         Kind::Sum { .. } if centred => {
             "centred sum + centre × noisy count (discrete Laplace, the sum on a grid)"
         }
@@ -306,7 +306,7 @@ fn mechanism(kind: &Kind, centred: bool) -> &'static str {
 /// The names of a measure's `n` parts.
 fn part_names(kind: &Kind, n: usize) -> Vec<&'static str> {
     match kind {
-        Kind::Count { .. } | Kind::CountUnits => vec!["count"],
+        Kind::Count { .. } | Kind::CountUnits { .. } => vec!["count"],
         Kind::Sum { .. } if n == 2 => vec!["centred sum", "count"],
         Kind::Sum { .. } => vec!["sum"],
         Kind::Avg { .. } => vec!["centred sum", "count"],

@@ -295,8 +295,8 @@ fn sensitivity_holds_for_each_aggregate_on_one_table() {
         &shop,
         &UNITS,
         "SELECT priority, COUNT(*), COUNT(total), SUM(total), AVG(total), VARIANCE(total), \
-         STDDEV(total), MEDIAN(total), COUNT(DISTINCT o_cust), SUM(COALESCE(total, 0)) \
-         FROM orders GROUP BY priority",
+         STDDEV(total), MEDIAN(total), COUNT(DISTINCT o_cust), SUM(COALESCE(total, 0)), \
+         COUNT(DISTINCT o_cust) FILTER (WHERE total > 100) FROM orders GROUP BY priority",
         0.0,
     );
     // The heavy customer reaches a bound: the check is not vacuous.
@@ -405,6 +405,14 @@ fn sensitivity_holds_along_foreign_keys() {
         &UNITS,
         "SELECT segment, SUM(qty * total), AVG(qty) FROM customers, orders, items \
          WHERE cust_id = o_cust AND i_order = order_id GROUP BY segment",
+        0.0,
+    );
+    // An outer join on the unit, its padded side's unit counted where it is not NULL.
+    check_neighbours(
+        &shop,
+        &UNITS,
+        "SELECT segment, COUNT(DISTINCT o_cust), COUNT(*) FROM customers LEFT JOIN orders \
+         ON cust_id = o_cust GROUP BY segment",
         0.0,
     );
 }
@@ -538,6 +546,33 @@ fn released_values_are_the_bounded_totals_when_noise_is_off() {
     assert_eq!(rows[1]["n"], expect["lo"]);
     // Public keys: both groups, each drawn once.
     assert_eq!(r.draws, 2);
+}
+
+#[test]
+fn a_distinct_count_of_units_counts_only_rows_where_they_are_not_null() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let n = |sql: &str| exact(&engine, sql, 0.0).rows_json().unwrap()[0]["n"].clone();
+    let orders = |c: u64| if c == 7 { 9 } else { c % 4 };
+    // Customers 0, 4 and 8 have no order: the LEFT JOIN pads them with a NULL o_cust.
+    let with_orders = (0..12).filter(|&c| orders(c) > 0).count();
+    assert_eq!(
+        n("SELECT COUNT(DISTINCT o_cust) AS n FROM customers LEFT JOIN orders ON cust_id = o_cust"),
+        with_orders
+    );
+    assert_eq!(
+        n(
+            "SELECT COUNT(DISTINCT cust_id) AS n FROM customers LEFT JOIN orders ON cust_id = o_cust"
+        ),
+        12
+    );
+    let with_hi = (0..12u64)
+        .filter(|&c| (0..orders(c)).any(|o| (c + o) % 3 == 0))
+        .count();
+    assert_eq!(
+        n("SELECT COUNT(DISTINCT o_cust) FILTER (WHERE priority = 'hi') AS n FROM orders"),
+        with_hi
+    );
 }
 
 #[test]
