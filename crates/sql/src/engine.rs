@@ -288,13 +288,8 @@ impl Engine {
             .iter()
             .map(|k| k.as_ref().map(|cols| cols.first().map_or(1, |c| c.len())))
             .collect();
-        let calibration = calibrate(
-            &aggregates,
-            &counts,
-            request.epsilon,
-            request.delta,
-            &request.split,
-        )?;
+        let split = by_column(&request.split, &outer, &aggregates)?;
+        let calibration = calibrate(&aggregates, &counts, request.epsilon, request.delta, &split)?;
         Ok(Prepared {
             outer,
             aggregates,
@@ -714,6 +709,36 @@ fn first_words(sql: &str) -> String {
     } else {
         format!("{}…", one_line.chars().take(MAX).collect::<String>())
     }
+}
+
+/// `split` with each weight keyed by its aggregate's column: a weight names the result's
+/// column (`n` in `COUNT(*) AS n`), or the aggregate as DataFusion names it.
+fn by_column(split: &Split, outer: &LogicalPlan, aggregates: &[DpAggregate]) -> Result<Split> {
+    let names = crate::result::final_names(outer);
+    let columns: Vec<(&str, &str)> = aggregates
+        .iter()
+        .flat_map(|a| &a.measures)
+        .map(|m| {
+            let shown = names.get(&m.column).unwrap_or(&m.column);
+            (m.column.as_str(), shown.as_str())
+        })
+        .collect();
+    let mut weights = BTreeMap::new();
+    for (name, w) in &split.weights {
+        let Some((column, _)) = columns
+            .iter()
+            .find(|(column, shown)| shown == name || column == name)
+        else {
+            let shown: Vec<&str> = columns.iter().map(|(_, s)| *s).collect();
+            return Err(SqlError::input(format!(
+                "a weight is given for {name}, which is not an aggregate of the query (its \
+                 aggregates: {})",
+                shown.join(", ")
+            )));
+        };
+        weights.insert(column.to_string(), *w);
+    }
+    Ok(Split { weights })
 }
 
 /// Finds a `TABLESAMPLE` anywhere in a statement.

@@ -317,7 +317,7 @@ fn part_names(kind: &Kind, n: usize) -> Vec<&'static str> {
 
 /// The result column that is exactly each aggregate's output column (through the top
 /// projection's aliases).
-fn final_names(plan: &LogicalPlan) -> HashMap<String, String> {
+pub(crate) fn final_names(plan: &LogicalPlan) -> HashMap<String, String> {
     let mut plan = plan;
     loop {
         match plan {

@@ -576,6 +576,30 @@ fn a_distinct_count_of_units_counts_only_rows_where_they_are_not_null() {
 }
 
 #[test]
+fn a_weight_names_the_result_column_or_the_aggregate() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let sql = "SELECT COUNT(*) AS n, SUM(total) AS s FROM orders";
+    let shares = |weights: &[(&str, f64)]| {
+        let mut req = request(1.0, 0.0);
+        req.split.weights = weights.iter().map(|(k, w)| (k.to_string(), *w)).collect();
+        engine.explain(sql, &req).map(|e| {
+            e.guarantee
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), c.epsilon))
+                .collect::<BTreeMap<_, _>>()
+        })
+    };
+    let by_alias = shares(&[("s", 3.0)]).unwrap();
+    assert!((by_alias["s"] - 0.75).abs() < 1e-12, "{by_alias:?}");
+    assert!((by_alias["n"] - 0.25).abs() < 1e-12, "{by_alias:?}");
+    assert_eq!(shares(&[("sum(orders.total)", 3.0)]).unwrap(), by_alias);
+    let msg = shares(&[("total", 3.0)]).unwrap_err().to_string();
+    assert!(msg.contains("(its aggregates: n, s)"), "{msg}");
+}
+
+#[test]
 fn histogram_bins_that_a_cast_makes_equal_are_one_cell() {
     let shop = shop(None);
     let engine = shop.engine();
