@@ -272,10 +272,22 @@ fn measure(
     // An input's index, the range of its value, and whether it is never NULL.
     let mut value = |arg: &Expr| -> Result<(usize, Range, bool)> {
         let range = range_of(arg, column_range).ok_or_else(|| {
-            refuse(&format!(
-                "{arg} has no declared bounds: declare bounds = [lo, hi] for its columns in \
-                 the schema, or clamp it with LEAST/GREATEST"
-            ))
+            let bounded = arg
+                .column_refs()
+                .into_iter()
+                .all(|c| column_range(&Expr::Column(c.clone())).is_some());
+            refuse(&if bounded {
+                format!(
+                    "the range of {arg} is not finite: its columns' declared bounds overflow \
+                     (or it divides by a range with 0 in it); narrow the bounds, or clamp it \
+                     with LEAST/GREATEST"
+                )
+            } else {
+                format!(
+                    "{arg} has no declared bounds: declare bounds = [lo, hi] for its columns \
+                     in the schema, or clamp it with LEAST/GREATEST"
+                )
+            })
         })?;
         let v = Expr::Cast(datafusion::logical_expr::Cast::new(
             Box::new(arg.clone()),

@@ -303,7 +303,17 @@ pub(crate) fn calibrate(
                 .iter()
                 .filter(|(source, _, _)| own.is_some_and(|(s, _)| s == *source))
                 .max_by(|a, b| a.2.total_cmp(&b.2));
-            let parts = parts(&m.kind, eps, max_groups, a.max_rows, released.is_some())?;
+            let parts = parts(&m.kind, eps, max_groups, a.max_rows, released.is_some()).map_err(
+                |e| match e {
+                    // The samplers' own limits, told in the terms of the query.
+                    SqlError::Input(why) => SqlError::input(format!(
+                        "{} cannot be released at its ε share {eps:e}: {why} (give a larger ε, \
+                         or this aggregate a larger --weight)",
+                        m.display
+                    )),
+                    other => other,
+                },
+            )?;
             let shared = own.zip(released).map(|((_, i), (_, k, _))| (i, *k));
             // The part indices above assume the layout `parts` builds.
             let shared_is_a_count = shared.is_none_or(|(i, _)| {
@@ -534,8 +544,8 @@ fn sum_part(
     }
     if bound <= 0.0 {
         // Every contribution is 0 (bounds [0, 0] after centring): a tiny bound keeps the
-        // mechanism well defined and adds only negligible noise.
-        bound = f64::MIN_POSITIVE.max(per_row.max(1e-300));
+        // mechanism well defined and adds only negligible noise, on a grid dpml represents.
+        bound = pow2(-300);
     }
     let scale = l0 as f64 * bound / epsilon;
     if !(scale.is_finite() && scale > 0.0) {

@@ -600,6 +600,24 @@ fn a_weight_names_the_result_column_or_the_aggregate() {
 }
 
 #[test]
+fn edge_budgets_and_bounds_get_an_answer_or_a_message_in_the_query_terms() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    // Bounds that collapse to a point: a negligible noise, not an error.
+    let r = exact(&engine, "SELECT SUM(total * 0) AS s FROM orders", 0.0);
+    assert_eq!(r.rows_json().unwrap()[0]["s"], 0);
+    // An ε too small for the samplers names the aggregate and its share.
+    let msg = engine
+        .explain("SELECT COUNT(*) AS n FROM orders", &request(1e-15, 0.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("count(Int64(1)) cannot be released at its ε share 1e-15"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn histogram_bins_that_a_cast_makes_equal_are_one_cell() {
     let shop = shop(None);
     let engine = shop.engine();
