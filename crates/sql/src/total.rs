@@ -8,7 +8,8 @@
 //! therefore checked, node by node, against what is known to be total in DataFusion:
 //! comparisons, logic, `CASE`, float arithmetic, integer `+ − ×` (which wrap), decimal
 //! arithmetic whose result fits 38 digits, division by a non-zero constant, casts that cannot
-//! fail (widening, to text, to DOUBLE, `TRY_CAST`) and an allow-list of scalar functions.
+//! fail (widening, to text but not from a date or time, to DOUBLE, `TRY_CAST`), patterns that
+//! compile, text whose length stays bounded, and an allow-list of scalar functions.
 //! Anything else is refused before any row is read, with a way to write it that cannot fail
 //! (`TRY_CAST`, `CAST(x AS DOUBLE) / y`).
 
@@ -81,6 +82,20 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
     };
     let ty = |e: &Expr| e.get_type(schema).ok();
     match node {
+        // A longer text constant, given to every row a CASE picks, could fill arrow's 2 GiB
+        // text buffer with the rows of one unit (see `MAX_CONCAT_PARTS`).
+        Expr::Literal(..)
+            if text_literal(Some(node)).is_some_and(|t| t.len() > MAX_CONCAT_CONSTANT_BYTES) =>
+        {
+            refuse(
+                format!(
+                    "a text constant of {} bytes",
+                    text_literal(Some(node)).map_or(0, str::len)
+                ),
+                "on private rows a text constant has at most 64 KiB: a longer one, given to \
+                 the rows of one unit, could overflow arrow's 2 GiB text buffer there",
+            )
+        }
         Expr::Column(_)
         | Expr::Literal(..)
         | Expr::Alias(_)

@@ -152,6 +152,13 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "outer query's column o.total",
         "LATERAL",
     ),
+    (
+        "SELECT COUNT(*) FROM orders WHERE CASE WHEN o_cust = 7 THEN repeat('a', 70000) ELSE \
+         priority END = 'x'",
+        0.0,
+        "a text constant of 70000 bytes",
+        "at most 64 KiB",
+    ),
     ("COPY orders TO 'out.csv'", 0.0, "COPY", "only a SELECT"),
     (
         "INSERT INTO orders VALUES (1, 2, 3, 'hi')",
