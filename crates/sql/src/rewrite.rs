@@ -284,10 +284,16 @@ impl<'a> Rewriter<'a> {
                 Ok(Rel::public(with_inputs(plan, vec![input.plan])?))
             }
             LogicalPlan::Values(_) | LogicalPlan::EmptyRelation(_) => Ok(Rel::public(plan.clone())),
+            // Its recursive term reads a work table no schema declares, whichever tables the
+            // static term reads.
+            LogicalPlan::RecursiveQuery(_) => Err(SqlError::refused(
+                "WITH RECURSIVE",
+                "dpml does not answer recursive queries: how many rows the recursion makes \
+                 would depend on the rows it reads, and no unit owns the rows it adds",
+            )),
             LogicalPlan::Union(_)
             | LogicalPlan::Distinct(_)
             | LogicalPlan::Unnest(_)
-            | LogicalPlan::RecursiveQuery(_)
             | LogicalPlan::Subquery(_) => {
                 let inputs = plan
                     .inputs()
@@ -299,7 +305,6 @@ impl<'a> Rewriter<'a> {
                         LogicalPlan::Union(_) => "UNION",
                         LogicalPlan::Distinct(_) => "DISTINCT",
                         LogicalPlan::Unnest(_) => "UNNEST",
-                        LogicalPlan::RecursiveQuery(_) => "WITH RECURSIVE",
                         _ => "a subquery",
                     };
                     return Err(refuse_rows(what, private));

@@ -159,6 +159,13 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "a text constant of 70000 bytes",
         "at most 64 KiB",
     ),
+    (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT \
+         COUNT(*) FROM orders, r",
+        0.0,
+        "WITH RECURSIVE",
+        "recursive queries",
+    ),
     ("COPY orders TO 'out.csv'", 0.0, "COPY", "only a SELECT"),
     (
         "INSERT INTO orders VALUES (1, 2, 3, 'hi')",
