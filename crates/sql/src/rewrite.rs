@@ -101,6 +101,9 @@ pub(crate) struct Rel {
     pub tables: BTreeSet<String>,
     /// At most this many rows per unit (known after an aggregate grouped by the unit alone).
     pub rows_per_unit: Option<u64>,
+    /// Base columns with at most one row per value here: targets of declared foreign keys
+    /// (unique by the schema's declaration), as long as no join has repeated their rows.
+    pub unique: Vec<Origin>,
 }
 
 /// Each column of a scan of `table` as its own origin.
@@ -126,6 +129,7 @@ impl Rel {
             lineage: vec![None; n],
             tables: BTreeSet::new(),
             rows_per_unit: None,
+            unique: Vec::new(),
         }
     }
 
@@ -332,6 +336,7 @@ impl<'a> Rewriter<'a> {
             // table's own values as keys.
             let mut rel = Rel::public(LogicalPlan::TableScan(scan.clone()));
             rel.lineage = origins(&name, rel.plan.schema());
+            rel.unique = self.referenced(&rel.lineage);
             return Ok(rel);
         }
         if scan.fetch.is_some() {
@@ -378,12 +383,14 @@ impl<'a> Rewriter<'a> {
                 SqlError::internal(format!("column {c} of {name} lost from its scan"))
             })
         };
+        let unique = self.referenced(&lineage);
         let mut rel = Rel {
             plan,
             unit: Unit::Public,
             lineage,
             tables: BTreeSet::from([name.clone()]),
             rows_per_unit: None,
+            unique,
         };
         rel.unit = match &info.unit {
             UnitSource::Column(c) => Unit::Columns(vec![index(c)?]),
@@ -444,6 +451,7 @@ impl<'a> Rewriter<'a> {
             lineage,
             tables: input.tables,
             rows_per_unit: input.rows_per_unit,
+            unique: input.unique,
         })
     }
 
@@ -465,6 +473,14 @@ impl<'a> Rewriter<'a> {
             )
         };
         let (lp, rp) = (left.unit.is_private(), right.unit.is_private());
+        // The equalities between a column of each side, and whether each side has at most one
+        // row per value of its join columns (then the join repeats no row of the other side).
+        let pairs: Vec<(usize, usize)> =
+            j.on.iter()
+                .filter_map(|(l, r)| Some((left.index_of(l)?, right.index_of(r)?)))
+                .collect();
+        let one_left = self.at_most_one_match(&left, pairs.iter().map(|p| p.0));
+        let one_right = self.at_most_one_match(&right, pairs.iter().map(|p| p.1));
         // The join keys are computed on each side's rows.
         let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) = j.on.iter().cloned().unzip();
         if lp {
@@ -513,20 +529,12 @@ impl<'a> Rewriter<'a> {
                 }
             }
             (true, true) => {
-                let pairs: Vec<(usize, usize)> =
-                    j.on.iter()
-                        .filter_map(|(l, r)| Some((left.index_of(l)?, right.index_of(r)?)))
-                        .collect();
                 let link = linked(&left, &right, &pairs);
                 let multiplies = !matches!(
                     j.join_type,
                     LeftSemi | LeftAnti | LeftMark | RightSemi | RightAnti | RightMark
                 );
-                if matches!(link, Some(Link::Same))
-                    && multiplies
-                    && !self.at_most_one_match(&left, pairs.iter().map(|p| p.0))
-                    && !self.at_most_one_match(&right, pairs.iter().map(|p| p.1))
-                {
+                if matches!(link, Some(Link::Same)) && multiplies && !one_left && !one_right {
                     return Err(SqlError::refused(
                         construct(),
                         "neither side has at most one row per join key, so a unit with r rows \
@@ -607,12 +615,25 @@ impl<'a> Rewriter<'a> {
         };
         let mut tables = left.tables;
         tables.extend(right.tables);
+        // A side's rows stay one per value where each meets at most one row of the other.
+        let unique = match j.join_type {
+            LeftSemi | LeftAnti | LeftMark => left.unique,
+            RightSemi | RightAnti | RightMark => right.unique,
+            _ => {
+                let mut unique = if one_right { left.unique } else { Vec::new() };
+                if one_left {
+                    unique.extend(right.unique);
+                }
+                unique
+            }
+        };
         Ok(Rel {
             plan,
             unit,
             lineage,
             tables,
             rows_per_unit: None,
+            unique,
         })
     }
 
@@ -644,6 +665,7 @@ impl<'a> Rewriter<'a> {
             lineage,
             tables: input.tables,
             rows_per_unit,
+            unique: Vec::new(),
         })
     }
 
@@ -668,6 +690,8 @@ impl<'a> Rewriter<'a> {
             lineage,
             tables: rel.tables,
             rows_per_unit: rel.rows_per_unit,
+            // Joined to unique keys: no row is repeated.
+            unique: rel.unique,
         })
     }
 
@@ -746,14 +770,24 @@ enum Link {
 impl Rewriter<'_> {
     /// Whether each row of the other side of a join meets at most one row of `rel` on the
     /// join columns `on`: `rel` has one row per unit and is joined on its unit, or one of
-    /// the columns is the target of a declared foreign key (unique by declaration).
+    /// the columns is unique in `rel` (see [`Rel::unique`]).
     fn at_most_one_match(&self, rel: &Rel, mut on: impl Iterator<Item = usize>) -> bool {
         on.any(|i| {
             (rel.rows_per_unit == Some(1) && rel.unit.columns().contains(&i))
                 || rel.lineage[i]
                     .as_ref()
-                    .is_some_and(|o| self.catalog.is_referenced(&o.table, &o.column))
+                    .is_some_and(|o| rel.unique.contains(o))
         })
+    }
+
+    /// The columns of `lineage` that a declared foreign key references.
+    fn referenced(&self, lineage: &[Option<Origin>]) -> Vec<Origin> {
+        lineage
+            .iter()
+            .flatten()
+            .filter(|o| self.catalog.is_referenced(&o.table, &o.column))
+            .cloned()
+            .collect()
     }
 }
 
@@ -825,6 +859,7 @@ fn append(rel: Rel, expr: Expr, origin: Option<Origin>) -> Result<Rel> {
         mut lineage,
         tables,
         rows_per_unit,
+        unique,
     } = rel;
     let plan =
         LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan)).map_err(plan_err)?);
@@ -835,6 +870,7 @@ fn append(rel: Rel, expr: Expr, origin: Option<Origin>) -> Result<Rel> {
         lineage,
         tables,
         rows_per_unit,
+        unique,
     })
 }
 

@@ -14,6 +14,7 @@
 //! (`TRY_CAST`, `CAST(x AS DOUBLE) / y`).
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::logical_expr::{Expr, ExprSchemable, Operator};
 
@@ -28,10 +29,10 @@ const TOTAL_FUNCTIONS: &[&str] = &[
     // Conditionals.
     "coalesce", "nullif", "nvl", "nvl2", "greatest", "least",
     // Text.
-    "lower", "upper", "btrim", "ltrim", "rtrim", "trim", "length", "char_length",
+    "length", "char_length",
     "character_length", "octet_length", "bit_length", "starts_with",
-    "ends_with", "strpos", "instr", "reverse", "initcap", "ascii", "contains", "md5",
-    "sha224", "sha256", "sha384", "sha512", "translate", "left", "right",
+    "ends_with", "strpos", "instr", "reverse", "ascii", "contains", "md5",
+    "sha224", "sha256", "sha384", "sha512", "left", "right",
     "find_in_set", "to_hex",
     "pi",
     // Constants of the query, not of a row.
@@ -58,9 +59,10 @@ const DATE_PARTS: &[&str] = &[
     "microsecond", "nanosecond", "dow", "doy", "epoch",
 ];
 
-/// How to do without formatting a date or time as text.
-const FORMAT_DATE: &str = "a date or time out of chrono's range fails to format as text, even \
-                           in TRY_CAST: compare it as a date, or take its parts (date_part)";
+/// How to do without formatting or converting a date or time.
+const FORMAT_DATE: &str = "a date or time out of chrono's range fails to format as text or to \
+                           convert to another date or time type, even in TRY_CAST: compare it \
+                           as it is, or take its parts (date_part)";
 
 /// At most this many text columns and constants feed one concatenation, and at most this many
 /// bytes of constants. Arrow holds a batch's text in one buffer of at most 2 GiB: a value built
@@ -69,6 +71,12 @@ const FORMAT_DATE: &str = "a date or time out of chrono's range fails to format 
 /// data of some 100 MB per batch could.
 const MAX_CONCAT_PARTS: usize = 16;
 const MAX_CONCAT_CONSTANT_BYTES: usize = 64 * 1024;
+
+/// The most bytes of a set of characters to trim.
+const MAX_TRIM_SET: usize = 64;
+
+/// How many times longer, in bytes, a case map or `translate` can make a text.
+const CASE_MAP_GROWTH: usize = 4;
 
 /// Why `node` (one node of an expression on private rows, typed in `schema`) could fail on a
 /// row's value; None when it cannot. Children are checked as nodes of their own.
@@ -86,18 +94,18 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
     match node {
         // A longer text constant, given to every row a CASE picks, could fill arrow's 2 GiB
         // text buffer with the rows of one unit (see `MAX_CONCAT_PARTS`).
-        Expr::Literal(..)
-            if text_literal(Some(node)).is_some_and(|t| t.len() > MAX_CONCAT_CONSTANT_BYTES) =>
-        {
-            refuse(
-                format!(
-                    "a text constant of {} bytes",
-                    text_literal(Some(node)).map_or(0, str::len)
-                ),
-                "on private rows a text constant has at most 64 KiB: a longer one, given to \
-                 the rows of one unit, could overflow arrow's 2 GiB text buffer there",
-            )
-        }
+        Expr::Literal(v, _) if v.size() > MAX_CONCAT_CONSTANT_BYTES => refuse(
+            format!("a constant of {} bytes", v.size()),
+            "on private rows a constant has at most 64 KiB: a longer one, given to the rows of \
+             one unit, could overflow arrow's 2 GiB buffers there",
+        ),
+        // Negating an integer wraps, a float or a decimal cannot overflow; a timestamp or an
+        // interval can fail.
+        Expr::Negative(e) if !ty(e).is_some_and(|t| t.is_numeric()) => refuse(
+            format!("{node}"),
+            "only a number is negated on private rows (a negated timestamp or interval can \
+             fail)",
+        ),
         Expr::Column(_)
         | Expr::Literal(..)
         | Expr::Alias(_)
@@ -118,7 +126,7 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
         // NULL for a value that does not convert, except that arrow formats a date or time as
         // text with an error, not NULL, when it is out of chrono's range.
         Expr::TryCast(c) => match ty(&c.expr) {
-            Some(from) if !formats_with_error(&from, c.field.data_type()) => None,
+            Some(from) if try_cast_is_total(&from, c.field.data_type()) => None,
             _ => refuse(
                 format!("TRY_CAST({} AS {})", c.expr, c.field.data_type()),
                 FORMAT_DATE,
@@ -163,6 +171,10 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                         | Operator::RegexIMatch
                         | Operator::RegexNotMatch
                         | Operator::RegexNotIMatch
+                        | Operator::LikeMatch
+                        | Operator::ILikeMatch
+                        | Operator::NotLikeMatch
+                        | Operator::NotILikeMatch
                 );
                 let how = if regex {
                     "match a constant pattern that compiles (arrow compiles it when a row \
@@ -212,9 +224,26 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                     .first()
                     .and_then(ty)
                     .is_some_and(|t| t.is_floating() || t.is_null()),
+                // Of a date or a timestamp: a time, an interval or a duration fails for some
+                // fields (the year of a time).
                 "date_part" | "datepart" => {
                     text(literal(0)).is_some_and(|p| DATE_PARTS.contains(&p.as_str()))
+                        && f.args.get(1).and_then(ty).is_some_and(|t| {
+                            matches!(
+                                t,
+                                DataType::Date32 | DataType::Date64 | DataType::Timestamp(..)
+                            )
+                        })
                 }
+                // The set of characters to trim is searched for each one: a long set costs
+                // time in the product of the lengths.
+                "btrim" | "ltrim" | "rtrim" | "trim" => {
+                    f.args.len() == 1
+                        || text_literal(f.args.get(1)).is_some_and(|s| s.len() <= MAX_TRIM_SET)
+                }
+                // Case maps and translate can make text longer (up to 4 bytes for 1): bounded
+                // with the concatenations.
+                "upper" | "lower" | "initcap" | "translate" => concatenation_is_bounded(node),
                 // A start of i64::MIN overflows, and a negative length fails.
                 "substr" | "substring" => {
                     f.args
@@ -350,29 +379,74 @@ fn start_cannot_overflow(start: &Expr, schema: &DFSchema) -> bool {
     }
 }
 
-/// Whether the text a concatenation builds is bounded (see [`MAX_CONCAT_PARTS`]): the columns
-/// and constants under it, counted with `concat_ws`'s separator once per gap, and their bytes.
+/// Whether the text that `node` builds is bounded (see [`MAX_CONCAT_PARTS`]): the columns and
+/// constants under it, counted with `concat_ws`'s separator once per gap and times
+/// [`CASE_MAP_GROWTH`] under each case map or `translate`, and their bytes.
 fn concatenation_is_bounded(node: &Expr) -> bool {
-    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-    let (mut parts, mut bytes) = (0usize, 0usize);
-    let mut add = |e: &Expr, times: usize| {
-        if let Expr::Column(_) | Expr::Literal(..) = e {
-            parts += times;
-            bytes += times * text_literal(Some(e)).map_or(0, str::len);
-        }
-    };
-    let _ = node.apply(|e| {
-        match e {
-            Expr::ScalarFunction(f) if f.func.name() == "concat_ws" && !f.args.is_empty() => {
-                // The separator goes between every two of the other arguments.
-                // (The traversal adds it once more, as a child.)
-                add(&f.args[0], f.args.len().saturating_sub(3));
-            }
-            e => add(e, 1),
-        }
-        Ok(TreeNodeRecursion::Continue)
-    });
+    let (parts, bytes) = text_parts(node);
     parts <= MAX_CONCAT_PARTS && bytes <= MAX_CONCAT_CONSTANT_BYTES
+}
+
+/// (parts, constant bytes) of the text `e` can build, as [`concatenation_is_bounded`] counts
+/// them (saturating: a count past the limits is refused anyway).
+fn text_parts(e: &Expr) -> (usize, usize) {
+    let sum = |args: &[Expr]| {
+        args.iter()
+            .map(text_parts)
+            .fold((0usize, 0usize), |(p, b), (q, c)| {
+                (p.saturating_add(q), b.saturating_add(c))
+            })
+    };
+    let times = |(p, b): (usize, usize), k: usize| (p.saturating_mul(k), b.saturating_mul(k));
+    match e {
+        Expr::Column(_) => (1, 0),
+        Expr::Literal(..) => (1, text_literal(Some(e)).map_or(0, str::len)),
+        Expr::ScalarFunction(f) => match f.func.name() {
+            "concat" => sum(&f.args),
+            "concat_ws" => match f.args.split_first() {
+                // The separator goes between every two of the other arguments.
+                Some((sep, rest)) => {
+                    let (p, b) = sum(rest);
+                    let (q, c) = times(text_parts(sep), rest.len().saturating_sub(1));
+                    (p.saturating_add(q), b.saturating_add(c))
+                }
+                None => (0, 0),
+            },
+            "upper" | "lower" | "initcap" | "translate" => {
+                times(sum(&f.args[..f.args.len().min(1)]), CASE_MAP_GROWTH)
+            }
+            _ => sum(&f.args),
+        },
+        Expr::BinaryExpr(b) if b.op == Operator::StringConcat => {
+            sum(&[(*b.left).clone(), (*b.right).clone()])
+        }
+        // Every other expression: what its parts can build, added up (conservative: a CASE
+        // builds one branch, a comparison no text at all).
+        e => {
+            let mut out = (0usize, 0usize);
+            let _ = e.apply_children(|c| {
+                let (p, b) = text_parts(c);
+                out = (out.0.saturating_add(p), out.1.saturating_add(b));
+                Ok(TreeNodeRecursion::Continue)
+            });
+            out
+        }
+    }
+}
+
+/// Whether TRY_CAST from `from` to `to` gives a value or NULL for every value: not for a date
+/// or time to text or to another date or time type (arrow converts through chrono, which
+/// fails, not NULL, out of its range), nor for lists and other nested values.
+fn try_cast_is_total(from: &DataType, to: &DataType) -> bool {
+    let from = match from {
+        DataType::Dictionary(_, values) => values.as_ref(),
+        f => f,
+    };
+    let fails = formats_with_error(from, to)
+        || (from.is_temporal() && to.is_temporal() && from != to)
+        || from.is_nested()
+        || to.is_nested();
+    !fails
 }
 
 /// Whether arrow's cast from `from` to `to` can fail on a value even as TRY_CAST: dates and
@@ -396,6 +470,9 @@ fn arithmetic_is_total(op: Operator, l: &DataType, r: &DataType, right: &Expr) -
         // the regex crate's limits) must fail here, before any row is read.
         RegexMatch | RegexNotMatch => return pattern_compiles(right, Pattern::Regex(false)),
         RegexIMatch | RegexNotIMatch => return pattern_compiles(right, Pattern::Regex(true)),
+        // `~~` is LIKE, written as an operator.
+        LikeMatch | NotLikeMatch => return pattern_compiles(right, Pattern::Like(false)),
+        ILikeMatch | NotILikeMatch => return pattern_compiles(right, Pattern::Like(true)),
         _ => return true,
     }
     if l.is_floating() || r.is_floating() {
@@ -488,7 +565,9 @@ fn cast_is_total(from: &DataType, to: &DataType) -> bool {
         // Text from anything but bytes (which need not be UTF-8) and dates and times (see
         // `formats_with_error`).
         (f, Utf8 | LargeUtf8 | Utf8View) => {
-            !matches!(f, Binary | LargeBinary | BinaryView) && !formats_with_error(f, to)
+            !matches!(f, Binary | LargeBinary | BinaryView)
+                && !formats_with_error(f, to)
+                && !f.is_nested()
         }
         // Numbers and booleans to floating point: rounding, never an error.
         (f, Float32 | Float64) => f.is_numeric() || *f == Boolean,
