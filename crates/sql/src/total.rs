@@ -390,13 +390,9 @@ fn concatenation_is_bounded(node: &Expr) -> bool {
 /// (parts, constant bytes) of the text `e` can build, as [`concatenation_is_bounded`] counts
 /// them (saturating: a count past the limits is refused anyway).
 fn text_parts(e: &Expr) -> (usize, usize) {
-    let sum = |args: &[Expr]| {
-        args.iter()
-            .map(text_parts)
-            .fold((0usize, 0usize), |(p, b), (q, c)| {
-                (p.saturating_add(q), b.saturating_add(c))
-            })
-    };
+    let add =
+        |(p, b): (usize, usize), (q, c): (usize, usize)| (p.saturating_add(q), b.saturating_add(c));
+    let sum = |args: &[Expr]| args.iter().map(text_parts).fold((0, 0), add);
     let times = |(p, b): (usize, usize), k: usize| (p.saturating_mul(k), b.saturating_mul(k));
     match e {
         Expr::Column(_) => (1, 0),
@@ -405,11 +401,10 @@ fn text_parts(e: &Expr) -> (usize, usize) {
             "concat" => sum(&f.args),
             "concat_ws" => match f.args.split_first() {
                 // The separator goes between every two of the other arguments.
-                Some((sep, rest)) => {
-                    let (p, b) = sum(rest);
-                    let (q, c) = times(text_parts(sep), rest.len().saturating_sub(1));
-                    (p.saturating_add(q), b.saturating_add(c))
-                }
+                Some((sep, rest)) => add(
+                    sum(rest),
+                    times(text_parts(sep), rest.len().saturating_sub(1)),
+                ),
                 None => (0, 0),
             },
             "upper" | "lower" | "initcap" | "translate" => {
@@ -418,15 +413,14 @@ fn text_parts(e: &Expr) -> (usize, usize) {
             _ => sum(&f.args),
         },
         Expr::BinaryExpr(b) if b.op == Operator::StringConcat => {
-            sum(&[(*b.left).clone(), (*b.right).clone()])
+            add(text_parts(&b.left), text_parts(&b.right))
         }
         // Every other expression: what its parts can build, added up (conservative: a CASE
         // builds one branch, a comparison no text at all).
         e => {
-            let mut out = (0usize, 0usize);
+            let mut out = (0, 0);
             let _ = e.apply_children(|c| {
-                let (p, b) = text_parts(c);
-                out = (out.0.saturating_add(p), out.1.saturating_add(b));
+                out = add(out, text_parts(c));
                 Ok(TreeNodeRecursion::Continue)
             });
             out
