@@ -326,35 +326,17 @@ fn measure(
                 ));
             };
             let not_null = (!own).then(|| arg.clone().is_not_null());
-            let flag = match (not_null, &filter) {
-                (None, None) => None,
-                (Some(a), None) => Some(a),
-                (None, Some(f)) => Some(f.clone()),
-                (Some(a), Some(f)) => Some(a.and(f.clone())),
-            };
             Kind::CountUnits {
-                flag: flag.map(|f| {
-                    inputs.push((f, true));
-                    inputs.len() - 1
-                }),
+                flag: push_flag(inputs, not_null, filter.as_ref()),
             }
         }
         "count" => {
-            let counts_all =
-                arg.is_none_or(|a| matches!(strip_alias(a), Expr::Literal(v, _) if !v.is_null()));
-            let flag = match (counts_all, &filter) {
-                (true, None) => None,
-                (true, Some(f)) => Some(f.clone()),
-                (false, None) => Some(arg.expect("argument").clone().is_not_null()),
-                (false, Some(f)) => {
-                    Some(arg.expect("argument").clone().is_not_null().and(f.clone()))
-                }
-            };
+            // COUNT(x) counts the rows where x is not NULL; COUNT(*) and COUNT(1) every row.
+            let not_null = arg
+                .filter(|a| !matches!(strip_alias(a), Expr::Literal(v, _) if !v.is_null()))
+                .map(|a| a.clone().is_not_null());
             Kind::Count {
-                flag: flag.map(|f| {
-                    inputs.push((f, true));
-                    inputs.len() - 1
-                }),
+                flag: push_flag(inputs, not_null, filter.as_ref()),
             }
         }
         "sum" => {
@@ -467,6 +449,17 @@ fn distinct_values(rw: &Rewriter<'_>, table: &str, column: &str) -> Result<Logic
         })
         .and_then(LogicalPlanBuilder::build)
         .map_err(plan_err)
+}
+
+/// The condition `a AND b` (either may be absent) as a flag input of `inputs`; None when both
+/// are absent.
+fn push_flag(inputs: &mut Vec<(Expr, bool)>, a: Option<Expr>, b: Option<&Expr>) -> Option<usize> {
+    let flag = match (a, b.cloned()) {
+        (Some(a), Some(b)) => a.and(b),
+        (a, b) => a.or(b)?,
+    };
+    inputs.push((flag, true));
+    Some(inputs.len() - 1)
 }
 
 /// The contribution rows: the unit, the group values and the inputs, for rows with a unit.
