@@ -247,13 +247,7 @@ mod tests {
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;
 
-    fn decls(toml_text: &str) -> BTreeMap<String, TableDecl> {
-        #[derive(serde::Deserialize)]
-        struct File {
-            tables: BTreeMap<String, TableDecl>,
-        }
-        toml::from_str::<File>(toml_text).unwrap().tables
-    }
+    use crate::tests::decls;
 
     fn schema(cols: &[&str]) -> SchemaRef {
         Arc::new(Schema::new(

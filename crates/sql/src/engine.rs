@@ -725,6 +725,11 @@ fn by_column(split: &Split, outer: &LogicalPlan, aggregates: &[DpAggregate]) -> 
         .collect();
     let mut weights = BTreeMap::new();
     for (name, w) in &split.weights {
+        if !(w.is_finite() && *w > 0.0) {
+            return Err(SqlError::input(format!(
+                "the weight of {name} must be finite and > 0, got {w}"
+            )));
+        }
         let Some((column, _)) = columns
             .iter()
             .find(|(column, shown)| shown == name || column == name)

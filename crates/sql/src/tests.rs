@@ -38,16 +38,20 @@ pub(crate) fn db(tables: &[(&str, String)], schema: &str) -> Db {
             (name.to_string(), path)
         })
         .collect();
+    Db {
+        _dir: dir,
+        tables,
+        decls: decls(schema),
+    }
+}
+
+/// The tables of a schema file's TOML text.
+pub(crate) fn decls(schema: &str) -> BTreeMap<String, TableDecl> {
     #[derive(serde::Deserialize)]
     struct File {
         tables: BTreeMap<String, TableDecl>,
     }
-    let decls = toml::from_str::<File>(schema).unwrap().tables;
-    Db {
-        _dir: dir,
-        tables,
-        decls,
-    }
+    toml::from_str::<File>(schema).unwrap().tables
 }
 
 impl Db {
@@ -133,6 +137,11 @@ keys = ["x", "y"]
 public = true
 "#;
 
+/// How many orders customer `c` of the shop has.
+fn shop_orders(c: u64) -> u64 {
+    if c == 7 { 9 } else { c % 4 }
+}
+
 /// The shop without customer `without` (all of its rows, in every table).
 pub(crate) fn shop(without: Option<u64>) -> Db {
     let (mut customers, mut orders, mut items) = (
@@ -146,7 +155,7 @@ pub(crate) fn shop(without: Option<u64>) -> Db {
         if keep {
             let _ = writeln!(customers, "{c},{}", ["a", "b", "c"][(c % 3) as usize]);
         }
-        let n_orders = if c == 7 { 9 } else { c % 4 };
+        let n_orders = shop_orders(c);
         for o in 0..n_orders {
             order_id += 1;
             let total = (c * 97 + o * 131) % 700; // some above the bound 500
@@ -531,7 +540,7 @@ fn released_values_are_the_bounded_totals_when_noise_is_off() {
     // Per customer and priority at most L∞ = 3 orders count; customer 7's 9 orders are capped.
     let mut expect: BTreeMap<&str, i64> = BTreeMap::new();
     for c in 0..12u64 {
-        let n_orders = if c == 7 { 9 } else { c % 4 };
+        let n_orders = shop_orders(c);
         let mut per: BTreeMap<&str, i64> = BTreeMap::new();
         for o in 0..n_orders {
             *per.entry(if (c + o) % 3 == 0 { "hi" } else { "lo" })
@@ -553,9 +562,8 @@ fn a_distinct_count_of_units_counts_only_rows_where_they_are_not_null() {
     let shop = shop(None);
     let engine = shop.engine();
     let n = |sql: &str| exact(&engine, sql, 0.0).rows_json().unwrap()[0]["n"].clone();
-    let orders = |c: u64| if c == 7 { 9 } else { c % 4 };
     // Customers 0, 4 and 8 have no order: the LEFT JOIN pads them with a NULL o_cust.
-    let with_orders = (0..12).filter(|&c| orders(c) > 0).count();
+    let with_orders = (0..12).filter(|&c| shop_orders(c) > 0).count();
     assert_eq!(
         n("SELECT COUNT(DISTINCT o_cust) AS n FROM customers LEFT JOIN orders ON cust_id = o_cust"),
         with_orders
@@ -567,7 +575,7 @@ fn a_distinct_count_of_units_counts_only_rows_where_they_are_not_null() {
         12
     );
     let with_hi = (0..12u64)
-        .filter(|&c| (0..orders(c)).any(|o| (c + o) % 3 == 0))
+        .filter(|&c| (0..shop_orders(c)).any(|o| (c + o) % 3 == 0))
         .count();
     assert_eq!(
         n("SELECT COUNT(DISTINCT o_cust) FILTER (WHERE priority = 'hi') AS n FROM orders"),
@@ -660,13 +668,10 @@ fn a_float_unit_and_an_unsigned_sum_are_refused_before_any_row_is_read() {
     w.write(&batch).unwrap();
     w.close().unwrap();
     let decls = |unit: &str| {
-        toml::from_str::<BTreeMap<String, BTreeMap<String, TableDecl>>>(&format!(
+        decls(&format!(
             "[tables.t]\nprivacy_unit = \"{unit}\"\nmax_rows_per_unit_per_group = 1\n\
              [[tables.t.columns]]\nname = \"n\"\nbounds = [0, 10]\n"
         ))
-        .unwrap()
-        .remove("tables")
-        .unwrap()
     };
     let tables = vec![("t".to_string(), path)];
     // 0.0 and -0.0: one unit to SQL, two to the bounding.
