@@ -3,8 +3,10 @@
 //!
 //! 1. Pre-aggregate per (unit, group): the rows, the rows with a flag or a non-null value, and
 //!    each sum part's exact fixed-point total (128-bit, checked) of the clamped row values.
-//!    DataFusion does this step where it can ([`crate::preaggregate`]); the bounder then adds
-//!    up its per-(unit, group) states instead of rows.
+//!    Unsorted rows are interned by unit and by group with DataFusion's vectorised group
+//!    values and added up a part at a time; rows sorted by unit (under a memory limit) arrive
+//!    pre-aggregated by DataFusion where the parts allow ([`crate::preaggregate`]), and the
+//!    bounder adds up their per-(unit, group) states.
 //! 2. Bound each (unit, group): counts are clamped to L∞; when the unit has more than L∞
 //!    values its sums are scaled by L∞/n (its mean times L∞), then clamped to the per-unit sum
 //!    bounds and to ±Y ([`crate::calibrate`]). Quantiles keep the unit's L∞ values with the
@@ -24,13 +26,16 @@ use std::collections::{BTreeMap, BinaryHeap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::compute::{cast, filter_record_batch, is_not_null};
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::execution::memory_pool::{
     MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation,
 };
+use datafusion::logical_expr::EmitTo;
+use datafusion::physical_plan::aggregates::group_values::{GroupValues, new_group_values};
+use datafusion::physical_plan::aggregates::order::GroupOrdering;
 
 use crate::calibrate::{CountSource, FixedGrid, Part, QUANTILE_CANDIDATES};
 use crate::error::{Result, SqlError};
@@ -201,13 +206,13 @@ impl Accumulators {
         }
     }
 
-    /// Appends the zeroed accumulators of a new pair.
-    fn add_pair(&mut self) {
+    /// Appends the zeroed accumulators of `n` new pairs.
+    fn add_pairs(&mut self, n: usize) {
         let [c, s, h] = self.per_pair;
-        self.counts.resize(self.counts.len() + c, 0);
-        self.sums.resize(self.sums.len() + s, SumAcc::default());
+        self.counts.resize(self.counts.len() + n * c, 0);
+        self.sums.resize(self.sums.len() + n * s, SumAcc::default());
         self.heaps
-            .resize_with(self.heaps.len() + h, BinaryHeap::new);
+            .resize_with(self.heaps.len() + n * h, BinaryHeap::new);
     }
 
     /// Bytes one pair's accumulators take (the heaps' values apart).
@@ -243,6 +248,63 @@ const GROUP_BYTES: usize = 96;
 const PAIR_BYTES: usize = 40;
 const HEAP_VALUE_BYTES: usize = 24;
 
+/// The units and groups of unsorted rows, interned by DataFusion's vectorised group values:
+/// each distinct unit and group gets the next id, in order of first sight.
+struct Interners {
+    units: Box<dyn GroupValues>,
+    /// None without GROUP BY (one group).
+    groups: Option<Box<dyn GroupValues>>,
+    unit_ids: Vec<usize>,
+    group_ids: Vec<usize>,
+}
+
+impl Interners {
+    /// Interners for the key columns `[unit, groups…]` (the first `n_keys`) of `batch`.
+    fn new(batch: &RecordBatch, n_keys: usize) -> Result<Self> {
+        let values = |columns: Vec<usize>| {
+            let schema = batch
+                .schema()
+                .project(&columns)
+                .map_err(SqlError::internal)?;
+            new_group_values(Arc::new(schema), &GroupOrdering::None).map_err(SqlError::internal)
+        };
+        Ok(Self {
+            units: values(vec![0])?,
+            groups: (n_keys > 1)
+                .then(|| values((1..n_keys).collect()))
+                .transpose()?,
+            unit_ids: Vec::new(),
+            group_ids: Vec::new(),
+        })
+    }
+
+    /// Each row's unit id and group id.
+    fn intern(&mut self, batch: &RecordBatch, n_keys: usize) -> Result<(&[usize], &[usize])> {
+        let columns = batch.columns();
+        self.units
+            .intern(&columns[..1], &mut self.unit_ids)
+            .map_err(SqlError::internal)?;
+        match &mut self.groups {
+            Some(groups) => groups
+                .intern(&columns[1..n_keys], &mut self.group_ids)
+                .map_err(SqlError::internal)?,
+            None => {
+                self.group_ids.clear();
+                self.group_ids.resize(batch.num_rows(), 0);
+            }
+        }
+        Ok((&self.unit_ids, &self.group_ids))
+    }
+
+    /// Bytes the interned keys take.
+    fn size(&self) -> usize {
+        self.units.size() + self.groups.as_ref().map_or(0, |g| g.size())
+    }
+}
+
+/// The unit of a pair that is not bounded (its group is not among the public keys).
+const NO_UNIT: u32 = u32::MAX;
+
 /// Bounds the contribution rows of one stream (see the module docs).
 ///
 /// What it holds is reserved in the query's memory pool, as DataFusion's own operators do;
@@ -252,13 +314,20 @@ const HEAP_VALUE_BYTES: usize = 24;
 pub(crate) struct Bounder {
     spec: Arc<BoundSpec>,
     sorted: bool,
+    /// Unsorted rows: their units and groups, interned by DataFusion's vectorised group
+    /// values; the keys are read off when the stream ends. Sorted rows go through the maps
+    /// below, one row at a time.
+    interners: Option<Interners>,
+    /// The pair id of each row of the batch being added.
+    row_pairs: Vec<usize>,
     units: Units,
     group_rows: RowConverter,
     groups: HashMap<Vec<u8>, u32>,
     group_keys: Vec<Vec<u8>>,
     unit_keys: Vec<Vec<u8>>,
     pairs: HashMap<u64, u32>,
-    /// Per pair: its unit, its group, its accumulators.
+    /// Per pair: its unit ([`NO_UNIT`]: a group outside the public keys), its group, its
+    /// accumulators.
     pair_units: Vec<u32>,
     pair_groups: Vec<u32>,
     accs: Accumulators,
@@ -309,6 +378,8 @@ impl Bounder {
         Ok(Self {
             spec: Arc::clone(&spec),
             sorted,
+            interners: None,
+            row_pairs: Vec::new(),
             units,
             group_rows: RowConverter::new(fields).map_err(SqlError::internal)?,
             groups: HashMap::default(),
@@ -331,6 +402,195 @@ impl Bounder {
 
     /// Adds a batch of contribution rows: `[unit, groups…, inputs…]`.
     pub(crate) fn push(&mut self, batch: &RecordBatch) -> Result<()> {
+        if self.sorted {
+            self.push_sorted(batch)
+        } else {
+            self.push_interned(batch)
+        }
+    }
+
+    /// [`Bounder::push`] of unsorted rows: each row's unit and group are interned by
+    /// DataFusion's vectorised group values (ids in order of first sight), its (unit, group)
+    /// pair is looked up by the two ids, then its parts are added to the pair's accumulators.
+    fn push_interned(&mut self, batch: &RecordBatch) -> Result<()> {
+        let unit_col = batch.column(0);
+        // Rows without a unit belong to no one and count nowhere.
+        let batch = match unit_col.null_count() {
+            0 => batch.clone(),
+            _ => filter_record_batch(batch, &is_not_null(unit_col).map_err(SqlError::internal)?)
+                .map_err(SqlError::internal)?,
+        };
+        let n_keys = 1 + self.spec.group_types.len();
+        if self.interners.is_none() {
+            self.interners = Some(Interners::new(&batch, n_keys)?);
+        }
+        let Some(interners) = &mut self.interners else {
+            unreachable!("set above")
+        };
+        let interned_bytes = interners.size();
+        let (unit_ids, group_ids) = interners.intern(&batch, n_keys)?;
+        let mut row_pairs = std::mem::take(&mut self.row_pairs);
+        row_pairs.clear();
+        let known_pairs = self.pair_units.len();
+        // Consecutive rows often share their pair (a unit's rows arrive together).
+        let mut last: Option<(u64, usize)> = None;
+        for (&u, &g) in unit_ids.iter().zip(group_ids) {
+            let key = ((u as u64) << 32) | g as u64;
+            let pair = match last {
+                Some((k, pair)) if k == key => pair,
+                _ => {
+                    let next = self.pair_units.len() as u32;
+                    let pair = *self.pairs.entry(key).or_insert(next);
+                    if pair == next {
+                        self.pair_units.push(u as u32);
+                        self.pair_groups.push(g as u32);
+                    }
+                    pair as usize
+                }
+            };
+            last = Some((key, pair));
+            row_pairs.push(pair);
+        }
+        let new_pairs = self.pair_units.len() - known_pairs;
+        self.accs.add_pairs(new_pairs);
+        self.unit_bytes += new_pairs * (PAIR_BYTES + self.accs.pair_bytes());
+        let added = self.accumulate_rows(&row_pairs, &batch.columns()[n_keys..]);
+        self.row_pairs = row_pairs;
+        added?;
+        self.reservation
+            .try_resize(self.unit_bytes + interned_bytes)
+            .map_err(|_| SqlError::OutOfMemory {
+                limit: self.limit,
+                charged: false,
+            })
+    }
+
+    /// Adds each row's parts to its pair's accumulators (`pairs[row]`): counts and sums of
+    /// row values one part at a time over the batch, anything else row by row.
+    fn accumulate_rows(&mut self, pairs: &[usize], inputs: &[ArrayRef]) -> Result<()> {
+        let spec = Arc::clone(&self.spec);
+        let [c, s, _] = self.accs.per_pair;
+        for (k, part) in spec.parts.iter().enumerate() {
+            match (spec.states.is_none(), part, self.accs.slots[k]) {
+                (true, Part::Count { source, .. }, Slot::Count(j)) => {
+                    let counts = &mut self.accs.counts;
+                    let mut add = |hit: &dyn Fn(usize) -> bool| {
+                        for (row, &pair) in pairs.iter().enumerate() {
+                            counts[pair * c + j] += u64::from(hit(row));
+                        }
+                    };
+                    match *source {
+                        CountSource::Rows(None) | CountSource::Units(None) => add(&|_| true),
+                        CountSource::Rows(Some(f)) | CountSource::Units(Some(f)) => {
+                            let flags = inputs[f].as_boolean();
+                            add(&|row| flags.is_valid(row) && flags.value(row))
+                        }
+                        CountSource::NonNull(v) => {
+                            let values = inputs[v].as_primitive::<Float64Type>();
+                            add(&|row| values.is_valid(row) && !values.value(row).is_nan())
+                        }
+                    }
+                }
+                (true, Part::Sum { grid, .. }, Slot::Sum(j)) => {
+                    let values = inputs[grid.input].as_primitive::<Float64Type>();
+                    for (row, &pair) in pairs.iter().enumerate() {
+                        let x = values.value(row);
+                        // NaN has no place in a bounded range: it is skipped like NULL.
+                        if values.is_valid(row) && !x.is_nan() {
+                            let acc = &mut self.accs.sums[pair * s + j];
+                            acc.n += 1;
+                            acc.total = acc.total.checked_add(grid.fine(x)).ok_or_else(overflow)?;
+                        }
+                    }
+                }
+                _ => {
+                    for (row, &pair) in pairs.iter().enumerate() {
+                        self.accumulate_part(pair, k, inputs, row)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds row `row`'s parts to pair `pair`'s accumulators.
+    fn accumulate(&mut self, pair: usize, inputs: &[ArrayRef], row: usize) -> Result<()> {
+        for k in 0..self.spec.parts.len() {
+            self.accumulate_part(pair, k, inputs, row)?;
+        }
+        Ok(())
+    }
+
+    /// Adds row `row`'s part `k` to pair `pair`'s accumulator.
+    fn accumulate_part(
+        &mut self,
+        pair: usize,
+        k: usize,
+        inputs: &[ArrayRef],
+        row: usize,
+    ) -> Result<()> {
+        let acc = self.accs.get(pair, k);
+        let grew = match &self.spec.states {
+            Some(at) => merge_state(acc, inputs, at[k], row).map(|()| false)?,
+            None => update(acc, &self.spec.parts[k], inputs, row, &self.spec)?,
+        };
+        if grew {
+            self.unit_bytes += HEAP_VALUE_BYTES;
+        }
+        Ok(())
+    }
+
+    /// Reads the interned units' and groups' keys (once the stream has ended), so that
+    /// [`Bounder::flush`] bounds the pairs as it bounds sorted rows. Pairs whose group is not
+    /// among the public keys get no unit: they are dropped before any unit's groups are
+    /// limited, as sorted rows outside the keys are.
+    fn adopt_interned(&mut self) -> Result<()> {
+        let Some(mut interners) = self.interners.take() else {
+            return Ok(());
+        };
+        let units = interners
+            .units
+            .emit(EmitTo::All)
+            .map_err(SqlError::internal)?;
+        self.unit_keys = match &self.units {
+            Units::Int(_) => cast(&units[0], &DataType::Int64)
+                .map_err(SqlError::internal)?
+                .as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .map(|id| id.to_le_bytes().to_vec())
+                .collect(),
+            Units::Bytes(_, conv) => conv
+                .convert_columns(&units)
+                .map_err(SqlError::internal)?
+                .iter()
+                .map(|r| r.data().to_vec())
+                .collect(),
+        };
+        self.group_keys = match &mut interners.groups {
+            None => vec![Vec::new()],
+            Some(groups) => {
+                let keys = groups.emit(EmitTo::All).map_err(SqlError::internal)?;
+                let rows = self
+                    .group_rows
+                    .convert_columns(&keys)
+                    .map_err(SqlError::internal)?;
+                rows.iter().map(|r| r.data().to_vec()).collect()
+            }
+        };
+        if let Some(listed) = &self.spec.key_filter {
+            let listed: Vec<bool> = self.group_keys.iter().map(|g| listed.contains(g)).collect();
+            for (u, &g) in self.pair_units.iter_mut().zip(&self.pair_groups) {
+                if !listed[g as usize] {
+                    *u = NO_UNIT;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Bounder::push`] of rows sorted by unit, one row at a time.
+    fn push_sorted(&mut self, batch: &RecordBatch) -> Result<()> {
         let n_groups = self.spec.group_types.len();
         let unit_col = batch.column(0);
         let (int_units, byte_units) = match &self.units {
@@ -410,19 +670,10 @@ impl Bounder {
             if pair == next {
                 self.pair_units.push(uid);
                 self.pair_groups.push(gid);
-                self.accs.add_pair();
+                self.accs.add_pairs(1);
                 self.unit_bytes += PAIR_BYTES + self.accs.pair_bytes();
             }
-            for (k, part) in self.spec.parts.iter().enumerate() {
-                let acc = self.accs.get(pair as usize, k);
-                let grew = match &self.spec.states {
-                    Some(at) => merge_state(acc, inputs, at[k], row).map(|()| false)?,
-                    None => update(acc, part, inputs, row, &self.spec)?,
-                };
-                if grew {
-                    self.unit_bytes += HEAP_VALUE_BYTES;
-                }
-            }
+            self.accumulate(pair as usize, inputs, row)?;
         }
         self.reserve()
     }
@@ -459,7 +710,9 @@ impl Bounder {
         // The pairs of each unit.
         let mut by_unit: Vec<Vec<u32>> = vec![Vec::new(); self.unit_keys.len()];
         for (p, &u) in self.pair_units.iter().enumerate() {
-            by_unit[u as usize].push(p as u32);
+            if u != NO_UNIT {
+                by_unit[u as usize].push(p as u32);
+            }
         }
         self.totals.resize(self.group_keys.len(), None);
         for (u, pairs) in by_unit.iter_mut().enumerate() {
@@ -498,6 +751,7 @@ impl Bounder {
 
     /// The bounded, L0-limited totals per group.
     pub(crate) fn finish(mut self) -> Result<Totals> {
+        self.adopt_interned()?;
         self.flush()?;
         let totals = std::mem::take(&mut self.totals);
         Ok(std::mem::take(&mut self.group_keys)

@@ -15,7 +15,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::{FunctionRegistry, SessionStateBuilder};
-use datafusion::logical_expr::{Expr, LogicalPlan, Partitioning, Repartition, TableSource, col};
+use datafusion::logical_expr::{Expr, LogicalPlan, TableSource};
 use datafusion::optimizer::decorrelate_predicate_subquery::DecorrelatePredicateSubquery;
 use datafusion::optimizer::eliminate_cross_join::EliminateCrossJoin;
 use datafusion::optimizer::eliminate_filter::EliminateFilter;
@@ -497,7 +497,10 @@ impl Engine {
 
     /// The exact bounded totals of every aggregate of a prepared query (reads private rows).
     pub(crate) fn totals(&self, prepared: &Prepared, key: KeyedHash) -> Result<Vec<Totals>> {
-        self.totals_by(prepared, key, true)
+        // The bounder's own interning adds up unsorted rows faster than DataFusion's
+        // aggregation can pre-aggregate them; under a memory limit the rows are sorted by unit
+        // (the sort spills), and pre-aggregating first shrinks what is sorted.
+        self.totals_by(prepared, key, self.limits.memory.is_some())
     }
 
     /// [`Engine::totals`], pre-aggregating per (unit, group) in DataFusion where the parts
@@ -552,16 +555,12 @@ impl Engine {
         let (physical, task) = match &self.cluster {
             Some(cluster) => self.runtime.block_on(cluster.plan(&rows))?,
             None => {
-                let rows = LogicalPlan::Repartition(Repartition {
-                    input: Arc::new(rows),
-                    partitioning_scheme: Partitioning::Hash(vec![col("__unit")], partitions),
-                });
                 let state = self.ctx.state();
                 let physical = self
                     .runtime
                     .block_on(state.create_physical_plan(&rows))
                     .map_err(plan_err)?;
-                (physical, state.task_ctx())
+                (split_by_unit(physical, partitions)?, state.task_ctx())
             }
         };
         let unit_type = physical.schema().field(0).data_type().clone();
@@ -626,6 +625,27 @@ impl Engine {
         self.progress.finish_plan(&physical);
         result
     }
+}
+
+/// The plan's rows split into `partitions` streams by a hash of column 0 (the unit), so that
+/// each unit is bounded in one place while the streams are bounded in parallel. Added after
+/// DataFusion's optimizer, which drops a repartition that no operator above it asks for.
+fn split_by_unit(
+    plan: Arc<dyn ExecutionPlan>,
+    partitions: usize,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    use datafusion::physical_expr::expressions::Column;
+    use datafusion::physical_plan::repartition::RepartitionExec;
+    if by_unit(&plan) {
+        return Ok(plan);
+    }
+    let unit = Arc::new(Column::new(plan.schema().field(0).name(), 0));
+    let split = RepartitionExec::try_new(
+        plan,
+        datafusion::physical_plan::Partitioning::Hash(vec![unit], partitions),
+    )
+    .map_err(SqlError::internal)?;
+    Ok(Arc::new(split))
 }
 
 /// The plan's rows sorted by column 0 (the unit) within each partition that it splits by unit

@@ -188,17 +188,28 @@ pub(crate) fn shop(without: Option<u64>) -> Db {
 type Bounds = Vec<(u64, Option<u64>)>;
 
 fn totals(db: &Db, sql: &str, delta: f64) -> (Vec<Totals>, Vec<Vec<Part>>, Bounds) {
-    totals_by(db, sql, delta, true)
+    totals_by(db, sql, delta, true, false)
 }
 
-/// [`totals`], pre-aggregated in DataFusion where possible or bounded row by row.
+/// [`totals`], pre-aggregated in DataFusion where possible or bounded row by row; with
+/// `sorted`, under a memory limit (the rows sorted by unit, bounded one unit at a time).
 fn totals_by(
     db: &Db,
     sql: &str,
     delta: f64,
     pre_aggregate: bool,
+    sorted: bool,
 ) -> (Vec<Totals>, Vec<Vec<Part>>, Bounds) {
-    let engine = db.engine();
+    let engine = match sorted {
+        false => db.engine(),
+        true => {
+            let limits = crate::memory::Limits {
+                memory: Some(1 << 30),
+                spill_dir: None,
+            };
+            Engine::with_limits(&db.decls, &db.tables, limits).unwrap()
+        }
+    };
     let key = KeyedHash::draw(&mut DpRng::seeded(42));
     let prepared = engine.prepare(sql, &request(1.0, delta), key).unwrap();
     let totals = engine.totals_by(&prepared, key, pre_aggregate).unwrap();
@@ -462,7 +473,7 @@ fn sensitivity_holds_for_public_joins_subqueries_and_private_keys() {
 }
 
 #[test]
-fn pre_aggregation_gives_the_row_by_row_totals() {
+fn every_way_of_bounding_gives_the_same_totals() {
     // Values outside the bounds, negative, NULL and NaN; units with more rows than L∞ and
     // more groups than L0.
     let mut csv = "u,g,x\n".to_string();
@@ -491,8 +502,9 @@ name = "x"
 bounds = [-20, 100]
 [[tables.t.columns]]
 name = "g"
-keys = ["p", "q", "r", "s"]
+keys = ["p", "q", "r"]
 "#;
+    // Rows in group s are outside the public keys: they must not count towards L0.
     let t = db(&[("t", csv)], schema);
     let shop = shop(None);
     for (db, sql) in [
@@ -513,8 +525,12 @@ keys = ["p", "q", "r", "s"]
              WHERE cust_id = o_cust AND i_order = order_id GROUP BY segment",
         ),
     ] {
-        let (pre, parts, _) = totals_by(db, sql, 0.0, true);
-        let (raw, _, _) = totals_by(db, sql, 0.0, false);
+        let (pre, parts, _) = totals_by(db, sql, 0.0, true, false);
+        let (raw, _, _) = totals_by(db, sql, 0.0, false, false);
+        for (pre_aggregate, sorted) in [(true, true), (false, true)] {
+            let (other, _, _) = totals_by(db, sql, 0.0, pre_aggregate, sorted);
+            assert_eq!(pre, other, "{sql}: sorted, pre-aggregated {pre_aggregate}");
+        }
         assert!(
             parts.iter().all(|p| crate::preaggregate::possible(p)),
             "{sql}"
