@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use dpml_data::table_decl::{ColumnDecl, KeyValue, TableDecl};
 
 use crate::error::{Result, SqlError};
@@ -83,6 +83,7 @@ impl Catalog {
         for (name, decl) in tables {
             if let Some(schema) = schema_of(name) {
                 check_columns(name, decl, schema)?;
+                check_reference_types(name, decl, schema, &schema_of)?;
             }
         }
         let mut out = BTreeMap::new();
@@ -178,6 +179,53 @@ fn check_columns(name: &str, decl: &TableDecl, schema: &SchemaRef) -> Result<()>
             "table {name}: column {missing} named in the schema is not in the table (its columns: {})",
             columns.join(", ")
         )));
+    }
+    Ok(())
+}
+
+/// Refuses a foreign key whose column and target differ in kind (text and number, signed and
+/// unsigned): joining them casts one to the other, which fails on some values, and the join
+/// that carries the unit is dpml's own, so such a failure would tell whether a chosen row
+/// exists.
+fn check_reference_types<'a>(
+    name: &str,
+    decl: &TableDecl,
+    schema: &SchemaRef,
+    schema_of: &impl Fn(&str) -> Option<&'a SchemaRef>,
+) -> Result<()> {
+    fn kind(t: &DataType) -> String {
+        match t {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text".into(),
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+                "integer".into()
+            }
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+                "unsigned integer".into()
+            }
+            DataType::Dictionary(_, values) => kind(values),
+            other => other.to_string(),
+        }
+    }
+    for c in &decl.columns {
+        let Some(target) = &c.references else {
+            continue;
+        };
+        let (table, key) = target.split_once('.').unwrap_or((target, ""));
+        let (Ok(from), Some(Ok(to))) = (
+            schema.field_with_name(&c.name),
+            schema_of(table).map(|s| s.field_with_name(key)),
+        ) else {
+            continue;
+        };
+        let (a, b) = (kind(from.data_type()), kind(to.data_type()));
+        if a != b {
+            return Err(SqlError::input(format!(
+                "table {name}: column {} ({a}) references {target} ({b}): joining them would \
+                 cast one to the other, which fails on some values; declare the same type for \
+                 both (type = \"integer\", \"text\", … in the schema)",
+                c.name
+            )));
+        }
     }
     Ok(())
 }
@@ -310,5 +358,24 @@ mod tests {
                 .to_string()
                 .contains("table z is not declared")
         );
+    }
+
+    #[test]
+    fn a_foreign_key_must_have_its_targets_kind() {
+        let d = decls(
+            "[tables.p]\nprivacy_unit = \"uid\"\n\
+             [[tables.c.columns]]\nname = \"pid\"\nreferences = \"p.pid\"\n",
+        );
+        let text = Arc::new(Schema::new(vec![Field::new("pid", DataType::Utf8, true)]));
+        let ints = schema(&["uid", "pid"]);
+        let msg = Catalog::new(&d, &[("c".into(), text), ("p".into(), ints.clone())])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("column pid (text) references p.pid (integer)"),
+            "{msg}"
+        );
+        let narrow = Arc::new(Schema::new(vec![Field::new("pid", DataType::Int32, true)]));
+        assert!(Catalog::new(&d, &[("c".into(), narrow), ("p".into(), ints)]).is_ok());
     }
 }

@@ -265,6 +265,7 @@ impl Engine {
         let mut rw = Rewriter::new(&self.catalog, &self.sources, &row_id, request.delta);
         let outer = rw.query(&plan)?;
         let aggregates = std::mem::take(&mut rw.aggregates);
+        crate::public_side::check(&rw.public_sides, |plan| self.collect(plan))?;
         if aggregates.is_empty() {
             return Err(SqlError::refused(
                 "a query without an aggregate of private rows",

@@ -68,6 +68,7 @@ pub(crate) mod keys;
 pub mod memory;
 pub(crate) mod preaggregate;
 pub mod progress;
+pub(crate) mod public_side;
 pub(crate) mod release;
 pub mod result;
 pub(crate) mod rewrite;

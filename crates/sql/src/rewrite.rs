@@ -39,6 +39,7 @@ use datafusion::logical_expr::{
 use crate::aggregate::DpAggregate;
 use crate::catalog::{Catalog, UnitSource};
 use crate::error::{Result, SqlError, plan_err};
+use crate::public_side::PublicSide;
 use crate::rowid::RowId;
 
 /// Where a relation's rows get their privacy unit.
@@ -159,6 +160,8 @@ pub(crate) struct Rewriter<'a> {
     pub delta: f64,
     /// The DP aggregates found, in the order their placeholders were made.
     pub aggregates: Vec<DpAggregate>,
+    /// The public relations joined to private rows (measured before the charge).
+    pub public_sides: Vec<PublicSide>,
     names: usize,
 }
 
@@ -175,6 +178,7 @@ impl<'a> Rewriter<'a> {
             row_id,
             delta,
             aggregates: Vec::new(),
+            public_sides: Vec::new(),
             names: 0,
         }
     }
@@ -522,6 +526,21 @@ impl<'a> Rewriter<'a> {
                          rows match them, and those rows belong to no unit",
                     ));
                 }
+                // How often the public side can repeat each private row, and what it
+                // computes, are measured on its rows before the charge (see
+                // [`crate::public_side`]).
+                let (public, public_keys) = match private_left {
+                    true => (&right, &right_keys),
+                    false => (&left, &left_keys),
+                };
+                let repeats = matches!(j.join_type, Inner | Left | Right | Full);
+                self.public_sides.push(PublicSide {
+                    plan: public.plan.clone(),
+                    keys: repeats.then(|| public_keys.clone()),
+                    computed: (0..public.lineage.len())
+                        .filter(|&i| public.lineage[i].is_none())
+                        .collect(),
+                });
                 match (private_left, j.join_type) {
                     (true, _) => left.unit.clone(),
                     (false, RightSemi | RightAnti | RightMark) => right.unit.clone(),

@@ -49,6 +49,22 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "JOIN of orders and orders",
         "r × r rows",
     ),
+    // Each cross join with the public flags (3 rows) triples a unit's rows:
+    // 3^7 > 1000 before any bound applies.
+    (
+        "SELECT COUNT(*) FROM orders o, flags f1, flags f2, flags f3, flags f4, flags f5, \
+         flags f6, flags f7",
+        0.0,
+        "joins of private rows with public rows",
+        "up to 2187 times",
+    ),
+    (
+        "SELECT COUNT(*) FROM items i JOIN (SELECT flag, repeat(label, 20000) AS l FROM flags) f \
+         ON i.flag = f.flag WHERE length(f.l) > 3",
+        0.0,
+        "the computed column l of public rows",
+        "holds 160000 bytes",
+    ),
     // cust_id is unique in customers, but no longer once joined to a customer's orders.
     (
         "SELECT COUNT(*) FROM customers c JOIN orders a ON c.cust_id = a.o_cust JOIN orders b \

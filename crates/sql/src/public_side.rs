@@ -1,0 +1,159 @@
+//! What public rows bring to the private rows they are joined to, checked on the public rows
+//! themselves (they are public: reading them costs no privacy) before the query is charged.
+//!
+//! A join repeats each private row once per public row that matches it, before any bound
+//! applies: k joins with a public table of 4 rows per key make one unit's r rows r·4^k, and the
+//! query's time and memory then tell whether that unit has rows at all. And a public subquery's
+//! computed text (`repeat(name, 6000000)`) is as long as the analyst likes, so expressions on
+//! private rows that use it could build text of any size on the chosen unit's rows alone.
+//! So the public sides are measured: every private row may be repeated at most
+//! [`MAX_REPEATS`] times by all such joins together, and a computed text column of a public
+//! side may hold at most [`MAX_COMPUTED_TEXT_BYTES`] per value.
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::functions::string::expr_fn::octet_length;
+use datafusion::functions_aggregate::expr_fn::{count, max};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, lit};
+
+use crate::error::{Result, SqlError, plan_err};
+
+/// The most times all joins with public rows together may repeat one private row.
+pub(crate) const MAX_REPEATS: u64 = 1000;
+
+/// The most bytes a computed text value of a public side may hold (the constants' cap).
+pub(crate) const MAX_COMPUTED_TEXT_BYTES: i64 = 64 * 1024;
+
+/// A public relation joined to private rows.
+#[derive(Debug, Clone)]
+pub(crate) struct PublicSide {
+    /// Its plan (public rows only).
+    pub plan: LogicalPlan,
+    /// The join's equality keys on this side, when the join can repeat private rows (None:
+    /// a semi- or anti-join, which only keeps or drops them). Empty: every public row matches
+    /// every private row (a cross join, or a join on other conditions only).
+    pub keys: Option<Vec<Expr>>,
+    /// Its output columns that are computed (not a public table's own column).
+    pub computed: Vec<usize>,
+}
+
+/// Refuses, by what they bring, public sides that repeat private rows more than
+/// [`MAX_REPEATS`] times together, or compute text longer than [`MAX_COMPUTED_TEXT_BYTES`] or
+/// nested values; `collect` runs a plan over public rows.
+pub(crate) fn check(
+    sides: &[PublicSide],
+    collect: impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
+) -> Result<()> {
+    let mut repeats: u64 = 1;
+    for side in sides {
+        if let Some(keys) = &side.keys {
+            let most = most_matches(side, keys, &collect)?;
+            repeats = repeats.saturating_mul(most.max(1));
+            if repeats > MAX_REPEATS {
+                return Err(SqlError::refused(
+                    "joins of private rows with public rows",
+                    format!(
+                        "together they repeat a private row up to {repeats} times (this join's \
+                         public side has up to {most} rows per join key), before any bound \
+                         applies, so one unit's rows would grow with each join; at most \
+                         {MAX_REPEATS} are allowed: join on a key the public side holds once, \
+                         or aggregate the public side first"
+                    ),
+                ));
+            }
+        }
+        check_computed(side, &collect)?;
+    }
+    Ok(())
+}
+
+/// The most public rows of `side` that share one value of `keys` (all rows without keys).
+fn most_matches(
+    side: &PublicSide,
+    keys: &[Expr],
+    collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
+) -> Result<u64> {
+    let per_key = LogicalPlanBuilder::from(side.plan.clone())
+        .aggregate(keys.to_vec(), vec![count(lit(1)).alias("n")])
+        .and_then(|b| b.build())
+        .map_err(plan_err)?;
+    let n = per_key.schema().fields().len() - 1;
+    let most = collect(per_key)?
+        .iter()
+        .flat_map(|b| {
+            let counts = b
+                .column(n)
+                .as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+            counts.iter().flatten().collect::<Vec<_>>()
+        })
+        .max()
+        .unwrap_or(0);
+    Ok(u64::try_from(most).unwrap_or(0))
+}
+
+/// Refuses a computed column of `side` that holds nested values, or text longer than
+/// [`MAX_COMPUTED_TEXT_BYTES`].
+fn check_computed(
+    side: &PublicSide,
+    collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
+) -> Result<()> {
+    let schema = side.plan.schema();
+    let mut lengths = Vec::new();
+    for &i in &side.computed {
+        let (qualifier, field) = schema.qualified_field(i);
+        let column = Expr::Column(datafusion::common::Column::new(
+            qualifier.cloned(),
+            field.name(),
+        ));
+        match field.data_type() {
+            t if t.is_nested() => {
+                return Err(SqlError::refused(
+                    format!("the computed column {} of public rows", field.name()),
+                    "nested values computed on public rows may be of any size, and they meet \
+                     private rows here; compute them after the aggregate",
+                ));
+            }
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView => {
+                lengths.push((field.name().clone(), max(octet_length(column)).alias("m")))
+            }
+            _ => {}
+        }
+    }
+    for (name, longest) in lengths {
+        let plan = LogicalPlanBuilder::from(side.plan.clone())
+            .aggregate(Vec::<Expr>::new(), vec![longest])
+            .and_then(|b| b.build())
+            .map_err(plan_err)?;
+        let batches = collect(plan)?;
+        let bytes = batches
+            .iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| {
+                let c = datafusion::arrow::compute::cast(b.column(0), &DataType::Int64)
+                    .map_err(SqlError::internal)?;
+                let c = c.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+                Ok(if c.is_valid(0) { c.value(0) } else { 0 })
+            })
+            .collect::<Result<Vec<i64>>>()?
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        if bytes > MAX_COMPUTED_TEXT_BYTES {
+            return Err(SqlError::refused(
+                format!("the computed column {name} of public rows"),
+                format!(
+                    "a value of it holds {bytes} bytes, and it meets private rows here, where \
+                     text is bounded to {MAX_COMPUTED_TEXT_BYTES} bytes per value; compute it \
+                     after the aggregate"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
