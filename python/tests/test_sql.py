@@ -66,11 +66,15 @@ def test_explain_reads_no_row_and_charges_nothing(tmp_path):
 def test_the_ledger_is_charged_once_and_refuses_an_overspend(tmp_path):
     path = tmp_path / "b.ledger"
     ledger = dpml.Ledger(str(path), budget=1.0)
-    t = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=0.6, ledger=ledger, seed=1)
+    t = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=0.6, ledger=ledger)
     assert t.num_rows == 7
     assert ledger.balance()["entries"] == 1
     with pytest.raises(ValueError, match="budget"):
-        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=0.6, ledger=ledger, seed=1)
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=0.6, ledger=ledger)
+    assert ledger.balance()["entries"] == 1
+    # A seeded run's noise is reproducible: it is refused a ledger, and nothing is charged.
+    with pytest.raises(ValueError, match="seed=1 with ledger="):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=0.1, ledger=ledger, seed=1)
     assert ledger.balance()["entries"] == 1
 
 

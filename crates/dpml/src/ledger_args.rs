@@ -9,7 +9,7 @@ use clap::Args;
 use dpml_core::budget::{self, Ledger, LedgerOptions, PASSPHRASE_ENV};
 
 use crate::args;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 
 pub use dpml_core::budget::DEFAULT_BUDGET_DELTA;
 
@@ -45,10 +45,21 @@ impl LedgerArgs {
     /// `--budget-delta` given too must equal it. A missing file is created only when
     /// `--budget` says with what budget; otherwise it is refused by name, so a typo in the
     /// path never starts a fresh budget.
-    pub fn open(&self) -> CliResult<Option<Ledger>> {
+    ///
+    /// A seeded run is refused a ledger: its noise is reproducible, so two seeded queries that
+    /// differ in one person's rows give that person's exact contribution away, while the
+    /// ledger would record them as independent releases.
+    pub fn open(&self, seed: &args::SeedArg) -> CliResult<Option<Ledger>> {
         let Some(path) = &self.ledger else {
             return Ok(None);
         };
+        if let Some(seed) = seed.seed {
+            return Err(CliError::usage(format!(
+                "--seed {seed} with --ledger: a seeded run's noise is reproducible, so it is \
+                 not private and cannot be charged to a ledger (leave out --seed for a \
+                 release, or --ledger for a test run)"
+            )));
+        }
         let mut options =
             LedgerOptions::new(path.clone()).with_key(self.ledger_key.clone(), passphrase());
         options.budget = self.budget;

@@ -30,6 +30,18 @@ fn run(extra: &[&str]) -> common::Run {
     dpml(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
+/// [`RECIPE`] without its seed (a seeded run is refused a ledger), followed by `extra`.
+fn unseeded(extra: &[&str]) -> common::Run {
+    let args = with(extra);
+    let seed = args.iter().position(|a| a == "--seed").unwrap();
+    let args: Vec<&str> = args[..seed]
+        .iter()
+        .chain(&args[seed + 2..])
+        .map(String::as_str)
+        .collect();
+    dpml(&args)
+}
+
 /// The data rows of a `--log` CSV (after its header line).
 fn log_rows(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -223,7 +235,7 @@ fn a_checkpointed_run_is_one_spend_and_a_fork_is_charged_again() {
     let l = ledger.to_str().unwrap();
     let ck = dir.path().join("ck");
     let ck_s = ck.to_str().unwrap();
-    let stopped = run(&[
+    let stopped = unseeded(&[
         "--checkpoint",
         ck_s,
         "--stop-after-steps",
@@ -245,13 +257,13 @@ fn a_checkpointed_run_is_one_spend_and_a_fork_is_charged_again() {
     std::fs::create_dir(&copy).unwrap();
     std::fs::copy(ck.join("checkpoint.json"), copy.join("checkpoint.json")).unwrap();
 
-    run(&["--resume", ck_s]).assert_usage_error("resume it with the same --ledger");
-    let resumed = run(&["--resume", ck_s, "--ledger", l]).json();
+    unseeded(&["--resume", ck_s]).assert_usage_error("resume it with the same --ledger");
+    let resumed = unseeded(&["--resume", ck_s, "--ledger", l]).json();
     assert_eq!(
         resumed["ledger"]["entries"], 1,
         "a resume charges nothing more"
     );
-    let fork = run(&["--resume", copy.to_str().unwrap(), "--ledger", l]).json();
+    let fork = unseeded(&["--resume", copy.to_str().unwrap(), "--ledger", l]).json();
     assert_eq!(fork["ledger"]["entries"], 2, "a fork is charged again");
     let entries = ledger_entries(&ledger);
     let added = entries[1]["epsilon"].as_f64().unwrap();
@@ -277,8 +289,6 @@ fn a_run_killed_after_its_charge_keeps_it() {
         "1",
         "--epochs",
         "200",
-        "--seed",
-        "7",
         "--checkpoint",
         ck.to_str().unwrap(),
         "--checkpoint-every",
@@ -292,6 +302,10 @@ fn a_run_killed_after_its_charge_keeps_it() {
     .unwrap();
     let start = std::time::Instant::now();
     while !ck.join("checkpoint.json").exists() && start.elapsed().as_secs() < 60 {
+        // A run that ends on its own (refused, say) would never be killed after its charge.
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended before it was killed: {status}");
+        }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.kill().unwrap();

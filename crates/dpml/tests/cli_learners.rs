@@ -134,8 +134,6 @@ fn predict_charges_the_ledger_before_answering() {
         l,
         "--budget",
         "12",
-        "--seed",
-        "1",
         "--json",
     ])
     .json();

@@ -255,7 +255,7 @@ fn dpsgd_fit(
 ) -> PyResult<FitResult> {
     let mut rng = guard::rng(seed)?;
     let data = labelled(&x, &y, &classes)?;
-    let ledger = inner(&ledger);
+    let ledger = inner(&ledger, seed)?;
     let options = recipe.fit_options(bounds, classes)?;
     let fitted = guard::run(py, || {
         dpml_core::train::fit(&options, &data, &mut rng, &mut Silent, ledger)
@@ -287,7 +287,7 @@ fn label_dp_fit(
 ) -> PyResult<FitResult> {
     let mut rng = guard::rng(seed)?;
     let data = labelled(&x, &y, &classes)?;
-    let ledger = inner(&ledger);
+    let ledger = inner(&ledger, seed)?;
     let defaults = LabelDpRecipe::default();
     let recipe = LabelDpRecipe {
         mechanism: match mechanism {
@@ -350,7 +350,7 @@ fn rr_with_prior<'py>(
     ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f32>>, String)> {
     let mut rng = guard::rng(seed)?;
-    let ledger = inner(&ledger);
+    let ledger = inner(&ledger, seed)?;
     let priors = priors.as_array();
     let (n, k) = (priors.nrows(), priors.ncols());
     if y.as_array().len() != n {
@@ -393,7 +393,7 @@ fn kmeans_fit<'py>(
     ledger: Option<PyRef<'py, PyLedger>>,
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>, String)> {
     let mut rng = guard::rng(seed)?;
-    let ledger = inner(&ledger);
+    let ledger = inner(&ledger, seed)?;
     let d = x.as_array().ncols();
     let data = dataset(&x, vec![0; x.as_array().nrows()], &["0".to_string()]);
     let recipe = KMeansRecipe {

@@ -19,8 +19,22 @@ pub struct PyLedger {
 }
 
 /// The ledger inside an optional `ledger=` argument.
-pub fn inner<'a>(ledger: &'a Option<PyRef<'_, PyLedger>>) -> Option<&'a Ledger> {
-    ledger.as_deref().map(|l| &l.inner)
+///
+/// A seeded call is refused a ledger: its noise is reproducible, so two seeded releases that
+/// differ in one person's rows give that person's exact contribution away, while the ledger
+/// would record them as independent.
+pub fn inner<'a>(
+    ledger: &'a Option<PyRef<'_, PyLedger>>,
+    seed: Option<u64>,
+) -> PyResult<Option<&'a Ledger>> {
+    match (ledger.as_deref(), seed) {
+        (Some(_), Some(seed)) => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "seed={seed} with ledger=: a seeded call's noise is reproducible, so it is not \
+             private and cannot be charged to a ledger (leave out seed= for a release, or \
+             ledger= for a test)"
+        ))),
+        (ledger, _) => Ok(ledger.map(|l| &l.inner)),
+    }
 }
 
 #[pymethods]

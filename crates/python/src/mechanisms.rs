@@ -51,7 +51,7 @@ where
 {
     let mut rng = guard::rng(seed)?;
     let values = values.as_array();
-    let ledger = inner(&ledger);
+    let ledger = inner(&ledger, seed)?;
     let (out, json) = guard::run(py, || {
         let m = mech()?;
         let event = event(&m);
@@ -242,7 +242,7 @@ fn statistic(
     let mut rng = guard::rng(seed)?;
     let values = values.as_slice()?;
     let noise = delta.map_or(Noise::Laplace, |delta| Noise::Gaussian { delta });
-    let ledger = inner(&ledger);
+    let ledger = inner(&ledger, seed)?;
     let label = label.unwrap_or_else(|| format!("{kind} of {MEMORY_DATASET}"));
     let charge = |event: PrivacyEvent, epsilon: f64, delta: f64| {
         Charge::of("query", MEMORY_DATASET, event, epsilon, delta).labelled(label.clone())

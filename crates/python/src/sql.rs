@@ -102,7 +102,7 @@ fn sql_run(
     cluster: Option<String>,
 ) -> PyResult<(SqlTable, String)> {
     let mut rng = guard::rng(seed)?;
-    let ledger = inner(&ledger);
+    let ledger = inner(&ledger, seed)?;
     guard::run(py, || {
         let engine = engine(schema, tables, memory_limit.as_deref(), cluster.as_deref())?;
         let result = engine

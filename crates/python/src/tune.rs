@@ -43,7 +43,7 @@ fn tune_fit(
 ) -> PyResult<TuneResult> {
     let mut rng = guard::rng(seed)?;
     let data = labelled(&x, &y, &classes)?;
-    let ledger = inner(&ledger);
+    let ledger = inner(&ledger, seed)?;
     let space: serde_json::Value =
         serde_json::from_str(space_json).map_err(|e| value_error(format!("space: {e}")))?;
     let repetitions: Repetitions = serde_json::from_str(repetitions_json)

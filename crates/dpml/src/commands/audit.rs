@@ -204,7 +204,7 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         return super::audit_worst_case::run(a, data_dir, out);
     }
     let plan = AuditPlan::new(&a.options(data_dir))?;
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     let cost = match &ledger {
         Some(l) => {
             let cost = plan.cost(&a.data.dataset.name())?;

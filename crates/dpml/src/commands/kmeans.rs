@@ -59,7 +59,7 @@ pub fn run(a: &KMeansArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()
             iterations: a.iterations.map(|t| t as usize),
         },
     };
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     out.emit(&dpml_core::kmeans::kmeans(
         &options,
         &mut a.seed.rng()?,

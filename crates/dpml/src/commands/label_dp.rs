@@ -144,7 +144,7 @@ pub fn run(a: &LabelDpArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         }
         _ => {}
     };
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     let release = label_dp(&options, &mut a.seed.rng()?, &mut observer, ledger.as_ref())?;
     out.emit(&release);
     Ok(())

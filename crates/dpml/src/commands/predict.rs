@@ -49,7 +49,7 @@ pub fn run(a: &PredictArgs, data_dir: Option<&Path>, out: Output) -> CliResult<(
         queries: a.queries,
     };
     // Open the ledger first: a bad or corrupt ledger stops us before anything is computed.
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     let (mut release, balance) = predict(&options, &mut a.seed.rng()?, ledger.as_ref())?;
     if let (Some(bal), Some(obj)) = (balance, release.as_object_mut()) {
         obj.insert("ledger".into(), balance_json(&bal));

@@ -96,7 +96,7 @@ pub fn run(a: &QueryArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     };
     options.check()?;
     // Open the ledger next: a bad or corrupt ledger stops us before any noise is drawn.
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     let (mut release, balance) = core_query::query(&options, &mut a.seed.rng()?, ledger.as_ref())?;
     if let (Some(bal), Some(obj)) = (balance, release.as_object_mut()) {
         obj.insert("ledger".into(), balance_json(&bal));

@@ -82,7 +82,7 @@ pub fn run(a: &ReleaseArgs, out: Output) -> CliResult<()> {
             CalibrationArg::Classic => Calibration::Classic,
         },
     };
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     out.emit(&release(&options, &mut a.seed.rng()?, ledger.as_ref())?);
     Ok(())
 }

@@ -53,7 +53,7 @@ pub fn run(a: &RrArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
         epsilon: a.epsilon,
         fair_coin: matches!(a.coin, Some(Coin::Fair)),
     };
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     out.emit(&rr(&options, &mut a.seed.rng()?, ledger.as_ref())?);
     Ok(())
 }

@@ -172,7 +172,7 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
         return Ok(());
     }
     // Open the ledger first: a bad ledger stops us before any row is read.
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     let mut rng = a.seed.rng()?;
     let engine = a.engine(&schema)?;
     let result = watched(&engine, "sql", out.diagnostics, || {

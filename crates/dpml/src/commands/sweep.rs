@@ -163,7 +163,7 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         }
         return super::sweep_mia::run(a, data_dir, out);
     }
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     let o = a.options(data_dir);
     // Under mpirun every rank must draw the same split and the same per-job generators.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);

@@ -321,7 +321,7 @@ pub fn run(a: &TrainArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     let options = a.options(data_dir);
     // Under mpirun every rank must draw the same split and keys.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     let mut bars = Bars::new(out);
     let end = crate::cluster::with_comm(|comm| {
         core_train::train(&options, &mut rng, comm, &mut bars, ledger.as_ref())

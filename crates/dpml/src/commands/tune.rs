@@ -135,7 +135,7 @@ impl TuneArgs {
 pub fn run(a: &TuneArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let options = a.options(data_dir)?;
     // Open the ledger first: a bad or corrupt ledger stops the command before anything else.
-    let ledger = a.ledger.open()?;
+    let ledger = a.ledger.open(&a.seed)?;
     let mut rng = a.seed.rng()?;
     let mut progress = TrialLines {
         bars: Bars::new(out),
