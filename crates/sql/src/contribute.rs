@@ -499,7 +499,7 @@ impl Bounder {
                         if values.is_valid(row) && !x.is_nan() {
                             let acc = &mut self.accs.sums[pair * s + j];
                             acc.n += 1;
-                            acc.total = acc.total.checked_add(grid.fine(x)).ok_or_else(overflow)?;
+                            acc.total = acc.total.saturating_add(grid.fine(x));
                         }
                     }
                 }
@@ -804,7 +804,8 @@ fn update(
         (Acc::Sum(acc), Part::Sum { grid, .. }) => {
             if let Some(x) = value(inputs, grid.input, row) {
                 acc.n += 1;
-                acc.total = acc.total.checked_add(grid.fine(x)).ok_or_else(overflow)?;
+                // Saturating (see `bounded_sum`).
+                acc.total = acc.total.saturating_add(grid.fine(x));
             }
         }
         (Acc::Values(heap), Part::Quantile { input, range, .. }) => {
@@ -878,7 +879,7 @@ fn contribute(
                 .ok_or_else(overflow)?;
         }
         (Part::Sum { grid, .. }, Acc::Sum(acc)) => {
-            let c = bounded_sum(acc.total, acc.n, linf, grid)?;
+            let c = bounded_sum(acc.total, acc.n, linf, grid);
             t.totals[k] = t.totals[k].checked_add(c).ok_or_else(overflow)?;
         }
         (Part::Quantile { .. }, Acc::Values(heap)) => {
@@ -893,12 +894,17 @@ fn contribute(
 
 /// One unit's bounded contribution to a sum: scaled by L∞/n when it has more than L∞ values,
 /// clamped into the per-unit sum bounds and to ±Y.
-pub(crate) fn bounded_sum(s: i128, n: u64, linf: Option<u64>, grid: &FixedGrid) -> Result<i128> {
+///
+/// A unit's own total saturates rather than fails: it is clamped here whatever its value, so
+/// saturating keeps the contribution a function of the unit's rows alone, where an overflow
+/// error would tell whether some unit holds a few huge values (a schema whose row bounds are
+/// far wider than its per-unit sum bounds makes the grid fine enough for that).
+pub(crate) fn bounded_sum(s: i128, n: u64, linf: Option<u64>, grid: &FixedGrid) -> i128 {
     let scaled = match linf {
-        Some(l) if n > l => s.checked_mul(i128::from(l)).ok_or_else(overflow)? / i128::from(n),
+        Some(l) if n > l => s.saturating_mul(i128::from(l)) / i128::from(n),
         _ => s,
     };
-    Ok(scaled.clamp(grid.sum_lo, grid.sum_hi))
+    scaled.clamp(grid.sum_lo, grid.sum_hi)
 }
 
 #[cfg(test)]
@@ -925,16 +931,16 @@ mod tests {
         let g = grid(None);
         let one = g.fine(60.0);
         // Two values: within L∞ = 2, kept as is.
-        assert_eq!(bounded_sum(2 * one, 2, Some(2), &g).unwrap(), 2 * one);
+        assert_eq!(bounded_sum(2 * one, 2, Some(2), &g), 2 * one);
         // Four values of 60: scaled to two, 120.
-        assert_eq!(bounded_sum(4 * one, 4, Some(2), &g).unwrap(), 2 * one);
+        assert_eq!(bounded_sum(4 * one, 4, Some(2), &g), 2 * one);
         // Clamped to the per-unit bound.
         let g = grid(Some((0, g.fine(50.0))));
-        assert_eq!(bounded_sum(one, 1, None, &g).unwrap(), g.fine(50.0));
-        assert!(
-            bounded_sum(i128::MAX, 3, Some(2), &g).is_err(),
-            "overflow is refused"
-        );
+        assert_eq!(bounded_sum(one, 1, None, &g), g.fine(50.0));
+        // A saturated total is clamped like any other (no overflow error that one unit's
+        // huge values could trigger).
+        assert_eq!(bounded_sum(i128::MAX, 3, Some(2), &g), g.fine(50.0));
+        assert_eq!(bounded_sum(i128::MIN, 3, Some(2), &g), 0);
     }
 
     #[test]

@@ -33,7 +33,7 @@ use datafusion::optimizer::{Optimizer, OptimizerRule};
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
-use datafusion::sql::sqlparser::ast::{Statement, TableFactor, Visit, Visitor};
+use datafusion::sql::sqlparser::ast::{Expr as SqlExpr, Statement, TableFactor, Visit, Visitor};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use dpml_accounting::PrivacyEvent;
 use dpml_accounting::ledger::{Ledger, Spend};
@@ -316,6 +316,18 @@ impl Engine {
                      the one asked for; sample the file before, or leave it out",
                 ));
             }
+            DfStatement::Statement(s)
+                if let ControlFlow::Break((f, arg)) = s.visit(&mut Growing) =>
+            {
+                return Err(SqlError::refused(
+                    format!("{f}(…, {arg}, …)"),
+                    format!(
+                        "the size of what {f} builds must be a number of at most \
+                         {MAX_GROWTH} written in the query (DataFusion computes constant calls \
+                         while it plans, before anything is checked)"
+                    ),
+                ));
+            }
             DfStatement::Statement(s) if matches!(s.as_ref(), Statement::Query(_)) => {}
             other => {
                 return Err(SqlError::refused(
@@ -561,7 +573,13 @@ impl Engine {
                     .runtime
                     .block_on(state.create_physical_plan(&rows))
                     .map_err(plan_err)?;
-                (split_by_unit(physical, partitions)?, state.task_ctx())
+                // Under a memory limit the rows are sorted as one stream instead (below):
+                // a split's buffers would compete with the sort for the limit.
+                let physical = match self.limits.memory {
+                    None => split_by_unit(physical, partitions)?,
+                    Some(_) => physical,
+                };
+                (physical, state.task_ctx())
             }
         };
         let unit_type = physical.schema().field(0).data_type().clone();
@@ -784,6 +802,86 @@ impl Visitor for TableSample {
             _ => ControlFlow::Continue(()),
         }
     }
+}
+
+/// The largest count or bound a size-growing function may be given (see [`Growing`]).
+const MAX_GROWTH: f64 = 65_536.0;
+
+/// Finds a call of a function whose result grows with a number it is given (`repeat`,
+/// `lpad`, `array_repeat`, `generate_series`, …) where that number is a constant other than a
+/// literal of at most [`MAX_GROWTH`]: DataFusion folds constant calls while it plans, so
+/// `repeat('x', 2000000000)` would be built, whatever the query, before any check could refuse
+/// it. A number computed from columns is checked with the rest of the expression.
+struct Growing;
+
+impl Visitor for Growing {
+    type Break = (String, String);
+
+    fn pre_visit_expr(&mut self, expr: &SqlExpr) -> ControlFlow<Self::Break> {
+        use datafusion::sql::sqlparser::ast::{
+            FunctionArg, FunctionArgExpr, FunctionArguments, Value,
+        };
+        let SqlExpr::Function(f) = expr else {
+            return ControlFlow::Continue(());
+        };
+        let name = f.name.to_string().to_lowercase();
+        // The arguments that set the size: the count (second), or every bound of a series.
+        let sizes = match name.rsplit('.').next().unwrap_or_default() {
+            "repeat" | "lpad" | "rpad" | "array_repeat" | "list_repeat" | "array_resize"
+            | "list_resize" => 1..2,
+            "range" | "generate_series" | "gen_series" => 0..usize::MAX,
+            _ => return ControlFlow::Continue(()),
+        };
+        let FunctionArguments::List(list) = &f.args else {
+            return ControlFlow::Continue(());
+        };
+        for (i, arg) in list.args.iter().enumerate() {
+            let (FunctionArg::Unnamed(FunctionArgExpr::Expr(e))
+            | FunctionArg::Named {
+                arg: FunctionArgExpr::Expr(e),
+                ..
+            }
+            | FunctionArg::ExprNamed {
+                arg: FunctionArgExpr::Expr(e),
+                ..
+            }) = arg
+            else {
+                continue;
+            };
+            if !sizes.contains(&i) || reads_a_column(e) {
+                continue;
+            }
+            let small = match e {
+                SqlExpr::Value(v) => match &v.value {
+                    Value::Number(n, _) => n.parse::<f64>().is_ok_and(|x| x.abs() <= MAX_GROWTH),
+                    // Dates, times and text: a series of days is as long as its span, and
+                    // a text count fails to plan anyway.
+                    _ => true,
+                },
+                SqlExpr::TypedString { .. } | SqlExpr::Interval(_) => true,
+                _ => false,
+            };
+            if !small {
+                return ControlFlow::Break((name, e.to_string()));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Whether a SQL expression names a column anywhere (then it is not folded while planning).
+fn reads_a_column(e: &SqlExpr) -> bool {
+    struct Names;
+    impl Visitor for Names {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &SqlExpr) -> ControlFlow<()> {
+            match e {
+                SqlExpr::Identifier(_) | SqlExpr::CompoundIdentifier(_) => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    e.visit(&mut Names).is_break()
 }
 
 /// Refuses a plan that still refers to an outer query's column after decorrelation (a

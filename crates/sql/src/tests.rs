@@ -716,3 +716,22 @@ fn an_error_never_names_a_private_value() {
     let msg = e.to_string();
     assert!(!msg.contains("17") && !msg.contains("alice"), "{msg}");
 }
+
+#[test]
+fn a_units_huge_total_is_clamped_not_an_error() {
+    // Row bounds 2^100 times wider than the per-unit sum bounds make the grid fine enough for
+    // two huge values of one unit to pass 2^127; its total saturates and is clamped to 1.
+    let schema = r#"
+[tables.t]
+privacy_unit = "u"
+[[tables.t.columns]]
+name = "x"
+bounds = [0, 1e30]
+sum_bounds = [0, 1]
+"#;
+    let t = db(&[("t", "u,x\n1,1e30\n1,1e30\n2,0.5\n".to_string())], schema);
+    let r = exact(&t.engine(), "SELECT SUM(x) AS s FROM t", 0.0);
+    let rows = r.rows_json().unwrap();
+    let s = rows[0]["s"].as_f64().unwrap();
+    assert!((s - 1.5).abs() < 1e-6, "{rows:?}");
+}
