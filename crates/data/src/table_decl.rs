@@ -68,6 +68,19 @@ impl fmt::Display for KeyValue {
     }
 }
 
+/// `[lo, hi]`: exactly two numbers (a tuple would take the first two of a longer list and
+/// drop the rest unseen).
+fn two_numbers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<(f64, f64)>, D::Error> {
+    use serde::de::Error;
+    match <Vec<f64>>::deserialize(d)?.as_slice() {
+        &[lo, hi] => Ok(Some((lo, hi))),
+        other => Err(D::Error::custom(format!(
+            "bounds are two numbers [lo, hi], not {}",
+            other.len()
+        ))),
+    }
+}
+
 /// What is declared about one column.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,10 +88,18 @@ pub struct ColumnDecl {
     /// The column's name in the table.
     pub name: String,
     /// Every value is clamped into `[lo, hi]` before it is aggregated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "two_numbers"
+    )]
     pub bounds: Option<(f64, f64)>,
     /// One unit's total in one group is clamped into `[lo, hi]` (the per-unit clamp of a sum).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "two_numbers"
+    )]
     pub sum_bounds: Option<(f64, f64)>,
     /// The public key set of a GROUP BY on this column: these groups are released, empty ones
     /// too, and rows with another value are dropped.
@@ -343,6 +364,10 @@ mod tests {
             (
                 "[[tables.t.columns]]\nname = \"x\"\nbounds = [2, 1]\n",
                 "column \"x\": bounds must be finite",
+            ),
+            (
+                "[[tables.t.columns]]\nname = \"x\"\nbounds = [0, 50, 100]\n",
+                "two numbers [lo, hi], not 3",
             ),
             (
                 "[[tables.t.columns]]\nname = \"x\"\nkeys = []\n",

@@ -158,6 +158,29 @@ fn bad_input_is_one_line_and_exit_2() {
     // A column without declared bounds.
     sql("SELECT SUM(user_id) FROM visits", &["--epsilon", "1"])
         .assert_usage_error("no declared bounds");
+    // One aggregate weighted twice.
+    sql(
+        "SELECT COUNT(*) AS n, SUM(spend) AS s FROM visits",
+        &["--epsilon", "1", "--weight", "n=1", "--weight", "n=3"],
+    )
+    .assert_usage_error("--weight n=… is given twice");
+    // A seeded run with a ledger: reproducible noise is not private.
+    let ledger = dir.path().join("l.ledger").display().to_string();
+    sql(
+        q,
+        &[
+            "--epsilon",
+            "1",
+            "--seed",
+            "1",
+            "--ledger",
+            &ledger,
+            "--budget",
+            "2",
+        ],
+    )
+    .assert_usage_error("--seed 1 with --ledger");
+    assert!(!dir.path().join("l.ledger").exists(), "nothing was created");
     // A CSV column without a declared type is text, whatever its rows hold.
     sql("SELECT SUM(region) FROM visits", &["--epsilon", "1"])
         .assert_usage_error("declare a CSV column's type");

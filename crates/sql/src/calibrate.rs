@@ -298,11 +298,18 @@ pub(crate) fn calibrate(
             let parts = parts(&m.kind, eps, max_groups, a.max_rows, released.is_some()).map_err(
                 |e| match e {
                     // The samplers' own limits, told in the terms of the query.
-                    SqlError::Input(why) => SqlError::input(format!(
-                        "{} cannot be released at its ε share {eps:e}: {why} (give a larger ε, \
-                         or this aggregate a larger --weight)",
-                        m.display
-                    )),
+                    SqlError::Input(why) => {
+                        // A tiny share makes the noise too wide, a huge one too fine.
+                        let (what, weight) = match eps < 1.0 {
+                            true => ("larger", "larger"),
+                            false => ("smaller", "smaller"),
+                        };
+                        SqlError::input(format!(
+                            "{} cannot be released at its ε share {eps:e}: {why} (give a \
+                             {what} ε, or this aggregate a {weight} --weight)",
+                            m.display
+                        ))
+                    }
                     other => other,
                 },
             )?;

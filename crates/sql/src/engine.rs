@@ -71,7 +71,7 @@ pub struct Request {
 /// The SQL text with a leading `EXPLAIN DP` removed, and whether it was there.
 pub fn strip_explain(sql: &str) -> (bool, &str) {
     let word = |s: &str| -> (String, usize) {
-        let s_trim = s.trim_start();
+        let s_trim = skip_comments(s);
         let start = s.len() - s_trim.len();
         let end = s_trim.find(char::is_whitespace).unwrap_or(s_trim.len());
         (s_trim[..end].to_ascii_lowercase(), start + end)
@@ -82,6 +82,26 @@ pub fn strip_explain(sql: &str) -> (bool, &str) {
         (true, sql[after_first + after_second..].trim_start())
     } else {
         (false, sql)
+    }
+}
+
+/// `s` after its leading white space and SQL comments (`-- …` lines, `/* … */` blocks).
+fn skip_comments(s: &str) -> &str {
+    let mut rest = s.trim_start();
+    loop {
+        if let Some(line) = rest.strip_prefix("--") {
+            rest = line
+                .split_once('\n')
+                .map_or("", |(_, after)| after)
+                .trim_start();
+        } else if let Some(block) = rest.strip_prefix("/*") {
+            rest = block
+                .split_once("*/")
+                .map_or("", |(_, after)| after)
+                .trim_start();
+        } else {
+            return rest;
+        }
     }
 }
 
@@ -929,5 +949,11 @@ mod tests {
             (false, "EXPLAIN SELECT 1")
         );
         assert_eq!(strip_explain("SELECT 1"), (false, "SELECT 1"));
+        // After comments (a query file's header).
+        assert_eq!(
+            strip_explain("-- q.sql\n/* a */ EXPLAIN /* b */ DP SELECT 1"),
+            (true, "SELECT 1")
+        );
+        assert!(!strip_explain("-- only a comment").0);
     }
 }

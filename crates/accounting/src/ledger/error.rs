@@ -103,7 +103,9 @@ pub enum LedgerError {
         reason: String,
     },
     /// A row does not match its seal: the file was changed outside dpml (a stored ε, event or
-    /// budget edited, an entry removed or reordered). It is refused and left untouched.
+    /// budget edited, an entry removed from before the newest or reordered; removing the newest
+    /// entries leaves a valid chain, as rolling the whole file back does). It is refused and left
+    /// untouched.
     #[error(
         "ledger {} was changed outside dpml: {reason}; it is refused, and was left untouched",
         path.display()

@@ -131,8 +131,9 @@ fn table_arg(s: &str) -> Result<(String, PathBuf), String> {
 
 /// `NAME=WEIGHT`.
 fn weight_arg(s: &str) -> Result<(String, f64), String> {
+    // The last `=`: a result column's name may hold one.
     let (name, w) = s
-        .split_once('=')
+        .rsplit_once('=')
         .ok_or_else(|| format!("{s} is not NAME=WEIGHT"))?;
     Ok((name.to_string(), args::positive(w)?))
 }
@@ -159,12 +160,18 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
             a.schema.display()
         )));
     }
+    let mut weights = BTreeMap::new();
+    for (name, w) in &a.weights {
+        if weights.insert(name.clone(), *w).is_some() {
+            return Err(CliError::usage(format!(
+                "--weight {name}=… is given twice: give each aggregate one weight"
+            )));
+        }
+    }
     let request = Request {
         epsilon: a.epsilon,
         delta: a.delta,
-        split: Split {
-            weights: a.weights.iter().cloned().collect::<BTreeMap<_, _>>(),
-        },
+        split: Split { weights },
     };
     if a.explain || explain_prefix {
         let engine = a.engine(&schema)?;
