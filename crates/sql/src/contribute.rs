@@ -468,32 +468,52 @@ impl Bounder {
     /// Adds each row's parts to its pair's accumulators (`pairs[row]`): counts and sums of
     /// row values one part at a time over the batch, anything else row by row.
     fn accumulate_rows(&mut self, pairs: &[usize], inputs: &[ArrayRef]) -> Result<()> {
+        /// How one part adds a row: its input read once per batch.
+        enum Add<'a> {
+            Count(usize),
+            Flagged(usize, &'a BooleanArray),
+            NonNull(usize, &'a Float64Array),
+            Sum(usize, &'a Float64Array, &'a FixedGrid),
+            /// Any other part, row by row through [`Bounder::accumulate_part`].
+            Other(usize),
+        }
         let spec = Arc::clone(&self.spec);
-        let [c, s, _] = self.accs.per_pair;
-        for (k, part) in spec.parts.iter().enumerate() {
-            match (spec.states.is_none(), part, self.accs.slots[k]) {
-                (true, Part::Count { source, .. }, Slot::Count(j)) => {
-                    let counts = &mut self.accs.counts;
-                    let mut add = |hit: &dyn Fn(usize) -> bool| {
-                        for (row, &pair) in pairs.iter().enumerate() {
-                            counts[pair * c + j] += u64::from(hit(row));
-                        }
-                    };
-                    match *source {
-                        CountSource::Rows(None) | CountSource::Units(None) => add(&|_| true),
+        let adds: Vec<Add<'_>> = spec
+            .parts
+            .iter()
+            .enumerate()
+            .map(
+                |(k, part)| match (spec.states.is_none(), part, self.accs.slots[k]) {
+                    (true, Part::Count { source, .. }, Slot::Count(j)) => match *source {
+                        CountSource::Rows(None) | CountSource::Units(None) => Add::Count(j),
                         CountSource::Rows(Some(f)) | CountSource::Units(Some(f)) => {
-                            let flags = inputs[f].as_boolean();
-                            add(&|row| flags.is_valid(row) && flags.value(row))
+                            Add::Flagged(j, inputs[f].as_boolean())
                         }
-                        CountSource::NonNull(v) => {
-                            let values = inputs[v].as_primitive::<Float64Type>();
-                            add(&|row| values.is_valid(row) && !values.value(row).is_nan())
-                        }
+                        CountSource::NonNull(v) => Add::NonNull(j, inputs[v].as_primitive()),
+                    },
+                    (true, Part::Sum { grid, .. }, Slot::Sum(j)) => {
+                        Add::Sum(j, inputs[grid.input].as_primitive(), grid)
                     }
-                }
-                (true, Part::Sum { grid, .. }, Slot::Sum(j)) => {
-                    let values = inputs[grid.input].as_primitive::<Float64Type>();
-                    for (row, &pair) in pairs.iter().enumerate() {
+                    _ => Add::Other(k),
+                },
+            )
+            .collect();
+        let [c, s, _] = self.accs.per_pair;
+        // Row by row, every part: a pair's accumulators sit together, so a row's parts share
+        // the cache lines its first part brings in.
+        for (row, &pair) in pairs.iter().enumerate() {
+            for add in &adds {
+                match *add {
+                    Add::Count(j) => self.accs.counts[pair * c + j] += 1,
+                    Add::Flagged(j, flags) => {
+                        self.accs.counts[pair * c + j] +=
+                            u64::from(flags.is_valid(row) && flags.value(row));
+                    }
+                    Add::NonNull(j, values) => {
+                        self.accs.counts[pair * c + j] +=
+                            u64::from(values.is_valid(row) && !values.value(row).is_nan());
+                    }
+                    Add::Sum(j, values, grid) => {
                         let x = values.value(row);
                         // NaN has no place in a bounded range: it is skipped like NULL.
                         if values.is_valid(row) && !x.is_nan() {
@@ -502,11 +522,7 @@ impl Bounder {
                             acc.total = acc.total.saturating_add(grid.fine(x));
                         }
                     }
-                }
-                _ => {
-                    for (row, &pair) in pairs.iter().enumerate() {
-                        self.accumulate_part(pair, k, inputs, row)?;
-                    }
+                    Add::Other(k) => self.accumulate_part(pair, k, inputs, row)?,
                 }
             }
         }
