@@ -285,7 +285,6 @@ impl Engine {
         let mut rw = Rewriter::new(&self.catalog, &self.sources, &row_id, request.delta);
         let outer = rw.query(&plan)?;
         let aggregates = std::mem::take(&mut rw.aggregates);
-        crate::public_side::check(&rw.public_sides, |plan| self.collect(plan))?;
         if aggregates.is_empty() {
             return Err(SqlError::refused(
                 "a query without an aggregate of private rows",
@@ -309,6 +308,12 @@ impl Engine {
             .iter()
             .map(|k| k.as_ref().map(|cols| cols.first().map_or(1, |c| c.len())))
             .collect();
+        let released: Vec<_> = aggregates
+            .iter()
+            .zip(&counts)
+            .map(|(a, n)| (Arc::clone(&a.released) as Arc<dyn TableProvider>, *n))
+            .collect();
+        crate::public_side::check(&rw.public_sides, &released, |plan| self.collect(plan))?;
         let split = by_column(&request.split, &outer, &aggregates)?;
         let calibration = calibrate(&aggregates, &counts, request.epsilon, request.delta, &split)?;
         Ok(Prepared {

@@ -10,9 +10,14 @@
 //! [`MAX_REPEATS`] times by all such joins together, and a computed text column of a public
 //! side may hold at most [`MAX_COMPUTED_TEXT_BYTES`] per value.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::datasource::source_as_provider;
 use datafusion::functions::string::expr_fn::octet_length;
 use datafusion::functions_aggregate::expr_fn::{count, max};
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, lit};
@@ -41,13 +46,33 @@ pub(crate) struct PublicSide {
 /// Refuses, by what they bring, public sides that repeat private rows more than
 /// [`MAX_REPEATS`] times together, or compute text longer than [`MAX_COMPUTED_TEXT_BYTES`] or
 /// nested values; `collect` runs a plan over public rows.
+///
+/// A side may read the released cells of another aggregate (a subquery's DP aggregate), which
+/// are empty until that aggregate is released: `released` gives each such placeholder table
+/// with the most rows it can hold (None: its keys are private, and how many pass is not known
+/// before the release). Such a side repeats a private row at most that many times; what it
+/// computes is computed from released cells only.
 pub(crate) fn check(
     sides: &[PublicSide],
+    released: &[(Arc<dyn TableProvider>, Option<usize>)],
     collect: impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
 ) -> Result<()> {
     let mut repeats: u64 = 1;
     for side in sides {
-        if let Some(keys) = &side.keys {
+        let cells = reads_released(&side.plan, released);
+        if let Some(bound) = &cells {
+            if side.keys.is_some() {
+                let most = bound.ok_or_else(|| {
+                    SqlError::refused(
+                        "a join of private rows with the released cells of an aggregate grouped \
+                         by private keys",
+                        "how many cells are released, and so how often the join can repeat a \
+                         private row, is known only after the release; join on a public key set",
+                    )
+                })?;
+                repeats = repeats.saturating_mul(most.max(1));
+            }
+        } else if let Some(keys) = &side.keys {
             let most = most_matches(side, keys, &collect)?;
             repeats = repeats.saturating_mul(most.max(1));
             if repeats > MAX_REPEATS {
@@ -63,9 +88,43 @@ pub(crate) fn check(
                 ));
             }
         }
-        check_computed(side, &collect)?;
+        if cells.is_none() {
+            check_computed(side, &collect)?;
+        }
+    }
+    if repeats > MAX_REPEATS {
+        return Err(SqlError::refused(
+            "joins of private rows with released cells",
+            format!(
+                "together they can repeat a private row up to {repeats} times, before any bound \
+                 applies; at most {MAX_REPEATS} are allowed"
+            ),
+        ));
     }
     Ok(())
+}
+
+/// The most rows the released cells that `plan` reads can hold together (the product over
+/// the placeholders it reads; None inside: one of them is unbounded), or None when it reads
+/// none.
+fn reads_released(
+    plan: &LogicalPlan,
+    released: &[(Arc<dyn TableProvider>, Option<usize>)],
+) -> Option<Option<u64>> {
+    let mut found: Option<Option<u64>> = None;
+    let _ = plan.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = source_as_provider(&scan.source)
+            && let Some((_, rows)) = released
+                .iter()
+                .find(|(table, _)| std::ptr::addr_eq(Arc::as_ptr(table), Arc::as_ptr(&provider)))
+        {
+            let before = found.unwrap_or(Some(1));
+            found = Some(before.zip(*rows).map(|(a, b)| a.saturating_mul(b as u64)));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    found
 }
 
 /// The most public rows of `side` that share one value of `keys` (all rows without keys).

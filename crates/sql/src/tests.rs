@@ -735,3 +735,15 @@ sum_bounds = [0, 1]
     let s = rows[0]["s"].as_f64().unwrap();
     assert!((s - 1.5).abs() < 1e-6, "{rows:?}");
 }
+
+#[test]
+fn private_rows_join_the_released_cells_of_public_keys() {
+    // Two priorities: the released cells repeat an order at most twice.
+    let r = exact(
+        &shop(None).engine(),
+        "SELECT COUNT(t.c) AS n FROM orders o JOIN (SELECT priority, COUNT(*) AS c FROM orders \
+         GROUP BY priority) t ON o.priority = t.priority",
+        0.0,
+    );
+    assert_eq!(r.rows_json().unwrap().as_array().map(Vec::len), Some(1));
+}
