@@ -2,9 +2,10 @@
 //! bounded contributions, in Rust over the contribution rows DataFusion produces.
 //!
 //! 1. Pre-aggregate per (unit, group): the rows, the rows with a flag or a non-null value, and
-//!    each sum part's exact fixed-point total (128-bit, checked) of the clamped row values.
-//!    Unsorted rows are interned by unit and by group with DataFusion's vectorised group
-//!    values and added up a part at a time; rows sorted by unit (under a memory limit) arrive
+//!    each sum part's exact fixed-point total (128-bit, saturating: it is clamped in step 2) of
+//!    the clamped row values. Unsorted rows are interned by unit and by group with
+//!    DataFusion's vectorised group values and added to their pair's accumulators, every part
+//!    of a row together; rows sorted by unit (under a memory limit) arrive
 //!    pre-aggregated by DataFusion where the parts allow ([`crate::preaggregate`]), and the
 //!    bounder adds up their per-(unit, group) states.
 //! 2. Bound each (unit, group): counts are clamped to L∞; when the unit has more than L∞
@@ -465,8 +466,9 @@ impl Bounder {
             })
     }
 
-    /// Adds each row's parts to its pair's accumulators (`pairs[row]`): counts and sums of
-    /// row values one part at a time over the batch, anything else row by row.
+    /// Adds each row's parts to its pair's accumulators (`pairs[row]`): counts and sums of row
+    /// values from inputs read once per batch, anything else (quantiles, pre-aggregated
+    /// states) through [`Bounder::accumulate_part`].
     fn accumulate_rows(&mut self, pairs: &[usize], inputs: &[ArrayRef]) -> Result<()> {
         /// How one part adds a row: its input read once per batch.
         enum Add<'a> {

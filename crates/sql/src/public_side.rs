@@ -59,15 +59,16 @@ pub(crate) fn check(
 ) -> Result<()> {
     let mut repeats: u64 = 1;
     for side in sides {
-        let cells = reads_released(&side.plan, released);
+        let cells = released_rows(&side.plan, released, &collect)?;
         if let Some(bound) = &cells {
             if side.keys.is_some() {
                 let most = bound.ok_or_else(|| {
                     SqlError::refused(
-                        "a join of private rows with the released cells of an aggregate grouped \
-                         by private keys",
-                        "how many cells are released, and so how often the join can repeat a \
-                         private row, is known only after the release; join on a public key set",
+                        "a join of private rows with released cells of unknown number",
+                        "an aggregate grouped by private keys releases the keys that pass its \
+                         threshold (and an UNNEST makes as many rows as its lists hold), so how \
+                         often the join can repeat a private row is known only after the \
+                         release; group by a public key set",
                     )
                 })?;
                 repeats = repeats.saturating_mul(most.max(1));
@@ -104,27 +105,76 @@ pub(crate) fn check(
     Ok(())
 }
 
-/// The most rows the released cells that `plan` reads can hold together (the product over
-/// the placeholders it reads; None inside: one of them is unbounded), or None when it reads
-/// none.
-fn reads_released(
+/// When `plan` reads released cells: the most rows it can make, the product of what each of
+/// its row sources can hold (a placeholder: its bound; a public table: its rows, counted; a
+/// `VALUES`: its rows); None inside when one of them is unbounded (private keys, `UNNEST`).
+/// None when it reads no released cells.
+fn released_rows(
     plan: &LogicalPlan,
     released: &[(Arc<dyn TableProvider>, Option<usize>)],
-) -> Option<Option<u64>> {
-    let mut found: Option<Option<u64>> = None;
+    collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
+) -> Result<Option<Option<u64>>> {
+    enum Source {
+        Cells(Option<usize>),
+        Table(LogicalPlan),
+        Rows(usize),
+        Unbounded,
+    }
+    let mut sources = Vec::new();
     let _ = plan.apply(|node| {
-        if let LogicalPlan::TableScan(scan) = node
-            && let Ok(provider) = source_as_provider(&scan.source)
-            && let Some((_, rows)) = released
-                .iter()
-                .find(|(table, _)| std::ptr::addr_eq(Arc::as_ptr(table), Arc::as_ptr(&provider)))
-        {
-            let before = found.unwrap_or(Some(1));
-            found = Some(before.zip(*rows).map(|(a, b)| a.saturating_mul(b as u64)));
-        }
+        sources.push(match node {
+            LogicalPlan::TableScan(scan) => {
+                let cells = source_as_provider(&scan.source).ok().and_then(|provider| {
+                    released.iter().find(|(table, _)| {
+                        std::ptr::addr_eq(Arc::as_ptr(table), Arc::as_ptr(&provider))
+                    })
+                });
+                match cells {
+                    Some((_, rows)) => Source::Cells(*rows),
+                    None => Source::Table(node.clone()),
+                }
+            }
+            LogicalPlan::Values(v) => Source::Rows(v.values.len()),
+            LogicalPlan::Unnest(_) => Source::Unbounded,
+            _ => return Ok(TreeNodeRecursion::Continue),
+        });
         Ok(TreeNodeRecursion::Continue)
     });
-    found
+    if !sources.iter().any(|s| matches!(s, Source::Cells(_))) {
+        return Ok(None);
+    }
+    let mut most = Some(1u64);
+    for source in sources {
+        let rows = match source {
+            Source::Cells(rows) => rows.map(|r| r as u64),
+            Source::Table(scan) => Some(count_rows(scan, collect)?),
+            Source::Rows(n) => Some(n as u64),
+            Source::Unbounded => None,
+        };
+        most = most.zip(rows).map(|(a, b)| a.saturating_mul(b.max(1)));
+    }
+    Ok(Some(most))
+}
+
+/// The rows of a public plan.
+fn count_rows(
+    plan: LogicalPlan,
+    collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
+) -> Result<u64> {
+    let counted = LogicalPlanBuilder::from(plan)
+        .aggregate(Vec::<Expr>::new(), vec![count(lit(1)).alias("n")])
+        .and_then(|b| b.build())
+        .map_err(plan_err)?;
+    let n = collect(counted)?
+        .iter()
+        .filter(|b| b.num_rows() > 0)
+        .map(|b| {
+            b.column(0)
+                .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+                .value(0)
+        })
+        .sum::<i64>();
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// The most public rows of `side` that share one value of `keys` (all rows without keys).

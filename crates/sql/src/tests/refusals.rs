@@ -71,8 +71,17 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "SELECT COUNT(t.n) FROM orders o JOIN (SELECT total, COUNT(*) AS n FROM orders GROUP BY \
          total) t ON o.total = t.total",
         1e-6,
-        "released cells of an aggregate grouped by private keys",
+        "released cells of unknown number",
         "known only after the release",
+    ),
+    // Two released cells (public keys) crossed with 6 copies of the 3 flags in one subquery:
+    // up to 2·3^6 rows per order, bounded before the cells are released.
+    (
+        "SELECT COUNT(s.n) FROM orders o, (SELECT t.n FROM (SELECT priority, COUNT(*) AS n FROM \
+         orders GROUP BY priority) t, flags a, flags b, flags c, flags d, flags e, flags f) s",
+        0.0,
+        "joins of private rows with released cells",
+        "up to 1458 times",
     ),
     // DataFusion would build the folded constant while planning.
     (
