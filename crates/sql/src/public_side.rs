@@ -12,8 +12,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
@@ -156,24 +156,36 @@ fn released_rows(
     Ok(Some(most))
 }
 
+/// The values of the integer aggregate `aggregate` over the public `plan`, one per value of
+/// `keys` (NULLs left out).
+fn aggregate_ints(
+    plan: &LogicalPlan,
+    keys: &[Expr],
+    aggregate: Expr,
+    collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
+) -> Result<Vec<i64>> {
+    let plan = LogicalPlanBuilder::from(plan.clone())
+        .aggregate(keys.to_vec(), vec![aggregate.alias("__dpml_value")])
+        .and_then(|b| b.build())
+        .map_err(plan_err)?;
+    let mut values = Vec::new();
+    for batch in collect(plan)? {
+        let column = batch.column(batch.num_columns() - 1);
+        let ints = datafusion::arrow::compute::cast(column, &DataType::Int64)
+            .map_err(SqlError::internal)?;
+        values.extend(ints.as_primitive::<Int64Type>().iter().flatten());
+    }
+    Ok(values)
+}
+
 /// The rows of a public plan.
 fn count_rows(
     plan: LogicalPlan,
     collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
 ) -> Result<u64> {
-    let counted = LogicalPlanBuilder::from(plan)
-        .aggregate(Vec::<Expr>::new(), vec![count(lit(1)).alias("n")])
-        .and_then(|b| b.build())
-        .map_err(plan_err)?;
-    let n = collect(counted)?
-        .iter()
-        .filter(|b| b.num_rows() > 0)
-        .map(|b| {
-            b.column(0)
-                .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
-                .value(0)
-        })
-        .sum::<i64>();
+    let n: i64 = aggregate_ints(&plan, &[], count(lit(1)), collect)?
+        .into_iter()
+        .sum();
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
@@ -183,19 +195,8 @@ fn most_matches(
     keys: &[Expr],
     collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
 ) -> Result<u64> {
-    let per_key = LogicalPlanBuilder::from(side.plan.clone())
-        .aggregate(keys.to_vec(), vec![count(lit(1)).alias("n")])
-        .and_then(|b| b.build())
-        .map_err(plan_err)?;
-    let n = per_key.schema().fields().len() - 1;
-    let most = collect(per_key)?
-        .iter()
-        .flat_map(|b| {
-            let counts = b
-                .column(n)
-                .as_primitive::<datafusion::arrow::datatypes::Int64Type>();
-            counts.iter().flatten().collect::<Vec<_>>()
-        })
+    let most = aggregate_ints(&side.plan, keys, count(lit(1)), collect)?
+        .into_iter()
         .max()
         .unwrap_or(0);
     Ok(u64::try_from(most).unwrap_or(0))
@@ -229,27 +230,13 @@ fn check_computed(
             | DataType::Binary
             | DataType::LargeBinary
             | DataType::BinaryView => {
-                lengths.push((field.name().clone(), max(octet_length(column)).alias("m")))
+                lengths.push((field.name().clone(), max(octet_length(column))))
             }
             _ => {}
         }
     }
     for (name, longest) in lengths {
-        let plan = LogicalPlanBuilder::from(side.plan.clone())
-            .aggregate(Vec::<Expr>::new(), vec![longest])
-            .and_then(|b| b.build())
-            .map_err(plan_err)?;
-        let batches = collect(plan)?;
-        let bytes = batches
-            .iter()
-            .filter(|b| b.num_rows() > 0)
-            .map(|b| {
-                let c = datafusion::arrow::compute::cast(b.column(0), &DataType::Int64)
-                    .map_err(SqlError::internal)?;
-                let c = c.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
-                Ok(if c.is_valid(0) { c.value(0) } else { 0 })
-            })
-            .collect::<Result<Vec<i64>>>()?
+        let bytes = aggregate_ints(&side.plan, &[], longest, collect)?
             .into_iter()
             .max()
             .unwrap_or(0);
