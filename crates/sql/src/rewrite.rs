@@ -203,6 +203,30 @@ impl<'a> Rewriter<'a> {
                  returns rows",
             ));
         }
+        // Every private scan is now inside a DP aggregate's contribution rows: one left in the
+        // plan that runs on the released cells (a subquery inside an expression, which the
+        // walk above does not enter) would be read without noise.
+        let mut unrewritten = None;
+        let _ = rel.plan.apply_with_subqueries(|node| {
+            // A table given and not declared public (the released cells' placeholders are
+            // not given).
+            if let LogicalPlan::TableScan(scan) = node
+                && self.sources.contains_key(scan.table_name.table())
+                && !self.catalog.is_public(scan.table_name.table())
+            {
+                unrewritten = Some(scan.table_name.table().to_string());
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        if let Some(table) = unrewritten {
+            return Err(SqlError::refused(
+                format!("a subquery on table {table} inside an expression"),
+                "only aggregates in FROM, WHERE … IN and EXISTS are rewritten to DP; this \
+                 subquery would read the private rows without noise: aggregate in FROM \
+                 instead (SELECT n FROM (SELECT COUNT(*) AS n FROM …) t)",
+            ));
+        }
         Ok(rel.plan)
     }
 
