@@ -133,7 +133,7 @@ impl FixedGrid {
         // Scaling by a power of two is exact; the cast truncates toward zero (saturating).
         // Through i64 where it fits: the same truncation, without the slow 128-bit conversion.
         let scaled = v * pow2(-self.fine_exp);
-        if scaled.abs() < 9_223_372_036_854_775_808.0 {
+        if scaled.abs() < pow2(63) {
             scaled as i64 as i128
         } else {
             scaled as i128
@@ -300,13 +300,10 @@ pub(crate) fn calibrate(
                     // The samplers' own limits, told in the terms of the query.
                     SqlError::Input(why) => {
                         // A tiny share makes the noise too wide, a huge one too fine.
-                        let (what, weight) = match eps < 1.0 {
-                            true => ("larger", "larger"),
-                            false => ("smaller", "smaller"),
-                        };
+                        let what = if eps < 1.0 { "larger" } else { "smaller" };
                         SqlError::input(format!(
                             "{} cannot be released at its ε share {eps:e}: {why} (give a \
-                             {what} ε, or this aggregate a {weight} --weight)",
+                             {what} ε, or this aggregate a {what} --weight)",
                             m.display
                         ))
                     }

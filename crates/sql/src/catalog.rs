@@ -136,7 +136,7 @@ impl Catalog {
             t.decl.columns.iter().any(|c| {
                 c.references
                     .as_deref()
-                    .and_then(|r| r.split_once('.'))
+                    .map(table_and_column)
                     .is_some_and(|(t, k)| t == table && k == column)
             })
         })
@@ -183,6 +183,11 @@ fn check_columns(name: &str, decl: &TableDecl, schema: &SchemaRef) -> Result<()>
     Ok(())
 }
 
+/// A foreign key's target `table.column` as its two names (the column empty when missing).
+fn table_and_column(target: &str) -> (&str, &str) {
+    target.split_once('.').unwrap_or((target, ""))
+}
+
 /// Refuses a foreign key whose column and target differ in kind (text and number, signed and
 /// unsigned): joining them casts one to the other, which fails on some values, and the join
 /// that carries the unit is dpml's own, so such a failure would tell whether a chosen row
@@ -210,7 +215,7 @@ fn check_reference_types<'a>(
         let Some(target) = &c.references else {
             continue;
         };
-        let (table, key) = target.split_once('.').unwrap_or((target, ""));
+        let (table, key) = table_and_column(target);
         let (Ok(from), Some(Ok(to))) = (
             schema.field_with_name(&c.name),
             schema_of(table).map(|s| s.field_with_name(key)),
@@ -255,7 +260,7 @@ fn resolve_unit(
         let Some(target) = &c.references else {
             continue;
         };
-        let (table, key) = target.split_once('.').unwrap_or((target, ""));
+        let (table, key) = table_and_column(target);
         let Some(tdecl) = tables.get(table) else {
             return Err(SqlError::input(format!(
                 "table {name}: column {} references {target}, but table {table} is not declared \

@@ -206,20 +206,7 @@ impl<'a> Rewriter<'a> {
         // Every private scan is now inside a DP aggregate's contribution rows: one left in the
         // plan that runs on the released cells (a subquery inside an expression, which the
         // walk above does not enter) would be read without noise.
-        let mut unrewritten = None;
-        let _ = rel.plan.apply_with_subqueries(|node| {
-            // A table given and not declared public (the released cells' placeholders are
-            // not given).
-            if let LogicalPlan::TableScan(scan) = node
-                && self.sources.contains_key(scan.table_name.table())
-                && !self.catalog.is_public(scan.table_name.table())
-            {
-                unrewritten = Some(scan.table_name.table().to_string());
-                return Ok(TreeNodeRecursion::Stop);
-            }
-            Ok(TreeNodeRecursion::Continue)
-        });
-        if let Some(table) = unrewritten {
+        if let Some(table) = self.private_table_in(&rel.plan) {
             return Err(SqlError::refused(
                 format!("a subquery on table {table} inside an expression"),
                 "only aggregates in FROM, WHERE … IN and EXISTS are rewritten to DP; this \
@@ -228,6 +215,23 @@ impl<'a> Rewriter<'a> {
             ));
         }
         Ok(rel.plan)
+    }
+
+    /// The first table that `plan` reads, subqueries included, that is given and not public
+    /// (the released cells' placeholders are not given).
+    fn private_table_in(&self, plan: &LogicalPlan) -> Option<String> {
+        let mut private = None;
+        let _ = plan.apply_with_subqueries(|node| {
+            if let LogicalPlan::TableScan(scan) = node
+                && self.sources.contains_key(scan.table_name.table())
+                && !self.catalog.is_public(scan.table_name.table())
+            {
+                private = Some(scan.table_name.table().to_string());
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        private
     }
 
     /// Rewrites `plan`, returning it with what is known of its rows.
@@ -979,18 +983,7 @@ fn check_private_exprs(
 /// A subquery left inside an expression over private rows (DataFusion could not turn it into
 /// a join): refused unless it reads only public tables.
 fn subquery_refusal(plan: &LogicalPlan, place: &str, rw: &Rewriter<'_>) -> Option<SqlError> {
-    let mut private = None;
-    let _ = plan.apply(|node| {
-        if let LogicalPlan::TableScan(s) = node {
-            let name = s.table_name.table();
-            if !rw.catalog.is_public(name) {
-                private = Some(name.to_string());
-                return Ok(TreeNodeRecursion::Stop);
-            }
-        }
-        Ok(TreeNodeRecursion::Continue)
-    });
-    private.map(|t| {
+    rw.private_table_in(plan).map(|t| {
         SqlError::refused(
             format!("a subquery on table {t} in {place}"),
             "a correlated subquery over private rows mixes units; write it as a join along \
