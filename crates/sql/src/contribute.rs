@@ -279,8 +279,8 @@ impl Interners {
         })
     }
 
-    /// Each row's unit id and group id.
-    fn intern(&mut self, batch: &RecordBatch, n_keys: usize) -> Result<(&[usize], &[usize])> {
+    /// Each row's unit id and group id, and how many units and groups have ids.
+    fn intern(&mut self, batch: &RecordBatch, n_keys: usize) -> Result<Interned<'_>> {
         let columns = batch.columns();
         self.units
             .intern(&columns[..1], &mut self.unit_ids)
@@ -294,7 +294,12 @@ impl Interners {
                 self.group_ids.resize(batch.num_rows(), 0);
             }
         }
-        Ok((&self.unit_ids, &self.group_ids))
+        Ok(Interned {
+            unit_ids: &self.unit_ids,
+            group_ids: &self.group_ids,
+            units: self.units.len(),
+            groups: self.groups.as_ref().map_or(1, |g| g.len()),
+        })
     }
 
     /// Bytes the interned keys take.
@@ -303,8 +308,24 @@ impl Interners {
     }
 }
 
+/// A batch's interned rows.
+struct Interned<'a> {
+    unit_ids: &'a [usize],
+    group_ids: &'a [usize],
+    /// Units and groups with an id so far.
+    units: usize,
+    groups: usize,
+}
+
 /// The unit of a pair that is not bounded (its group is not among the public keys).
 const NO_UNIT: u32 = u32::MAX;
+
+/// While a stream has at most this many groups, its pairs are found in a table of units ×
+/// groups rather than a hash map (a histogram's or Q1's handful of keys): one read per row.
+const DENSE_GROUPS: usize = 8;
+
+/// A (unit, group) of the dense table that has no pair yet.
+const NO_PAIR: u32 = u32::MAX;
 
 /// Bounds the contribution rows of one stream (see the module docs).
 ///
@@ -327,6 +348,9 @@ pub(crate) struct Bounder {
     group_keys: Vec<Vec<u8>>,
     unit_keys: Vec<Vec<u8>>,
     pairs: HashMap<u64, u32>,
+    /// Unsorted rows with few groups: the pair of (unit, group) at `unit * DENSE_GROUPS +
+    /// group` ([`NO_PAIR`]: none yet); None once there are more groups (then `pairs`).
+    dense_pairs: Option<Vec<u32>>,
     /// Per pair: its unit ([`NO_UNIT`]: a group outside the public keys), its group, its
     /// accumulators.
     pair_units: Vec<u32>,
@@ -387,6 +411,7 @@ impl Bounder {
             group_keys: Vec::new(),
             unit_keys: Vec::new(),
             pairs: HashMap::default(),
+            dense_pairs: Some(Vec::new()),
             pair_units: Vec::new(),
             pair_groups: Vec::new(),
             accs: Accumulators::new(&spec.parts),
@@ -429,28 +454,61 @@ impl Bounder {
             unreachable!("set above")
         };
         let interned_bytes = interners.size();
-        let (unit_ids, group_ids) = interners.intern(&batch, n_keys)?;
+        let Interned {
+            unit_ids,
+            group_ids,
+            units: n_units,
+            groups: n_groups,
+        } = interners.intern(&batch, n_keys)?;
         let mut row_pairs = std::mem::take(&mut self.row_pairs);
         row_pairs.clear();
         let known_pairs = self.pair_units.len();
-        // Consecutive rows often share their pair (a unit's rows arrive together).
-        let mut last: Option<(u64, usize)> = None;
-        for (&u, &g) in unit_ids.iter().zip(group_ids) {
-            let key = ((u as u64) << 32) | g as u64;
-            let pair = match last {
-                Some((k, pair)) if k == key => pair,
-                _ => {
-                    let next = self.pair_units.len() as u32;
-                    let pair = *self.pairs.entry(key).or_insert(next);
-                    if pair == next {
+        if n_groups > DENSE_GROUPS
+            && let Some(dense) = self.dense_pairs.take()
+        {
+            // Too many groups for the table: its pairs move to the hash map.
+            self.pairs.reserve(self.pair_units.len());
+            for (p, (&u, &g)) in self.pair_units.iter().zip(&self.pair_groups).enumerate() {
+                self.pairs.insert(((u as u64) << 32) | g as u64, p as u32);
+            }
+            self.unit_bytes -= dense.len() * std::mem::size_of::<u32>();
+        }
+        match &mut self.dense_pairs {
+            Some(dense) => {
+                let grown = n_units * DENSE_GROUPS - dense.len();
+                dense.resize(n_units * DENSE_GROUPS, NO_PAIR);
+                self.unit_bytes += grown * std::mem::size_of::<u32>();
+                for (&u, &g) in unit_ids.iter().zip(group_ids) {
+                    let slot = &mut dense[u * DENSE_GROUPS + g];
+                    if *slot == NO_PAIR {
+                        *slot = self.pair_units.len() as u32;
                         self.pair_units.push(u as u32);
                         self.pair_groups.push(g as u32);
                     }
-                    pair as usize
+                    row_pairs.push(*slot as usize);
                 }
-            };
-            last = Some((key, pair));
-            row_pairs.push(pair);
+            }
+            None => {
+                // Consecutive rows often share their pair (a unit's rows arrive together).
+                let mut last: Option<(u64, usize)> = None;
+                for (&u, &g) in unit_ids.iter().zip(group_ids) {
+                    let key = ((u as u64) << 32) | g as u64;
+                    let pair = match last {
+                        Some((k, pair)) if k == key => pair,
+                        _ => {
+                            let next = self.pair_units.len() as u32;
+                            let pair = *self.pairs.entry(key).or_insert(next);
+                            if pair == next {
+                                self.pair_units.push(u as u32);
+                                self.pair_groups.push(g as u32);
+                            }
+                            pair as usize
+                        }
+                    };
+                    last = Some((key, pair));
+                    row_pairs.push(pair);
+                }
+            }
         }
         let new_pairs = self.pair_units.len() - known_pairs;
         self.accs.add_pairs(new_pairs);
@@ -725,29 +783,42 @@ impl Bounder {
     /// the groups' totals; then forgets them.
     fn flush(&mut self) -> Result<()> {
         let spec = Arc::clone(&self.spec);
-        // The pairs of each unit.
-        let mut by_unit: Vec<Vec<u32>> = vec![Vec::new(); self.unit_keys.len()];
+        // The pairs of each unit, unit after unit: `by_unit[starts[u]..starts[u + 1]]` (one
+        // counting sort, not a vector per unit).
+        let mut starts = vec![0usize; self.unit_keys.len() + 1];
+        for &u in &self.pair_units {
+            if u != NO_UNIT {
+                starts[u as usize + 1] += 1;
+            }
+        }
+        for u in 0..self.unit_keys.len() {
+            starts[u + 1] += starts[u];
+        }
+        let mut by_unit = vec![0u32; starts[self.unit_keys.len()]];
+        let mut next = starts.clone();
         for (p, &u) in self.pair_units.iter().enumerate() {
             if u != NO_UNIT {
-                by_unit[u as usize].push(p as u32);
+                by_unit[next[u as usize]] = p as u32;
+                next[u as usize] += 1;
             }
         }
         self.totals.resize(self.group_keys.len(), None);
-        for (u, pairs) in by_unit.iter_mut().enumerate() {
+        let mut ranked: Vec<(u64, &[u8], u32)> = Vec::new();
+        for (u, unit) in self.unit_keys.iter().enumerate() {
+            let mut pairs = &by_unit[starts[u]..starts[u + 1]];
+            let kept: Vec<u32>;
             if pairs.len() as u64 > spec.max_groups {
-                let unit = &self.unit_keys[u];
-                let mut ranked: Vec<(u64, &[u8], u32)> = pairs
-                    .iter()
-                    .map(|&p| {
-                        let group = &self.group_keys[self.pair_groups[p as usize] as usize];
-                        (spec.hash.hash(&[unit, group]), group.as_slice(), p)
-                    })
-                    .collect();
+                ranked.clear();
+                ranked.extend(pairs.iter().map(|&p| {
+                    let group = &self.group_keys[self.pair_groups[p as usize] as usize];
+                    (spec.hash.hash(&[unit, group]), group.as_slice(), p)
+                }));
                 ranked.sort_unstable();
                 ranked.truncate(spec.max_groups as usize);
-                *pairs = ranked.into_iter().map(|(_, _, p)| p).collect();
+                kept = ranked.iter().map(|&(_, _, p)| p).collect();
+                pairs = &kept;
             }
-            for &p in pairs.iter() {
+            for &p in pairs {
                 let p = p as usize;
                 let g = self.pair_groups[p] as usize;
                 let t = self.totals[g].get_or_insert_with(|| GroupTotals::empty(&spec.parts));
@@ -760,6 +831,9 @@ impl Bounder {
         self.units.clear();
         self.unit_keys.clear();
         self.pairs.clear();
+        if let Some(dense) = &mut self.dense_pairs {
+            dense.clear();
+        }
         self.pair_units.clear();
         self.pair_groups.clear();
         self.accs.clear();
