@@ -94,6 +94,7 @@ enum Command {
 }
 
 fn main() {
+    quiet_engine_panics();
     // Under mpirun every rank runs this; the guard finalises MPI when main returns.
     let _mpi = cluster::init();
     let json = error::json_requested(std::env::args_os());
@@ -254,6 +255,18 @@ fn allow_negative_numbers(cmd: clap::Command) -> clap::Command {
         .fold(cmd.allow_negative_numbers(true), |cmd, name| {
             cmd.mut_subcommand(name, allow_negative_numbers)
         })
+}
+
+/// A panic inside the SQL engine's worker threads (DataFusion's, on a value too large for
+/// arrow, say) is caught there and reported as the query's one-line error, so it prints
+/// nothing of its own; any other panic prints as usual.
+fn quiet_engine_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() != Some("tokio-rt-worker") {
+            default(info);
+        }
+    }));
 }
 
 #[cfg(test)]

@@ -222,7 +222,7 @@ impl DpAggregate {
         }
 
         let rows = contribution_rows(&input, &a.group_expr, &inputs)?;
-        let (released, placeholder) = placeholder(rw, id, &a.schema)?;
+        let (released, placeholder) = empty_table(rw, &format!("released{id}"), &a.schema)?;
         rw.aggregates.push(DpAggregate {
             tables: input.tables.clone(),
             rows,
@@ -497,11 +497,11 @@ fn contribution_rows(
     ))
 }
 
-/// An empty table with the aggregate's output schema, and the plan that reads it under the
-/// aggregate's own column names.
-fn placeholder(
+/// An empty table with the schema `output` (an aggregate's released cells or a public side,
+/// filled later), and the plan that reads it under `output`'s own (qualified) column names.
+pub(crate) fn empty_table(
     rw: &mut Rewriter<'_>,
-    id: usize,
+    what: &str,
     output: &DFSchemaRef,
 ) -> Result<(Arc<MemTable>, LogicalPlan)> {
     let fields: Vec<Field> = output
@@ -512,7 +512,7 @@ fn placeholder(
         .collect();
     let table =
         Arc::new(MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]]).map_err(plan_err)?);
-    let name = rw.fresh(&format!("released{id}"));
+    let name = rw.fresh(what);
     let exprs: Vec<Expr> = (0..output.fields().len())
         .map(|i| {
             let (qualifier, field) = output.qualified_field(i);

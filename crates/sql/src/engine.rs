@@ -11,7 +11,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::concat;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::TableProvider;
+use datafusion::catalog::{MemTable, TableProvider};
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::{FunctionRegistry, SessionStateBuilder};
@@ -33,7 +33,7 @@ use datafusion::optimizer::{Optimizer, OptimizerRule};
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
-use datafusion::sql::sqlparser::ast::{Expr as SqlExpr, Statement, TableFactor, Visit, Visitor};
+use datafusion::sql::sqlparser::ast::{Statement, TableFactor, Visit, Visitor};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use dpml_accounting::PrivacyEvent;
 use dpml_accounting::ledger::{Ledger, Spend};
@@ -113,6 +113,8 @@ pub(crate) struct Prepared {
     /// The public key columns of each aggregate (None: private keys).
     pub keys: Vec<Option<Vec<ArrayRef>>>,
     pub calibration: Calibration,
+    /// The public sides that read released cells, computed once those are released.
+    pub pending: Vec<crate::public_side::Pending>,
 }
 
 /// A DP SQL engine over a set of tables.
@@ -283,14 +285,21 @@ impl Engine {
         let plan = self.logical_plan(sql)?;
         let row_id = RowId::new(key);
         let mut rw = Rewriter::new(&self.catalog, &self.sources, &row_id, request.delta);
+        rw.store_public_sides = self.cluster.is_none();
         let outer = rw.query(&plan)?;
         let aggregates = std::mem::take(&mut rw.aggregates);
         if aggregates.is_empty() {
             return Err(SqlError::refused(
                 "a query without an aggregate of private rows",
-                "nothing in it is released under differential privacy (it reads public tables \
-                 only); run it with any SQL engine",
+                "nothing in it is released under differential privacy: as planned, it reads no \
+                 private rows (only public tables, or behind a filter that is always false); \
+                 run it with any SQL engine",
             ));
+        }
+        for a in &aggregates {
+            if let Some((construct, reason)) = crate::total::composed_text_failure(&a.rows) {
+                return Err(SqlError::refused(construct, reason));
+            }
         }
         if let Some(cluster) = &self.cluster {
             // Both before the charge: an address typed wrong, or a table the cluster cannot
@@ -313,7 +322,8 @@ impl Engine {
             .zip(&counts)
             .map(|(a, n)| (Arc::clone(&a.released) as Arc<dyn TableProvider>, *n))
             .collect();
-        crate::public_side::check(&rw.public_sides, &released, |plan| self.collect(plan))?;
+        let pending =
+            crate::public_side::check(&rw.public_sides, &released, |plan| self.collect(plan))?;
         let split = by_column(&request.split, &outer, &aggregates)?;
         let calibration = calibrate(&aggregates, &counts, request.epsilon, request.delta, &split)?;
         Ok(Prepared {
@@ -321,6 +331,7 @@ impl Engine {
             aggregates,
             keys,
             calibration,
+            pending,
         })
     }
 
@@ -341,18 +352,10 @@ impl Engine {
                      the one asked for; sample the file before, or leave it out",
                 ));
             }
-            DfStatement::Statement(s)
-                if let ControlFlow::Break((f, arg)) = s.visit(&mut Growing) =>
-            {
-                return Err(SqlError::refused(
-                    format!("{f}(…, {arg}, …)"),
-                    format!(
-                        "the size of what {f} builds must be a number of at most \
-                         {MAX_GROWTH} written in the query (DataFusion computes constant calls \
-                         while it plans, before anything is checked)"
-                    ),
-                ));
-            }
+            DfStatement::Statement(s) => crate::folding::check(s)?,
+            _ => {}
+        }
+        match &statement {
             DfStatement::Statement(s) if matches!(s.as_ref(), Statement::Query(_)) => {}
             other => {
                 return Err(SqlError::refused(
@@ -426,16 +429,18 @@ impl Engine {
 
     /// Runs a plan over public data (or released cells) to the end.
     fn collect(&self, plan: LogicalPlan) -> Result<Vec<RecordBatch>> {
-        self.runtime.block_on(async {
-            let df = self
-                .ctx
-                .execute_logical_plan(plan)
-                .await
-                .map_err(plan_err)?;
+        let (ctx, limit) = (self.ctx.clone(), self.memory_limit());
+        // On a worker thread, where a panic of the engine's (a value too large for arrow,
+        // say) ends the task, not the process.
+        let task = self.runtime.spawn(async move {
+            let df = ctx.execute_logical_plan(plan).await.map_err(plan_err)?;
             df.collect()
                 .await
-                .map_err(|e| out_of_memory(&e, self.memory_limit()).unwrap_or_else(|| plan_err(e)))
-        })
+                .map_err(|e| out_of_memory(&e, limit).unwrap_or_else(|| plan_err(e)))
+        });
+        self.runtime
+            .block_on(task)
+            .map_err(|e| SqlError::input(format!("the engine failed: {e}")))?
     }
 
     /// What `sql` would release and cost, without reading a private row.
@@ -503,24 +508,35 @@ impl Engine {
             Some(_) => e.after_charge(),
             None => e,
         };
-        let all_totals = self.totals(prepared, key).map_err(paid)?;
-        self.progress.set_stage(Stage::Releasing);
-        let released = prepared
-            .aggregates
-            .iter()
-            .zip(&prepared.calibration.aggregates)
-            .zip(prepared.keys.iter().cloned().zip(all_totals))
-            .map(|((agg, cal), (keys, totals))| {
-                release(agg, cal, keys, totals, agg.released.schema(), noise)
-            })
-            .collect::<Result<Vec<Released>>>()
-            .map_err(paid)?;
+        // Aggregate by aggregate, in the order they were found (a subquery's before the query
+        // around it): an aggregate's private rows may be joined to cells released before it.
         let mut warnings = Vec::new();
-        for (agg, r) in prepared.aggregates.iter().zip(released) {
-            let mut slot = agg.released.batches[0]
+        for i in 0..prepared.aggregates.len() {
+            let agg = &prepared.aggregates[i];
+            for pending in prepared.pending.iter().filter(|p| {
+                p.side
+                    .stored
+                    .as_ref()
+                    .is_some_and(|(table, _)| scans(&agg.rows, table))
+            }) {
+                crate::public_side::fill(pending, |plan| self.collect(plan)).map_err(paid)?;
+            }
+            let totals = self
+                .aggregate_totals(prepared, i, key, self.limits.memory.is_some())
+                .map_err(paid)?;
+            self.progress.set_stage(Stage::Releasing);
+            let r: Released = release(
+                agg,
+                &prepared.calibration.aggregates[i],
+                prepared.keys[i].clone(),
+                totals,
+                agg.released.schema(),
+                noise,
+            )
+            .map_err(paid)?;
+            *agg.released.batches[0]
                 .try_write()
-                .map_err(|_| SqlError::internal("the released table is busy"))?;
-            *slot = vec![r.batch];
+                .map_err(|_| SqlError::internal("the released table is busy"))? = vec![r.batch];
             warnings.extend(r.warnings);
         }
         self.progress.set_stage(Stage::Finishing);
@@ -533,48 +549,39 @@ impl Engine {
         ))
     }
 
-    /// The exact bounded totals of every aggregate of a prepared query (reads private rows).
-    pub(crate) fn totals(&self, prepared: &Prepared, key: KeyedHash) -> Result<Vec<Totals>> {
-        // The bounder's own interning adds up unsorted rows faster than DataFusion's
-        // aggregation can pre-aggregate them; under a memory limit the rows are sorted by unit
-        // (the sort spills), and pre-aggregating first shrinks what is sorted.
-        self.totals_by(prepared, key, self.limits.memory.is_some())
-    }
-
-    /// [`Engine::totals`], pre-aggregating per (unit, group) in DataFusion where the parts
-    /// allow it and `pre_aggregate` is set (tests compare both ways).
-    pub(crate) fn totals_by(
+    /// The exact bounded totals of aggregate `i` of a prepared query (reads its private rows),
+    /// pre-aggregated per (unit, group) in DataFusion where the parts allow it and
+    /// `pre_aggregate` is set. The bounder's own interning adds up unsorted rows faster than
+    /// DataFusion's aggregation can pre-aggregate them; under a memory limit the rows are
+    /// sorted by unit (the sort spills), and pre-aggregating first shrinks what is sorted
+    /// (tests compare both ways).
+    pub(crate) fn aggregate_totals(
         &self,
         prepared: &Prepared,
+        i: usize,
         key: KeyedHash,
         pre_aggregate: bool,
-    ) -> Result<Vec<Totals>> {
-        let mut all = Vec::new();
-        let of = prepared.aggregates.len();
-        for (i, (agg, (cal, keys))) in prepared
-            .aggregates
-            .iter()
-            .zip(prepared.calibration.aggregates.iter().zip(&prepared.keys))
-            .enumerate()
-        {
-            self.progress.set_stage(Stage::Reading {
-                aggregate: i + 1,
-                of,
-            });
-            let parts: Vec<Part> = cal.measures.iter().flat_map(|m| m.parts.clone()).collect();
-            let spec = BoundSpec {
-                group_types: agg.groups.iter().map(|g| g.data_type.clone()).collect(),
-                key_filter: keys.as_ref().map(|k| key_rows(agg, k)).transpose()?,
-                states: (pre_aggregate && preaggregate::possible(&parts))
-                    .then(|| preaggregate::state_columns(&parts)),
-                parts,
-                max_groups: cal.max_groups,
-                max_rows: agg.max_rows,
-                hash: key,
-            };
-            all.push(self.exact_totals(agg, Arc::new(spec))?);
-        }
-        Ok(all)
+    ) -> Result<Totals> {
+        let (agg, cal) = (&prepared.aggregates[i], &prepared.calibration.aggregates[i]);
+        self.progress.set_stage(Stage::Reading {
+            aggregate: i + 1,
+            of: prepared.aggregates.len(),
+        });
+        let parts: Vec<Part> = cal.measures.iter().flat_map(|m| m.parts.clone()).collect();
+        let spec = BoundSpec {
+            group_types: agg.groups.iter().map(|g| g.data_type.clone()).collect(),
+            key_filter: prepared.keys[i]
+                .as_ref()
+                .map(|k| key_rows(agg, k))
+                .transpose()?,
+            states: (pre_aggregate && preaggregate::possible(&parts))
+                .then(|| preaggregate::state_columns(&parts)),
+            parts,
+            max_groups: cal.max_groups,
+            max_rows: agg.max_rows,
+            hash: key,
+        };
+        self.exact_totals(agg, Arc::new(spec))
     }
 
     /// Reads `agg`'s contribution rows (pre-aggregated per (unit, group) where `spec` says
@@ -669,6 +676,20 @@ impl Engine {
         self.progress.finish_plan(&physical);
         result
     }
+}
+
+/// Whether `plan` scans `table`.
+fn scans(plan: &LogicalPlan, table: &Arc<MemTable>) -> bool {
+    let mut found = false;
+    let _ = plan.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = datafusion::datasource::source_as_provider(&scan.source)
+        {
+            found |= std::ptr::addr_eq(Arc::as_ptr(&provider), Arc::as_ptr(table));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    found
 }
 
 /// The plan's rows split into `partitions` streams by a hash of column 0 (the unit), so that
@@ -827,86 +848,6 @@ impl Visitor for TableSample {
             _ => ControlFlow::Continue(()),
         }
     }
-}
-
-/// The largest count or bound a size-growing function may be given (see [`Growing`]).
-const MAX_GROWTH: f64 = 65_536.0;
-
-/// Finds a call of a function whose result grows with a number it is given (`repeat`,
-/// `lpad`, `array_repeat`, `generate_series`, …) where that number is a constant other than a
-/// literal of at most [`MAX_GROWTH`]: DataFusion folds constant calls while it plans, so
-/// `repeat('x', 2000000000)` would be built, whatever the query, before any check could refuse
-/// it. A number computed from columns is checked with the rest of the expression.
-struct Growing;
-
-impl Visitor for Growing {
-    type Break = (String, String);
-
-    fn pre_visit_expr(&mut self, expr: &SqlExpr) -> ControlFlow<Self::Break> {
-        use datafusion::sql::sqlparser::ast::{
-            FunctionArg, FunctionArgExpr, FunctionArguments, Value,
-        };
-        let SqlExpr::Function(f) = expr else {
-            return ControlFlow::Continue(());
-        };
-        let name = f.name.to_string().to_lowercase();
-        // The arguments that set the size: the count (second), or every bound of a series.
-        let sizes = match name.rsplit('.').next().unwrap_or_default() {
-            "repeat" | "lpad" | "rpad" | "array_repeat" | "list_repeat" | "array_resize"
-            | "list_resize" => 1..2,
-            "range" | "generate_series" | "gen_series" => 0..usize::MAX,
-            _ => return ControlFlow::Continue(()),
-        };
-        let FunctionArguments::List(list) = &f.args else {
-            return ControlFlow::Continue(());
-        };
-        for (i, arg) in list.args.iter().enumerate() {
-            let (FunctionArg::Unnamed(FunctionArgExpr::Expr(e))
-            | FunctionArg::Named {
-                arg: FunctionArgExpr::Expr(e),
-                ..
-            }
-            | FunctionArg::ExprNamed {
-                arg: FunctionArgExpr::Expr(e),
-                ..
-            }) = arg
-            else {
-                continue;
-            };
-            if !sizes.contains(&i) || reads_a_column(e) {
-                continue;
-            }
-            let small = match e {
-                SqlExpr::Value(v) => match &v.value {
-                    Value::Number(n, _) => n.parse::<f64>().is_ok_and(|x| x.abs() <= MAX_GROWTH),
-                    // Dates, times and text: a series of days is as long as its span, and
-                    // a text count fails to plan anyway.
-                    _ => true,
-                },
-                SqlExpr::TypedString { .. } | SqlExpr::Interval(_) => true,
-                _ => false,
-            };
-            if !small {
-                return ControlFlow::Break((name, e.to_string()));
-            }
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-/// Whether a SQL expression names a column anywhere (then it is not folded while planning).
-fn reads_a_column(e: &SqlExpr) -> bool {
-    struct Names;
-    impl Visitor for Names {
-        type Break = ();
-        fn pre_visit_expr(&mut self, e: &SqlExpr) -> ControlFlow<()> {
-            match e {
-                SqlExpr::Identifier(_) | SqlExpr::CompoundIdentifier(_) => ControlFlow::Break(()),
-                _ => ControlFlow::Continue(()),
-            }
-        }
-    }
-    e.visit(&mut Names).is_break()
 }
 
 /// Refuses a plan that still refers to an outer query's column after decorrelation (a

@@ -96,7 +96,25 @@ fn cast_keys(a: &ArrayRef, data_type: &DataType, column: &str) -> Result<ArrayRe
             "a declared key of {column} is not a value of its type {data_type}"
         )));
     }
-    distinct(&out)
+    distinct(&positive_zero(out))
+}
+
+/// Float keys with -0.0 as 0.0: one value to SQL (and to the groups the rows fall in), which
+/// the row encoding would tell apart.
+fn positive_zero(keys: ArrayRef) -> ArrayRef {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::{Float32Type, Float64Type};
+    match keys.data_type() {
+        DataType::Float64 => Arc::new(
+            keys.as_primitive::<Float64Type>()
+                .unary::<_, Float64Type>(|x| if x == 0.0 { 0.0 } else { x }),
+        ),
+        DataType::Float32 => Arc::new(
+            keys.as_primitive::<Float32Type>()
+                .unary::<_, Float32Type>(|x| if x == 0.0 { 0.0 } else { x }),
+        ),
+        _ => keys,
+    }
 }
 
 /// The first occurrence of each value of `keys`, in order. Keys that differ before the cast to
@@ -305,6 +323,22 @@ mod tests {
         let a = declared.values(&DataType::Int64, &none).unwrap().unwrap();
         let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
         assert_eq!(a.values().to_vec(), vec![1, 2]);
+        // -0 and 0 are one REAL value.
+        let zeros = Keys::Declared {
+            column: "t.day".into(),
+            values: ["-0.0", "0", "1"]
+                .map(|v| KeyValue::Text(v.into()))
+                .to_vec(),
+        };
+        let z = zeros.values(&DataType::Float64, &none).unwrap().unwrap();
+        let z = z
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Float64Array>()
+            .unwrap();
+        assert_eq!(
+            z.values().iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            [0, 1.0f64.to_bits()]
+        );
         // 101 bins of FLOOR(x) * 0.01 over [0, 100] are two integers.
         let bins = Keys::Bins {
             column: "t.x".into(),

@@ -63,6 +63,7 @@ pub(crate) mod contribute;
 pub mod engine;
 pub mod error;
 pub mod explain;
+pub(crate) mod folding;
 pub(crate) mod interval;
 pub(crate) mod keys;
 pub mod memory;

@@ -132,7 +132,12 @@ pub fn parse_size(text: &str) -> Result<usize> {
     };
     let value: f64 = number.parse().map_err(|_| bad())?;
     let bytes = value * 1024f64.powi(power);
-    if !(bytes >= 1.0 && bytes < usize::MAX as f64) {
+    if bytes < 1.0 {
+        return Err(SqlError::input(format!(
+            "memory limit {text:?} is less than one byte: give a positive size (for example 4G)"
+        )));
+    }
+    if bytes >= usize::MAX as f64 {
         return Err(bad());
     }
     Ok(bytes as usize)
@@ -179,6 +184,10 @@ mod tests {
         ] {
             let e = parse_size(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+        for zero in ["0", "0.4", "0G"] {
+            let e = parse_size(zero).unwrap_err().to_string();
+            assert!(e.contains("less than one byte"), "{zero}: {e}");
         }
     }
 

@@ -9,18 +9,27 @@
 //! So the public sides are measured: every private row may be repeated at most
 //! [`MAX_REPEATS`] times by all such joins together, and a computed text column of a public
 //! side may hold at most [`MAX_COMPUTED_TEXT_BYTES`] per value.
+//!
+//! And each public side is computed in full, once, before any private row is read, and stored:
+//! the private rows are joined to the stored rows. Left to the engine, a hash join would read
+//! its public side only when some private row reaches it, so whether a public expression fails,
+//! and how long it takes, would tell whether any private row passed the query's filter. A side
+//! that reads no released cells is computed before the charge (a failure then costs nothing
+//! and is the same for every table); one that reads another aggregate's released cells is
+//! computed once those are released, before this aggregate's private rows are read.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::AsArray;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::compute::kernels::length::length;
+use datafusion::arrow::compute::{cast, max as max_of};
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::TableProvider;
+use datafusion::catalog::{MemTable, TableProvider};
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::source_as_provider;
-use datafusion::functions::string::expr_fn::octet_length;
-use datafusion::functions_aggregate::expr_fn::{count, max};
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, lit};
+use datafusion::functions_aggregate::expr_fn::count;
+use datafusion::logical_expr::{Expr, GroupingSet, LogicalPlan, LogicalPlanBuilder, lit};
 
 use crate::error::{Result, SqlError, plan_err};
 
@@ -28,13 +37,16 @@ use crate::error::{Result, SqlError, plan_err};
 pub(crate) const MAX_REPEATS: u64 = 1000;
 
 /// The most bytes a computed text value of a public side may hold (the constants' cap).
-pub(crate) const MAX_COMPUTED_TEXT_BYTES: i64 = 64 * 1024;
+pub(crate) const MAX_COMPUTED_TEXT_BYTES: usize = 64 * 1024;
 
 /// A public relation joined to private rows.
 #[derive(Debug, Clone)]
 pub(crate) struct PublicSide {
-    /// Its plan (public rows only).
+    /// Its plan (public rows only, and maybe released cells).
     pub plan: LogicalPlan,
+    /// The table its rows are stored in, and the plan that reads them under the plan's
+    /// column names: what the join reads (None on a cluster: the join reads `plan`).
+    pub stored: Option<(Arc<MemTable>, LogicalPlan)>,
     /// The join's equality keys on this side, when the join can repeat private rows (None:
     /// a semi- or anti-join, which only keeps or drops them). Empty: every public row matches
     /// every private row (a cross join, or a join on other conditions only).
@@ -43,38 +55,54 @@ pub(crate) struct PublicSide {
     pub computed: Vec<usize>,
 }
 
-/// Refuses, by what they bring, public sides that repeat private rows more than
+/// A public side that reads released cells, computed once they are released: the most times
+/// it may repeat a private row (checked before the charge).
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub side: PublicSide,
+    pub most: u64,
+}
+
+/// Before the charge: computes and stores every public side that reads no released cells,
+/// and refuses, by what they bring, public sides that repeat private rows more than
 /// [`MAX_REPEATS`] times together, or compute text longer than [`MAX_COMPUTED_TEXT_BYTES`] or
 /// nested values; `collect` runs a plan over public rows.
 ///
 /// A side may read the released cells of another aggregate (a subquery's DP aggregate), which
 /// are empty until that aggregate is released: `released` gives each such placeholder table
 /// with the most rows it can hold (None: its keys are private, and how many pass is not known
-/// before the release). Such a side repeats a private row at most that many times; what it
-/// computes is computed from released cells only.
+/// before the release). Such a side is bounded by the rows its plan can make from its sources,
+/// and returned, to be computed by [`fill`] once the cells are released.
 pub(crate) fn check(
     sides: &[PublicSide],
     released: &[(Arc<dyn TableProvider>, Option<usize>)],
     collect: impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
-) -> Result<()> {
+) -> Result<Vec<Pending>> {
     let mut repeats: u64 = 1;
+    let mut pending = Vec::new();
     for side in sides {
-        let cells = released_rows(&side.plan, released, &collect)?;
-        if let Some(bound) = &cells {
+        if reads_cells(&side.plan, released) {
+            let most = row_bound(&side.plan, released, &collect)?.ok_or_else(|| {
+                SqlError::refused(
+                    "a join of private rows with released cells of unknown number",
+                    "an aggregate grouped by private keys releases the keys that pass its \
+                     threshold (and an UNNEST makes as many rows as its lists hold), so how \
+                     often the join can repeat a private row is known only after the \
+                     release; group by a public key set",
+                )
+            })?;
             if side.keys.is_some() {
-                let most = bound.ok_or_else(|| {
-                    SqlError::refused(
-                        "a join of private rows with released cells of unknown number",
-                        "an aggregate grouped by private keys releases the keys that pass its \
-                         threshold (and an UNNEST makes as many rows as its lists hold), so how \
-                         often the join can repeat a private row is known only after the \
-                         release; group by a public key set",
-                    )
-                })?;
                 repeats = repeats.saturating_mul(most.max(1));
             }
-        } else if let Some(keys) = &side.keys {
-            let most = most_matches(side, keys, &collect)?;
+            pending.push(Pending {
+                side: side.clone(),
+                most,
+            });
+            continue;
+        }
+        let measured = compute(side, &collect)?;
+        if let Some(keys) = &side.keys {
+            let most = most_matches(&measured, keys, &collect)?;
             repeats = repeats.saturating_mul(most.max(1));
             if repeats > MAX_REPEATS {
                 return Err(SqlError::refused(
@@ -89,9 +117,6 @@ pub(crate) fn check(
                 ));
             }
         }
-        if cells.is_none() {
-            check_computed(side, &collect)?;
-        }
     }
     if repeats > MAX_REPEATS {
         return Err(SqlError::refused(
@@ -102,58 +127,139 @@ pub(crate) fn check(
             ),
         ));
     }
+    Ok(pending)
+}
+
+/// After the cells it reads are released, before the private rows joined to it are read:
+/// computes and stores a pending side, and checks what it brings as [`check`] does (its rows
+/// per join key now counted, not bounded).
+pub(crate) fn fill(
+    pending: &Pending,
+    collect: impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
+) -> Result<()> {
+    let measured = compute(&pending.side, &collect)?;
+    if let Some(keys) = &pending.side.keys {
+        let most = most_matches(&measured, keys, &collect)?;
+        if most > pending.most {
+            return Err(SqlError::refused(
+                "a join of private rows with released cells",
+                format!(
+                    "its public side holds {most} rows per join key, more than the {} it was \
+                     bounded by before the charge",
+                    pending.most
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
-/// When `plan` reads released cells: the most rows it can make, the product of what each of
-/// its row sources can hold (a placeholder: its bound; a public table: its rows, counted; a
-/// `VALUES`: its rows); None inside when one of them is unbounded (private keys, `UNNEST`).
-/// None when it reads no released cells.
-fn released_rows(
+/// Computes every column of `side` (all of it, whatever the private rows), checks its computed
+/// values, and stores the rows; returns the plan that reads them.
+fn compute(
+    side: &PublicSide,
+    collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
+) -> Result<LogicalPlan> {
+    let batches = collect(side.plan.clone())?;
+    check_computed(side, &batches)?;
+    let Some((table, reads)) = &side.stored else {
+        return Ok(side.plan.clone());
+    };
+    let schema = table.schema();
+    let stored = batches
+        .into_iter()
+        .map(|b| {
+            // The stored table's types are the plan's; the engine's columns match them.
+            let columns = b
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(c, f)| match c.data_type() == f.data_type() {
+                    true => Ok(Arc::clone(c)),
+                    false => cast(c, f.data_type()),
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            RecordBatch::try_new(Arc::clone(&schema), columns)
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(SqlError::internal)?;
+    *table.batches[0]
+        .try_write()
+        .map_err(|_| SqlError::internal("a public side's table is busy"))? = stored;
+    Ok(reads.clone())
+}
+
+/// Whether `plan` scans one of the `released` placeholders.
+fn reads_cells(plan: &LogicalPlan, released: &[(Arc<dyn TableProvider>, Option<usize>)]) -> bool {
+    let mut found = false;
+    let _ = plan.apply(|node| {
+        found |= cells_of(node, released).is_some();
+        Ok(match found {
+            true => TreeNodeRecursion::Stop,
+            false => TreeNodeRecursion::Continue,
+        })
+    });
+    found
+}
+
+/// The bound of the released placeholder `node` scans, if it scans one.
+fn cells_of(
+    node: &LogicalPlan,
+    released: &[(Arc<dyn TableProvider>, Option<usize>)],
+) -> Option<Option<usize>> {
+    let LogicalPlan::TableScan(scan) = node else {
+        return None;
+    };
+    let provider = source_as_provider(&scan.source).ok()?;
+    released
+        .iter()
+        .find(|(table, _)| std::ptr::addr_eq(Arc::as_ptr(table), Arc::as_ptr(&provider)))
+        .map(|(_, rows)| *rows)
+}
+
+/// The most rows `plan` can make (None: no bound before the release): a placeholder holds
+/// its bound, a public table its rows (counted), `VALUES` its rows; a union adds its inputs',
+/// a join multiplies them, grouping sets make a row per set; `UNNEST` and recursion are not
+/// bounded; any other node makes at most as many rows as its inputs' product.
+fn row_bound(
     plan: &LogicalPlan,
     released: &[(Arc<dyn TableProvider>, Option<usize>)],
     collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
-) -> Result<Option<Option<u64>>> {
-    enum Source {
-        Cells(Option<usize>),
-        Table(LogicalPlan),
-        Rows(usize),
-        Unbounded,
+) -> Result<Option<u64>> {
+    if let Some(cells) = cells_of(plan, released) {
+        return Ok(cells.map(|n| n as u64));
     }
-    let mut sources = Vec::new();
-    let _ = plan.apply(|node| {
-        sources.push(match node {
-            LogicalPlan::TableScan(scan) => {
-                let cells = source_as_provider(&scan.source).ok().and_then(|provider| {
-                    released.iter().find(|(table, _)| {
-                        std::ptr::addr_eq(Arc::as_ptr(table), Arc::as_ptr(&provider))
-                    })
-                });
-                match cells {
-                    Some((_, rows)) => Source::Cells(*rows),
-                    None => Source::Table(node.clone()),
+    let inputs = || -> Result<Vec<Option<u64>>> {
+        plan.inputs()
+            .into_iter()
+            .map(|p| row_bound(p, released, collect))
+            .collect()
+    };
+    let product = |bounds: Vec<Option<u64>>| {
+        bounds
+            .into_iter()
+            .try_fold(1u64, |a, b| b.map(|b| a.saturating_mul(b.max(1))))
+    };
+    Ok(match plan {
+        LogicalPlan::TableScan(_) => Some(count_rows(plan.clone(), collect)?),
+        LogicalPlan::Values(v) => Some(v.values.len() as u64),
+        LogicalPlan::Unnest(_) | LogicalPlan::RecursiveQuery(_) | LogicalPlan::Extension(_) => None,
+        LogicalPlan::Union(_) => inputs()?
+            .into_iter()
+            .try_fold(0u64, |a, b| b.map(|b| a.saturating_add(b))),
+        LogicalPlan::Aggregate(a) => {
+            let sets = a.group_expr.iter().fold(1u64, |n, e| match e {
+                Expr::GroupingSet(GroupingSet::Rollup(v)) => n.saturating_mul(v.len() as u64 + 1),
+                Expr::GroupingSet(GroupingSet::Cube(v)) => {
+                    n.saturating_mul(1u64.checked_shl(v.len() as u32).unwrap_or(u64::MAX))
                 }
-            }
-            LogicalPlan::Values(v) => Source::Rows(v.values.len()),
-            LogicalPlan::Unnest(_) => Source::Unbounded,
-            _ => return Ok(TreeNodeRecursion::Continue),
-        });
-        Ok(TreeNodeRecursion::Continue)
-    });
-    if !sources.iter().any(|s| matches!(s, Source::Cells(_))) {
-        return Ok(None);
-    }
-    let mut most = Some(1u64);
-    for source in sources {
-        let rows = match source {
-            Source::Cells(rows) => rows.map(|r| r as u64),
-            Source::Table(scan) => Some(count_rows(scan, collect)?),
-            Source::Rows(n) => Some(n as u64),
-            Source::Unbounded => None,
-        };
-        most = most.zip(rows).map(|(a, b)| a.saturating_mul(b.max(1)));
-    }
-    Ok(Some(most))
+                Expr::GroupingSet(GroupingSet::GroupingSets(v)) => n.saturating_mul(v.len() as u64),
+                _ => n,
+            });
+            product(inputs()?).map(|n| n.saturating_mul(sets))
+        }
+        _ => product(inputs()?),
+    })
 }
 
 /// The values of the integer aggregate `aggregate` over the public `plan`, one per value of
@@ -171,8 +277,7 @@ fn aggregate_ints(
     let mut values = Vec::new();
     for batch in collect(plan)? {
         let column = batch.column(batch.num_columns() - 1);
-        let ints = datafusion::arrow::compute::cast(column, &DataType::Int64)
-            .map_err(SqlError::internal)?;
+        let ints = cast(column, &DataType::Int64).map_err(SqlError::internal)?;
         values.extend(ints.as_primitive::<Int64Type>().iter().flatten());
     }
     Ok(values)
@@ -189,67 +294,72 @@ fn count_rows(
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// The most public rows of `side` that share one value of `keys` (all rows without keys).
+/// The most rows of the public `plan` that share one value of `keys` (all rows without keys).
 fn most_matches(
-    side: &PublicSide,
+    plan: &LogicalPlan,
     keys: &[Expr],
     collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
 ) -> Result<u64> {
-    let most = aggregate_ints(&side.plan, keys, count(lit(1)), collect)?
+    let most = aggregate_ints(plan, keys, count(lit(1)), collect)?
         .into_iter()
         .max()
         .unwrap_or(0);
     Ok(u64::try_from(most).unwrap_or(0))
 }
 
-/// Refuses a computed column of `side` that holds nested values, or text longer than
-/// [`MAX_COMPUTED_TEXT_BYTES`].
-fn check_computed(
-    side: &PublicSide,
-    collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
-) -> Result<()> {
+/// Refuses a computed column of `side` (its rows: `batches`) that holds nested values, or text
+/// longer than [`MAX_COMPUTED_TEXT_BYTES`], however it is encoded.
+fn check_computed(side: &PublicSide, batches: &[RecordBatch]) -> Result<()> {
     let schema = side.plan.schema();
-    let mut lengths = Vec::new();
     for &i in &side.computed {
-        let (qualifier, field) = schema.qualified_field(i);
-        let column = Expr::Column(datafusion::common::Column::new(
-            qualifier.cloned(),
-            field.name(),
-        ));
-        match field.data_type() {
-            t if t.is_nested() => {
-                return Err(SqlError::refused(
-                    format!("the computed column {} of public rows", field.name()),
+        let name = schema.field(i).name();
+        let refused = |why: String| {
+            SqlError::refused(format!("the computed column {name} of public rows"), why)
+        };
+        for batch in batches {
+            let Some(bytes) = longest_value(batch.column(i)).map_err(SqlError::internal)? else {
+                return Err(refused(
                     "nested values computed on public rows may be of any size, and they meet \
-                     private rows here; compute them after the aggregate",
+                     private rows here; compute them after the aggregate"
+                        .into(),
                 ));
-            }
-            DataType::Utf8
-            | DataType::LargeUtf8
-            | DataType::Utf8View
-            | DataType::Binary
-            | DataType::LargeBinary
-            | DataType::BinaryView => {
-                lengths.push((field.name().clone(), max(octet_length(column))))
-            }
-            _ => {}
-        }
-    }
-    for (name, longest) in lengths {
-        let bytes = aggregate_ints(&side.plan, &[], longest, collect)?
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        if bytes > MAX_COMPUTED_TEXT_BYTES {
-            return Err(SqlError::refused(
-                format!("the computed column {name} of public rows"),
-                format!(
+            };
+            if bytes > MAX_COMPUTED_TEXT_BYTES {
+                return Err(refused(format!(
                     "a value of it holds {bytes} bytes, and it meets private rows here, where \
                      text is bounded to {MAX_COMPUTED_TEXT_BYTES} bytes per value; compute it \
                      after the aggregate"
-                ),
-            ));
+                )));
+            }
         }
     }
     Ok(())
+}
+
+/// The most bytes one value of `array` holds, for text and binary values (0 for values of a
+/// fixed, small size); None for nested values. Dictionary- and run-encoded values are measured
+/// as their values.
+fn longest_value(
+    array: &ArrayRef,
+) -> std::result::Result<Option<usize>, datafusion::arrow::error::ArrowError> {
+    let plain = match array.data_type() {
+        DataType::Dictionary(_, v) => cast(array, v)?,
+        DataType::RunEndEncoded(_, v) => cast(array, v.data_type())?,
+        _ => Arc::clone(array),
+    };
+    Ok(match plain.data_type() {
+        t if t.is_nested() => None,
+        DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Utf8View
+        | DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => {
+            let lengths = cast(&length(&plain)?, &DataType::Int64)?;
+            let longest = max_of(lengths.as_primitive::<Int64Type>()).unwrap_or(0);
+            Some(usize::try_from(longest).unwrap_or(0))
+        }
+        _ => Some(0),
+    })
 }

@@ -37,6 +37,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::aggregate::DpAggregate;
+use crate::aggregate::empty_table;
 use crate::catalog::{Catalog, UnitSource};
 use crate::error::{Result, SqlError, plan_err};
 use crate::public_side::PublicSide;
@@ -162,6 +163,10 @@ pub(crate) struct Rewriter<'a> {
     pub aggregates: Vec<DpAggregate>,
     /// The public relations joined to private rows (measured before the charge).
     pub public_sides: Vec<PublicSide>,
+    /// Whether the private rows are joined to a stored copy of each public side, computed in
+    /// full before any private row is read (false on a cluster, whose executors read tables
+    /// by their paths).
+    pub store_public_sides: bool,
     names: usize,
 }
 
@@ -179,6 +184,7 @@ impl<'a> Rewriter<'a> {
             delta,
             aggregates: Vec::new(),
             public_sides: Vec::new(),
+            store_public_sides: true,
             names: 0,
         }
     }
@@ -535,6 +541,8 @@ impl<'a> Rewriter<'a> {
         use JoinType::*;
         let offset = left.lineage.len();
         let shift = |u: &Unit| u.with_columns(u.columns().iter().map(|c| c + offset).collect());
+        // The plans the join reads (a public side's stored copy in place of its plan).
+        let (mut left_plan, mut right_plan) = (left.plan.clone(), right.plan.clone());
         let unit = match (lp, rp) {
             (false, false) => Unit::Public,
             (true, false) | (false, true) => {
@@ -562,8 +570,19 @@ impl<'a> Rewriter<'a> {
                     false => (&left, &left_keys),
                 };
                 let repeats = matches!(j.join_type, Inner | Left | Right | Full);
+                let stored = match self.store_public_sides {
+                    true => Some(empty_table(self, "public", public.plan.schema())?),
+                    false => None,
+                };
+                if let Some((_, reads)) = &stored {
+                    match private_left {
+                        true => right_plan = reads.clone(),
+                        false => left_plan = reads.clone(),
+                    }
+                }
                 self.public_sides.push(PublicSide {
                     plan: public.plan.clone(),
+                    stored,
                     keys: repeats.then(|| public_keys.clone()),
                     computed: (0..public.lineage.len())
                         .filter(|&i| public.lineage[i].is_none())
@@ -629,8 +648,8 @@ impl<'a> Rewriter<'a> {
         }
         let plan = LogicalPlan::Join(
             Join::try_new(
-                Arc::new(left.plan.clone()),
-                Arc::new(right.plan.clone()),
+                Arc::new(left_plan),
+                Arc::new(right_plan),
                 j.on.clone(),
                 j.filter.clone(),
                 j.join_type,

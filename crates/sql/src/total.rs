@@ -14,9 +14,10 @@
 //! (`TRY_CAST`, `CAST(x AS DOUBLE) / y`).
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::common::Column;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, ScalarValue};
-use datafusion::logical_expr::{Expr, ExprSchemable, Operator};
+use datafusion::logical_expr::{Expr, ExprSchemable, JoinType, LogicalPlan, Operator};
 
 /// Decimal128's most digits.
 const MAX_DIGITS: i32 = 38;
@@ -388,23 +389,28 @@ fn concatenation_is_bounded(node: &Expr) -> bool {
 }
 
 /// (parts, constant bytes) of the text `e` can build, as [`concatenation_is_bounded`] counts
-/// them (saturating: a count past the limits is refused anyway).
+/// them (saturating: a count past the limits is refused anyway), a column as one part.
 fn text_parts(e: &Expr) -> (usize, usize) {
+    text_parts_with(e, &|_| (1, 0))
+}
+
+/// [`text_parts`], a column counted as `column` says (what it was built from, below).
+fn text_parts_with(e: &Expr, column: &dyn Fn(&Column) -> (usize, usize)) -> (usize, usize) {
     let add =
         |(p, b): (usize, usize), (q, c): (usize, usize)| (p.saturating_add(q), b.saturating_add(c));
-    let sum = |args: &[Expr]| args.iter().map(text_parts).fold((0, 0), add);
+    let parts = |e: &Expr| text_parts_with(e, column);
+    let sum = |args: &[Expr]| args.iter().map(parts).fold((0, 0), add);
     let times = |(p, b): (usize, usize), k: usize| (p.saturating_mul(k), b.saturating_mul(k));
     match e {
-        Expr::Column(_) => (1, 0),
+        Expr::Column(c) => column(c),
         Expr::Literal(..) => (1, text_literal(Some(e)).map_or(0, str::len)),
         Expr::ScalarFunction(f) => match f.func.name() {
             "concat" => sum(&f.args),
             "concat_ws" => match f.args.split_first() {
                 // The separator goes between every two of the other arguments.
-                Some((sep, rest)) => add(
-                    sum(rest),
-                    times(text_parts(sep), rest.len().saturating_sub(1)),
-                ),
+                Some((sep, rest)) => {
+                    add(sum(rest), times(parts(sep), rest.len().saturating_sub(1)))
+                }
                 None => (0, 0),
             },
             "upper" | "lower" | "initcap" | "translate" => {
@@ -413,19 +419,104 @@ fn text_parts(e: &Expr) -> (usize, usize) {
             _ => sum(&f.args),
         },
         Expr::BinaryExpr(b) if b.op == Operator::StringConcat => {
-            add(text_parts(&b.left), text_parts(&b.right))
+            add(parts(&b.left), parts(&b.right))
         }
         // Every other expression: what its parts can build, added up (conservative: a CASE
         // builds one branch, a comparison no text at all).
         e => {
             let mut out = (0, 0);
             let _ = e.apply_children(|c| {
-                out = add(out, text_parts(c));
+                out = add(out, parts(c));
                 Ok(TreeNodeRecursion::Continue)
             });
             out
         }
     }
+}
+
+/// Why text built across the nodes of `plan` (private rows) could grow past the limits of
+/// [`MAX_CONCAT_PARTS`]; None when it cannot. Each expression is checked on its own by
+/// [`failure`], a column as one part; but a subquery's column built from 16 parts,
+/// concatenated 16 times above, holds 256, and k levels 16^k. So each column is counted as
+/// the parts it was built from, through every node below, and every concatenation is checked
+/// with its columns counted so.
+pub(crate) fn composed_text_failure(plan: &LogicalPlan) -> Option<(String, String)> {
+    column_parts(plan).err()
+}
+
+/// (parts, constant bytes) of each output column of `plan` (see [`composed_text_failure`]).
+fn column_parts(plan: &LogicalPlan) -> Result<Vec<(usize, usize)>, (String, String)> {
+    let inputs = plan.inputs();
+    let input_parts = inputs
+        .iter()
+        .map(|p| column_parts(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let column = |c: &Column| {
+        inputs
+            .iter()
+            .zip(&input_parts)
+            .find_map(|(p, parts)| p.schema().index_of_column(c).ok().map(|i| parts[i]))
+            .unwrap_or((1, 0))
+    };
+    for e in plan.expressions() {
+        let mut failure = None;
+        let _ = e.apply(|node| {
+            let concatenates = matches!(node, Expr::BinaryExpr(b) if b.op == Operator::StringConcat)
+                || matches!(node, Expr::ScalarFunction(f)
+                    if matches!(f.func.name(), "concat" | "concat_ws"));
+            let (parts, bytes) = text_parts_with(node, &column);
+            if concatenates && (parts > MAX_CONCAT_PARTS || bytes > MAX_CONCAT_CONSTANT_BYTES) {
+                failure = Some((
+                    format!("{node}"),
+                    format!(
+                        "with the text its columns were built from below (in subqueries), it \
+                         concatenates {parts} columns and constants, with {bytes} bytes of \
+                         constants; at most {MAX_CONCAT_PARTS}, with 64 KiB of constants, may \
+                         meet: a longer value could overflow arrow's text buffer on one unit's \
+                         rows"
+                    ),
+                ));
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        if let Some(f) = failure {
+            return Err(f);
+        }
+    }
+    let n = plan.schema().fields().len();
+    let one = |i: usize| input_parts.get(i).cloned().unwrap_or_default();
+    let mut out: Vec<(usize, usize)> = match plan {
+        LogicalPlan::Projection(p) => p.expr.iter().map(|e| text_parts_with(e, &column)).collect(),
+        LogicalPlan::Aggregate(a) => a
+            .group_expr
+            .iter()
+            .map(|e| text_parts_with(e, &column))
+            .collect(),
+        LogicalPlan::Join(_) => one(0).into_iter().chain(one(1)).collect(),
+        LogicalPlan::Union(_) => (0..n)
+            .map(|i| {
+                input_parts
+                    .iter()
+                    .filter_map(|p| p.get(i))
+                    .fold((1, 0), |a, &b| (a.0.max(b.0), a.1.max(b.1)))
+            })
+            .collect(),
+        // Nodes that pass their input's columns on, in order, and maybe add some.
+        _ if inputs.len() == 1 => one(0),
+        _ => Vec::new(),
+    };
+    // A semi- or anti-join passes one side on; other nodes add columns of one part.
+    if let LogicalPlan::Join(j) = plan
+        && matches!(
+            j.join_type,
+            JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark
+        )
+    {
+        out = one(1);
+    }
+    out.resize(n, (1, 0));
+    Ok(out)
 }
 
 /// Whether TRY_CAST from `from` to `to` gives a value or NULL for every value: not for a date

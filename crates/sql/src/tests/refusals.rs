@@ -3,6 +3,15 @@
 use super::{request, shop};
 use crate::error::SqlError;
 
+/// A public side of 12 rows with the same key: the 2 released cells and 10 more.
+macro_rules! union_of_cells {
+    () => {
+        "(SELECT priority FROM (SELECT priority, COUNT(*) AS c FROM orders GROUP BY priority) t \
+         UNION ALL VALUES ('hi'), ('hi'), ('hi'), ('hi'), ('hi'), ('hi'), ('hi'), ('hi'), ('hi'), \
+         ('hi'))"
+    };
+}
+
 /// (query, δ, words of the construct, words of the reason).
 const REFUSED: &[(&str, f64, &str, &str)] = &[
     (
@@ -64,6 +73,37 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         0.0,
         "the computed column l of public rows",
         "holds 160000 bytes",
+    ),
+    // Text built from 16 parts, concatenated 16 times above: 256 parts.
+    (
+        "SELECT SUM(CASE WHEN length(u.t) > 3 THEN 1 ELSE 0 END) FROM (SELECT o_cust, s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l AS t FROM (SELECT o_cust, \
+         priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority AS l FROM orders) s) u",
+        0.0,
+        "s.l || s.l",
+        "concatenates 256 columns",
+    ),
+    // Dictionary-encoded text is measured as text.
+    (
+        "SELECT COUNT(*) FROM items i JOIN (SELECT flag, arrow_cast(repeat(label, 20000), \
+         'Dictionary(Int32, Utf8)') AS l FROM flags) f ON i.flag = f.flag WHERE length(f.l) > 3",
+        0.0,
+        "the computed column l of public rows",
+        "holds 160000 bytes",
+    ),
+    // A union adds its branches' rows: 2 cells and 10 rows per join, 12 × 12 × 12 = 1728.
+    (
+        concat!(
+            "SELECT COUNT(*) FROM orders o JOIN ",
+            union_of_cells!(),
+            " p1 ON o.priority = p1.priority JOIN ",
+            union_of_cells!(),
+            " p2 ON o.priority = p2.priority JOIN ",
+            union_of_cells!(),
+            " p3 ON o.priority = p3.priority"
+        ),
+        0.0,
+        "joins of private rows with released cells",
+        "up to 1728 times",
     ),
     // How many cells pass the threshold, so how often the join repeats a row, is not known
     // before the release.
@@ -322,7 +362,13 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "SELECT label FROM flags",
         0.0,
         "without an aggregate of private rows",
-        "public tables only",
+        "only public tables",
+    ),
+    (
+        "SELECT COUNT(*) FROM orders WHERE false",
+        0.0,
+        "without an aggregate of private rows",
+        "always false",
     ),
 ];
 
@@ -409,4 +455,34 @@ fn a_pattern_that_does_not_compile_is_refused_in_every_spelling() {
             &request(1.0, 0.0),
         )
         .unwrap();
+}
+
+/// A public side is computed in full before any private row is read: whether it fails, and
+/// what it is found to hold, does not depend on whether private rows reach its join.
+#[test]
+fn a_public_side_fails_or_is_refused_whatever_the_private_rows() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let run = |sql: &str| {
+        let mut rng = dpml_mechanisms::DpRng::seeded(3);
+        engine.run(sql, &request(1.0, 0.0), &mut rng, None)
+    };
+    // A computed column that fails on every public row; `qty = 999` selects no private row.
+    let failing = "SELECT COUNT(*) FROM items i JOIN (SELECT flag, CAST(label AS INT) AS z FROM \
+                   flags) f ON i.flag = f.flag WHERE i.qty = QTY AND i.qty < f.z";
+    for qty in ["999", "1"] {
+        let err = run(&failing.replace("QTY", qty)).unwrap_err();
+        assert!(err.to_string().contains("Cast error"), "qty {qty}: {err}");
+    }
+    // A side that reads released cells is computed once they are released, then measured.
+    let long = "SELECT COUNT(*) FROM items i JOIN (SELECT f.flag, repeat(f.label, length(f.label) \
+                * 20000) AS l FROM flags f CROSS JOIN (SELECT COUNT(*) AS n FROM orders) c) p ON \
+                i.flag = p.flag WHERE i.qty = QTY";
+    for qty in ["999", "1"] {
+        let err = run(&long.replace("QTY", qty)).unwrap_err().to_string();
+        assert!(
+            err.contains("the computed column l of public rows"),
+            "qty {qty}: {err}"
+        );
+    }
 }
