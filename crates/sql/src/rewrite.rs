@@ -744,10 +744,7 @@ impl<'a> Rewriter<'a> {
         let (map, map_key, map_unit) = self.unit_map(table, key, 0)?;
         let fk = rel.column(fks[0]);
         let width = rel.lineage.len();
-        let plan = LogicalPlanBuilder::from(rel.plan)
-            .join_on(map, JoinType::Inner, vec![fk.eq(map_key)])
-            .and_then(LogicalPlanBuilder::build)
-            .map_err(plan_err)?;
+        let plan = join_unit_map(rel.plan, map, fk, map_key)?;
         let mut lineage = rel.lineage;
         lineage.resize(plan.schema().fields().len(), None);
         Ok(Rel {
@@ -794,10 +791,7 @@ impl<'a> Rewriter<'a> {
             } if depth < 16 => {
                 let (map, map_key, map_unit) = self.unit_map(&next, &next_key, depth + 1)?;
                 let fk = Expr::Column(Column::new(Some(table), column));
-                let joined = LogicalPlanBuilder::from(scan)
-                    .join_on(map, JoinType::Inner, vec![fk.eq(map_key)])
-                    .and_then(LogicalPlanBuilder::build)
-                    .map_err(plan_err)?;
+                let joined = join_unit_map(scan, map, fk, map_key)?;
                 let unit = Expr::Column(Column::from(
                     joined
                         .schema()
@@ -822,6 +816,25 @@ impl<'a> Rewriter<'a> {
         let key_expr = Expr::Column(Column::new(Some(alias.as_str()), k));
         Ok((plan, key_expr, 1))
     }
+}
+
+/// `rows JOIN map ON fk = key`, its columns in that order: the rows' and then the map's. The
+/// map (one row per key) is the join's first input, the side DataFusion's hash join builds
+/// its table from, so that the rows, often many more (line items to orders), stream past it.
+fn join_unit_map(rows: LogicalPlan, map: LogicalPlan, fk: Expr, key: Expr) -> Result<LogicalPlan> {
+    let (n_rows, n_map) = (rows.schema().fields().len(), map.schema().fields().len());
+    let joined = LogicalPlanBuilder::from(map)
+        .join_on(rows, JoinType::Inner, vec![key.eq(fk)])
+        .and_then(LogicalPlanBuilder::build)
+        .map_err(plan_err)?;
+    let columns: Vec<Expr> = (n_map..n_map + n_rows)
+        .chain(0..n_map)
+        .map(|i| Expr::Column(Column::from(joined.schema().qualified_field(i))))
+        .collect();
+    LogicalPlanBuilder::from(joined)
+        .project(columns)
+        .and_then(LogicalPlanBuilder::build)
+        .map_err(plan_err)
 }
 
 /// How two private relations' units are tied by the join's equalities.
