@@ -296,11 +296,6 @@ impl Engine {
                  run it with any SQL engine",
             ));
         }
-        for a in &aggregates {
-            if let Some((construct, reason)) = crate::total::composed_text_failure(&a.rows) {
-                return Err(SqlError::refused(construct, reason));
-            }
-        }
         if let Some(cluster) = &self.cluster {
             // Both before the charge: an address typed wrong, or a table the cluster cannot
             // read, costs nothing, and neither depends on the rows.
@@ -322,8 +317,18 @@ impl Engine {
             .zip(&counts)
             .map(|(a, n)| (Arc::clone(&a.released) as Arc<dyn TableProvider>, *n))
             .collect();
-        let pending =
-            crate::public_side::check(&rw.public_sides, &released, |plan| self.collect(plan))?;
+        let measured =
+            crate::public_side::check(&rw.public_sides, &released, self.memory_limit(), |plan| {
+                self.collect(plan)
+            })?;
+        for a in &aggregates {
+            let longest = |table: &Arc<dyn TableProvider>, i: usize| measured.longest(table, i);
+            if let Some((construct, reason)) =
+                crate::total::composed_text_failure(&a.rows, &longest)
+            {
+                return Err(SqlError::refused(construct, reason));
+            }
+        }
         let split = by_column(&request.split, &outer, &aggregates)?;
         let calibration = calibrate(&aggregates, &counts, request.epsilon, request.delta, &split)?;
         Ok(Prepared {
@@ -331,7 +336,7 @@ impl Engine {
             aggregates,
             keys,
             calibration,
-            pending,
+            pending: measured.pending,
         })
     }
 

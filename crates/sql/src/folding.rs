@@ -47,6 +47,21 @@ impl Visitor for Growing {
             "range" | "generate_series" | "gen_series" => 0..usize::MAX,
             _ => 0..0,
         };
+        let series = matches!(name.as_str(), "range" | "generate_series" | "gen_series");
+        if series
+            && !reads_a_column(expr)
+            && args
+                .iter()
+                .any(|e| matches!(e, SqlExpr::TypedString { .. } | SqlExpr::Interval(_)))
+        {
+            return ControlFlow::Break(SqlError::refused(
+                format!("{name}(…) of dates or times"),
+                "how many values a series of constant dates or times holds depends on its \
+                 step (INTERVAL '1 microsecond' makes billions), and DataFusion builds it while \
+                 it plans; make a series of at most 65536 numbers and add it to a date \
+                 (DATE '2020-01-01' + INTERVAL '1 day' * n)",
+            ));
+        }
         for (i, e) in args.iter().enumerate() {
             if sizes.contains(&i) && !reads_a_column(e) && !small_literal(e) {
                 return ControlFlow::Break(SqlError::refused(
@@ -148,7 +163,18 @@ fn folded_bytes(e: &SqlExpr) -> f64 {
                 // Every match (every position, for an empty pattern) can be replaced.
                 "replace" | "regexp_replace" => size(0) + (size(0) + 1.0) * size(2),
                 "translate" => 4.0 * size(0) + size(2),
-                _ => args.iter().map(|e| folded_bytes(e)).sum::<f64>() + 16.0,
+                // Any other call: its arguments, and as much again as the two largest
+                // multiplied (`array_to_string(list, separator)` repeats the separator per
+                // element).
+                _ => {
+                    let mut sizes: Vec<f64> = args.iter().map(|e| folded_bytes(e)).collect();
+                    sizes.sort_by(|a, b| b.total_cmp(a));
+                    let product = match sizes.as_slice() {
+                        [a, b, ..] => a * b,
+                        _ => 0.0,
+                    };
+                    sizes.iter().sum::<f64>() + product + 16.0
+                }
             }
         }
         other => parts_bytes(other),
@@ -220,6 +246,9 @@ mod tests {
             "SELECT repeat(CASE WHEN true THEN repeat('ab', 60000) END, 60000)",
             "SELECT lpad(repeat('a', 10), 65536, repeat('b', 65536)) || \
              repeat(repeat('c', 1000), 60000)",
+            "SELECT array_to_string(array_repeat('a', 65536), repeat('b', 65536))",
+            "SELECT generate_series(TIMESTAMP '2000-01-01', TIMESTAMP '2000-01-02', \
+             INTERVAL '1 microsecond')",
         ] {
             let e = checked(sql).expect_err(sql).to_string();
             assert!(e.contains("refused"), "{sql}: {e}");

@@ -39,6 +39,12 @@ pub(crate) const MAX_REPEATS: u64 = 1000;
 /// The most bytes a computed text value of a public side may hold (the constants' cap).
 pub(crate) const MAX_COMPUTED_TEXT_BYTES: usize = 64 * 1024;
 
+/// The most bytes that all joins with public rows together may add to one private row: its
+/// repeats times the longest public row each carries. A thousand repeats of a row with 64 KiB
+/// of public text would make one unit's row 64 MiB, and the query's time would tell whether
+/// the unit has rows.
+pub(crate) const MAX_JOINED_BYTES: u64 = 1024 * 1024;
+
 /// A public relation joined to private rows.
 #[derive(Debug, Clone)]
 pub(crate) struct PublicSide {
@@ -56,11 +62,43 @@ pub(crate) struct PublicSide {
 }
 
 /// A public side that reads released cells, computed once they are released: the most times
-/// it may repeat a private row (checked before the charge).
+/// it may repeat a private row (checked before the charge), and the repeats and bytes of
+/// the query's other public sides (its own row's bytes are known only then).
 #[derive(Debug, Clone)]
 pub(crate) struct Pending {
     pub side: PublicSide,
     pub most: u64,
+    pub repeats: u64,
+    pub other_bytes: u64,
+}
+
+/// What the public sides were found to hold, before the charge.
+#[derive(Debug, Default)]
+pub(crate) struct Measured {
+    /// The sides that read released cells, to be computed once those are released.
+    pub pending: Vec<Pending>,
+    /// Per stored table: the most bytes a value of each of its columns holds (a side that
+    /// reads released cells: [`MAX_COMPUTED_TEXT_BYTES`] for its text columns).
+    pub longest: Vec<(Arc<MemTable>, Vec<usize>)>,
+}
+
+impl Measured {
+    /// The longest value of column `i` of the stored table `table`, if it is one.
+    pub(crate) fn longest(&self, table: &Arc<dyn TableProvider>, i: usize) -> Option<usize> {
+        self.longest
+            .iter()
+            .find(|(t, _)| std::ptr::addr_eq(Arc::as_ptr(t), Arc::as_ptr(table)))
+            .and_then(|(_, columns)| columns.get(i).copied())
+    }
+}
+
+/// One computed public side: the plan that reads its rows, the bytes of its longest row and
+/// of its longest value per column, and the bytes it holds.
+struct Computed {
+    reads: LogicalPlan,
+    row_bytes: u64,
+    longest: Vec<usize>,
+    bytes: u64,
 }
 
 /// Before the charge: computes and stores every public side that reads no released cells,
@@ -76,9 +114,13 @@ pub(crate) struct Pending {
 pub(crate) fn check(
     sides: &[PublicSide],
     released: &[(Arc<dyn TableProvider>, Option<usize>)],
+    memory_limit: Option<u64>,
     collect: impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
-) -> Result<Vec<Pending>> {
+) -> Result<Measured> {
     let mut repeats: u64 = 1;
+    let mut row_bytes: u64 = 0;
+    let mut held: u64 = 0;
+    let mut measured = Measured::default();
     let mut pending = Vec::new();
     for side in sides {
         if reads_cells(&side.plan, released) {
@@ -94,15 +136,39 @@ pub(crate) fn check(
             if side.keys.is_some() {
                 repeats = repeats.saturating_mul(most.max(1));
             }
-            pending.push(Pending {
-                side: side.clone(),
-                most,
-            });
+            if let Some((table, _)) = &side.stored {
+                let schema = side.plan.schema();
+                let longest = (0..schema.fields().len())
+                    .map(|i| match longest_type_bytes(schema.field(i).data_type()) {
+                        Some(bytes) => bytes,
+                        None => MAX_COMPUTED_TEXT_BYTES,
+                    })
+                    .collect();
+                measured.longest.push((Arc::clone(table), longest));
+            }
+            pending.push((side.clone(), most));
             continue;
         }
-        let measured = compute(side, &collect)?;
+        let computed = compute(side, &collect)?;
+        held = held.saturating_add(computed.bytes);
+        if let Some(limit) = memory_limit
+            && held > limit
+        {
+            // Stored before any private row is read: the same failure for every table.
+            return Err(SqlError::OutOfMemory {
+                limit,
+                charged: false,
+            });
+        }
+        row_bytes = row_bytes.saturating_add(computed.row_bytes);
+        if let Some((table, _)) = &side.stored {
+            measured
+                .longest
+                .push((Arc::clone(table), computed.longest.clone()));
+        }
+        let reads = computed.reads;
         if let Some(keys) = &side.keys {
-            let most = most_matches(&measured, keys, &collect)?;
+            let most = most_matches(&reads, keys, &collect)?;
             repeats = repeats.saturating_mul(most.max(1));
             if repeats > MAX_REPEATS {
                 return Err(SqlError::refused(
@@ -127,7 +193,35 @@ pub(crate) fn check(
             ),
         ));
     }
-    Ok(pending)
+    check_joined_bytes(repeats, row_bytes)?;
+    measured.pending = pending
+        .into_iter()
+        .map(|(side, most)| Pending {
+            side,
+            most,
+            repeats,
+            other_bytes: row_bytes,
+        })
+        .collect();
+    Ok(measured)
+}
+
+/// Refuses joins that together make one private row carry more than [`MAX_JOINED_BYTES`] of
+/// public rows: `repeats` copies of `row_bytes`.
+fn check_joined_bytes(repeats: u64, row_bytes: u64) -> Result<()> {
+    let bytes = repeats.saturating_mul(row_bytes);
+    if bytes > MAX_JOINED_BYTES {
+        return Err(SqlError::refused(
+            "joins of private rows with public rows",
+            format!(
+                "together they can add {bytes} bytes of public rows to one private row ({repeats} \
+                 repeats of up to {row_bytes} bytes), before any bound applies; at most \
+                 {MAX_JOINED_BYTES} are allowed: join fewer or shorter public columns, or \
+                 aggregate the public side first"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// After the cells it reads are released, before the private rows joined to it are read:
@@ -137,9 +231,13 @@ pub(crate) fn fill(
     pending: &Pending,
     collect: impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
 ) -> Result<()> {
-    let measured = compute(&pending.side, &collect)?;
+    let computed = compute(&pending.side, &collect)?;
+    check_joined_bytes(
+        pending.repeats,
+        pending.other_bytes.saturating_add(computed.row_bytes),
+    )?;
     if let Some(keys) = &pending.side.keys {
-        let most = most_matches(&measured, keys, &collect)?;
+        let most = most_matches(&computed.reads, keys, &collect)?;
         if most > pending.most {
             return Err(SqlError::refused(
                 "a join of private rows with released cells",
@@ -155,15 +253,35 @@ pub(crate) fn fill(
 }
 
 /// Computes every column of `side` (all of it, whatever the private rows), checks its computed
-/// values, and stores the rows; returns the plan that reads them.
+/// values, measures its rows, and stores them.
 fn compute(
     side: &PublicSide,
     collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
-) -> Result<LogicalPlan> {
+) -> Result<Computed> {
     let batches = collect(side.plan.clone())?;
     check_computed(side, &batches)?;
+    let n = side.plan.schema().fields().len();
+    let mut longest = vec![0usize; n];
+    let mut bytes: u64 = 0;
+    for batch in &batches {
+        bytes = bytes.saturating_add(batch.get_array_memory_size() as u64);
+        for (i, column) in batch.columns().iter().enumerate() {
+            let most = match longest_value(column).map_err(SqlError::internal)? {
+                Some(bytes) => bytes,
+                // A nested value: at most all of the column.
+                None => column.get_array_memory_size(),
+            };
+            longest[i] = longest[i].max(most);
+        }
+    }
+    let row_bytes = longest.iter().map(|&b| b as u64).sum();
     let Some((table, reads)) = &side.stored else {
-        return Ok(side.plan.clone());
+        return Ok(Computed {
+            reads: side.plan.clone(),
+            row_bytes,
+            longest,
+            bytes,
+        });
     };
     let schema = table.schema();
     let stored = batches
@@ -186,7 +304,12 @@ fn compute(
     *table.batches[0]
         .try_write()
         .map_err(|_| SqlError::internal("a public side's table is busy"))? = stored;
-    Ok(reads.clone())
+    Ok(Computed {
+        reads: reads.clone(),
+        row_bytes,
+        longest,
+        bytes,
+    })
 }
 
 /// Whether `plan` scans one of the `released` placeholders.
@@ -336,9 +459,20 @@ fn check_computed(side: &PublicSide, batches: &[RecordBatch]) -> Result<()> {
     Ok(())
 }
 
-/// The most bytes one value of `array` holds, for text and binary values (0 for values of a
-/// fixed, small size); None for nested values. Dictionary- and run-encoded values are measured
-/// as their values.
+/// The bytes of every value of type `t` when they are all the same (None: text, binary or
+/// nested values, which are measured).
+fn longest_type_bytes(t: &DataType) -> Option<usize> {
+    match t {
+        DataType::FixedSizeBinary(n) => usize::try_from(*n).ok(),
+        t if t.is_primitive() => t.primitive_width(),
+        DataType::Boolean | DataType::Null => Some(1),
+        _ => None,
+    }
+}
+
+/// The most bytes one value of `array` holds: text and binary values measured, others their
+/// width; None for nested values. Dictionary- and run-encoded values are measured as their
+/// values.
 fn longest_value(
     array: &ArrayRef,
 ) -> std::result::Result<Option<usize>, datafusion::arrow::error::ArrowError> {
@@ -354,12 +488,11 @@ fn longest_value(
         | DataType::Utf8View
         | DataType::Binary
         | DataType::LargeBinary
-        | DataType::BinaryView
-        | DataType::FixedSizeBinary(_) => {
+        | DataType::BinaryView => {
             let lengths = cast(&length(&plain)?, &DataType::Int64)?;
             let longest = max_of(lengths.as_primitive::<Int64Type>()).unwrap_or(0);
             Some(usize::try_from(longest).unwrap_or(0))
         }
-        _ => Some(0),
+        t => Some(longest_type_bytes(t).unwrap_or(16)),
     })
 }

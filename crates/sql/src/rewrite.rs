@@ -1013,13 +1013,23 @@ fn check_private_exprs(
 }
 
 /// A subquery left inside an expression over private rows (DataFusion could not turn it into
-/// a join): refused unless it reads only public tables.
+/// a join): refused. On private tables it mixes units; on public ones it would run only when
+/// private rows reach it (it is not computed and stored beforehand as a joined public side
+/// is), so its failure or its time would tell whether any did, and DataFusion cannot run
+/// some such subqueries at all (`IN` in an aggregate's argument), which it would find out
+/// after the charge.
 fn subquery_refusal(plan: &LogicalPlan, place: &str, rw: &Rewriter<'_>) -> Option<SqlError> {
-    rw.private_table_in(plan).map(|t| {
-        SqlError::refused(
+    Some(match rw.private_table_in(plan) {
+        Some(t) => SqlError::refused(
             format!("a subquery on table {t} in {place}"),
             "a correlated subquery over private rows mixes units; write it as a join along \
              the unit or an IN (…) on the unit's foreign key",
-        )
+        ),
+        None => SqlError::refused(
+            format!("a subquery in {place}"),
+            "a subquery left inside an expression on private rows would run only when private \
+             rows reach it, so whether it fails, and its time, would tell whether any did; join \
+             its rows instead (… JOIN (SELECT …) p ON …, or IN (SELECT …) in WHERE)",
+        ),
     })
 }

@@ -14,9 +14,13 @@
 //! (`TRY_CAST`, `CAST(x AS DOUBLE) / y`).
 
 use datafusion::arrow::datatypes::DataType;
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
 use datafusion::common::Column;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::{Expr, ExprSchemable, JoinType, LogicalPlan, Operator};
 
 /// Decimal128's most digits.
@@ -363,6 +367,18 @@ fn text_literal(e: Option<&Expr>) -> Option<&str> {
     }
 }
 
+/// The bytes of a text or binary constant (0 for others: numbers and dates are short).
+fn literal_bytes(v: &ScalarValue) -> usize {
+    match v {
+        ScalarValue::Binary(Some(b))
+        | ScalarValue::LargeBinary(Some(b))
+        | ScalarValue::BinaryView(Some(b))
+        | ScalarValue::FixedSizeBinary(_, Some(b)) => b.len(),
+        ScalarValue::Dictionary(_, v) => literal_bytes(v),
+        v => v.try_as_str().flatten().map_or(0, str::len),
+    }
+}
+
 /// Whether a `substr` start is never i64::MIN (where DataFusion's start − 1 overflows): a
 /// constant other than it, or a narrower integer widened.
 fn start_cannot_overflow(start: &Expr, schema: &DFSchema) -> bool {
@@ -403,7 +419,7 @@ fn text_parts_with(e: &Expr, column: &dyn Fn(&Column) -> (usize, usize)) -> (usi
     let times = |(p, b): (usize, usize), k: usize| (p.saturating_mul(k), b.saturating_mul(k));
     match e {
         Expr::Column(c) => column(c),
-        Expr::Literal(..) => (1, text_literal(Some(e)).map_or(0, str::len)),
+        Expr::Literal(v, _) => (1, literal_bytes(v)),
         Expr::ScalarFunction(f) => match f.func.name() {
             "concat" => sum(&f.args),
             "concat_ws" => match f.args.split_first() {
@@ -440,16 +456,40 @@ fn text_parts_with(e: &Expr, column: &dyn Fn(&Column) -> (usize, usize)) -> (usi
 /// concatenated 16 times above, holds 256, and k levels 16^k. So each column is counted as
 /// the parts it was built from, through every node below, and every concatenation is checked
 /// with its columns counted so.
-pub(crate) fn composed_text_failure(plan: &LogicalPlan) -> Option<(String, String)> {
-    column_parts(plan).err()
+/// A stored public side's column counts as one part with its longest value's bytes, as a
+/// constant would (`longest` gives them, by table and column).
+pub(crate) fn composed_text_failure(
+    plan: &LogicalPlan,
+    longest: &Longest<'_>,
+) -> Option<(String, String)> {
+    column_parts(plan, longest).err()
 }
 
+/// The longest value of a column of a stored table, if the table is one.
+pub(crate) type Longest<'a> = dyn Fn(&Arc<dyn TableProvider>, usize) -> Option<usize> + 'a;
+
 /// (parts, constant bytes) of each output column of `plan` (see [`composed_text_failure`]).
-fn column_parts(plan: &LogicalPlan) -> Result<Vec<(usize, usize)>, (String, String)> {
+fn column_parts(
+    plan: &LogicalPlan,
+    longest: &Longest<'_>,
+) -> Result<Vec<(usize, usize)>, (String, String)> {
+    if let LogicalPlan::TableScan(scan) = plan
+        && let Ok(table) = source_as_provider(&scan.source)
+    {
+        let n = plan.schema().fields().len();
+        let columns: Vec<usize> = match &scan.projection {
+            Some(p) => p.clone(),
+            None => (0..n).collect(),
+        };
+        return Ok(columns
+            .into_iter()
+            .map(|c| (1, longest(&table, c).unwrap_or(0)))
+            .collect());
+    }
     let inputs = plan.inputs();
     let input_parts = inputs
         .iter()
-        .map(|p| column_parts(p))
+        .map(|p| column_parts(p, longest))
         .collect::<Result<Vec<_>, _>>()?;
     let column = |c: &Column| {
         inputs
@@ -488,9 +528,11 @@ fn column_parts(plan: &LogicalPlan) -> Result<Vec<(usize, usize)>, (String, Stri
     let one = |i: usize| input_parts.get(i).cloned().unwrap_or_default();
     let mut out: Vec<(usize, usize)> = match plan {
         LogicalPlan::Projection(p) => p.expr.iter().map(|e| text_parts_with(e, &column)).collect(),
+        // An aggregate's value (MIN or MAX of a text) is as long as its argument.
         LogicalPlan::Aggregate(a) => a
             .group_expr
             .iter()
+            .chain(&a.aggr_expr)
             .map(|e| text_parts_with(e, &column))
             .collect(),
         LogicalPlan::Join(_) => one(0).into_iter().chain(one(1)).collect(),

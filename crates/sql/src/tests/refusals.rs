@@ -82,6 +82,39 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "s.l || s.l",
         "concatenates 256 columns",
     ),
+    // 20 repeats of a public row of up to 64,001 bytes: 1.28 MB added to each private row.
+    (
+        "SELECT COUNT(*) FROM items i JOIN (SELECT f.flag, repeat(f.label, 8000) AS big FROM \
+         flags f, (VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9), (10), (11), (12), (13), (14), (15), (16), (17), (18), (19)) v(x)) p ON i.flag = p.flag",
+        0.0,
+        "joins of private rows with public rows",
+        "1280020 bytes",
+    ),
+    // A public subquery left in an aggregate's argument would run only when rows reach it.
+    (
+        "SELECT COUNT(CASE WHEN length((SELECT MAX(label) FROM flags) || priority) > 3 THEN 1 \
+         END) FROM orders",
+        0.0,
+        "a subquery in",
+        "only when private rows reach it",
+    ),
+    // MAX of a 16-part text is as long as it: 16 copies of it are 256 parts.
+    (
+        "SELECT SUM(CASE WHEN length(u.t) > 3 THEN 1 ELSE 0 END) FROM (SELECT o_cust, \
+         MAX(s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l || s.l) AS t FROM (SELECT o_cust, MAX(priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority || priority) AS l FROM orders \
+         GROUP BY o_cust) s GROUP BY o_cust) u",
+        0.0,
+        "s.l || s.l",
+        "concatenates 256 columns",
+    ),
+    // Binary constants count their bytes.
+    (
+        "SELECT COUNT(CASE WHEN md5(TRY_CAST(priority AS BYTEA) || CAST(repeat('A', 40000) AS \
+         BYTEA) || CAST(repeat('A', 40000) AS BYTEA)) > 'a' THEN 1 END) FROM orders",
+        0.0,
+        "",
+        "at most 64 KiB of constants",
+    ),
     // Dictionary-encoded text is measured as text.
     (
         "SELECT COUNT(*) FROM items i JOIN (SELECT flag, arrow_cast(repeat(label, 20000), \
@@ -485,4 +518,23 @@ fn a_public_side_fails_or_is_refused_whatever_the_private_rows() {
             "qty {qty}: {err}"
         );
     }
+}
+
+/// Public sides are stored within the memory limit, before the charge.
+#[test]
+fn stored_public_sides_count_against_the_memory_limit() {
+    let shop = shop(None);
+    let limits = crate::memory::Limits {
+        memory: Some(1 << 20),
+        spill_dir: None,
+    };
+    let engine = crate::Engine::with_limits(&shop.decls, &shop.tables, limits).unwrap();
+    let sql = "SELECT COUNT(*) FROM items i JOIN (SELECT f.flag || CAST(t.x AS VARCHAR) AS k, \
+               repeat(f.label, 100) AS big FROM flags f, unnest(range(1, 5000)) AS t(x)) p ON \
+               i.flag = p.k";
+    let err = engine.explain(sql, &request(1.0, 0.0)).unwrap_err();
+    assert!(
+        matches!(err, SqlError::OutOfMemory { charged: false, .. }),
+        "{err}"
+    );
 }
