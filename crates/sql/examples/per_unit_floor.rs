@@ -6,7 +6,8 @@
 //! row per (customer, group) — for Q1 after joining each line item to its order, the only way
 //! to its customer — clamps it, and adds the rows up per group. The floor does less than a DP
 //! query must (no choice of L0 groups, no noise, no fixed point) and everything the plain
-//! query does, so floor / plain is a lower bound on DP / plain for these queries on DataFusion.
+//! query does, so floor / plain is what per-customer state costs when DataFusion's own
+//! aggregation keeps it (dpml's bounder keeps it itself, and beats it on the histogram).
 //!
 //! ```text
 //! dpml bench sql --scale-factor 1 --data target/tpch-sf1 --runs 1   # the tables, once
