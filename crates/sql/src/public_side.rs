@@ -160,7 +160,10 @@ pub(crate) fn check(
                 charged: false,
             });
         }
-        row_bytes = row_bytes.saturating_add(computed.row_bytes);
+        if side.keys.is_some() {
+            // A semi- or anti-join brings no public columns.
+            row_bytes = row_bytes.saturating_add(computed.row_bytes);
+        }
         if let Some((table, _)) = &side.stored {
             measured
                 .longest
@@ -232,10 +235,12 @@ pub(crate) fn fill(
     collect: impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
 ) -> Result<()> {
     let computed = compute(&pending.side, &collect)?;
-    check_joined_bytes(
-        pending.repeats,
-        pending.other_bytes.saturating_add(computed.row_bytes),
-    )?;
+    if pending.side.keys.is_some() {
+        check_joined_bytes(
+            pending.repeats,
+            pending.other_bytes.saturating_add(computed.row_bytes),
+        )?;
+    }
     if let Some(keys) = &pending.side.keys {
         let most = most_matches(&computed.reads, keys, &collect)?;
         if most > pending.most {
