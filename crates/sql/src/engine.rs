@@ -516,6 +516,7 @@ impl Engine {
         // Aggregate by aggregate, in the order they were found (a subquery's before the query
         // around it): an aggregate's private rows may be joined to cells released before it.
         let mut warnings = Vec::new();
+        let mut filled_bytes = 0;
         for i in 0..prepared.aggregates.len() {
             let agg = &prepared.aggregates[i];
             for pending in prepared.pending.iter().filter(|p| {
@@ -524,7 +525,8 @@ impl Engine {
                     .as_ref()
                     .is_some_and(|(table, _)| scans(&agg.rows, table))
             }) {
-                crate::public_side::fill(pending, |plan| self.collect(plan)).map_err(paid)?;
+                crate::public_side::fill(pending, &mut filled_bytes, |plan| self.collect(plan))
+                    .map_err(paid)?;
             }
             let totals = self
                 .aggregate_totals(prepared, i, key, self.limits.memory.is_some())

@@ -229,16 +229,19 @@ fn check_joined_bytes(repeats: u64, row_bytes: u64) -> Result<()> {
 
 /// After the cells it reads are released, before the private rows joined to it are read:
 /// computes and stores a pending side, and checks what it brings as [`check`] does (its rows
-/// per join key now counted, not bounded).
+/// per join key now counted, not bounded). `filled_bytes` holds the row bytes of the pending
+/// sides filled before it, and gains its own.
 pub(crate) fn fill(
     pending: &Pending,
+    filled_bytes: &mut u64,
     collect: impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
 ) -> Result<()> {
     let computed = compute(&pending.side, &collect)?;
     if pending.side.keys.is_some() {
+        *filled_bytes = filled_bytes.saturating_add(computed.row_bytes);
         check_joined_bytes(
             pending.repeats,
-            pending.other_bytes.saturating_add(computed.row_bytes),
+            pending.other_bytes.saturating_add(*filled_bytes),
         )?;
     }
     if let Some(keys) = &pending.side.keys {

@@ -565,10 +565,21 @@ impl<'a> Rewriter<'a> {
                 // How often the public side can repeat each private row, and what it
                 // computes, are measured on its rows before the charge (see
                 // [`crate::public_side`]).
-                let (public, public_keys) = match private_left {
-                    true => (&right, &right_keys),
-                    false => (&left, &left_keys),
+                let (public, public_keys, public_schema) = match private_left {
+                    true => (&right, &right_keys, j.right.schema()),
+                    false => (&left, &left_keys, j.left.schema()),
                 };
+                // The join computes its keys itself, on the public rows it reads only when
+                // private rows reach it: they must be the stored side's own columns.
+                if let Some(key) = public_keys.iter().find(|k| !is_column(k, public_schema)) {
+                    return Err(SqlError::refused(
+                        format!("the join key {key} computed on public rows"),
+                        "the join computes it only when private rows reach the join, so \
+                         whether it fails, and its time, would tell whether any did; compute \
+                         it as a column of the public subquery (JOIN (SELECT f(x) AS k …) p ON \
+                         p.k = …, or IN (SELECT f(x) …))",
+                    ));
+                }
                 let repeats = matches!(j.join_type, Inner | Left | Right | Full);
                 let stored = match self.store_public_sides {
                     true => Some(empty_table(self, "public", public.plan.schema())?),
@@ -815,6 +826,16 @@ impl<'a> Rewriter<'a> {
             .map_err(plan_err)?;
         let key_expr = Expr::Column(Column::new(Some(alias.as_str()), k));
         Ok((plan, key_expr, 1))
+    }
+}
+
+/// Whether `e` is a column, or one widened by a cast that cannot fail.
+fn is_column(e: &Expr, schema: &datafusion::common::DFSchema) -> bool {
+    match e {
+        Expr::Column(_) => true,
+        Expr::Cast(c) => is_column(&c.expr, schema) && crate::total::failure(e, schema).is_none(),
+        Expr::TryCast(c) => is_column(&c.expr, schema),
+        _ => false,
     }
 }
 

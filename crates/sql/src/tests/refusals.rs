@@ -115,6 +115,14 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "",
         "at most 64 KiB of constants",
     ),
+    // A join key computed on public rows would be computed only when private rows reach it.
+    (
+        "SELECT COUNT(*) FROM items i WHERE EXISTS (SELECT 1 FROM flags f WHERE \
+         upper(f.flag) = i.flag)",
+        0.0,
+        "the join key upper(",
+        "only when private rows reach the join",
+    ),
     // Dictionary-encoded text is measured as text.
     (
         "SELECT COUNT(*) FROM items i JOIN (SELECT flag, arrow_cast(repeat(label, 20000), \
@@ -518,6 +526,11 @@ fn a_public_side_fails_or_is_refused_whatever_the_private_rows() {
             "qty {qty}: {err}"
         );
     }
+    // Two sides reading released cells, 600 kB a row each: 1.2 MB together.
+    let side = "(SELECT c.n, repeat('x', 60000) AS b0, repeat('x', 60000) AS b1, repeat('x', 60000) AS b2, repeat('x', 60000) AS b3, repeat('x', 60000) AS b4, repeat('x', 60000) AS b5, repeat('x', 60000) AS b6, repeat('x', 60000) AS b7, repeat('x', 60000) AS b8, repeat('x', 60000) AS b9 FROM (SELECT COUNT(*) AS n FROM orders) c)";
+    let two = format!("SELECT COUNT(*) FROM items i CROSS JOIN {side} p CROSS JOIN {side} q");
+    let err = run(&two).unwrap_err().to_string();
+    assert!(err.contains("can add 120"), "{err}");
 }
 
 /// Public sides are stored within the memory limit, before the charge.
