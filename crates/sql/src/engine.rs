@@ -11,7 +11,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::concat;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::{MemTable, TableProvider};
+use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::{FunctionRegistry, SessionStateBuilder};
@@ -520,10 +520,10 @@ impl Engine {
         for i in 0..prepared.aggregates.len() {
             let agg = &prepared.aggregates[i];
             for pending in prepared.pending.iter().filter(|p| {
-                p.side
-                    .stored
-                    .as_ref()
-                    .is_some_and(|(table, _)| scans(&agg.rows, table))
+                p.side.stored.as_ref().is_some_and(|(table, _)| {
+                    let table = Arc::clone(table) as Arc<dyn TableProvider>;
+                    crate::public_side::scans_any(&agg.rows, &[&table])
+                })
             }) {
                 crate::public_side::fill(pending, &mut filled_bytes, |plan| self.collect(plan))
                     .map_err(paid)?;
@@ -683,20 +683,6 @@ impl Engine {
         self.progress.finish_plan(&physical);
         result
     }
-}
-
-/// Whether `plan` scans `table`.
-fn scans(plan: &LogicalPlan, table: &Arc<MemTable>) -> bool {
-    let mut found = false;
-    let _ = plan.apply(|node| {
-        if let LogicalPlan::TableScan(scan) = node
-            && let Ok(provider) = datafusion::datasource::source_as_provider(&scan.source)
-        {
-            found |= std::ptr::addr_eq(Arc::as_ptr(&provider), Arc::as_ptr(table));
-        }
-        Ok(TreeNodeRecursion::Continue)
-    });
-    found
 }
 
 /// The plan's rows split into `partitions` streams by a hash of column 0 (the unit), so that

@@ -320,11 +320,11 @@ fn compute(
     })
 }
 
-/// Whether `plan` scans one of the `released` placeholders.
-fn reads_cells(plan: &LogicalPlan, released: &[(Arc<dyn TableProvider>, Option<usize>)]) -> bool {
+/// Whether `plan` scans one of `tables`.
+pub(crate) fn scans_any(plan: &LogicalPlan, tables: &[&Arc<dyn TableProvider>]) -> bool {
     let mut found = false;
     let _ = plan.apply(|node| {
-        found |= cells_of(node, released).is_some();
+        found |= tables.iter().any(|t| is_scan_of(node, t));
         Ok(match found {
             true => TreeNodeRecursion::Stop,
             false => TreeNodeRecursion::Continue,
@@ -333,18 +333,28 @@ fn reads_cells(plan: &LogicalPlan, released: &[(Arc<dyn TableProvider>, Option<u
     found
 }
 
+/// Whether `node` is a scan of `table` (the same provider).
+fn is_scan_of(node: &LogicalPlan, table: &Arc<dyn TableProvider>) -> bool {
+    let LogicalPlan::TableScan(scan) = node else {
+        return false;
+    };
+    source_as_provider(&scan.source)
+        .is_ok_and(|p| std::ptr::addr_eq(Arc::as_ptr(&p), Arc::as_ptr(table)))
+}
+
+/// Whether `plan` scans one of the `released` placeholders.
+fn reads_cells(plan: &LogicalPlan, released: &[(Arc<dyn TableProvider>, Option<usize>)]) -> bool {
+    scans_any(plan, &released.iter().map(|(t, _)| t).collect::<Vec<_>>())
+}
+
 /// The bound of the released placeholder `node` scans, if it scans one.
 fn cells_of(
     node: &LogicalPlan,
     released: &[(Arc<dyn TableProvider>, Option<usize>)],
 ) -> Option<Option<usize>> {
-    let LogicalPlan::TableScan(scan) = node else {
-        return None;
-    };
-    let provider = source_as_provider(&scan.source).ok()?;
     released
         .iter()
-        .find(|(table, _)| std::ptr::addr_eq(Arc::as_ptr(table), Arc::as_ptr(&provider)))
+        .find(|(table, _)| is_scan_of(node, table))
         .map(|(_, rows)| *rows)
 }
 

@@ -535,6 +535,15 @@ fn column_parts(
             .chain(&a.aggr_expr)
             .map(|e| text_parts_with(e, &column))
             .collect(),
+        // A semi- or anti-join passes one side on (a left one, the first columns).
+        LogicalPlan::Join(j)
+            if matches!(
+                j.join_type,
+                JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark
+            ) =>
+        {
+            one(1)
+        }
         LogicalPlan::Join(_) => one(0).into_iter().chain(one(1)).collect(),
         LogicalPlan::Union(_) => (0..n)
             .map(|i| {
@@ -548,15 +557,7 @@ fn column_parts(
         _ if inputs.len() == 1 => one(0),
         _ => Vec::new(),
     };
-    // A semi- or anti-join passes one side on; other nodes add columns of one part.
-    if let LogicalPlan::Join(j) = plan
-        && matches!(
-            j.join_type,
-            JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark
-        )
-    {
-        out = one(1);
-    }
+    // Columns a node adds of its own count as one part.
     out.resize(n, (1, 0));
     Ok(out)
 }
