@@ -16,6 +16,9 @@ use crate::error::{Result, SqlError};
 /// The largest count or bound a size-growing function may be given.
 const MAX_GROWTH: f64 = 65_536.0;
 
+/// The functions that make a series of values between bounds.
+const SERIES: [&str; 3] = ["range", "generate_series", "gen_series"];
+
 /// The most bytes a constant call may build, as estimated by [`folded_bytes`].
 const MAX_FOLDED_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
 
@@ -40,16 +43,17 @@ impl Visitor for Growing {
         };
         let name = function_name(f);
         let args = arguments(f);
+        let series = SERIES.contains(&name.as_str());
         // The arguments that set the size: the count (second), or every bound of a series.
         let sizes = match name.as_str() {
             "repeat" | "lpad" | "rpad" | "array_repeat" | "list_repeat" | "array_resize"
             | "list_resize" => 1..2,
-            "range" | "generate_series" | "gen_series" => 0..usize::MAX,
+            _ if series => 0..usize::MAX,
             _ => 0..0,
         };
-        let series = matches!(name.as_str(), "range" | "generate_series" | "gen_series");
+        let constant = !reads_a_column(expr);
         if series
-            && !reads_a_column(expr)
+            && constant
             && args
                 .iter()
                 .any(|e| matches!(e, SqlExpr::TypedString { .. } | SqlExpr::Interval(_)))
@@ -74,7 +78,7 @@ impl Visitor for Growing {
                 ));
             }
         }
-        if !reads_a_column(expr) {
+        if constant {
             let bytes = folded_bytes(expr);
             if bytes > MAX_FOLDED_BYTES {
                 return ControlFlow::Break(SqlError::refused(
@@ -159,7 +163,7 @@ fn folded_bytes(e: &SqlExpr) -> f64 {
                 // A pad character takes at most 4 bytes.
                 "lpad" | "rpad" => size(0) + size(2) + 4.0 * number(args.get(1)),
                 "array_resize" | "list_resize" => size(0) + size(2).max(8.0) * number(args.get(1)),
-                "range" | "generate_series" | "gen_series" => 16.0 * MAX_GROWTH,
+                n if SERIES.contains(&n) => 16.0 * MAX_GROWTH,
                 // Every match (every position, for an empty pattern) can be replaced.
                 "replace" | "regexp_replace" => size(0) + (size(0) + 1.0) * size(2),
                 "translate" => 4.0 * size(0) + size(2),

@@ -267,21 +267,25 @@ fn compute(
     collect: &impl Fn(LogicalPlan) -> Result<Vec<RecordBatch>>,
 ) -> Result<Computed> {
     let batches = collect(side.plan.clone())?;
-    check_computed(side, &batches)?;
     let n = side.plan.schema().fields().len();
-    let mut longest = vec![0usize; n];
+    // Per column: its longest value's bytes (None: nested values, at most all of a column).
+    let mut longest: Vec<Option<usize>> = vec![Some(0); n];
+    let mut nested_bytes = vec![0usize; n];
     let mut bytes: u64 = 0;
     for batch in &batches {
         bytes = bytes.saturating_add(batch.get_array_memory_size() as u64);
         for (i, column) in batch.columns().iter().enumerate() {
-            let most = match longest_value(column).map_err(SqlError::internal)? {
-                Some(bytes) => bytes,
-                // A nested value: at most all of the column.
-                None => column.get_array_memory_size(),
-            };
-            longest[i] = longest[i].max(most);
+            let most = longest_value(column).map_err(SqlError::internal)?;
+            longest[i] = longest[i].zip(most).map(|(a, b)| a.max(b));
+            nested_bytes[i] = nested_bytes[i].max(column.get_array_memory_size());
         }
     }
+    check_computed(side, &longest)?;
+    let longest: Vec<usize> = longest
+        .iter()
+        .zip(nested_bytes)
+        .map(|(l, nested)| l.unwrap_or(nested))
+        .collect();
     let row_bytes = longest.iter().map(|&b| b as u64).sum();
     let Some((table, reads)) = &side.stored else {
         return Ok(Computed {
@@ -448,30 +452,28 @@ fn most_matches(
     Ok(u64::try_from(most).unwrap_or(0))
 }
 
-/// Refuses a computed column of `side` (its rows: `batches`) that holds nested values, or text
-/// longer than [`MAX_COMPUTED_TEXT_BYTES`], however it is encoded.
-fn check_computed(side: &PublicSide, batches: &[RecordBatch]) -> Result<()> {
+/// Refuses a computed column of `side` (its longest values: `longest`, None for nested ones)
+/// that holds nested values, or text longer than [`MAX_COMPUTED_TEXT_BYTES`].
+fn check_computed(side: &PublicSide, longest: &[Option<usize>]) -> Result<()> {
     let schema = side.plan.schema();
     for &i in &side.computed {
         let name = schema.field(i).name();
         let refused = |why: String| {
             SqlError::refused(format!("the computed column {name} of public rows"), why)
         };
-        for batch in batches {
-            let Some(bytes) = longest_value(batch.column(i)).map_err(SqlError::internal)? else {
-                return Err(refused(
-                    "nested values computed on public rows may be of any size, and they meet \
-                     private rows here; compute them after the aggregate"
-                        .into(),
-                ));
-            };
-            if bytes > MAX_COMPUTED_TEXT_BYTES {
-                return Err(refused(format!(
-                    "a value of it holds {bytes} bytes, and it meets private rows here, where \
-                     text is bounded to {MAX_COMPUTED_TEXT_BYTES} bytes per value; compute it \
-                     after the aggregate"
-                )));
-            }
+        let Some(bytes) = longest[i] else {
+            return Err(refused(
+                "nested values computed on public rows may be of any size, and they meet \
+                 private rows here; compute them after the aggregate"
+                    .into(),
+            ));
+        };
+        if bytes > MAX_COMPUTED_TEXT_BYTES {
+            return Err(refused(format!(
+                "a value of it holds {bytes} bytes, and it meets private rows here, where \
+                 text is bounded to {MAX_COMPUTED_TEXT_BYTES} bytes per value; compute it \
+                 after the aggregate"
+            )));
         }
     }
     Ok(())
