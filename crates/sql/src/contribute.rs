@@ -181,6 +181,8 @@ struct Accumulators {
     counts: Vec<u64>,
     sums: Vec<SumAcc>,
     heaps: Vec<BinaryHeap<(u64, u32)>>,
+    /// Pairs held.
+    pairs: usize,
 }
 
 impl Accumulators {
@@ -204,7 +206,13 @@ impl Accumulators {
             counts: Vec::new(),
             sums: Vec::new(),
             heaps: Vec::new(),
+            pairs: 0,
         }
+    }
+
+    /// Pairs held.
+    fn pairs(&self) -> usize {
+        self.pairs
     }
 
     /// Appends the zeroed accumulators of `n` new pairs.
@@ -214,6 +222,24 @@ impl Accumulators {
         self.sums.resize(self.sums.len() + n * s, SumAcc::default());
         self.heaps
             .resize_with(self.heaps.len() + n * h, BinaryHeap::new);
+        self.pairs += n;
+    }
+
+    /// Moves the accumulators of pair `from` to pair `to` for each `(from, to)` of `moves`,
+    /// into `pairs` pairs (any pair not moved to starts at zero).
+    fn rearrange(&mut self, moves: &[(usize, usize)], pairs: usize) {
+        let [c, s, h] = self.per_pair;
+        let mut counts = vec![0; pairs * c];
+        let mut sums = vec![SumAcc::default(); pairs * s];
+        let mut heaps: Vec<_> = (0..pairs * h).map(|_| BinaryHeap::new()).collect();
+        for &(from, to) in moves {
+            counts[to * c..(to + 1) * c].copy_from_slice(&self.counts[from * c..(from + 1) * c]);
+            sums[to * s..(to + 1) * s].copy_from_slice(&self.sums[from * s..(from + 1) * s]);
+            for j in 0..h {
+                heaps[to * h + j] = std::mem::take(&mut self.heaps[from * h + j]);
+            }
+        }
+        (self.counts, self.sums, self.heaps, self.pairs) = (counts, sums, heaps, pairs);
     }
 
     /// Bytes one pair's accumulators take (the heaps' values apart).
@@ -229,6 +255,7 @@ impl Accumulators {
         self.counts.clear();
         self.sums.clear();
         self.heaps.clear();
+        self.pairs = 0;
     }
 
     /// Part `k`'s accumulator of pair `pair`.
@@ -249,11 +276,11 @@ const GROUP_BYTES: usize = 96;
 const PAIR_BYTES: usize = 40;
 const HEAP_VALUE_BYTES: usize = 24;
 
-/// The units and groups of unsorted rows, interned by DataFusion's vectorised group values:
-/// each distinct unit and group gets the next id, in order of first sight.
+/// The units and groups of unsorted rows, interned in order of first sight: each distinct
+/// unit and group gets the next id.
 struct Interners {
-    units: Box<dyn GroupValues>,
-    /// None without GROUP BY (one group).
+    units: UnitIds,
+    /// None without GROUP BY (one group); groups by DataFusion's vectorised group values.
     groups: Option<Box<dyn GroupValues>>,
     unit_ids: Vec<usize>,
     group_ids: Vec<usize>,
@@ -261,7 +288,7 @@ struct Interners {
 
 impl Interners {
     /// Interners for the key columns `[unit, groups…]` (the first `n_keys`) of `batch`.
-    fn new(batch: &RecordBatch, n_keys: usize) -> Result<Self> {
+    fn new(batch: &RecordBatch, n_keys: usize, int_units: bool) -> Result<Self> {
         let values = |columns: Vec<usize>| {
             let schema = batch
                 .schema()
@@ -270,7 +297,10 @@ impl Interners {
             new_group_values(Arc::new(schema), &GroupOrdering::None).map_err(SqlError::internal)
         };
         Ok(Self {
-            units: values(vec![0])?,
+            units: match int_units {
+                true => UnitIds::Int(IntIds::default()),
+                false => UnitIds::Other(values(vec![0])?),
+            },
             groups: (n_keys > 1)
                 .then(|| values((1..n_keys).collect()))
                 .transpose()?,
@@ -282,9 +312,12 @@ impl Interners {
     /// Each row's unit id and group id, and how many units and groups have ids.
     fn intern(&mut self, batch: &RecordBatch, n_keys: usize) -> Result<Interned<'_>> {
         let columns = batch.columns();
-        self.units
-            .intern(&columns[..1], &mut self.unit_ids)
-            .map_err(SqlError::internal)?;
+        match &mut self.units {
+            UnitIds::Int(ids) => ids.intern(&columns[0], &mut self.unit_ids)?,
+            UnitIds::Other(values) => values
+                .intern(&columns[..1], &mut self.unit_ids)
+                .map_err(SqlError::internal)?,
+        }
         match &mut self.groups {
             Some(groups) => groups
                 .intern(&columns[1..n_keys], &mut self.group_ids)
@@ -297,14 +330,80 @@ impl Interners {
         Ok(Interned {
             unit_ids: &self.unit_ids,
             group_ids: &self.group_ids,
-            units: self.units.len(),
+            units: match &self.units {
+                UnitIds::Int(ids) => ids.keys.len(),
+                UnitIds::Other(values) => values.len(),
+            },
             groups: self.groups.as_ref().map_or(1, |g| g.len()),
         })
     }
 
     /// Bytes the interned keys take.
     fn size(&self) -> usize {
-        self.units.size() + self.groups.as_ref().map_or(0, |g| g.size())
+        let units = match &self.units {
+            UnitIds::Int(ids) => ids.size(),
+            UnitIds::Other(values) => values.size(),
+        };
+        units + self.groups.as_ref().map_or(0, |g| g.size())
+    }
+}
+
+/// The units of unsorted rows, in order of first sight.
+enum UnitIds {
+    Int(IntIds),
+    /// Any other unit type, by DataFusion's vectorised group values.
+    Other(Box<dyn GroupValues>),
+}
+
+/// Integer units' ids, in order of first sight. Tables mostly number their people densely
+/// from 0 or 1, so an id below [`DIRECT_IDS`] finds its unit in an array (one read, which
+/// stays in cache) rather than in a hash map; any other id goes through the map.
+#[derive(Default)]
+struct IntIds {
+    /// At `id`: the unit of id `id`, or [`NO_UNIT`].
+    direct: Vec<u32>,
+    others: HashMap<i64, u32>,
+    /// Each unit's id.
+    keys: Vec<i64>,
+}
+
+/// Integer ids below this are found in [`IntIds::direct`] (at most 4 MiB).
+const DIRECT_IDS: i64 = 1 << 20;
+
+impl IntIds {
+    /// Appends to `units` the unit of each id in `column` (no nulls).
+    fn intern(&mut self, column: &ArrayRef, units: &mut Vec<usize>) -> Result<()> {
+        let ids = cast(column, &DataType::Int64).map_err(SqlError::internal)?;
+        units.clear();
+        units.reserve(ids.len());
+        for &id in ids.as_primitive::<Int64Type>().values() {
+            let next = self.keys.len() as u32;
+            let unit = if (0..DIRECT_IDS).contains(&id) {
+                let at = id as usize;
+                if at >= self.direct.len() {
+                    self.direct.resize(at + 1, NO_UNIT);
+                }
+                let slot = &mut self.direct[at];
+                if *slot == NO_UNIT {
+                    *slot = next;
+                }
+                *slot
+            } else {
+                *self.others.entry(id).or_insert(next)
+            };
+            if unit == next {
+                self.keys.push(id);
+            }
+            units.push(unit as usize);
+        }
+        Ok(())
+    }
+
+    /// Bytes held.
+    fn size(&self) -> usize {
+        self.direct.capacity() * std::mem::size_of::<u32>()
+            + self.others.capacity() * 2 * std::mem::size_of::<(i64, u32)>()
+            + self.keys.capacity() * std::mem::size_of::<i64>()
     }
 }
 
@@ -320,12 +419,30 @@ struct Interned<'a> {
 /// The unit of a pair that is not bounded (its group is not among the public keys).
 const NO_UNIT: u32 = u32::MAX;
 
-/// While a stream has at most this many groups, its pairs are found in a table of units ×
-/// groups rather than a hash map (a histogram's or Q1's handful of keys): one read per row.
+/// While a stream has at most this many groups (a histogram's or Q1's handful of keys), the
+/// pair of (unit, group) is `unit * width + group`: found without a lookup, its accumulators
+/// next to those of the unit's other groups. Beyond, pairs are found in a hash map.
 const DENSE_GROUPS: usize = 8;
 
-/// A (unit, group) of the dense table that has no pair yet.
-const NO_PAIR: u32 = u32::MAX;
+/// The pairs of unsorted rows with at most [`DENSE_GROUPS`] groups.
+#[derive(Debug, Default)]
+struct Dense {
+    /// Groups per unit (a power of two: the groups seen so far, rounded up).
+    width: usize,
+    /// Per unit: bit `group` is set once the pair has a row.
+    seen: Vec<u8>,
+}
+
+impl Dense {
+    /// Each pair with a row, unit after unit: (unit, group, pair).
+    fn pairs(&self) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        self.seen.iter().enumerate().flat_map(move |(u, &bits)| {
+            (0..DENSE_GROUPS)
+                .filter(move |g| bits & (1 << g) != 0)
+                .map(move |g| (u, g, u * self.width + g))
+        })
+    }
+}
 
 /// Bounds the contribution rows of one stream (see the module docs).
 ///
@@ -348,13 +465,14 @@ pub(crate) struct Bounder {
     group_keys: Vec<Vec<u8>>,
     unit_keys: Vec<Vec<u8>>,
     pairs: HashMap<u64, u32>,
-    /// Unsorted rows with few groups: the pair of (unit, group) at `unit * DENSE_GROUPS +
-    /// group` ([`NO_PAIR`]: none yet); None once there are more groups (then `pairs`).
-    dense_pairs: Option<Vec<u32>>,
-    /// Per pair: its unit ([`NO_UNIT`]: a group outside the public keys), its group, its
-    /// accumulators.
+    /// Unsorted rows with few groups (see [`DENSE_GROUPS`]); None for sorted rows and once
+    /// there are more groups: then pairs are numbered by `pairs`.
+    dense: Option<Dense>,
+    /// Per pair numbered by `pairs`: its unit ([`NO_UNIT`]: a group outside the public keys)
+    /// and its group.
     pair_units: Vec<u32>,
     pair_groups: Vec<u32>,
+    /// Per pair: its accumulators.
     accs: Accumulators,
     /// Per group: the bounded totals of the units bounded so far.
     totals: Vec<Option<GroupTotals>>,
@@ -411,7 +529,7 @@ impl Bounder {
             group_keys: Vec::new(),
             unit_keys: Vec::new(),
             pairs: HashMap::default(),
-            dense_pairs: Some(Vec::new()),
+            dense: (!sorted).then(Dense::default),
             pair_units: Vec::new(),
             pair_groups: Vec::new(),
             accs: Accumulators::new(&spec.parts),
@@ -448,7 +566,11 @@ impl Bounder {
         };
         let n_keys = 1 + self.spec.group_types.len();
         if self.interners.is_none() {
-            self.interners = Some(Interners::new(&batch, n_keys)?);
+            self.interners = Some(Interners::new(
+                &batch,
+                n_keys,
+                matches!(self.units, Units::Int(_)),
+            )?);
         }
         let Some(interners) = &mut self.interners else {
             unreachable!("set above")
@@ -462,33 +584,44 @@ impl Bounder {
         } = interners.intern(&batch, n_keys)?;
         let mut row_pairs = std::mem::take(&mut self.row_pairs);
         row_pairs.clear();
-        let known_pairs = self.pair_units.len();
         if n_groups > DENSE_GROUPS
-            && let Some(dense) = self.dense_pairs.take()
+            && let Some(dense) = self.dense.take()
         {
-            // Too many groups for the table: its pairs move to the hash map.
-            self.pairs.reserve(self.pair_units.len());
-            for (p, (&u, &g)) in self.pair_units.iter().zip(&self.pair_groups).enumerate() {
+            // Too many groups for the dense layout: its pairs are numbered by the hash map.
+            let mut moves = Vec::new();
+            for (u, g, from) in dense.pairs() {
+                let p = self.pair_units.len();
                 self.pairs.insert(((u as u64) << 32) | g as u64, p as u32);
+                self.pair_units.push(u as u32);
+                self.pair_groups.push(g as u32);
+                moves.push((from, p));
             }
-            self.unit_bytes -= dense.len() * std::mem::size_of::<u32>();
+            self.accs.rearrange(&moves, self.pair_units.len());
+            self.unit_bytes = self.pair_units.len() * (PAIR_BYTES + self.accs.pair_bytes());
         }
-        match &mut self.dense_pairs {
+        match &mut self.dense {
             Some(dense) => {
-                let grown = n_units * DENSE_GROUPS - dense.len();
-                dense.resize(n_units * DENSE_GROUPS, NO_PAIR);
-                self.unit_bytes += grown * std::mem::size_of::<u32>();
-                for (&u, &g) in unit_ids.iter().zip(group_ids) {
-                    let slot = &mut dense[u * DENSE_GROUPS + g];
-                    if *slot == NO_PAIR {
-                        *slot = self.pair_units.len() as u32;
-                        self.pair_units.push(u as u32);
-                        self.pair_groups.push(g as u32);
-                    }
-                    row_pairs.push(*slot as usize);
+                if n_groups > dense.width {
+                    // More groups than the layout has room for: each unit's row widens.
+                    let width = n_groups.next_power_of_two();
+                    let moves: Vec<_> = dense
+                        .pairs()
+                        .map(|(u, g, from)| (from, u * width + g))
+                        .collect();
+                    self.accs.rearrange(&moves, dense.seen.len() * width);
+                    dense.width = width;
                 }
+                dense.seen.resize(n_units, 0);
+                self.accs
+                    .add_pairs(n_units * dense.width - self.accs.pairs());
+                for (&u, &g) in unit_ids.iter().zip(group_ids) {
+                    dense.seen[u] |= 1 << g;
+                    row_pairs.push(u * dense.width + g);
+                }
+                self.unit_bytes = n_units * (1 + dense.width * self.accs.pair_bytes());
             }
             None => {
+                let known_pairs = self.pair_units.len();
                 // Consecutive rows often share their pair (a unit's rows arrive together).
                 let mut last: Option<(u64, usize)> = None;
                 for (&u, &g) in unit_ids.iter().zip(group_ids) {
@@ -508,11 +641,11 @@ impl Bounder {
                     last = Some((key, pair));
                     row_pairs.push(pair);
                 }
+                let new_pairs = self.pair_units.len() - known_pairs;
+                self.accs.add_pairs(new_pairs);
+                self.unit_bytes += new_pairs * (PAIR_BYTES + self.accs.pair_bytes());
             }
         }
-        let new_pairs = self.pair_units.len() - known_pairs;
-        self.accs.add_pairs(new_pairs);
-        self.unit_bytes += new_pairs * (PAIR_BYTES + self.accs.pair_bytes());
         let added = self.accumulate_rows(&row_pairs, &batch.columns()[n_keys..]);
         self.row_pairs = row_pairs;
         added?;
@@ -624,24 +757,23 @@ impl Bounder {
         let Some(mut interners) = self.interners.take() else {
             return Ok(());
         };
-        let units = interners
-            .units
-            .emit(EmitTo::All)
-            .map_err(SqlError::internal)?;
-        self.unit_keys = match &self.units {
-            Units::Int(_) => cast(&units[0], &DataType::Int64)
-                .map_err(SqlError::internal)?
-                .as_primitive::<Int64Type>()
-                .values()
+        self.unit_keys = match (&mut interners.units, &self.units) {
+            (UnitIds::Int(ids), _) => ids
+                .keys
                 .iter()
                 .map(|id| id.to_le_bytes().to_vec())
                 .collect(),
-            Units::Bytes(_, conv) => conv
-                .convert_columns(&units)
-                .map_err(SqlError::internal)?
-                .iter()
-                .map(|r| r.data().to_vec())
-                .collect(),
+            (UnitIds::Other(values), Units::Bytes(_, conv)) => {
+                let units = values.emit(EmitTo::All).map_err(SqlError::internal)?;
+                conv.convert_columns(&units)
+                    .map_err(SqlError::internal)?
+                    .iter()
+                    .map(|r| r.data().to_vec())
+                    .collect()
+            }
+            (UnitIds::Other(_), Units::Int(_)) => {
+                return Err(SqlError::internal("unit key kinds disagree"));
+            }
         };
         self.group_keys = match &mut interners.groups {
             None => vec![Vec::new()],
@@ -659,6 +791,14 @@ impl Bounder {
             for (u, &g) in self.pair_units.iter_mut().zip(&self.pair_groups) {
                 if !listed[g as usize] {
                     *u = NO_UNIT;
+                }
+            }
+            if let Some(dense) = &mut self.dense {
+                let mask = (0..listed.len())
+                    .filter(|&g| listed[g])
+                    .fold(0u8, |m, g| m | 1 << g);
+                for bits in &mut dense.seen {
+                    *bits &= mask;
                 }
             }
         }
@@ -783,25 +923,45 @@ impl Bounder {
     /// the groups' totals; then forgets them.
     fn flush(&mut self) -> Result<()> {
         let spec = Arc::clone(&self.spec);
-        // The pairs of each unit, unit after unit: `by_unit[starts[u]..starts[u + 1]]` (one
-        // counting sort, not a vector per unit).
+        // The pairs of each unit, unit after unit: `by_unit[starts[u]..starts[u + 1]]`, and
+        // each pair's group.
         let mut starts = vec![0usize; self.unit_keys.len() + 1];
-        for &u in &self.pair_units {
-            if u != NO_UNIT {
-                starts[u as usize + 1] += 1;
+        let mut by_unit: Vec<u32>;
+        match &self.dense {
+            Some(dense) => {
+                by_unit = Vec::with_capacity(self.accs.pairs());
+                for (u, _, p) in dense.pairs() {
+                    by_unit.push(p as u32);
+                    starts[u + 1] = by_unit.len();
+                }
+                for u in 0..self.unit_keys.len() {
+                    starts[u + 1] = starts[u + 1].max(starts[u]);
+                }
+            }
+            None => {
+                // One counting sort, not a vector per unit.
+                for &u in &self.pair_units {
+                    if u != NO_UNIT {
+                        starts[u as usize + 1] += 1;
+                    }
+                }
+                for u in 0..self.unit_keys.len() {
+                    starts[u + 1] += starts[u];
+                }
+                by_unit = vec![0u32; starts[self.unit_keys.len()]];
+                let mut next = starts.clone();
+                for (p, &u) in self.pair_units.iter().enumerate() {
+                    if u != NO_UNIT {
+                        by_unit[next[u as usize]] = p as u32;
+                        next[u as usize] += 1;
+                    }
+                }
             }
         }
-        for u in 0..self.unit_keys.len() {
-            starts[u + 1] += starts[u];
-        }
-        let mut by_unit = vec![0u32; starts[self.unit_keys.len()]];
-        let mut next = starts.clone();
-        for (p, &u) in self.pair_units.iter().enumerate() {
-            if u != NO_UNIT {
-                by_unit[next[u as usize]] = p as u32;
-                next[u as usize] += 1;
-            }
-        }
+        let group_of = |p: usize| match &self.dense {
+            Some(dense) => p % dense.width,
+            None => self.pair_groups[p] as usize,
+        };
         self.totals.resize(self.group_keys.len(), None);
         let mut ranked: Vec<(u64, &[u8], u32)> = Vec::new();
         for (u, unit) in self.unit_keys.iter().enumerate() {
@@ -810,7 +970,7 @@ impl Bounder {
             if pairs.len() as u64 > spec.max_groups {
                 ranked.clear();
                 ranked.extend(pairs.iter().map(|&p| {
-                    let group = &self.group_keys[self.pair_groups[p as usize] as usize];
+                    let group = &self.group_keys[group_of(p as usize)];
                     (spec.hash.hash(&[unit, group]), group.as_slice(), p)
                 }));
                 ranked.sort_unstable();
@@ -820,7 +980,7 @@ impl Bounder {
             }
             for &p in pairs {
                 let p = p as usize;
-                let g = self.pair_groups[p] as usize;
+                let g = group_of(p);
                 let t = self.totals[g].get_or_insert_with(|| GroupTotals::empty(&spec.parts));
                 t.units += 1;
                 for (k, part) in spec.parts.iter().enumerate() {
@@ -831,8 +991,8 @@ impl Bounder {
         self.units.clear();
         self.unit_keys.clear();
         self.pairs.clear();
-        if let Some(dense) = &mut self.dense_pairs {
-            dense.clear();
+        if let Some(dense) = &mut self.dense {
+            dense.seen.clear();
         }
         self.pair_units.clear();
         self.pair_groups.clear();

@@ -323,11 +323,9 @@ impl Engine {
             })?;
         for a in &aggregates {
             let longest = |table: &Arc<dyn TableProvider>, i: usize| measured.longest(table, i);
-            if let Some((construct, reason)) =
-                crate::total::composed_text_failure(&a.rows, &longest)
-            {
-                return Err(SqlError::refused(construct, reason));
-            }
+            let work = crate::total::composed_text(&a.rows, &longest)
+                .map_err(|(construct, reason)| SqlError::refused(construct, reason))?;
+            crate::public_side::check_work(measured.repeats, work)?;
         }
         let split = by_column(&request.split, &outer, &aggregates)?;
         let calibration = calibrate(&aggregates, &counts, request.epsilon, request.delta, &split)?;
@@ -373,11 +371,11 @@ impl Engine {
         let plan = self
             .runtime
             .block_on(state.statement_to_plan(statement))
-            .map_err(plan_err)?;
+            .map_err(planning_err)?;
         let plan = state
             .analyzer()
             .execute_and_check(plan, state.config_options(), |_, _| {})
-            .map_err(plan_err)?;
+            .map_err(planning_err)?;
         // Not the default optimizer: common-subexpression elimination and projection pushdown
         // would hide aggregate arguments behind generated columns, and distinct-to-group-by
         // would turn COUNT(DISTINCT unit) into two aggregates.
@@ -398,7 +396,7 @@ impl Engine {
         ];
         let plan = Optimizer::with_rules(rules)
             .optimize(plan, &state, |_, _| {})
-            .map_err(plan_err)?;
+            .map_err(planning_err)?;
         refuse_outer_references(&plan)?;
         Ok(plan)
     }
@@ -434,6 +432,17 @@ impl Engine {
 
     /// Runs a plan over public data (or released cells) to the end.
     fn collect(&self, plan: LogicalPlan) -> Result<Vec<RecordBatch>> {
+        // What runs here is computed without noise: the rewrite refuses private rows in it
+        // where it finds them, and this guard catches any place it would not.
+        if let Some(table) = crate::rewrite::private_table_in(&plan, &self.sources, &self.catalog) {
+            return Err(SqlError::refused(
+                format!(
+                    "a subquery on table {table} in a part of the query computed without noise"
+                ),
+                "only aggregates in FROM, WHERE … IN and EXISTS are rewritten to DP; aggregate \
+                 the private rows in a FROM subquery of their own",
+            ));
+        }
         let (ctx, limit) = (self.ctx.clone(), self.memory_limit());
         // On a worker thread, where a panic of the engine's (a value too large for arrow,
         // say) ends the task, not the process.
@@ -683,6 +692,23 @@ impl Engine {
         self.progress.finish_plan(&physical);
         result
     }
+}
+
+/// An error of the analyser or optimizer; two columns that became one expression named
+/// (DataFusion reports only a duplicate field).
+fn planning_err(e: datafusion::error::DataFusionError) -> SqlError {
+    use datafusion::common::SchemaError;
+    use datafusion::error::DataFusionError;
+    if let DataFusionError::SchemaError(error, _) = e.find_root()
+        && let SchemaError::DuplicateUnqualifiedField { name } = error.as_ref()
+    {
+        return SqlError::refused(
+            format!("two columns that are both {name}"),
+            "they are the same expression once simplified (a cast to the type a column already \
+             has is dropped): compute it once",
+        );
+    }
+    plan_err(e)
 }
 
 /// The plan's rows split into `partitions` streams by a hash of column 0 (the unit), so that

@@ -89,11 +89,20 @@ impl SqlError {
     /// joined to them): DataFusion's message may quote a value or a row number, so only the
     /// kind of failure is kept.
     pub fn data(what: &str, e: &datafusion::error::DataFusionError) -> Self {
+        use datafusion::arrow::error::ArrowError;
         use datafusion::error::DataFusionError as E;
         let kind = match e.find_root() {
             E::IoError(_) | E::ObjectStore(_) => "the file could not be read",
             E::ParquetError(_) => "a Parquet file is damaged or not Parquet",
-            E::ArrowError(..) => "a file is damaged",
+            E::ArrowError(e, _) => match e.as_ref() {
+                ArrowError::CastError(_)
+                | ArrowError::ComputeError(_)
+                | ArrowError::DivideByZero
+                | ArrowError::ArithmeticOverflow(_) => {
+                    "a value could not be computed (a cast, an overflow or a division by zero)"
+                }
+                _ => "a file is damaged",
+            },
             E::ResourcesExhausted(_) => "out of memory",
             _ => "the engine failed",
         };

@@ -127,24 +127,33 @@ fn arguments(f: &Function) -> Vec<&SqlExpr> {
 /// as its span, and a text count fails to plan anyway).
 fn small_literal(e: &SqlExpr) -> bool {
     match e {
-        SqlExpr::Value(v) => match &v.value {
-            Value::Number(n, _) => n.parse::<f64>().is_ok_and(|x| x.abs() <= MAX_GROWTH),
-            _ => true,
-        },
-        SqlExpr::TypedString { .. } | SqlExpr::Interval(_) => true,
+        SqlExpr::Value(_) | SqlExpr::TypedString(_) => {
+            literal_number(e).is_none_or(|x| x.abs() <= MAX_GROWTH)
+        }
+        SqlExpr::Interval(_) => true,
         _ => false,
     }
 }
 
+/// The number a literal reads as: a number's, or a text's that DataFusion would cast to one
+/// (`INTEGER '2147483647'`, `'2147483647'`); None for any other literal.
+fn literal_number(e: &SqlExpr) -> Option<f64> {
+    let value = match e {
+        SqlExpr::Value(v) => &v.value,
+        SqlExpr::TypedString(t) => &t.value.value,
+        _ => return None,
+    };
+    let text = match value {
+        Value::Number(n, _) => n.clone(),
+        other => other.clone().into_string()?,
+    };
+    text.trim().parse::<f64>().ok()
+}
+
 /// A literal number's value (size arguments that are not one are refused, see [`Growing`]).
 fn number(e: Option<&&SqlExpr>) -> f64 {
-    match e {
-        Some(SqlExpr::Value(v)) => match &v.value {
-            Value::Number(n, _) => n.parse::<f64>().map_or(MAX_GROWTH, f64::abs),
-            _ => MAX_GROWTH,
-        },
-        _ => MAX_GROWTH,
-    }
+    e.and_then(|e| literal_number(e))
+        .map_or(MAX_GROWTH, f64::abs)
 }
 
 /// An upper estimate of the bytes a constant expression builds: a literal its text; a growing
@@ -253,6 +262,9 @@ mod tests {
             "SELECT array_to_string(array_repeat('a', 65536), repeat('b', 65536))",
             "SELECT generate_series(TIMESTAMP '2000-01-01', TIMESTAMP '2000-01-02', \
              INTERVAL '1 microsecond')",
+            // A text that DataFusion casts to the count it names.
+            "SELECT repeat('a', INTEGER '2147483647') || repeat('b', INTEGER '2147483647')",
+            "SELECT repeat('a', '2147483647')",
         ] {
             let e = checked(sql).expect_err(sql).to_string();
             assert!(e.contains("refused"), "{sql}: {e}");
@@ -266,6 +278,7 @@ mod tests {
             "SELECT generate_series(1, 100)",
             "SELECT replace(repeat(name, 65536), 'a', repeat('b', 65536)) FROM t",
             "SELECT regexp_replace(repeat('ab', 100), 'a', 'c', 'g')",
+            "SELECT repeat('a', INTEGER '100'), repeat('b', NULL)",
         ] {
             checked(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
         }

@@ -143,7 +143,14 @@ fn distinct(keys: &ArrayRef) -> Result<ArrayRef> {
 /// times a positive constant and plus a constant, where `lin` is increasing in `x`
 /// (`(x - a) / w`, `x / w`, …). `range` is the column's declared range.
 pub(crate) fn bins(expr: &Expr, range: Range) -> Option<Vec<f64>> {
-    let (inner, scale, offset) = post_affine(expr)?;
+    let (inner, steps) = post_affine(expr)?;
+    let scale: f64 = steps
+        .iter()
+        .map(|s| match s {
+            Step::Times(c) => *c,
+            Step::Add(_) => 1.0,
+        })
+        .product();
     let Expr::ScalarFunction(f) = strip(inner) else {
         return None;
     };
@@ -162,7 +169,13 @@ pub(crate) fn bins(expr: &Expr, range: Range) -> Option<Vec<f64>> {
     }
     Some(
         (0..count as usize)
-            .map(|k| (first + k as f64) * scale + offset)
+            .map(|k| {
+                steps.iter().fold(first + k as f64, |x, step| match step {
+                    // Subtracting c and adding -c are the same IEEE operation.
+                    Step::Add(c) => x + c,
+                    Step::Times(c) => x * c,
+                })
+            })
             .collect(),
     )
 }
@@ -187,15 +200,25 @@ fn constant(e: &Expr) -> Option<f64> {
     }
 }
 
-/// `e = inner * scale + offset` (either part may be absent).
-fn post_affine(e: &Expr) -> Option<(&Expr, f64, f64)> {
+/// One step of `e` over its inner expression: plus or times a constant.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Add(f64),
+    Times(f64),
+}
+
+/// `e` as its inner expression followed by the steps that apply to it, innermost first. The
+/// keys are computed step by step as the engine computes each row's group: floating point
+/// is not associative (`(k · 0.1) · 3` is not always `k · 0.3`).
+fn post_affine(e: &Expr) -> Option<(&Expr, Vec<Step>)> {
     match strip(e) {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
             Operator::Plus | Operator::Minus => {
                 let sign = if *op == Operator::Plus { 1.0 } else { -1.0 };
                 let c = constant(right)?;
-                let (inner, scale, offset) = post_affine(left)?;
-                Some((inner, scale, offset + sign * c))
+                let (inner, mut steps) = post_affine(left)?;
+                steps.push(Step::Add(sign * c));
+                Some((inner, steps))
             }
             Operator::Multiply => {
                 let (c, other) = match (constant(left), constant(right)) {
@@ -203,12 +226,13 @@ fn post_affine(e: &Expr) -> Option<(&Expr, f64, f64)> {
                     (None, Some(c)) => (c, left),
                     _ => return None,
                 };
-                let (inner, scale, offset) = post_affine(other)?;
-                Some((inner, scale * c, offset * c))
+                let (inner, mut steps) = post_affine(other)?;
+                steps.push(Step::Times(c));
+                Some((inner, steps))
             }
-            _ => Some((e, 1.0, 0.0)),
+            _ => Some((e, Vec::new())),
         },
-        _ => Some((e, 1.0, 0.0)),
+        _ => Some((e, Vec::new())),
     }
 }
 
@@ -275,6 +299,12 @@ mod tests {
         );
         let e = floor((col("age") - lit(18)) / lit(5));
         assert_eq!(bins(&e, (18.0, 30.0)).unwrap(), vec![0.0, 1.0, 2.0]);
+        // Each bin as the engine computes a row's group, step by step: (k · 0.1) · 3 is not
+        // always k · 0.3.
+        let e = floor(col("spend") / lit(10.0)) * lit(0.1) * lit(3) - lit(0.7);
+        let stepwise: Vec<f64> = (0..=10).map(|k| k as f64 * 0.1 * 3.0 - 0.7).collect();
+        assert_eq!(bins(&e, (0.0, 100.0)).unwrap(), stepwise);
+        assert!((0..=10).any(|k| stepwise[k] != k as f64 * 0.3 - 0.7));
         assert!(bins(&col("spend"), (0.0, 1.0)).is_none());
         assert!(bins(&floor(col("a") * col("b")), (0.0, 1.0)).is_none());
         assert!(

@@ -45,6 +45,12 @@ pub(crate) const MAX_COMPUTED_TEXT_BYTES: usize = 64 * 1024;
 /// the unit has rows.
 pub(crate) const MAX_JOINED_BYTES: u64 = 1024 * 1024;
 
+/// The most bytes of constants and public text that the expressions on one private row may
+/// work through, on all its repeats together (see [`crate::total::composed_text`]): some
+/// 20 ms of hashing. Forty `md5` of 12 KB constants on each of a thousand repeats would take
+/// seconds on the rows of one unit, and the query's time would tell whether it has any.
+pub(crate) const MAX_WORK_BYTES: u64 = 16 * 1024 * 1024;
+
 /// A public relation joined to private rows.
 #[derive(Debug, Clone)]
 pub(crate) struct PublicSide {
@@ -53,9 +59,10 @@ pub(crate) struct PublicSide {
     /// The table its rows are stored in, and the plan that reads them under the plan's
     /// column names: what the join reads (None on a cluster: the join reads `plan`).
     pub stored: Option<(Arc<MemTable>, LogicalPlan)>,
-    /// The join's equality keys on this side, when the join can repeat private rows (None:
-    /// a semi- or anti-join, which only keeps or drops them). Empty: every public row matches
-    /// every private row (a cross join, or a join on other conditions only).
+    /// The join's equality keys on this side, when the join can repeat private rows or
+    /// evaluates a condition on each pair of matching rows (None: a semi- or anti-join on
+    /// keys alone, which only keeps or drops them). Empty: every public row matches every
+    /// private row (a cross join, or a join on other conditions only).
     pub keys: Option<Vec<Expr>>,
     /// Its output columns that are computed (not a public table's own column).
     pub computed: Vec<usize>,
@@ -80,6 +87,9 @@ pub(crate) struct Measured {
     /// Per stored table: the most bytes a value of each of its columns holds (a side that
     /// reads released cells: [`MAX_COMPUTED_TEXT_BYTES`] for its text columns).
     pub longest: Vec<(Arc<MemTable>, Vec<usize>)>,
+    /// The most times all joins together repeat one private row (or pair it with public
+    /// rows a condition is evaluated on).
+    pub repeats: u64,
 }
 
 impl Measured {
@@ -161,7 +171,7 @@ pub(crate) fn check(
             });
         }
         if side.keys.is_some() {
-            // A semi- or anti-join brings no public columns.
+            // A semi- or anti-join on keys alone reads no public columns per private row.
             row_bytes = row_bytes.saturating_add(computed.row_bytes);
         }
         if let Some((table, _)) = &side.stored {
@@ -197,6 +207,7 @@ pub(crate) fn check(
         ));
     }
     check_joined_bytes(repeats, row_bytes)?;
+    measured.repeats = repeats;
     measured.pending = pending
         .into_iter()
         .map(|(side, most)| Pending {
@@ -221,6 +232,25 @@ fn check_joined_bytes(repeats: u64, row_bytes: u64) -> Result<()> {
                  repeats of up to {row_bytes} bytes), before any bound applies; at most \
                  {MAX_JOINED_BYTES} are allowed: join fewer or shorter public columns, or \
                  aggregate the public side first"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses expressions that work through more than [`MAX_WORK_BYTES`] of constants and public
+/// text on one private row: `work` bytes on each of `repeats` rows.
+pub(crate) fn check_work(repeats: u64, work: usize) -> Result<()> {
+    let bytes = repeats.saturating_mul(work as u64);
+    if bytes > MAX_WORK_BYTES {
+        return Err(SqlError::refused(
+            "expressions on private rows",
+            format!(
+                "together they work through {bytes} bytes of constants and public text for one \
+                 private row ({work} bytes on each of its {repeats} rows after the joins), so \
+                 the query's time would tell whether a unit has rows; at most {MAX_WORK_BYTES} \
+                 are allowed: use shorter constants, fewer functions on public text, or join \
+                 on a key the public side holds once"
             ),
         ));
     }

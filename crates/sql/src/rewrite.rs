@@ -223,21 +223,9 @@ impl<'a> Rewriter<'a> {
         Ok(rel.plan)
     }
 
-    /// The first table that `plan` reads, subqueries included, that is given and not public
-    /// (the released cells' placeholders are not given).
+    /// The first table that `plan` reads, subqueries included, that is given and not public.
     fn private_table_in(&self, plan: &LogicalPlan) -> Option<String> {
-        let mut private = None;
-        let _ = plan.apply_with_subqueries(|node| {
-            if let LogicalPlan::TableScan(scan) = node
-                && self.sources.contains_key(scan.table_name.table())
-                && !self.catalog.is_public(scan.table_name.table())
-            {
-                private = Some(scan.table_name.table().to_string());
-                return Ok(TreeNodeRecursion::Stop);
-            }
-            Ok(TreeNodeRecursion::Continue)
-        });
-        private
+        private_table_in(plan, self.sources, self.catalog)
     }
 
     /// Rewrites `plan`, returning it with what is known of its rows.
@@ -569,6 +557,18 @@ impl<'a> Rewriter<'a> {
                     true => (&right, &right_keys, j.right.schema()),
                     false => (&left, &left_keys, j.left.schema()),
                 };
+                // The public side is computed before the charge, in full: a subquery inside
+                // one of its expressions (which the walk above does not enter) must not read
+                // private rows.
+                if let Some(table) = self.private_table_in(&public.plan) {
+                    return Err(SqlError::refused(
+                        format!("a subquery on table {table} inside a public side of a join"),
+                        "the public side is computed in full, without noise, so this subquery \
+                         would read the private rows as they are; aggregate them in a FROM \
+                         subquery of their own (… JOIN (SELECT …, COUNT(*) AS n FROM … GROUP BY …) \
+                         c ON …)",
+                    ));
+                }
                 // The join computes its keys itself, on the public rows it reads only when
                 // private rows reach it: they must be the stored side's own columns.
                 if let Some(key) = public_keys.iter().find(|k| !is_column(k, public_schema)) {
@@ -580,7 +580,11 @@ impl<'a> Rewriter<'a> {
                          p.k = …, or IN (SELECT f(x) …))",
                     ));
                 }
-                let repeats = matches!(j.join_type, Inner | Left | Right | Full);
+                // A condition beside the keys is evaluated on each pair of matching rows, so a
+                // semi- or anti-join with one pairs a private row with its public matches
+                // as an inner join repeats it.
+                let repeats =
+                    matches!(j.join_type, Inner | Left | Right | Full) || j.filter.is_some();
                 let stored = match self.store_public_sides {
                     true => Some(empty_table(self, "public", public.plan.schema())?),
                     false => None,
@@ -829,12 +833,36 @@ impl<'a> Rewriter<'a> {
     }
 }
 
+/// The first table that `plan` reads, subqueries included, that is among `given` and not
+/// public (the released cells' placeholders are not given).
+pub(crate) fn private_table_in<T>(
+    plan: &LogicalPlan,
+    given: &HashMap<String, T>,
+    catalog: &Catalog,
+) -> Option<String> {
+    let mut private = None;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && given.contains_key(scan.table_name.table())
+            && !catalog.is_public(scan.table_name.table())
+        {
+            private = Some(scan.table_name.table().to_string());
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    private
+}
+
 /// Whether `e` is a column, or one widened by a cast that cannot fail.
 fn is_column(e: &Expr, schema: &datafusion::common::DFSchema) -> bool {
     match e {
         Expr::Column(_) => true,
         Expr::Cast(c) => is_column(&c.expr, schema) && crate::total::failure(e, schema).is_none(),
-        Expr::TryCast(c) => is_column(&c.expr, schema),
+        // TRY_CAST can fail too: arrow formats a date out of chrono's range as an error.
+        Expr::TryCast(c) => {
+            is_column(&c.expr, schema) && crate::total::failure(e, schema).is_none()
+        }
         _ => false,
     }
 }

@@ -550,6 +550,40 @@ keys = ["p", "q", "r"]
 }
 
 #[test]
+fn groups_that_arrive_batch_after_batch_are_bounded_as_sorted_rows_are() {
+    // Unsorted rows find their pairs in a units × groups layout while there are at most 8
+    // groups, widened as groups arrive, then in a hash map: the first 9000 rows have 2 groups
+    // (and one outside the keys), the next 9000 five, the last 3000 twelve. Batches hold
+    // 8192 rows, so each change happens between batches and within one.
+    let mut csv = "u,g,x\n".to_string();
+    for i in 0..21_000u64 {
+        let groups = match i {
+            0..9_000 => 3,
+            9_000..18_000 => 5,
+            _ => 12,
+        };
+        let g = match i % groups {
+            2 if groups == 3 => "zz".to_string(),
+            k => format!("g{k}"),
+        };
+        let _ = writeln!(csv, "{},{g},{}", (i * 7) % 601, i % 97);
+    }
+    let keys: Vec<String> = (0..12).map(|k| format!("\"g{k}\"")).collect();
+    let schema = format!(
+        "[tables.t]\nprivacy_unit = \"u\"\nmax_groups_per_unit = 3\n\
+         max_rows_per_unit_per_group = 4\n[[tables.t.columns]]\nname = \"x\"\n\
+         bounds = [0, 50]\n[[tables.t.columns]]\nname = \"g\"\nkeys = [{}]\n",
+        keys.join(", ")
+    );
+    let t = db(&[("t", csv)], &schema);
+    let sql = "SELECT g, COUNT(*), SUM(x), COUNT(DISTINCT u) FROM t GROUP BY g";
+    let (raw, _, _) = totals_by(&t, sql, 0.0, false, false);
+    let (sorted, _, _) = totals_by(&t, sql, 0.0, false, true);
+    assert_eq!(raw, sorted);
+    assert_eq!(raw[0].len(), 12, "every listed group, and not zz");
+}
+
+#[test]
 fn released_values_are_the_bounded_totals_when_noise_is_off() {
     let shop = shop(None);
     let engine = shop.engine();

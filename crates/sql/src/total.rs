@@ -458,20 +458,29 @@ fn text_parts_with(e: &Expr, column: &dyn Fn(&Column) -> (usize, usize)) -> (usi
 /// with its columns counted so.
 /// A stored public side's column counts as one part with its longest value's bytes, as a
 /// constant would (`longest` gives them, by table and column).
-pub(crate) fn composed_text_failure(
+///
+/// Otherwise returns the bytes of constants and public values that the plan's expressions
+/// work through for one row: each operation counts the bytes of such text that reaches it
+/// (`length(md5(x || c))` counts `c` three times). Private values are not counted: the time
+/// they take is the unit's own.
+pub(crate) fn composed_text(
     plan: &LogicalPlan,
     longest: &Longest<'_>,
-) -> Option<(String, String)> {
-    column_parts(plan, longest).err()
+) -> std::result::Result<usize, (String, String)> {
+    let mut work = 0;
+    column_parts(plan, longest, &mut work)?;
+    Ok(work)
 }
 
 /// The longest value of a column of a stored table, if the table is one.
 pub(crate) type Longest<'a> = dyn Fn(&Arc<dyn TableProvider>, usize) -> Option<usize> + 'a;
 
-/// (parts, constant bytes) of each output column of `plan` (see [`composed_text_failure`]).
+/// (parts, constant bytes) of each output column of `plan`, and the work of its expressions
+/// added to `work` (see [`composed_text`]).
 fn column_parts(
     plan: &LogicalPlan,
     longest: &Longest<'_>,
+    work: &mut usize,
 ) -> Result<Vec<(usize, usize)>, (String, String)> {
     if let LogicalPlan::TableScan(scan) = plan
         && let Ok(table) = source_as_provider(&scan.source)
@@ -489,7 +498,7 @@ fn column_parts(
     let inputs = plan.inputs();
     let input_parts = inputs
         .iter()
-        .map(|p| column_parts(p, longest))
+        .map(|p| column_parts(p, longest, work))
         .collect::<Result<Vec<_>, _>>()?;
     let column = |c: &Column| {
         inputs
@@ -505,6 +514,9 @@ fn column_parts(
                 || matches!(node, Expr::ScalarFunction(f)
                     if matches!(f.func.name(), "concat" | "concat_ws"));
             let (parts, bytes) = text_parts_with(node, &column);
+            if works_through_text(node) {
+                *work = work.saturating_add(bytes);
+            }
             if concatenates && (parts > MAX_CONCAT_PARTS || bytes > MAX_CONCAT_CONSTANT_BYTES) {
                 failure = Some((
                     format!("{node}"),
@@ -560,6 +572,31 @@ fn column_parts(
     // Columns a node adds of its own count as one part.
     out.resize(n, (1, 0));
     Ok(out)
+}
+
+/// Whether `node` reads through the text that reaches it: a function, a pattern match, a
+/// comparison, a list lookup (not arithmetic or logic, whose operands are numbers or truth
+/// values: a sum of `length(…)` calls reads no text of its own).
+fn works_through_text(node: &Expr) -> bool {
+    use Operator::*;
+    match node {
+        Expr::ScalarFunction(_) | Expr::Like(_) | Expr::SimilarTo(_) | Expr::InList(_) => true,
+        Expr::BinaryExpr(b) => !matches!(
+            b.op,
+            And | Or
+                | Plus
+                | Minus
+                | Multiply
+                | Divide
+                | Modulo
+                | BitwiseAnd
+                | BitwiseOr
+                | BitwiseXor
+                | BitwiseShiftLeft
+                | BitwiseShiftRight
+        ),
+        _ => false,
+    }
 }
 
 /// Whether TRY_CAST from `from` to `to` gives a value or NULL for every value: not for a date
