@@ -416,6 +416,19 @@ struct Interned<'a> {
     groups: usize,
 }
 
+/// How one part adds a row: its input read once per batch.
+enum Add<'a> {
+    Count(usize),
+    Flagged(usize, &'a BooleanArray),
+    NonNull(usize, &'a Float64Array),
+    Sum(usize, &'a Float64Array, &'a FixedGrid),
+    /// Any other part, row by row through [`Bounder::accumulate_part`].
+    Other(usize),
+}
+
+/// Rows whose accumulators are read ahead at once (see [`Bounder::accumulate_rows`]).
+const PREFETCH_ROWS: usize = 256;
+
 /// The unit of a pair that is not bounded (its group is not among the public keys).
 const NO_UNIT: u32 = u32::MAX;
 
@@ -661,15 +674,6 @@ impl Bounder {
     /// values from inputs read once per batch, anything else (quantiles, pre-aggregated
     /// states) through [`Bounder::accumulate_part`].
     fn accumulate_rows(&mut self, pairs: &[usize], inputs: &[ArrayRef]) -> Result<()> {
-        /// How one part adds a row: its input read once per batch.
-        enum Add<'a> {
-            Count(usize),
-            Flagged(usize, &'a BooleanArray),
-            NonNull(usize, &'a Float64Array),
-            Sum(usize, &'a Float64Array, &'a FixedGrid),
-            /// Any other part, row by row through [`Bounder::accumulate_part`].
-            Other(usize),
-        }
         let spec = Arc::clone(&self.spec);
         let adds: Vec<Add<'_>> = spec
             .parts
@@ -693,30 +697,57 @@ impl Bounder {
             .collect();
         let [c, s, _] = self.accs.per_pair;
         // Row by row, every part: a pair's accumulators sit together, so a row's parts share
-        // the cache lines its first part brings in.
-        for (row, &pair) in pairs.iter().enumerate() {
-            for add in &adds {
-                match *add {
-                    Add::Count(j) => self.accs.counts[pair * c + j] += 1,
-                    Add::Flagged(j, flags) => {
-                        self.accs.counts[pair * c + j] +=
-                            u64::from(flags.is_valid(row) && flags.value(row));
-                    }
-                    Add::NonNull(j, values) => {
-                        self.accs.counts[pair * c + j] +=
-                            u64::from(values.is_valid(row) && !values.value(row).is_nan());
-                    }
-                    Add::Sum(j, values, grid) => {
-                        let x = values.value(row);
-                        // NaN has no place in a bounded range: it is skipped like NULL.
-                        if values.is_valid(row) && !x.is_nan() {
-                            let acc = &mut self.accs.sums[pair * s + j];
-                            acc.n += 1;
-                            acc.total = acc.total.saturating_add(grid.fine(x));
-                        }
-                    }
-                    Add::Other(k) => self.accumulate_part(pair, k, inputs, row)?,
+        // the cache lines its first part brings in. Those lines are read first for a run of
+        // rows, by loads that do not wait for one another: a row's parts take long enough
+        // that, read as they are needed, the lines would come from memory one at a time.
+        for (start, run) in pairs.chunks(PREFETCH_ROWS).enumerate() {
+            let mut touched = 0u64;
+            for &pair in run {
+                touched ^= self.accs.counts.get(pair * c).copied().unwrap_or(0);
+                for j in (0..s).step_by(2) {
+                    touched ^= self.accs.sums.get(pair * s + j).map_or(0, |a| a.n);
                 }
+            }
+            std::hint::black_box(touched);
+            for (i, &pair) in run.iter().enumerate() {
+                let row = start * PREFETCH_ROWS + i;
+                self.accumulate_row(pair, row, &adds, inputs)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds row `row`'s parts to pair `pair`'s accumulators (see [`Bounder::accumulate_rows`]).
+    #[inline]
+    fn accumulate_row(
+        &mut self,
+        pair: usize,
+        row: usize,
+        adds: &[Add<'_>],
+        inputs: &[ArrayRef],
+    ) -> Result<()> {
+        let [c, s, _] = self.accs.per_pair;
+        for add in adds {
+            match *add {
+                Add::Count(j) => self.accs.counts[pair * c + j] += 1,
+                Add::Flagged(j, flags) => {
+                    self.accs.counts[pair * c + j] +=
+                        u64::from(flags.is_valid(row) && flags.value(row));
+                }
+                Add::NonNull(j, values) => {
+                    self.accs.counts[pair * c + j] +=
+                        u64::from(values.is_valid(row) && !values.value(row).is_nan());
+                }
+                Add::Sum(j, values, grid) => {
+                    let x = values.value(row);
+                    // NaN has no place in a bounded range: it is skipped like NULL.
+                    if values.is_valid(row) && !x.is_nan() {
+                        let acc = &mut self.accs.sums[pair * s + j];
+                        acc.n += 1;
+                        acc.total = acc.total.saturating_add(grid.fine(x));
+                    }
+                }
+                Add::Other(k) => self.accumulate_part(pair, k, inputs, row)?,
             }
         }
         Ok(())
