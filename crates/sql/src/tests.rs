@@ -584,6 +584,63 @@ fn groups_that_arrive_batch_after_batch_are_bounded_as_sorted_rows_are() {
 }
 
 #[test]
+fn joins_with_a_stored_public_side_build_on_it_and_answer_as_written() {
+    // The stored side is the join's first input (the hash join's build side), whatever side
+    // the query wrote it on; each form counts the items flagged x or y.
+    let shop = shop(None);
+    let engine = shop.engine();
+    let expected = exact(
+        &engine,
+        "SELECT COUNT(*) AS n FROM items WHERE flag IN ('x', 'y')",
+        0.0,
+    )
+    .rows_json()
+    .unwrap()[0]["n"]
+        .clone();
+    for sql in [
+        "SELECT COUNT(*) AS n FROM items i JOIN flags f ON i.flag = f.flag WHERE f.label <> 'Other'",
+        "SELECT COUNT(*) AS n FROM flags f JOIN items i ON i.flag = f.flag WHERE f.label <> 'Other'",
+        "SELECT COUNT(f.label) AS n FROM items i LEFT JOIN (SELECT * FROM flags WHERE label <> \
+         'Other') f ON i.flag = f.flag",
+        "SELECT COUNT(*) AS n FROM items i WHERE EXISTS (SELECT 1 FROM flags f WHERE f.flag = \
+         i.flag AND f.label <> 'Other')",
+        "SELECT COUNT(*) AS n FROM items i WHERE NOT EXISTS (SELECT 1 FROM flags f WHERE f.flag \
+         = i.flag AND f.label = 'Other')",
+        "SELECT COUNT(*) AS n FROM items i WHERE i.qty > 100 OR EXISTS (SELECT 1 FROM flags f \
+         WHERE f.flag = i.flag AND f.label <> 'Other')",
+    ] {
+        let explained = engine.explain(sql, &request(1.0, 0.0)).unwrap();
+        let rows = &explained.aggregates[0].contribution_rows;
+        let (public, private) = (
+            rows.find("TableScan: __dpml_public").unwrap(),
+            rows.find("TableScan: items").unwrap(),
+        );
+        assert!(public < private, "{sql}: {rows}");
+        let n = exact(&engine, sql, 0.0).rows_json().unwrap()[0]["n"].clone();
+        assert_eq!(n, expected, "{sql}");
+    }
+}
+
+#[test]
+fn a_subquery_grouped_by_a_key_that_leads_to_the_unit_has_a_row_per_key() {
+    // Items grouped by order: a customer has a row per order (at most L∞ = 4 of items'
+    // bound count), not one; grouped by customer, one.
+    let shop = shop(None);
+    let engine = shop.engine();
+    let count = |sql: &str| exact(&engine, sql, 0.0).rows_json().unwrap()[0]["n"].clone();
+    let per_order: u64 = (0..12).map(|c| shop_orders(c).min(4)).sum();
+    assert_eq!(
+        count("SELECT COUNT(*) AS n FROM (SELECT i_order, SUM(qty) FROM items GROUP BY i_order) t"),
+        per_order
+    );
+    let customers_with_orders = (0..12).filter(|&c| shop_orders(c) > 0).count();
+    assert_eq!(
+        count("SELECT COUNT(*) AS n FROM (SELECT o_cust, COUNT(*) FROM orders GROUP BY o_cust) t"),
+        customers_with_orders
+    );
+}
+
+#[test]
 fn released_values_are_the_bounded_totals_when_noise_is_off() {
     let shop = shop(None);
     let engine = shop.engine();

@@ -460,7 +460,7 @@ fn text_parts_with(e: &Expr, column: &dyn Fn(&Column) -> (usize, usize)) -> (usi
 /// constant would (`longest` gives them, by table and column).
 ///
 /// Otherwise returns the bytes of constants and public values that the plan's expressions
-/// work through for one row: each operation counts the bytes of such text that reaches it
+/// work through for one row: each operation counts the bytes of such text in its arguments
 /// (`length(md5(x || c))` counts `c` three times). Private values are not counted: the time
 /// they take is the unit's own.
 pub(crate) fn composed_text(
@@ -515,7 +515,12 @@ fn column_parts(
                     if matches!(f.func.name(), "concat" | "concat_ws"));
             let (parts, bytes) = text_parts_with(node, &column);
             if works_through_text(node) {
-                *work = work.saturating_add(bytes);
+                // What it reads: every argument's text (`translate` reads its two sets for
+                // each row, though its result is as long as its first argument).
+                let _ = node.apply_children(|c| {
+                    *work = work.saturating_add(text_parts_with(c, &column).1);
+                    Ok(TreeNodeRecursion::Continue)
+                });
             }
             if concatenates && (parts > MAX_CONCAT_PARTS || bytes > MAX_CONCAT_CONSTANT_BYTES) {
                 failure = Some((
