@@ -50,7 +50,15 @@ impl DiscreteLaplaceMechanism {
     pub fn new(sensitivity: u64, epsilon: f64) -> Result<Self, MechanismError> {
         let sensitivity = validate::integer_sensitivity(sensitivity)?;
         let epsilon = validate::epsilon(epsilon)?;
-        let t = Rational::ceil_from_f64_precise(ulps_up(sensitivity as f64 / epsilon, 1))?;
+        let scale = sensitivity as f64 / epsilon;
+        // The sampler's own limit, checked first: a scale past 2^64 would fail as a rational,
+        // in a rational's terms.
+        if scale > 2f64.powi(48) {
+            return Err(invalid(format!(
+                "discrete Laplace scale Δ/ε = {scale:e} must be at most 2^48"
+            )));
+        }
+        let t = Rational::ceil_from_f64_precise(ulps_up(scale, 1))?;
         Ok(Self {
             sensitivity,
             epsilon,
@@ -210,6 +218,17 @@ mod tests {
             b[(draw(delta_x).clamp(lo - 1, hi + 1) - lo + 1) as usize] += 1;
         }
         (a, b)
+    }
+
+    #[test]
+    fn a_scale_past_the_samplers_limit_is_refused_in_its_terms() {
+        for eps in [1e-15, 1e-300] {
+            let e = DiscreteLaplaceMechanism::new(2, eps)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("must be at most 2^48"), "{eps}: {e}");
+        }
+        assert!(DiscreteLaplaceMechanism::new(1, 2f64.powi(-47)).is_ok());
     }
 
     #[test]
