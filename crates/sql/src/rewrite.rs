@@ -596,7 +596,8 @@ impl<'a> Rewriter<'a> {
                         true => right_plan = reads.clone(),
                         false => left_plan = reads.clone(),
                     }
-                    stored_right = private_left;
+                    // A null-aware anti-join (`NOT IN`) has no mirrored form in DataFusion.
+                    stored_right = private_left && !j.null_aware;
                 }
                 self.public_sides.push(PublicSide {
                     plan: public.plan.clone(),

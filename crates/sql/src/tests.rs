@@ -608,6 +608,9 @@ fn joins_with_a_stored_public_side_build_on_it_and_answer_as_written() {
          = i.flag AND f.label = 'Other')",
         "SELECT COUNT(*) AS n FROM items i WHERE i.qty > 100 OR EXISTS (SELECT 1 FROM flags f \
          WHERE f.flag = i.flag AND f.label <> 'Other')",
+        // A null-aware anti-join has no mirrored form: it keeps the order written.
+        "SELECT COUNT(*) AS n FROM items i WHERE i.flag NOT IN (SELECT flag FROM flags WHERE \
+         label = 'Other')",
     ] {
         let explained = engine.explain(sql, &request(1.0, 0.0)).unwrap();
         let rows = &explained.aggregates[0].contribution_rows;
@@ -615,7 +618,7 @@ fn joins_with_a_stored_public_side_build_on_it_and_answer_as_written() {
             rows.find("TableScan: __dpml_public").unwrap(),
             rows.find("TableScan: items").unwrap(),
         );
-        assert!(public < private, "{sql}: {rows}");
+        assert!(public < private || sql.contains("NOT IN"), "{sql}: {rows}");
         let n = exact(&engine, sql, 0.0).rows_json().unwrap()[0]["n"].clone();
         assert_eq!(n, expected, "{sql}");
     }
