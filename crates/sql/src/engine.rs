@@ -149,11 +149,16 @@ pub(crate) fn session(limits: &Limits, for_cluster: bool) -> Result<SessionConte
     } else {
         config
     };
-    let state = SessionStateBuilder::new()
+    let builder = SessionStateBuilder::new()
         .with_config(limits.configure(config))
         .with_runtime_env(limits.runtime()?)
-        .with_default_features()
-        .build();
+        .with_default_features();
+    // Under a memory limit joins are sort-merge joins, except those with rows held in memory.
+    let state = match limits.memory {
+        Some(_) => builder.with_physical_optimizer_rules(crate::held_joins::rules()),
+        None => builder,
+    }
+    .build();
     Ok(SessionContext::new_with_state(state))
 }
 
@@ -376,6 +381,7 @@ impl Engine {
             .analyzer()
             .execute_and_check(plan, state.config_options(), |_, _| {})
             .map_err(planning_err)?;
+        crate::in_subquery::check(&plan)?;
         // Not the default optimizer: common-subexpression elimination and projection pushdown
         // would hide aggregate arguments behind generated columns, and distinct-to-group-by
         // would turn COUNT(DISTINCT unit) into two aggregates.

@@ -64,6 +64,8 @@ pub mod engine;
 pub mod error;
 pub mod explain;
 pub(crate) mod folding;
+pub(crate) mod held_joins;
+pub(crate) mod in_subquery;
 pub(crate) mod interval;
 pub(crate) mod keys;
 pub mod memory;
