@@ -149,16 +149,12 @@ pub(crate) fn session(limits: &Limits, for_cluster: bool) -> Result<SessionConte
     } else {
         config
     };
-    let builder = SessionStateBuilder::new()
+    let state = SessionStateBuilder::new()
         .with_config(limits.configure(config))
         .with_runtime_env(limits.runtime()?)
-        .with_default_features();
-    // Under a memory limit joins are sort-merge joins, except those with rows held in memory.
-    let state = match limits.memory {
-        Some(_) => builder.with_physical_optimizer_rules(crate::held_joins::rules()),
-        None => builder,
-    }
-    .build();
+        .with_default_features()
+        .with_physical_optimizer_rules(crate::held_joins::rules())
+        .build();
     Ok(SessionContext::new_with_state(state))
 }
 

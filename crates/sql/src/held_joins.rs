@@ -1,18 +1,22 @@
-//! Under a memory limit, joins of private rows with rows held in memory stay hash joins.
+//! Joins of private rows with rows held in memory build their table from the held rows.
 //!
-//! A memory limit makes DataFusion join with sort-merge joins, which spill (its hash join
-//! does not). A sort-merge join sorts each input when it first reads it and stops reading one
-//! input once the other has run out. Joined to a public side that dpml computed and stored
-//! before the charge (or to released cells), that side would then be sorted, its memory taken
-//! and its rows compared only when some private row reaches the join: whether the query fails
-//! under the limit, and how long it takes, would tell whether any did.
+//! DataFusion's hash join builds its table from its first input, then reads the second, and
+//! with an empty table never reads the second. The public side of a join with private rows is
+//! computed before the charge and held in memory ([`crate::public_side`]); built from the
+//! private rows, the join would read the held rows, all of them, only when some private row
+//! passed the query's filter, and its time would tell whether any did. And a memory limit makes
+//! DataFusion join with sort-merge joins (its hash join does not spill), which sort each input
+//! when they first read it and stop reading one input once the other has run out: the held
+//! side would be sorted, its memory taken, only when private rows reach the join, and whether
+//! the query fails under the limit would tell whether any did.
 //!
-//! So a sort-merge join whose first input reads only tables held in memory — never private
-//! rows, which are read from files — becomes a hash join built from that input. The hash join
-//! reads its first input in full before the second, whatever the private rows; the public
-//! rows are already held (and counted against the limit), and the table built on them is
-//! reserved in the same memory pool. The rewrite puts a stored public side first
-//! ([`crate::rewrite`]).
+//! So a join with one input that reads only tables held in memory (stored public sides,
+//! released cells: never private rows, which are read from files) and another that reads files
+//! becomes a hash join built from the held input, which it reads in full first, the same for
+//! every table. The held rows are already counted against the limit, and the table built on
+//! them is reserved in the same memory pool. (A null-aware anti-join, `NOT IN`, has no
+//! mirrored form in DataFusion and keeps its order.) Done on the physical plan, after
+//! DataFusion's logical optimizer has ordered the joins.
 
 use std::sync::Arc;
 
@@ -26,8 +30,8 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::joins::{HashJoinExec, PartitionMode, SortMergeJoinExec};
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
 
-/// The physical optimizer rule (see the module docs); placed before DataFusion's rules that
-/// add the sorts and exchanges each operator needs.
+/// The physical optimizer rule (see the module docs); placed after DataFusion's join selection
+/// and before its rules that add the sorts and exchanges each operator needs.
 #[derive(Debug, Default)]
 pub(crate) struct HeldJoins;
 
@@ -38,24 +42,41 @@ impl PhysicalOptimizerRule for HeldJoins {
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         plan.transform_up(|node| {
-            let Some(join) = node.downcast_ref::<SortMergeJoinExec>() else {
-                return Ok(Transformed::no(node));
+            let joined = if let Some(join) = node.downcast_ref::<HashJoinExec>() {
+                match held(join.left(), join.right()) {
+                    Some(Side::Second) if !join.null_aware => {
+                        Some(join.swap_inputs(*join.partition_mode())?)
+                    }
+                    _ => None,
+                }
+            } else if let Some(join) = node.downcast_ref::<SortMergeJoinExec>() {
+                match held(join.left(), join.right()) {
+                    Some(side) => {
+                        let hash = HashJoinExec::try_new(
+                            Arc::clone(join.left()),
+                            Arc::clone(join.right()),
+                            join.on().to_vec(),
+                            join.filter().clone(),
+                            &join.join_type(),
+                            None,
+                            PartitionMode::CollectLeft,
+                            join.null_equality(),
+                            false,
+                        )?;
+                        Some(match side {
+                            Side::First => Arc::new(hash) as Arc<dyn ExecutionPlan>,
+                            Side::Second => hash.swap_inputs(PartitionMode::CollectLeft)?,
+                        })
+                    }
+                    None => None,
+                }
+            } else {
+                None
             };
-            if !held_in_memory(join.left()) {
-                return Ok(Transformed::no(node));
-            }
-            let hash = HashJoinExec::try_new(
-                Arc::clone(join.left()),
-                Arc::clone(join.right()),
-                join.on().to_vec(),
-                join.filter().clone(),
-                &join.join_type(),
-                None,
-                PartitionMode::CollectLeft,
-                join.null_equality(),
-                false,
-            )?;
-            Ok(Transformed::yes(Arc::new(hash) as Arc<dyn ExecutionPlan>))
+            Ok(match joined {
+                Some(plan) => Transformed::yes(plan),
+                None => Transformed::no(node),
+            })
         })
         .map(|t| t.data)
     }
@@ -66,6 +87,21 @@ impl PhysicalOptimizerRule for HeldJoins {
 
     fn schema_check(&self) -> bool {
         true
+    }
+}
+
+/// One of a join's two inputs.
+enum Side {
+    First,
+    Second,
+}
+
+/// The input of a join that reads only rows held in memory while the other reads files.
+fn held(first: &Arc<dyn ExecutionPlan>, second: &Arc<dyn ExecutionPlan>) -> Option<Side> {
+    match (held_in_memory(first), held_in_memory(second)) {
+        (true, false) => Some(Side::First),
+        (false, true) => Some(Side::Second),
+        _ => None,
     }
 }
 
@@ -107,15 +143,10 @@ mod tests {
     use datafusion::prelude::CsvReadOptions;
 
     #[test]
-    fn under_a_memory_limit_only_joins_with_rows_in_memory_become_hash_joins() {
+    fn joins_with_rows_in_memory_are_hash_joins_built_from_them() {
         let dir = tempfile::tempdir().unwrap();
         let csv = dir.path().join("rows.csv");
         std::fs::write(&csv, "k,v\n1,2\n3,4\n").unwrap();
-        let limits = Limits {
-            memory: Some(64 << 20),
-            spill_dir: None,
-        };
-        let ctx = crate::engine::session(&limits, false).unwrap();
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
         let held = RecordBatch::try_new(
             Arc::clone(&schema),
@@ -123,40 +154,60 @@ mod tests {
         )
         .unwrap();
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(async {
-            ctx.register_table(
-                "held",
-                Arc::new(MemTable::try_new(schema, vec![vec![held]]).unwrap()),
-            )
-            .unwrap();
-            let options = CsvReadOptions::new();
-            ctx.register_csv("rows", csv.to_str().unwrap(), options.clone())
-                .await
-                .unwrap();
-            ctx.register_csv("more", csv.to_str().unwrap(), options)
-                .await
-                .unwrap();
-            let plan = |sql: &'static str| {
-                let ctx = ctx.clone();
-                async move {
-                    let df = ctx.sql(sql).await.unwrap();
-                    let physical = df.clone().create_physical_plan().await.unwrap();
-                    let text = displayable(physical.as_ref()).indent(true).to_string();
-                    (text, df.count().await.unwrap())
-                }
+        for memory in [None, Some(64 << 20)] {
+            let limits = Limits {
+                memory,
+                spill_dir: None,
             };
-            let (text, n) = plan("SELECT * FROM held h JOIN rows r ON h.k = r.k").await;
-            assert!(
-                text.contains("HashJoinExec") && !text.contains("SortMergeJoin"),
-                "{text}"
-            );
-            assert_eq!(n, 1);
-            let (text, n) = plan("SELECT * FROM held h RIGHT SEMI JOIN rows r ON h.k = r.k").await;
-            assert!(text.contains("HashJoinExec"), "{text}");
-            assert_eq!(n, 1);
-            let (text, n) = plan("SELECT * FROM rows r JOIN more m ON r.k = m.k").await;
-            assert!(text.contains("SortMergeJoin"), "{text}");
-            assert_eq!(n, 2);
-        });
+            let ctx = crate::engine::session(&limits, false).unwrap();
+            let table = MemTable::try_new(Arc::clone(&schema), vec![vec![held.clone()]]).unwrap();
+            runtime.block_on(async {
+                ctx.register_table("held", Arc::new(table)).unwrap();
+                let path = csv.to_str().unwrap();
+                ctx.register_csv("rows", path, CsvReadOptions::new())
+                    .await
+                    .unwrap();
+                ctx.register_csv("more", path, CsvReadOptions::new())
+                    .await
+                    .unwrap();
+                let plan = |sql: &'static str| {
+                    let ctx = ctx.clone();
+                    async move {
+                        let df = ctx.sql(sql).await.unwrap();
+                        let physical = df.clone().create_physical_plan().await.unwrap();
+                        let text = displayable(physical.as_ref()).indent(true).to_string();
+                        (text, df.count().await.unwrap())
+                    }
+                };
+                for (sql, rows) in [
+                    ("SELECT * FROM rows r JOIN held h ON h.k = r.k", 1),
+                    ("SELECT * FROM held h JOIN rows r ON h.k = r.k", 1),
+                    ("SELECT * FROM rows r LEFT JOIN held h ON h.k = r.k", 2),
+                    (
+                        "SELECT * FROM rows r WHERE EXISTS (SELECT 1 FROM held h WHERE h.k = r.k)",
+                        1,
+                    ),
+                    (
+                        "SELECT * FROM rows r WHERE NOT EXISTS (SELECT 1 FROM held h WHERE \
+                         h.k = r.k)",
+                        1,
+                    ),
+                ] {
+                    let (text, n) = plan(sql).await;
+                    // The held rows (a memory source) are the hash join's first input.
+                    let memory = text.find("partition_sizes").unwrap();
+                    let file = text.find("file_groups").unwrap();
+                    assert!(
+                        text.contains("HashJoinExec") && memory < file,
+                        "{memory:?}: {sql}\n{text}"
+                    );
+                    assert_eq!(n, rows, "{sql}");
+                }
+                // Two inputs read from files keep DataFusion's choice.
+                let (text, n) = plan("SELECT * FROM rows r JOIN more m ON r.k = m.k").await;
+                assert_eq!(text.contains("SortMergeJoin"), memory.is_some(), "{text}");
+                assert_eq!(n, 2);
+            });
+        }
     }
 }

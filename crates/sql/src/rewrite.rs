@@ -531,8 +531,6 @@ impl<'a> Rewriter<'a> {
         let shift = |u: &Unit| u.with_columns(u.columns().iter().map(|c| c + offset).collect());
         // The plans the join reads (a public side's stored copy in place of its plan).
         let (mut left_plan, mut right_plan) = (left.plan.clone(), right.plan.clone());
-        // Whether the stored public side is on the right, to be made the join's first input.
-        let mut stored_right = false;
         let unit = match (lp, rp) {
             (false, false) => Unit::Public,
             (true, false) | (false, true) => {
@@ -596,8 +594,6 @@ impl<'a> Rewriter<'a> {
                         true => right_plan = reads.clone(),
                         false => left_plan = reads.clone(),
                     }
-                    // A null-aware anti-join (`NOT IN`) has no mirrored form in DataFusion.
-                    stored_right = private_left && !j.null_aware;
                 }
                 self.public_sides.push(PublicSide {
                     plan: public.plan.clone(),
@@ -665,22 +661,19 @@ impl<'a> Rewriter<'a> {
         if let (true, Some(f)) = (lp || rp, &j.filter) {
             check_private_exprs(std::slice::from_ref(f), &j.schema, "a join condition", self)?;
         }
-        let plan = match stored_right {
-            false => LogicalPlan::Join(
-                Join::try_new(
-                    Arc::new(left_plan),
-                    Arc::new(right_plan),
-                    j.on.clone(),
-                    j.filter.clone(),
-                    j.join_type,
-                    j.join_constraint,
-                    j.null_equality,
-                    j.null_aware,
-                )
-                .map_err(plan_err)?,
-            ),
-            true => stored_side_first(j, left_plan, right_plan)?,
-        };
+        let plan = LogicalPlan::Join(
+            Join::try_new(
+                Arc::new(left_plan),
+                Arc::new(right_plan),
+                j.on.clone(),
+                j.filter.clone(),
+                j.join_type,
+                j.join_constraint,
+                j.null_equality,
+                j.null_aware,
+            )
+            .map_err(plan_err)?,
+        );
         let n = plan.schema().fields().len();
         let pad = |l: &[Option<Origin>]| -> Vec<Option<Origin>> {
             l.iter()
@@ -882,56 +875,6 @@ fn is_column(e: &Expr, schema: &datafusion::common::DFSchema) -> bool {
         }
         _ => false,
     }
-}
-
-/// The join `j` of private rows (`left`) with a stored public side (`right`), with the public
-/// side as its first input, and its columns in `j`'s order. DataFusion's hash join builds its
-/// table from the first input, then reads the second; with an empty table it never reads the
-/// second. Built from the private rows, the join would read the public side, all of it, only
-/// when some private row passed the query's filter, and its time would tell whether any did;
-/// built from the public rows, its work on them is the same for every table.
-fn stored_side_first(j: &Join, left: LogicalPlan, right: LogicalPlan) -> Result<LogicalPlan> {
-    use JoinType::*;
-    let swapped = match j.join_type {
-        Inner => Inner,
-        Left => Right,
-        LeftSemi => RightSemi,
-        LeftAnti => RightAnti,
-        LeftMark => RightMark,
-        other => {
-            return Err(SqlError::internal(format!(
-                "a {other} join with its stored public side on the right"
-            )));
-        }
-    };
-    let n_left = left.schema().fields().len();
-    let on = j.on.iter().map(|(l, r)| (r.clone(), l.clone())).collect();
-    let joined = LogicalPlan::Join(
-        Join::try_new(
-            Arc::new(right),
-            Arc::new(left),
-            on,
-            j.filter.clone(),
-            swapped,
-            j.join_constraint,
-            j.null_equality,
-            j.null_aware,
-        )
-        .map_err(plan_err)?,
-    );
-    if !matches!(swapped, Inner | Right) {
-        // Semi-, anti- and mark joins give the private side's columns (and the mark) either way.
-        return Ok(joined);
-    }
-    let n = joined.schema().fields().len();
-    let columns: Vec<Expr> = (n - n_left..n)
-        .chain(0..n - n_left)
-        .map(|i| Expr::Column(Column::from(joined.schema().qualified_field(i))))
-        .collect();
-    LogicalPlanBuilder::from(joined)
-        .project(columns)
-        .and_then(LogicalPlanBuilder::build)
-        .map_err(plan_err)
 }
 
 /// `rows JOIN map ON fk = key`, its columns in that order: the rows' and then the map's. The
