@@ -451,7 +451,7 @@ fn text_parts_with(e: &Expr, column: &dyn Fn(&Column) -> (usize, usize)) -> (usi
 }
 
 /// Why text built across the nodes of `plan` (private rows) could grow past the limits of
-/// [`MAX_CONCAT_PARTS`]; None when it cannot. Each expression is checked on its own by
+/// [`MAX_CONCAT_PARTS`], as the error. Each expression is checked on its own by
 /// [`failure`], a column as one part; but a subquery's column built from 16 parts,
 /// concatenated 16 times above, holds 256, and k levels 16^k. So each column is counted as
 /// the parts it was built from, through every node below, and every concatenation is checked
