@@ -659,7 +659,9 @@ impl<'a> Rewriter<'a> {
             }
         };
         if let (true, Some(f)) = (lp || rp, &j.filter) {
-            check_private_exprs(std::slice::from_ref(f), &j.schema, "a join condition", self)?;
+            // Typed in both inputs' columns: a semi-join's own schema has one side's only.
+            let both = j.left.schema().join(j.right.schema()).map_err(plan_err)?;
+            check_private_exprs(std::slice::from_ref(f), &both, "a join condition", self)?;
         }
         let plan = LogicalPlan::Join(
             Join::try_new(

@@ -571,6 +571,9 @@ fn the_accepted_forms_of_the_same_queries_plan() {
         "SELECT COUNT(*) FROM orders WHERE upper(priority) LIKE 'H%' OR length(priority) > 2",
         "SELECT COUNT(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM orders p WHERE \
          p.o_cust = o.o_cust AND p.priority = 'high')",
+        // A semi-join's condition is typed in both sides' columns.
+        "SELECT COUNT(*) FROM items i WHERE EXISTS (SELECT 1 FROM flags f WHERE f.flag = i.flag \
+         AND f.label <> i.flag)",
         // IN where its NULL drops a row as false does, in WHERE and in a join's condition.
         "SELECT COUNT(*) FROM items i WHERE i.qty > 3 OR i.flag IN (SELECT flag FROM flags)",
         "SELECT COUNT(*) FROM items i JOIN flags f ON f.flag = i.flag AND (i.qty > 3 OR i.flag \
