@@ -6,10 +6,11 @@
 //! drops (a NULL in the subquery makes `NOT IN` never true). A filter or an inner join's
 //! condition drops a row whose predicate is NULL as it drops one whose predicate is false, so
 //! an `IN` is answered right where the predicate only combines it with `AND` and `OR`.
-//! `NOT IN` is refused wherever it is: where DataFusion follows SQL (a whole condition of the
-//! filter) it runs a null-aware anti-join, which it builds only from the private rows and which
-//! then reads the public rows only when some private row passed the filter, so its time would
-//! tell whether any did (see [`crate::held_joins`]); and a correlated one fails to plan.
+//! `NOT IN` is refused wherever it is: over private rows one NULL among any unit's rows would
+//! remove every row; where DataFusion follows SQL (a whole condition of the filter) it runs a
+//! null-aware anti-join, which it builds only from the private rows and which then reads the
+//! public rows only when some private row passed the filter, so its time would tell whether
+//! any did (see [`crate::held_joins`]); and a correlated one fails to plan.
 //! `NOT EXISTS (SELECT 1 … WHERE inner = outer)` says the same but for NULLs. Checked before
 //! anything is read.
 

@@ -515,17 +515,6 @@ impl<'a> Rewriter<'a> {
         if rp {
             check_private_exprs(&right_keys, j.right.schema(), "a join key", self)?;
         }
-        if j.null_aware && rp {
-            // `x NOT IN (subquery)`: one NULL anywhere in the subquery's rows makes the test
-            // NULL for every row, so one unit's row with a NULL key would remove every other
-            // unit's rows from the aggregate.
-            return Err(SqlError::refused(
-                construct(),
-                "NOT IN (subquery) over private rows is null-aware: one NULL among the \
-                 subquery's rows, whichever unit it belongs to, removes every row; write NOT \
-                 EXISTS (SELECT … WHERE inner = outer), which compares row by row",
-            ));
-        }
         use JoinType::*;
         let offset = left.lineage.len();
         let shift = |u: &Unit| u.with_columns(u.columns().iter().map(|c| c + offset).collect());
