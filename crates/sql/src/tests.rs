@@ -85,6 +85,11 @@ pub(crate) fn exact(engine: &Engine, sql: &str, delta: f64) -> crate::DpResult {
         .unwrap()
 }
 
+/// Column `n` of the first row `sql` releases with the noise off.
+fn exact_n(engine: &Engine, sql: &str) -> serde_json::Value {
+    exact(engine, sql, 0.0).rows_json().unwrap()[0]["n"].clone()
+}
+
 /// A shop: customers (the unit), their orders, the orders' items (unit through the order),
 /// and a public table of item flags. Customer 7 is heavy (many orders and items).
 pub(crate) const SHOP_SCHEMA: &str = r#"
@@ -590,14 +595,10 @@ fn joins_with_a_stored_public_side_answer_as_written() {
     // a memory limit.
     let shop = shop(None);
     let engine = shop.engine();
-    let expected = exact(
+    let expected = exact_n(
         &engine,
         "SELECT COUNT(*) AS n FROM items WHERE flag IN ('x', 'y')",
-        0.0,
-    )
-    .rows_json()
-    .unwrap()[0]["n"]
-        .clone();
+    );
     for sql in [
         "SELECT COUNT(*) AS n FROM items i JOIN flags f ON i.flag = f.flag WHERE f.label <> 'Other'",
         "SELECT COUNT(*) AS n FROM flags f JOIN items i ON i.flag = f.flag WHERE f.label <> 'Other'",
@@ -610,8 +611,7 @@ fn joins_with_a_stored_public_side_answer_as_written() {
         "SELECT COUNT(*) AS n FROM items i WHERE i.qty > 100 OR EXISTS (SELECT 1 FROM flags f \
          WHERE f.flag = i.flag AND f.label <> 'Other')",
     ] {
-        let n = exact(&engine, sql, 0.0).rows_json().unwrap()[0]["n"].clone();
-        assert_eq!(n, expected, "{sql}");
+        assert_eq!(exact_n(&engine, sql), expected, "{sql}");
         let (limited, _, _) = totals_by(&shop, sql, 0.0, true, true);
         let (unlimited, _, _) = totals_by(&shop, sql, 0.0, true, false);
         assert_eq!(limited, unlimited, "{sql}");
@@ -624,7 +624,7 @@ fn a_subquery_grouped_by_a_key_that_leads_to_the_unit_has_a_row_per_key() {
     // bound count), not one; grouped by customer, one.
     let shop = shop(None);
     let engine = shop.engine();
-    let count = |sql: &str| exact(&engine, sql, 0.0).rows_json().unwrap()[0]["n"].clone();
+    let count = |sql: &str| exact_n(&engine, sql);
     let per_order: u64 = (0..12).map(|c| shop_orders(c).min(4)).sum();
     assert_eq!(
         count("SELECT COUNT(*) AS n FROM (SELECT i_order, SUM(qty) FROM items GROUP BY i_order) t"),
