@@ -285,6 +285,14 @@ def event_from_dict(d: Dict[str, Any]) -> DpEvent:
         The event (events without a Python class of their own, such as the discrete
         Gaussian, keep their JSON).
     """
+    try:
+        return _event_of(d)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"not a dpml event object ({type(e).__name__}: {e}): {d!r:.200}") from None
+
+
+def _event_of(d: Dict[str, Any]) -> DpEvent:
+    """:func:`event_from_dict`, raising KeyError or TypeError for a malformed object."""
     kind = d.get("type")
     if kind == "gaussian":
         return GaussianDpEvent(d["noise_multiplier"])
@@ -295,15 +303,15 @@ def event_from_dict(d: Dict[str, Any]) -> DpEvent:
     if kind == "epsilon_delta":
         return EpsilonDeltaDpEvent(d["epsilon"], d["delta"])
     if kind == "poisson_sampled":
-        return PoissonSampledDpEvent(d["sampling_rate"], event_from_dict(d["event"]))
+        return PoissonSampledDpEvent(d["sampling_rate"], _event_of(d["event"]))
     if kind == "self_composed":
-        return SelfComposedDpEvent(event_from_dict(d["event"]), d["count"])
+        return SelfComposedDpEvent(_event_of(d["event"]), d["count"])
     if kind == "composed":
-        return ComposedDpEvent([event_from_dict(e) for e in d["events"]])
+        return ComposedDpEvent([_event_of(e) for e in d["events"]])
     if kind == "repeat_and_select":
         law = d["repetitions"]
         shape = float("inf") if law["law"] == "poisson" else law["eta"]
-        return RepeatAndSelectDpEvent(event_from_dict(d["event"]), law["mean"], shape)
+        return RepeatAndSelectDpEvent(_event_of(d["event"]), law["mean"], shape)
     return _RawEvent(d)
 
 

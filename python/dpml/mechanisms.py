@@ -37,7 +37,10 @@ def __dir__() -> List[str]:
 
 
 def _floats(values: Any) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1))
+    arr = np.asarray(values)
+    if np.iscomplexobj(arr):
+        raise ValueError("values must be real numbers, got complex ones")
+    return np.ascontiguousarray(arr.astype(np.float64).reshape(-1))
 
 
 def _ints(values: Any, name: str = "values") -> np.ndarray:

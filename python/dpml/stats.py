@@ -59,6 +59,37 @@ class Release:
     seeded: bool = False
 
 
+def _records(kind: str, values: Any) -> np.ndarray:
+    """The records as the native statistic takes them: one number per record.
+
+    A count counts the records (the first axis: a record may be a row of several columns);
+    the other statistics take one number per record, so a matrix is refused rather than
+    flattened (each record would then count as many, and the noise be too small).
+    """
+    arr = np.asarray(values)
+    if arr.ndim == 0:
+        raise ValueError(f"values must be a sequence of records, got one value {values!r}")
+    if kind == "count":
+        return np.zeros(arr.shape[0])
+    if arr.ndim != 1:
+        raise ValueError(
+            f"values must hold one number per record (a one-dimensional array), got shape "
+            f"{arr.shape}: pass one column"
+        )
+    if np.iscomplexobj(arr):
+        raise ValueError("values must be real numbers, got complex ones")
+    return np.ascontiguousarray(arr.astype(np.float64))
+
+
+def _bounds(bounds: Any) -> Tuple[float, float]:
+    """Declared bounds as a pair of floats."""
+    try:
+        low, high = bounds
+        return float(low), float(high)
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be a pair (low, high) of numbers, got {bounds!r}") from None
+
+
 def _release(
     kind: str,
     values: Any,
@@ -70,8 +101,8 @@ def _release(
     ledger: Optional[Ledger],
     label: Optional[str],
 ) -> Release:
-    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1))
-    b = None if bounds is None else (float(bounds[0]), float(bounds[1]))
+    arr = _records(kind, values)
+    b = None if bounds is None else _bounds(bounds)
     text = _native.statistic(
         kind,
         arr,
@@ -109,7 +140,8 @@ def count(
     Parameters
     ----------
     values : array-like
-        The records (only their number is used).
+        The records (only their number is used: the length of the first axis, so a row of
+        several columns is one record).
     epsilon : float
         Epsilon of the release.
     delta : float, optional
@@ -143,7 +175,7 @@ def sum(  # noqa: A001 - the statistic's name
     Parameters
     ----------
     values : array-like
-        One number per record.
+        One number per record (a one-dimensional array: a matrix is refused, not flattened).
     epsilon : float
         Epsilon of the release.
     bounds : (float, float)
@@ -181,7 +213,7 @@ def mean(
     Parameters
     ----------
     values : array-like
-        One number per record.
+        One number per record (a one-dimensional array: a matrix is refused, not flattened).
     epsilon : float
         Epsilon of the release.
     bounds : (float, float)
@@ -218,7 +250,7 @@ def histogram(
     Parameters
     ----------
     values : array-like
-        One number per record.
+        One number per record (a one-dimensional array: a matrix is refused, not flattened).
     epsilon : float
         Epsilon of the release.
     bounds : (float, float)

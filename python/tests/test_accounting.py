@@ -78,6 +78,8 @@ def test_events_compose_and_pure_mechanisms_are_exact():
     assert acc.delta(same, eps, "pld") == pytest.approx(1e-5, rel=0.05)
     # Events round-trip through dicts.
     assert acc.event_from_dict(sampled.to_dict()) == sampled
+    with pytest.raises(ValueError, match="not a dpml event"):
+        acc.event_from_dict({"type": "laplace"})
 
 
 def test_calibrate_reaches_the_target_from_below():

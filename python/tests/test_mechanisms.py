@@ -50,6 +50,22 @@ def test_statistics_and_bounds():
         mechanisms.laplace(values, -1.0, 1.0)
 
 
+def test_records_of_several_columns_are_counted_not_flattened():
+    # A matrix is 1000 records of 5 columns: a count counts 1000, and a sum (one number per
+    # record, sensitivity max(|low|, |high|)) refuses it rather than sum 5000 values.
+    x = np.ones((1000, 5))
+    assert abs(stats.count(x, epsilon=10.0, seed=1).value - 1000) < 10
+    for statistic in (stats.sum, stats.mean, stats.histogram):
+        with pytest.raises(ValueError, match="one number per record"):
+            statistic(x, 10.0, (0.0, 1.0))
+    with pytest.raises(ValueError, match="pair"):
+        stats.sum([1.0, 2.0], 1.0, (0.0,))
+    with pytest.raises(ValueError, match="complex"):
+        stats.sum(np.array([1 + 2j]), 1.0, (0.0, 1.0))
+    with pytest.raises(ValueError, match="complex"):
+        mechanisms.laplace(np.array([1 + 2j]), 1.0, 1.0)
+
+
 def test_ledger_charges_and_refuses_over_budget(tmp_path):
     ledger = dpml.Ledger(tmp_path / "budget.db", budget=1.0)
     r = stats.count(np.ones(10), epsilon=0.6, ledger=ledger, label="first")

@@ -64,10 +64,19 @@ impl Budget {
     ///
     /// # Errors
     /// [`LedgerError::InvalidParameter`] naming ε if it is not finite and > 0, or δ if it is
-    /// not in [0, 1).
+    /// not in [0, 1), or positive but below [`crate::pld::MIN_DELTA`]: no spend with a δ
+    /// could ever be composed under it.
     pub fn new(epsilon: f64, delta: f64) -> Result<Self, LedgerError> {
         let budget = Budget { epsilon, delta };
         budget.validate()?;
+        if delta > 0.0 && delta < crate::pld::MIN_DELTA {
+            return Err(LedgerError::InvalidParameter(format!(
+                "budget delta {delta:e} is below {:e}, the smallest delta the accountants \
+                 compose: give 0 for a pure epsilon budget, or at least {:e}",
+                crate::pld::MIN_DELTA,
+                crate::pld::MIN_DELTA
+            )));
+        }
         Ok(budget)
     }
 
@@ -452,10 +461,7 @@ impl Ledger {
         let ledger = match (epsilon, exists(path)?) {
             (Some(epsilon), false) => Ledger::open_with(
                 path,
-                Budget {
-                    epsilon,
-                    delta: delta.unwrap_or(DEFAULT_BUDGET_DELTA),
-                },
+                Budget::new(epsilon, delta.unwrap_or(DEFAULT_BUDGET_DELTA))?,
                 key,
             )?,
             _ => {

@@ -1008,3 +1008,11 @@ fn a_checkpointed_run_is_charged_once_and_a_fork_again() {
         SegmentCost::FirstCharge
     );
 }
+
+#[test]
+fn a_delta_budget_no_spend_could_be_composed_under_is_refused() {
+    let err = Budget::new(1.0, 1e-320).unwrap_err().to_string();
+    assert!(err.contains("1e-320") && err.contains("1e-12"), "{err}");
+    assert!(Budget::new(1.0, 0.0).is_ok());
+    assert!(Budget::new(1.0, 1e-12).is_ok());
+}

@@ -207,6 +207,9 @@ pub fn label_dp(
 ) -> Result<Value> {
     // Combinations are refused before any data is read.
     a.recipe.validate()?;
+    if let Some(path) = &a.save_model {
+        crate::output_path::check_writable("--save-model", path)?;
+    }
     let key = a.split.key(rng);
     let opts = a
         .declarations

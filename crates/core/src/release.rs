@@ -170,17 +170,18 @@ pub fn release(a: &ReleaseOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> 
     Ok(Release::from_map(obj, &model).into_value())
 }
 
-/// Discrete mechanisms need an integer value and an integer sensitivity.
+/// Discrete mechanisms need an integer value and an integer sensitivity, each below 9e15 in
+/// magnitude (where every integer is exactly an f64).
 fn integers(value: f64, sensitivity: f64) -> Result<(i64, u64)> {
     let whole = |v: f64| v.fract() == 0.0 && v.abs() < 9.0e15;
     if !whole(value) {
         return Err(Error::usage(format!(
-            "--value {value} must be an integer for a discrete mechanism"
+            "--value {value} must be an integer below 9e15 in magnitude for a discrete mechanism"
         )));
     }
     if !whole(sensitivity) {
         return Err(Error::usage(format!(
-            "--sensitivity {sensitivity} must be an integer for a discrete mechanism"
+            "--sensitivity {sensitivity} must be an integer below 9e15 for a discrete mechanism"
         )));
     }
     Ok((value as i64, sensitivity as u64))

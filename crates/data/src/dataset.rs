@@ -109,14 +109,28 @@ pub struct Table {
     pub columns: Vec<String>,
     /// One vector per column, in the order of `columns`, each `n_rows` long.
     pub values: Vec<Vec<f64>>,
+    /// A label column of text whose classes were not declared: its values are each text's
+    /// index among the texts the records hold, so one record with a new text would recode
+    /// every other (`a`, `b` are 0, 1; with a record `0a` they are 1, 2). [`Table::column`]
+    /// refuses it.
+    pub coded_from_records: Option<String>,
 }
 
 impl Table {
     /// The values of the column called `name`.
     ///
     /// # Errors
-    /// [`DataError::UnknownColumn`] naming `name` and listing the available columns.
+    /// [`DataError::UnknownColumn`] naming `name` and listing the available columns;
+    /// [`DataError::Undeclared`] for a label column of text without declared classes (see
+    /// [`Table::coded_from_records`]).
     pub fn column(&self, name: &str) -> Result<&[f64], DataError> {
+        if self.coded_from_records.as_deref() == Some(name) {
+            return Err(DataError::Undeclared {
+                dataset: format!("{} (column {name:?} holds text)", self.name),
+                what: "classes of the text column",
+                flags: "classes in a --schema file, or the column coded as numbers",
+            });
+        }
         self.columns
             .iter()
             .position(|c| c == name)
@@ -172,6 +186,7 @@ pub(crate) mod tests {
             name: "t".into(),
             columns: vec!["a".into(), "target".into()],
             values: vec![vec![1.0, 2.0], vec![0.0, 1.0]],
+            coded_from_records: None,
         };
         assert_eq!(t.n_rows(), 2);
         assert_eq!(t.column("target").unwrap(), &[0.0, 1.0]);

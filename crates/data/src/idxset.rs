@@ -160,6 +160,7 @@ impl IdxSet {
             name: self.name().to_string(),
             columns: vec![LABEL_COLUMN.to_string()],
             values: vec![labels.iter().map(|&l| f64::from(l)).collect()],
+            coded_from_records: None,
         })
     }
 

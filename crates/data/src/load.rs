@@ -143,11 +143,28 @@ pub fn load_table(source: &Source, opts: &LoadOptions) -> Result<Table, DataErro
         return set.load_table(resolve_data_dir(opts.data_dir.as_deref()).as_deref());
     }
     if read_records(source, &Schema::default())?.is_some() {
-        return Ok(records_table(load(source, opts)?.train));
+        let splits = load(source, opts)?;
+        let declared = splits
+            .schema
+            .classes_provenance
+            .is_some_and(|p| p.is_declared());
+        return Ok(records_table(splits.train, declared));
     }
-    Ok(columns(source, &effective_schema(source, opts)?)?
-        .0
-        .into_table())
+    let schema = effective_schema(source, opts)?;
+    let columns = columns(source, &schema)?.0;
+    // Named sets' classes are compiled-in constants; the user's data's, read off the records.
+    let coded =
+        (source.is_user_data() && schema.classes.is_none() && !numbers(&columns.class_names))
+            .then(|| columns.names[columns.label].clone());
+    Ok(Table {
+        coded_from_records: coded,
+        ..columns.into_table()
+    })
+}
+
+/// Whether every class name is a number (a label column of numbers shows them, not codes).
+fn numbers(class_names: &[String]) -> bool {
+    class_names.iter().all(|c| c.parse::<f64>().is_ok())
 }
 
 /// Reads an array or image source (`None` for the others).
@@ -168,9 +185,11 @@ fn read_records(source: &Source, schema: &Schema) -> Result<Option<Records>, Dat
 }
 
 /// The table view of an array or image source: one column per feature, then `label` (the
-/// class's number when every class is a number, else its index).
-fn records_table(data: Dataset) -> Table {
+/// class's number when every class is a number, else its index: refused by
+/// [`Table::column`] unless the classes were `declared`).
+fn records_table(data: Dataset, declared: bool) -> Table {
     let d = data.n_features();
+    let coded = !declared && !numbers(&data.class_names);
     let label = Labels::declared(data.y, &data.class_names);
     let mut values: Vec<Vec<f64>> = (0..d)
         .map(|j| (0..data.n).map(|i| f64::from(data.x[i * d + j])).collect())
@@ -180,6 +199,7 @@ fn records_table(data: Dataset) -> Table {
     columns.push(crate::IDX_LABEL_COLUMN.to_string());
     Table {
         name: data.name,
+        coded_from_records: coded.then(|| crate::IDX_LABEL_COLUMN.to_string()),
         columns,
         values,
     }

@@ -207,6 +207,7 @@ impl Columns {
             name: self.name,
             columns: self.names,
             values: self.values,
+            coded_from_records: None,
         }
     }
 }

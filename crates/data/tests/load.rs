@@ -66,6 +66,23 @@ fn csv_source_with_label_column() {
     assert_eq!(d.row(1), &[45.0, 800.5]);
     let t = load_table(&source, &opts).unwrap();
     assert_eq!(t.column("income").unwrap(), &[1200.0, 800.5, 990.0]);
+    // Text labels without declared classes are their index among the texts the records hold:
+    // one record with a new text would renumber every other, so the column is refused.
+    let msg = t.column("group").unwrap_err().to_string();
+    assert!(
+        msg.contains("\"group\" holds text") && msg.contains("--schema"),
+        "{msg}"
+    );
+    // Declared, the classes fix each text's number.
+    let declared = LoadOptions {
+        schema: Some(
+            dpml_data::Schema::default()
+                .with_classes(vec!["a".into(), "b".into()])
+                .unwrap(),
+        ),
+        ..opts.clone()
+    };
+    let t = load_table(&source, &declared).unwrap();
     assert_eq!(t.column("group").unwrap(), &[1.0, 0.0, 1.0]);
     let msg = t.column("salary").unwrap_err().to_string();
     assert!(

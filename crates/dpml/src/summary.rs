@@ -1081,17 +1081,7 @@ pub fn short(x: f64) -> String {
     }
 }
 
-/// Short scientific form with up to 3 significant digits: `1e308`, `1.5e-300`, `2.35e7`.
-pub fn scientific(x: f64) -> String {
-    let s = format!("{x:.2e}");
-    match s.split_once('e') {
-        Some((mantissa, exp)) => {
-            let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
-            format!("{mantissa}e{exp}")
-        }
-        None => s,
-    }
-}
+pub use dpml_core::numbers::scientific;
 
 /// `4,300`: a whole number with thousands separators.
 pub fn grouped(n: u64) -> String {
@@ -1120,7 +1110,6 @@ mod tests {
         assert_eq!(short(1e-5), "1e-5");
         assert_eq!(short(1e308), "1e308");
         assert_eq!(short(12345.678), "12346");
-        assert_eq!(scientific(-2.346e-7), "-2.35e-7");
         assert_eq!(grouped(4300), "4,300");
         assert_eq!(grouped(1_234_567), "1,234,567");
         assert_eq!(grouped(12), "12");

@@ -102,11 +102,21 @@ impl GaussianMechanism {
                 "Gaussian sigma for sensitivity {sensitivity} overflows"
             )));
         }
-        let grid = Grid::below(requested, GAUSSIAN_GRID_BITS)?;
-        let grid_sensitivity = grid.sensitivity(sensitivity)?;
+        // The grid's and the exact sampler's limits, said in the caller's terms (the grid's
+        // sensitivity is in its own units, not the caller's).
+        let beyond = |_| {
+            invalid(format!(
+                "Gaussian noise for sensitivity {sensitivity}, epsilon {epsilon}, delta {delta} \
+                 (sigma {requested:.3e}) cannot be calibrated and sampled exactly: give a larger \
+                 epsilon or delta"
+            ))
+        };
+        let grid = Grid::below(requested, GAUSSIAN_GRID_BITS).map_err(beyond)?;
+        let grid_sensitivity = grid.sensitivity(sensitivity).map_err(beyond)?;
         let start = ulps_up(unit_sigma * grid_sensitivity as f64, 1);
-        let sigma2 = discrete_gaussian_sigma2(grid_sensitivity, epsilon, delta, start, 0)?;
-        let noise = DiscreteGaussian::new(sigma2)?;
+        let sigma2 =
+            discrete_gaussian_sigma2(grid_sensitivity, epsilon, delta, start, 0).map_err(beyond)?;
+        let noise = DiscreteGaussian::new(sigma2).map_err(beyond)?;
         let sigma_grid = ulps_down(sigma2.to_f64_down().sqrt(), 1);
         Ok(Self {
             sensitivity,
@@ -215,6 +225,17 @@ mod tests {
             panic!()
         };
         assert!((3.730_631..3.74).contains(&noise_multiplier));
+    }
+
+    #[test]
+    fn noise_it_cannot_calibrate_is_refused_in_the_callers_terms() {
+        let err = GaussianMechanism::new(1.0, 1.0, 1e-300, Calibration::Analytic)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("sensitivity 1, epsilon 1, delta") && err.contains("larger epsilon"),
+            "{err}"
+        );
     }
 
     #[test]

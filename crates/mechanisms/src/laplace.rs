@@ -67,11 +67,19 @@ impl LaplaceMechanism {
                 "Laplace scale {sensitivity}/{epsilon} overflows"
             )));
         }
-        let grid = Grid::below(requested, LAPLACE_GRID_BITS)?;
-        let grid_sensitivity = grid.sensitivity(sensitivity)?;
+        // The grid's and the exact sampler's limits, said in the caller's terms.
+        let too_wide = |_| {
+            invalid(format!(
+                "Laplace noise of scale {requested:.3e} (sensitivity {sensitivity} / epsilon \
+                 {epsilon}) is too wide to sample exactly: give a larger epsilon"
+            ))
+        };
+        let grid = Grid::below(requested, LAPLACE_GRID_BITS).map_err(too_wide)?;
+        let grid_sensitivity = grid.sensitivity(sensitivity).map_err(too_wide)?;
         // t = Δ_g/ε in grid units; the division is correctly rounded, one ulp up bounds it.
-        let t = Rational::ceil_from_f64_precise(ulps_up(grid_sensitivity as f64 / epsilon, 1))?;
-        let noise = DiscreteLaplace::new(t)?;
+        let t = Rational::ceil_from_f64_precise(ulps_up(grid_sensitivity as f64 / epsilon, 1))
+            .map_err(too_wide)?;
+        let noise = DiscreteLaplace::new(t).map_err(too_wide)?;
         let t_down = t.to_f64_down();
         Ok(Self {
             sensitivity,
@@ -172,6 +180,17 @@ mod tests {
         assert!(1.0 / m.noise_multiplier <= 0.5);
         let out = m.release(&mut DpRng::seeded(1), 10.3).unwrap();
         assert_eq!((out / g).fract(), 0.0, "outputs lie on the grid");
+    }
+
+    #[test]
+    fn noise_too_wide_to_sample_is_refused_naming_epsilon() {
+        for epsilon in [1e-15, 1e-300] {
+            let err = LaplaceMechanism::new(1.0, epsilon).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("epsilon {epsilon}")) && err.contains("larger epsilon"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -108,12 +108,21 @@ impl Repetitions {
                 "the mean number of trials must be in [1, {MAX_MEAN}], got {mean}"
             )));
         }
-        if let Repetitions::TruncatedNegativeBinomial { eta, .. } = *self
-            && !(eta.is_finite() && eta > -1.0)
-        {
-            return Err(invalid(format!(
-                "eta of the truncated negative binomial law must be finite and > -1, got {eta}"
-            )));
+        if let Repetitions::TruncatedNegativeBinomial { eta, .. } = *self {
+            if !(eta.is_finite() && eta > -1.0) {
+                return Err(invalid(format!(
+                    "eta of the truncated negative binomial law must be finite and > -1, got {eta}"
+                )));
+            }
+            // As η nears −1 the law's mean stays near 1 for every γ that f64 holds: the law
+            // accounted and sampled would not be the one asked for.
+            let reached = self.expected();
+            if (reached - mean).abs() > 1e-6 * mean {
+                return Err(invalid(format!(
+                    "a truncated negative binomial law with eta {eta} cannot have mean {mean} \
+                     (it reaches {reached:.4} at most): choose eta further from -1 or a smaller mean"
+                )));
+            }
         }
         Ok(*self)
     }
@@ -187,6 +196,16 @@ impl Repetitions {
     /// # Errors
     /// As [`Repetitions::validate`].
     pub fn sampler(&self) -> Result<TrialSampler, MechanismError> {
+        if let Repetitions::TruncatedNegativeBinomial { eta, mean } = *self
+            && let Some(gamma) = self.gamma()
+            && gamma < min_sampled_gamma(eta)
+        {
+            return Err(invalid(format!(
+                "the truncated negative binomial law with eta {eta} and mean {mean} (gamma \
+                 {gamma:.2e}) cannot be sampled exactly in reasonable time: choose a smaller \
+                 mean, or eta 0 or 1 (their sampler stays fast up to mean {MAX_MEAN})"
+            )));
+        }
         Ok(match self.validate()? {
             Repetitions::Poisson { mean } => {
                 // Ratio μ/(k + 1); the geometric proposal of mean μ.
@@ -325,6 +344,18 @@ impl TrialSampler {
     }
 }
 
+/// The smallest γ whose law [`TrialSampler`] draws in reasonable time (about a second). A draw
+/// proposes some 1/γ steps, and each step's acceptance probability is an exact product of the
+/// ratios (1 − γ)(k + η)/(k + 1): for an integer η they cancel into short fractions, for any
+/// other η they grow a word longer with each step (η = −0.5, γ = 6.6e-4: 2.6 s a draw; η
+/// = −0.9 at mean 10 needs γ = 3.5e-11, and never ends).
+fn min_sampled_gamma(eta: f64) -> f64 {
+    match eta.fract() == 0.0 {
+        true => 1e-4,
+        false => 1e-3,
+    }
+}
+
 /// E\[K\] of D_{η,γ}: η(1 − γ)/(γ(1 − γ^η)); (1/γ − 1)/ln(1/γ) at η = 0; 1 at γ = 1.
 pub(crate) fn tnb_mean(eta: f64, gamma: f64) -> f64 {
     if gamma >= 1.0 {
@@ -430,6 +461,23 @@ mod tests {
             );
             assert!((law.expected() - law.requested_mean()).abs() < 1e-12 * mean);
         }
+    }
+
+    #[test]
+    fn a_law_it_cannot_reach_or_sample_is_refused() {
+        // Near η = −1 the mean stays near 1 for every γ f64 holds: mean 10 is out of reach.
+        let err = tnb(-0.9999999, 10.0).validate().unwrap_err().to_string();
+        assert!(err.contains("cannot have mean 10"), "{err}");
+        assert!(tnb(-0.9999999, 10.0).sampler().is_err());
+        // η = −0.9 reaches mean 10 only at γ ≈ 3.5e-11: accounted, but no draw would end.
+        let law = tnb(-0.9, 10.0);
+        assert!(law.validate().is_ok());
+        assert!(law.gamma().unwrap() < 1e-9);
+        let err = law.sampler().unwrap_err().to_string();
+        assert!(err.contains("cannot be sampled exactly"), "{err}");
+        // Integer η keeps its sampler fast up to the largest mean.
+        assert!(tnb(0.0, MAX_MEAN).sampler().is_ok());
+        assert!(tnb(1.0, MAX_MEAN).sampler().is_ok());
     }
 
     #[test]

@@ -33,9 +33,10 @@ where
 }
 
 /// A `ValueError` with the library's message, its command-line flags (`--batch-size`) written
-/// as the keywords Python takes (`batch_size`).
+/// as the keywords Python takes (`batch_size`) and its long numbers short (`1e308`, not 309
+/// digits), as the command line writes them.
 pub fn value_error(e: impl Display) -> PyErr {
-    PyValueError::new_err(keywords(&e.to_string()))
+    PyValueError::new_err(keywords(&dpml_core::numbers::short_numbers(&e.to_string())))
 }
 
 /// `msg` with every `--flag-name` written as `flag_name`.

@@ -427,10 +427,11 @@ fn histogram(g: &Expr, column_range: &dyn Fn(&Expr) -> Option<Range>, input: &Re
     };
     let c = Expr::Column(c.clone());
     let range = column_range(&c)?;
-    let o = input.lineage[input.index_of(&c)?].as_ref()?;
+    let i = input.index_of(&c)?;
+    let o = input.lineage[i].as_ref()?;
     Some(Keys::Bins {
         column: format!("{}.{}", o.table, o.column),
-        values: bins(g, range)?,
+        values: bins(g, range, input.plan.schema().field(i).data_type())?,
     })
 }
 

@@ -299,11 +299,17 @@ pub(crate) fn calibrate(
                 |e| match e {
                     // The samplers' own limits, told in the terms of the query.
                     SqlError::Input(why) => {
-                        // A tiny share makes the noise too wide, a huge one too fine.
+                        // A reason that ends in its own advice (in parentheses) keeps it;
+                        // otherwise a tiny share made the noise too wide, a huge one too fine.
                         let what = if eps < 1.0 { "larger" } else { "smaller" };
+                        let advice = match why.ends_with(')') {
+                            true => String::new(),
+                            false => {
+                                format!(" (give a {what} ε, or this aggregate a {what} --weight)")
+                            }
+                        };
                         SqlError::input(format!(
-                            "{} cannot be released at its ε share {eps:e}: {why} (give a \
-                             {what} ε, or this aggregate a {what} --weight)",
+                            "{} cannot be released at its ε share {eps:e}: {why}{advice}",
                             m.display
                         ))
                     }
@@ -551,9 +557,16 @@ fn sum_part(
     }
     let noise_exp = floor_log2(scale) - NOISE_GRID_BITS;
     let fine_exp = noise_exp - FINE_GRID_BITS;
-    if !(-900..=900).contains(&fine_exp) {
+    if fine_exp > 900 {
         return Err(SqlError::input(format!(
-            "the noise scale of a sum ({scale:e}) is outside the range dpml represents"
+            "the noise scale of a sum ({scale:e}) is beyond the range dpml represents (declare \
+             narrower bounds or sum_bounds, or give a larger ε)"
+        )));
+    }
+    if fine_exp < -900 {
+        return Err(SqlError::input(format!(
+            "the noise scale of a sum ({scale:e}) is below the range dpml represents (give a \
+             smaller ε, or this aggregate a smaller --weight)"
         )));
     }
     let per_group = (bound * pow2(-noise_exp)).floor();

@@ -282,13 +282,25 @@ struct Interners {
     units: UnitIds,
     /// None without GROUP BY (one group); groups by DataFusion's vectorised group values.
     groups: Option<Box<dyn GroupValues>>,
+    /// With public keys: how many. They are interned first (ids 0 to `listed − 1`), and every
+    /// other group's rows get the one id `listed`, whose pairs are dropped when the stream
+    /// ends: the bounder's layout, and the time a row takes, are those of the public keys
+    /// whatever groups the rows hold (a 9th value of one unit would otherwise move every pair
+    /// from the dense layout to the hash map, and slow the whole query).
+    listed: Option<usize>,
     unit_ids: Vec<usize>,
     group_ids: Vec<usize>,
 }
 
 impl Interners {
-    /// Interners for the key columns `[unit, groups…]` (the first `n_keys`) of `batch`.
-    fn new(batch: &RecordBatch, n_keys: usize, int_units: bool) -> Result<Self> {
+    /// Interners for the key columns `[unit, groups…]` (the first `n_keys`) of `batch`;
+    /// `listed` holds the public keys' columns, if any.
+    fn new(
+        batch: &RecordBatch,
+        n_keys: usize,
+        int_units: bool,
+        listed: Option<Vec<ArrayRef>>,
+    ) -> Result<Self> {
         let values = |columns: Vec<usize>| {
             let schema = batch
                 .schema()
@@ -296,16 +308,35 @@ impl Interners {
                 .map_err(SqlError::internal)?;
             new_group_values(Arc::new(schema), &GroupOrdering::None).map_err(SqlError::internal)
         };
+        let mut groups = (n_keys > 1)
+            .then(|| values((1..n_keys).collect()))
+            .transpose()?;
+        let mut group_ids = Vec::new();
+        let listed = match (&mut groups, listed) {
+            (Some(groups), Some(keys)) => {
+                // In the batch's types (a key set's text may be Utf8 where rows are Utf8View).
+                let keys = keys
+                    .iter()
+                    .zip(&batch.columns()[1..n_keys])
+                    .map(|(k, c)| cast(k, c.data_type()))
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(SqlError::internal)?;
+                groups
+                    .intern(&keys, &mut group_ids)
+                    .map_err(SqlError::internal)?;
+                Some(groups.len())
+            }
+            _ => None,
+        };
         Ok(Self {
             units: match int_units {
                 true => UnitIds::Int(IntIds::default()),
                 false => UnitIds::Other(values(vec![0])?),
             },
-            groups: (n_keys > 1)
-                .then(|| values((1..n_keys).collect()))
-                .transpose()?,
+            groups,
+            listed,
             unit_ids: Vec::new(),
-            group_ids: Vec::new(),
+            group_ids,
         })
     }
 
@@ -319,9 +350,16 @@ impl Interners {
                 .map_err(SqlError::internal)?,
         }
         match &mut self.groups {
-            Some(groups) => groups
-                .intern(&columns[1..n_keys], &mut self.group_ids)
-                .map_err(SqlError::internal)?,
+            Some(groups) => {
+                groups
+                    .intern(&columns[1..n_keys], &mut self.group_ids)
+                    .map_err(SqlError::internal)?;
+                if let Some(listed) = self.listed {
+                    for g in &mut self.group_ids {
+                        *g = (*g).min(listed);
+                    }
+                }
+            }
             None => {
                 self.group_ids.clear();
                 self.group_ids.resize(batch.num_rows(), 0);
@@ -334,7 +372,11 @@ impl Interners {
                 UnitIds::Int(ids) => ids.keys.len(),
                 UnitIds::Other(values) => values.len(),
             },
-            groups: self.groups.as_ref().map_or(1, |g| g.len()),
+            groups: match self.listed {
+                // The public keys, and the one id of every other group.
+                Some(listed) => listed + 1,
+                None => self.groups.as_ref().map_or(1, |g| g.len()),
+            },
         })
     }
 
@@ -579,10 +621,12 @@ impl Bounder {
         };
         let n_keys = 1 + self.spec.group_types.len();
         if self.interners.is_none() {
+            let listed = self.listed_keys()?;
             self.interners = Some(Interners::new(
                 &batch,
                 n_keys,
                 matches!(self.units, Units::Int(_)),
+                listed,
             )?);
         }
         let Some(interners) = &mut self.interners else {
@@ -668,6 +712,24 @@ impl Bounder {
                 limit: self.limit,
                 charged: false,
             })
+    }
+
+    /// The public keys' columns, in the order of their row encodings (None without public
+    /// keys, or without GROUP BY).
+    fn listed_keys(&self) -> Result<Option<Vec<ArrayRef>>> {
+        let Some(keys) = &self.spec.key_filter else {
+            return Ok(None);
+        };
+        if self.spec.group_types.is_empty() {
+            return Ok(None);
+        }
+        let mut keys: Vec<&Vec<u8>> = keys.iter().collect();
+        keys.sort();
+        let parser = self.group_rows.parser();
+        self.group_rows
+            .convert_rows(keys.iter().map(|k| parser.parse(k)))
+            .map(Some)
+            .map_err(SqlError::internal)
     }
 
     /// Adds each row's parts to its pair's accumulators (`pairs[row]`): counts and sums of row
@@ -1224,6 +1286,58 @@ mod tests {
         // huge values could trigger).
         assert_eq!(bounded_sum(i128::MAX, 3, Some(2), &g), g.fine(50.0));
         assert_eq!(bounded_sum(i128::MIN, 3, Some(2), &g), 0);
+    }
+
+    /// The row encoding of each integer group key.
+    fn key_rows(keys: &[i64]) -> HashSet<Vec<u8>> {
+        let conv = RowConverter::new(vec![SortField::new(DataType::Int64)]).unwrap();
+        let array: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(keys.to_vec()));
+        let rows = conv.convert_columns(&[array]).unwrap();
+        rows.iter().map(|r| r.data().to_vec()).collect()
+    }
+
+    #[test]
+    fn groups_outside_the_public_keys_leave_the_layout_and_the_totals_alone() {
+        use datafusion::arrow::array::Int64Array;
+        use datafusion::execution::memory_pool::UnboundedMemoryPool;
+        let spec = Arc::new(BoundSpec {
+            group_types: vec![DataType::Int64],
+            key_filter: Some(key_rows(&[1, 2, 3])),
+            parts: vec![Part::Count {
+                source: CountSource::Rows(None),
+                bound: 10,
+                mech: dpml_mechanisms::DiscreteLaplaceMechanism::new(10, 1.0).unwrap(),
+            }],
+            max_groups: 3,
+            max_rows: Some(10),
+            hash: KeyedHash::draw(&mut dpml_mechanisms::DpRng::seeded(1)),
+            states: None,
+        });
+        let pool: Arc<dyn MemoryPool> = Arc::new(UnboundedMemoryPool::default());
+        let batch = |units: Vec<i64>, groups: Vec<i64>| {
+            RecordBatch::try_from_iter([
+                ("unit", Arc::new(Int64Array::from(units)) as ArrayRef),
+                ("group", Arc::new(Int64Array::from(groups)) as ArrayRef),
+            ])
+            .unwrap()
+        };
+        // Unit 1 in the three public groups; unit 42 adds ten groups outside them.
+        let totals = |with_42: bool| {
+            let mut b = Bounder::new(Arc::clone(&spec), &DataType::Int64, false, &pool).unwrap();
+            b.push(&batch(vec![1, 1, 1, 1], vec![1, 2, 3, 3])).unwrap();
+            if with_42 {
+                b.push(&batch(vec![42; 10], (10..20).collect())).unwrap();
+            }
+            assert!(
+                b.dense.is_some(),
+                "the layout followed groups outside the keys"
+            );
+            b.finish().unwrap()
+        };
+        let (with, without) = (totals(true), totals(false));
+        assert_eq!(with, without);
+        let counts: Vec<i128> = with.values().map(|t| t.totals[0]).collect();
+        assert_eq!(counts, vec![1, 1, 2]);
     }
 
     #[test]

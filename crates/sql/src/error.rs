@@ -246,6 +246,15 @@ fn one_line(msg: &str) -> String {
              (cast it explicitly, or declare a CSV column's type in the schema)"
         );
     }
+    // The analyser's type coercion cannot resolve a column an outer query holds two or more
+    // subqueries down; it names only the fields it could see.
+    if msg.starts_with("type_coercion") && msg.contains("Valid fields are") {
+        return format!(
+            "a column is not known where it is used: a subquery may refer to the columns of \
+             the query directly around it, not to those of a query further out ({})",
+            shorten(msg.lines().next().unwrap_or_default().to_string())
+        );
+    }
     // A context's first line names the planning step, the last one the cause ("Optimizer rule
     // 'simplify_expressions' failed", "caused by", "Cast error: Cannot cast string 'a' …").
     let lines: Vec<&str> = msg

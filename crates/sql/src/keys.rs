@@ -141,8 +141,9 @@ fn distinct(keys: &ArrayRef) -> Result<ArrayRef> {
 
 /// The bins of a histogram expression over one bounded column: `FLOOR(lin(x))`, optionally
 /// times a positive constant and plus a constant, where `lin` is increasing in `x`
-/// (`(x - a) / w`, `x / w`, …). `range` is the column's declared range.
-pub(crate) fn bins(expr: &Expr, range: Range) -> Option<Vec<f64>> {
+/// (`(x - a) / w`, `x / w`, …). `range` is the column's declared range, `column_type` its
+/// type.
+pub(crate) fn bins(expr: &Expr, range: Range, column_type: &DataType) -> Option<Vec<f64>> {
     let (inner, steps) = post_affine(expr)?;
     let scale: f64 = steps
         .iter()
@@ -157,12 +158,18 @@ pub(crate) fn bins(expr: &Expr, range: Range) -> Option<Vec<f64>> {
     if f.func.name() != "floor" || f.args.len() != 1 {
         return None;
     }
-    let (slope, intercept) = linear(&f.args[0])?;
-    if !(slope > 0.0 && scale > 0.0) {
+    if !(slope(&f.args[0])? > 0.0 && scale > 0.0) {
         return None;
     }
-    let first = (range.0 * slope + intercept).floor();
-    let last = (range.1 * slope + intercept).floor();
+    // The first and last bins as the engine computes the groups of the range's ends: an
+    // integer division truncates (`-1 / 3` is 0, not -⅓), and `0.3 / 0.1` is 2.999…, where
+    // `0.3 · (1 / 0.1)` is 3.000…: a first bin above the lowest rows' would drop them.
+    let ends = match column_type.is_integer() {
+        true => (range.0.ceil(), range.1.floor()),
+        false => range,
+    };
+    let first = evaluate_at(&f.args[0], ends.0, column_type)?.floor();
+    let last = evaluate_at(&f.args[0], ends.1, column_type)?.floor();
     let count = last - first + 1.0;
     if !(count.is_finite() && count >= 1.0 && count <= MAX_KEYS as f64) {
         return None;
@@ -178,6 +185,35 @@ pub(crate) fn bins(expr: &Expr, range: Range) -> Option<Vec<f64>> {
             })
             .collect(),
     )
+}
+
+/// The value of `e`, an expression of one column of type `column_type`, on a row where the
+/// column holds `x`: evaluated by DataFusion, as the engine evaluates it on a row.
+fn evaluate_at(e: &Expr, x: f64, column_type: &DataType) -> Option<f64> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::simplify::SimplifyContext;
+    use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+    let x = ScalarValue::Float64(Some(x)).cast_to(column_type).ok()?;
+    let at_x = e
+        .clone()
+        .transform(|node| {
+            Ok(match node {
+                Expr::Column(_) => Transformed::yes(Expr::Literal(x.clone(), None)),
+                other => Transformed::no(other),
+            })
+        })
+        .ok()?
+        .data;
+    match ExprSimplifier::new(SimplifyContext::builder().build())
+        .simplify(at_x)
+        .ok()?
+    {
+        Expr::Literal(v, _) => match v.cast_to(&DataType::Float64).ok()? {
+            ScalarValue::Float64(Some(y)) if y.is_finite() => Some(y),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn strip(e: &Expr) -> &Expr {
@@ -236,21 +272,19 @@ fn post_affine(e: &Expr) -> Option<(&Expr, Vec<Step>)> {
     }
 }
 
-/// `e = slope · x + intercept` for the one column `x` it reads.
-fn linear(e: &Expr) -> Option<(f64, f64)> {
+/// The slope of `e`, built from the one column it reads by adding, subtracting, multiplying
+/// and dividing by constants (its values are then monotone in the column's, falling for a
+/// negative slope).
+fn slope(e: &Expr) -> Option<f64> {
     match strip(e) {
-        Expr::Column(_) => Some((1.0, 0.0)),
+        Expr::Column(_) => Some(1.0),
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-            let (lc, rc) = (constant(left), constant(right));
-            match (op, lc, rc) {
-                (Operator::Plus, None, Some(c)) => linear(left).map(|(s, i)| (s, i + c)),
-                (Operator::Plus, Some(c), None) => linear(right).map(|(s, i)| (s, i + c)),
-                (Operator::Minus, None, Some(c)) => linear(left).map(|(s, i)| (s, i - c)),
-                (Operator::Multiply, None, Some(c)) => linear(left).map(|(s, i)| (s * c, i * c)),
-                (Operator::Multiply, Some(c), None) => linear(right).map(|(s, i)| (s * c, i * c)),
-                (Operator::Divide, None, Some(c)) if c != 0.0 => {
-                    linear(left).map(|(s, i)| (s / c, i / c))
-                }
+            match (op, constant(left), constant(right)) {
+                (Operator::Plus | Operator::Minus, None, Some(_)) => slope(left),
+                (Operator::Plus, Some(_), None) => slope(right),
+                (Operator::Multiply, None, Some(c)) => slope(left).map(|s| s * c),
+                (Operator::Multiply, Some(c), None) => slope(right).map(|s| s * c),
+                (Operator::Divide, None, Some(c)) if c != 0.0 => slope(left).map(|s| s / c),
                 _ => None,
             }
         }
@@ -294,21 +328,36 @@ mod tests {
     fn histogram_bins_over_the_declared_range() {
         let e = floor(col("spend") / lit(10.0)) * lit(10.0);
         assert_eq!(
-            bins(&e, (0.0, 100.0)).unwrap(),
+            bins(&e, (0.0, 100.0), &DataType::Float64).unwrap(),
             (0..=10).map(|k| k as f64 * 10.0).collect::<Vec<_>>()
         );
-        let e = floor((col("age") - lit(18)) / lit(5));
-        assert_eq!(bins(&e, (18.0, 30.0)).unwrap(), vec![0.0, 1.0, 2.0]);
+        let e = floor((col("age") - lit(18i64)) / lit(5i64));
+        assert_eq!(
+            bins(&e, (18.0, 30.0), &DataType::Int64).unwrap(),
+            vec![0.0, 1.0, 2.0]
+        );
         // Each bin as the engine computes a row's group, step by step: (k · 0.1) · 3 is not
         // always k · 0.3.
         let e = floor(col("spend") / lit(10.0)) * lit(0.1) * lit(3) - lit(0.7);
         let stepwise: Vec<f64> = (0..=10).map(|k| k as f64 * 0.1 * 3.0 - 0.7).collect();
-        assert_eq!(bins(&e, (0.0, 100.0)).unwrap(), stepwise);
+        assert_eq!(
+            bins(&e, (0.0, 100.0), &DataType::Float64).unwrap(),
+            stepwise
+        );
         assert!((0..=10).any(|k| stepwise[k] != k as f64 * 0.3 - 0.7));
-        assert!(bins(&col("spend"), (0.0, 1.0)).is_none());
-        assert!(bins(&floor(col("a") * col("b")), (0.0, 1.0)).is_none());
+        // The ends' bins as the engine computes them: `-1 / 3` is 0 in integers (truncated),
+        // and `0.3 / 0.1` is 2.999… (bin 2, where `0.3 · 10` would say 3).
+        let e = floor(col("x") / lit(3i64));
+        assert_eq!(
+            bins(&e, (-10.0, -1.0), &DataType::Int64).unwrap(),
+            vec![-3.0, -2.0, -1.0, 0.0]
+        );
+        let e = floor(col("spend") / lit(0.1));
+        assert_eq!(bins(&e, (0.3, 1.0), &DataType::Float64).unwrap()[0], 2.0);
+        assert!(bins(&col("spend"), (0.0, 1.0), &DataType::Float64).is_none());
+        assert!(bins(&floor(col("a") * col("b")), (0.0, 1.0), &DataType::Float64).is_none());
         assert!(
-            bins(&floor(col("a") / lit(1e-9)), (0.0, 1.0)).is_none(),
+            bins(&floor(col("a") / lit(1e-9)), (0.0, 1.0), &DataType::Float64).is_none(),
             "too many"
         );
     }

@@ -137,17 +137,12 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 FORMAT_DATE,
             ),
         },
-        Expr::Like(like)
-            if like.escape_char.is_none_or(|c| c == '\\')
-                && pattern_compiles(&like.pattern, Pattern::Like(like.case_insensitive)) =>
-        {
-            None
-        }
-        Expr::Like(_) => refuse(
+        Expr::Like(like) if like.escape_char.is_some_and(|c| c != '\\') => refuse(
             format!("{node}"),
-            "LIKE needs a constant pattern that compiles (arrow turns it into a regular \
-             expression when a row first meets it, and a pattern too large fails there)",
+            "LIKE takes only the default escape character (a backslash)",
         ),
+        Expr::Like(like) => pattern_failure(&like.pattern, Pattern::Like(like.case_insensitive))
+            .map(|why| (format!("{node}"), why)),
         Expr::BinaryExpr(b)
             if b.op == Operator::StringConcat && !concatenation_is_bounded(node) =>
         {
@@ -157,6 +152,9 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                  constants: a longer value could overflow arrow's text buffer on one unit's \
                  rows",
             )
+        }
+        Expr::BinaryExpr(b) if let Some(kind) = Pattern::of(b.op) => {
+            pattern_failure(&b.right, kind).map(|why| (format!("{node}"), why))
         }
         Expr::BinaryExpr(b) => {
             // Fail closed: operands whose types cannot be told are refused.
@@ -170,25 +168,11 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 let (l, r) = types.map_or(("?".into(), "?".into()), |(l, r)| {
                     (l.to_string(), r.to_string())
                 });
-                let regex = matches!(
-                    b.op,
-                    Operator::RegexMatch
-                        | Operator::RegexIMatch
-                        | Operator::RegexNotMatch
-                        | Operator::RegexNotIMatch
-                        | Operator::LikeMatch
-                        | Operator::ILikeMatch
-                        | Operator::NotLikeMatch
-                        | Operator::NotILikeMatch
-                );
-                let how = if regex {
-                    "match a constant pattern that compiles (arrow compiles it when a row \
-                     first meets it, and a pattern too large for its limits fails there)"
-                } else {
+                refuse(
+                    format!("{node} ({l} {} {r})", b.op),
                     "compute it in DOUBLE (CAST(x AS DOUBLE)), whose arithmetic never fails, \
-                     and divide only by a non-zero constant otherwise"
-                };
-                refuse(format!("{node} ({l} {} {r})", b.op), how)
+                     and divide only by a non-zero constant otherwise",
+                )
             }
         }
         Expr::Cast(c) => {
@@ -292,6 +276,11 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
         | Expr::WindowFunction(_)
         | Expr::GroupingSet(_)
         | Expr::Unnest(_) => None,
+        Expr::SetComparison(_) => refuse(
+            format!("{node}"),
+            "a comparison with ANY or ALL of a subquery is not supported: write it with \
+             IN (subquery) or EXISTS",
+        ),
         other => refuse(
             format!("{other}"),
             "dpml allows on private rows only expressions that cannot fail",
@@ -340,23 +329,130 @@ enum Pattern {
     Like(bool),
 }
 
-/// Whether `pattern` is a constant text that arrow compiles: the same kernel the engine runs,
-/// on one empty string, so that a pattern it cannot compile fails here and not on a row.
-fn pattern_compiles(pattern: &Expr, kind: Pattern) -> bool {
+impl Pattern {
+    /// The pattern an operator matches its right side as, if any (`~~` is LIKE).
+    fn of(op: Operator) -> Option<Self> {
+        use Operator::*;
+        match op {
+            RegexMatch | RegexNotMatch => Some(Self::Regex(false)),
+            RegexIMatch | RegexNotIMatch => Some(Self::Regex(true)),
+            LikeMatch | NotLikeMatch => Some(Self::Like(false)),
+            ILikeMatch | NotILikeMatch => Some(Self::Like(true)),
+            _ => None,
+        }
+    }
+}
+
+/// The most bytes a pattern may take compiled (the regex crate's measure). Arrow compiles a
+/// pattern again for each batch of rows that meets it (about 3.5 ns a compiled byte), and
+/// only once a row meets it: `user_id = 42 AND name ~ '\w{200}'` (16 MiB, 55 ms) would take
+/// that long only on a batch holding a row of unit 42. A pattern's compiling counts in the
+/// work bound too (see [`composed_text`]).
+const MAX_PATTERN_BYTES: usize = 1 << 20;
+
+/// What a compiled byte of pattern counts as in the work bound: compiling takes some three
+/// times as long as hashing a byte.
+const PATTERN_WORK_PER_BYTE: usize = 4;
+
+/// Why the pattern `pattern` of `kind` cannot be matched on private rows; None if it can: a
+/// constant text that arrow compiles (the same kernel the engine runs, on one empty string,
+/// so that a pattern it cannot compile fails here and not on a row) and that compiles within
+/// [`MAX_PATTERN_BYTES`].
+fn pattern_failure(pattern: &Expr, kind: Pattern) -> Option<String> {
     use datafusion::arrow::array::{Scalar, StringArray};
     use datafusion::arrow::compute::kernels::comparison::{ilike, like, regexp_is_match_scalar};
     let Some(p) = text_literal(Some(pattern)) else {
-        return false;
+        return Some(
+            "match a constant pattern (arrow compiles it when a row first meets it)".into(),
+        );
     };
     let row = StringArray::from(vec![""]);
-    let pattern = Scalar::new(StringArray::from(vec![p]));
-    match kind {
+    let text = Scalar::new(StringArray::from(vec![p]));
+    let compiles = match kind {
         Pattern::Regex(insensitive) => {
             regexp_is_match_scalar(&row, p, insensitive.then_some("i")).is_ok()
         }
-        Pattern::Like(false) => like(&row, &pattern).is_ok(),
-        Pattern::Like(true) => ilike(&row, &pattern).is_ok(),
+        Pattern::Like(false) => like(&row, &text).is_ok(),
+        Pattern::Like(true) => ilike(&row, &text).is_ok(),
+    };
+    if !compiles {
+        return Some(
+            "match a pattern that compiles (arrow compiles it when a row first meets it, and a \
+             pattern too large for its limits fails there)"
+                .into(),
+        );
     }
+    match pattern_bytes(p, kind) {
+        Some(_) => None,
+        None => Some(format!(
+            "the pattern compiles to more than {} KiB, and arrow compiles it again for each \
+             batch of rows that meets it: the query's time would tell whether a unit has rows \
+             (use a smaller pattern: ASCII classes such as [a-z0-9_] instead of \\w, fewer \
+             repetitions)",
+            MAX_PATTERN_BYTES / 1024
+        )),
+    }
+}
+
+/// The bytes `pattern` of `kind` takes compiled, as the smallest power of two from 1 KiB that
+/// the regex crate compiles it within; None above [`MAX_PATTERN_BYTES`] (or for a pattern the
+/// regex crate does not compile). A LIKE pattern is measured as the regular expression arrow
+/// turns it into (one without wildcards arrow compares directly: an upper bound).
+fn pattern_bytes(pattern: &str, kind: Pattern) -> Option<usize> {
+    let (regex, insensitive) = match kind {
+        Pattern::Regex(insensitive) => (pattern.to_string(), insensitive),
+        Pattern::Like(insensitive) => (like_regex(pattern), insensitive),
+    };
+    let mut limit = 1024;
+    while limit <= MAX_PATTERN_BYTES {
+        let built = regex::RegexBuilder::new(&regex)
+            .case_insensitive(insensitive)
+            .dot_matches_new_line(true)
+            .size_limit(limit)
+            .build();
+        match built {
+            Ok(_) => return Some(limit),
+            Err(regex::Error::CompiledTooBig(_)) => limit *= 2,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The regular expression of a LIKE pattern (escape character `\`).
+fn like_regex(pattern: &str) -> String {
+    let mut out = String::from("^");
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '%' => out.push_str(".*"),
+            '_' => out.push('.'),
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    out.push_str(&regex::escape(&next.to_string()));
+                }
+            }
+            c => out.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    out.push('$');
+    out
+}
+
+/// The work a pattern-matching node does for a batch: its compiled pattern's bytes, weighted
+/// (see [`PATTERN_WORK_PER_BYTE`]); 0 for other nodes.
+fn pattern_work(node: &Expr) -> usize {
+    let (pattern, kind) = match node {
+        Expr::Like(like) => (&*like.pattern, Pattern::Like(like.case_insensitive)),
+        Expr::BinaryExpr(b) => match Pattern::of(b.op) {
+            Some(kind) => (&*b.right, kind),
+            None => return 0,
+        },
+        _ => return 0,
+    };
+    text_literal(Some(pattern))
+        .and_then(|p| pattern_bytes(p, kind))
+        .map_or(0, |bytes| bytes * PATTERN_WORK_PER_BYTE)
 }
 
 /// The text of a non-NULL text constant.
@@ -514,6 +610,7 @@ fn column_parts(
                 || matches!(node, Expr::ScalarFunction(f)
                     if matches!(f.func.name(), "concat" | "concat_ws"));
             let (parts, bytes) = text_parts_with(node, &column);
+            *work = work.saturating_add(pattern_work(node));
             if works_through_text(node) {
                 // What it reads: every argument's text (`translate` reads its two sets for
                 // each row, though its result is as long as its first argument).
@@ -635,14 +732,8 @@ fn arithmetic_is_total(op: Operator, l: &DataType, r: &DataType, right: &Expr) -
     use Operator::*;
     match op {
         Plus | Minus | Multiply | Divide | Modulo => {}
-        // Shifts and bitwise operators wrap; comparisons, logic, text and LIKE cannot fail.
-        // The pattern is compiled when a row first meets it: one that fails (too large for
-        // the regex crate's limits) must fail here, before any row is read.
-        RegexMatch | RegexNotMatch => return pattern_compiles(right, Pattern::Regex(false)),
-        RegexIMatch | RegexNotIMatch => return pattern_compiles(right, Pattern::Regex(true)),
-        // `~~` is LIKE, written as an operator.
-        LikeMatch | NotLikeMatch => return pattern_compiles(right, Pattern::Like(false)),
-        ILikeMatch | NotILikeMatch => return pattern_compiles(right, Pattern::Like(true)),
+        // Shifts and bitwise operators wrap; comparisons, logic and text cannot fail
+        // (patterns are checked by `pattern_failure`).
         _ => return true,
     }
     if l.is_floating() || r.is_floating() {

@@ -20,6 +20,7 @@ use crate::budget::{self, Ledger};
 use crate::error::{Error, Result};
 use crate::ledger_json;
 use crate::observe::{Event, Observer};
+use crate::output_path::check_writable;
 use crate::privacy_model;
 use crate::schema::{Declarations, clamp_diagnostics};
 
@@ -125,6 +126,12 @@ pub fn train(
 ) -> Result<TrainEnd> {
     let (source, cfg) = recipe(o.dataset.as_ref(), o.preset.as_deref(), &o.recipe, o.task)?;
     cfg.validate()?;
+    if let Some(path) = &o.save_model {
+        check_writable("--save-model", path)?;
+    }
+    if let Some(path) = &o.log {
+        check_writable("--log", path)?;
+    }
     if let Some(k) = o.folds {
         if o.checkpoint.any() {
             return Err(Error::usage(format!(

@@ -194,6 +194,9 @@ pub fn tune(
         Task::Classification,
     )?;
     let noise = Noise::of(&cfg.privacy)?;
+    if let Some(path) = &o.save_model {
+        crate::output_path::check_writable("--save-model", path)?;
+    }
     let key = o.split.key(rng);
     let opts = o
         .declarations

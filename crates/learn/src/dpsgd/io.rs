@@ -97,10 +97,15 @@ pub fn from_bytes_with_facts(bytes: &[u8]) -> Result<SavedModel> {
     let entry = |key: &str| meta.metadata().as_ref().and_then(|m| m.get(key));
     let facts = match entry(FACTS_KEY) {
         None => None,
-        Some(json) => Some(
-            serde_json::from_str::<ModelFacts>(json)
-                .map_err(|e| io_err(format!("bad {FACTS_KEY:?} entry: {e}")))?,
-        ),
+        Some(json) => {
+            let facts = serde_json::from_str::<ModelFacts>(json)
+                .map_err(|e| io_err(format!("bad {FACTS_KEY:?} entry: {e}")))?;
+            let outputs: usize = model.output_shape().iter().product();
+            if let Some(why) = contradiction(&facts, outputs) {
+                return Err(io_err(format!("bad {FACTS_KEY:?} entry: {why}")).into());
+            }
+            Some(facts)
+        }
     };
     let input = match entry(INPUT_KEY) {
         None => InputTransform::IDENTITY,
@@ -156,6 +161,28 @@ pub fn save_with_facts(
     std::fs::write(path, to_bytes_with_facts(model, input, facts)?)
         .map_err(|e| io_err(format!("{}: {e}", path.display())))?;
     Ok(())
+}
+
+/// Why a file's facts contradict its weights (edited by hand): a regression model has one
+/// output, a classifier one per class, each class named once. A reordered or shortened class
+/// list would silently change what each of its answers means.
+fn contradiction(facts: &ModelFacts, outputs: usize) -> Option<String> {
+    use crate::label_dp::Task;
+    match (facts.task, &facts.classes) {
+        (Task::Regression, _) if outputs != 1 => Some(format!(
+            "task regression, but the model has {outputs} outputs"
+        )),
+        (Task::Classification, Some(classes)) if classes.len() != outputs => Some(format!(
+            "{} classes, but the model has {outputs} outputs",
+            classes.len()
+        )),
+        (_, Some(classes)) => classes
+            .iter()
+            .enumerate()
+            .find(|(i, c)| classes[..*i].contains(c))
+            .map(|(_, c)| format!("class {c:?} is listed twice")),
+        _ => None,
+    }
 }
 
 /// Reads a model written by [`save`].
@@ -279,5 +306,27 @@ mod tests {
         let bad = safetensors::serialize(tensors.tensors(), Some(info)).unwrap();
         let msg = from_bytes_with_facts(&bad).unwrap_err().to_string();
         assert!(msg.contains(FACTS_KEY), "{msg}");
+        // Facts edited to contradict the weights (3 outputs) are refused.
+        let edited = |f: &dyn Fn(&mut ModelFacts)| {
+            let mut facts = facts.clone();
+            f(&mut facts);
+            from_bytes_with_facts(&to_bytes_with_facts(&m, &t, Some(&facts)).unwrap())
+        };
+        let three = |names: &[&str]| Some(names.iter().map(|s| s.to_string()).collect());
+        assert!(edited(&|f| f.classes = three(&["a", "b", "c"])).is_ok());
+        for (edit, why) in [
+            (
+                &(|f: &mut ModelFacts| f.classes = three(&["a", "b"])) as &dyn Fn(&mut ModelFacts),
+                "2 classes, but the model has 3 outputs",
+            ),
+            (&|f| f.classes = three(&["a", "b", "a"]), "listed twice"),
+            (
+                &|f| f.task = crate::label_dp::Task::Regression,
+                "task regression, but the model has 3 outputs",
+            ),
+        ] {
+            let msg = edited(edit).unwrap_err().to_string();
+            assert!(msg.contains(why), "{msg}");
+        }
     }
 }
