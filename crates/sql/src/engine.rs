@@ -322,12 +322,16 @@ impl Engine {
             crate::public_side::check(&rw.public_sides, &released, self.memory_limit(), |plan| {
                 self.collect(plan)
             })?;
+        // Every aggregate reads the private rows again: the work bound holds for the query,
+        // all its aggregates together (64 aggregates each at the bound would take 64 times it).
+        let mut work = 0usize;
         for a in &aggregates {
             let longest = |table: &Arc<dyn TableProvider>, i: usize| measured.longest(table, i);
-            let work = crate::total::composed_text(&a.rows, &longest)
+            let own = crate::total::composed_text(&a.rows, &longest)
                 .map_err(|(construct, reason)| SqlError::refused(construct, reason))?;
-            crate::public_side::check_work(measured.repeats, work)?;
+            work = work.saturating_add(own);
         }
+        crate::public_side::check_work(measured.repeats, work)?;
         let split = by_column(&request.split, &outer, &aggregates)?;
         let calibration = calibrate(&aggregates, &counts, request.epsilon, request.delta, &split)?;
         Ok(Prepared {

@@ -148,8 +148,8 @@ pub(crate) fn bins(expr: &Expr, range: Range, column_type: &DataType) -> Option<
     let scale: f64 = steps
         .iter()
         .map(|s| match s {
-            Step::Times(c) => *c,
-            Step::Add(_) => 1.0,
+            Step::Times(c, _) => *c,
+            Step::Add(..) => 1.0,
         })
         .product();
     let Expr::ScalarFunction(f) = strip(inner) else {
@@ -161,13 +161,16 @@ pub(crate) fn bins(expr: &Expr, range: Range, column_type: &DataType) -> Option<
     if !(slope(&f.args[0])? > 0.0 && scale > 0.0) {
         return None;
     }
-    // The first and last bins as the engine computes the groups of the range's ends: an
-    // integer division truncates (`-1 / 3` is 0, not -⅓), and `0.3 / 0.1` is 2.999…, where
-    // `0.3 · (1 / 0.1)` is 3.000…: a first bin above the lowest rows' would drop them.
+    // Monotone only while no integer step wraps: its extremes are at the range's ends.
     let ends = match column_type.is_integer() {
         true => (range.0.ceil(), range.1.floor()),
         false => range,
     };
+    real_at(&f.args[0], ends.0)?;
+    real_at(&f.args[0], ends.1)?;
+    // The first and last bins as the engine computes the groups of the range's ends: an
+    // integer division truncates (`-1 / 3` is 0, not -⅓), and `0.3 / 0.1` is 2.999…, where
+    // `0.3 · (1 / 0.1)` is 3.000…: a first bin above the lowest rows' would drop them.
     let first = evaluate_at(&f.args[0], ends.0, column_type)?.floor();
     let last = evaluate_at(&f.args[0], ends.1, column_type)?.floor();
     let count = last - first + 1.0;
@@ -177,11 +180,8 @@ pub(crate) fn bins(expr: &Expr, range: Range, column_type: &DataType) -> Option<
     Some(
         (0..count as usize)
             .map(|k| {
-                steps.iter().fold(first + k as f64, |x, step| match step {
-                    // Subtracting c and adding -c are the same IEEE operation.
-                    Step::Add(c) => x + c,
-                    Step::Times(c) => x * c,
-                })
+                // Subtracting c and adding -c are the same IEEE (and wrapping) operation.
+                steps.iter().fold(first + k as f64, |x, step| step.apply(x))
             })
             .collect(),
     )
@@ -226,21 +226,92 @@ fn strip(e: &Expr) -> &Expr {
 }
 
 fn constant(e: &Expr) -> Option<f64> {
-    match strip(e) {
-        Expr::Literal(v, _) => match v.cast_to(&DataType::Float64).ok()? {
-            ScalarValue::Float64(Some(x)) if x.is_finite() => Some(x),
-            _ => None,
-        },
-        Expr::Negative(inner) => constant(inner).map(|x| -x),
+    typed_constant(e).map(|(x, _)| x)
+}
+
+/// A constant's value and the type the engine computes with it: `CAST(0.1 AS REAL)` is the
+/// float 0.1f32 (0.100000001…), not the double 0.1.
+fn typed_constant(e: &Expr) -> Option<(f64, DataType)> {
+    let value = |v: &ScalarValue| match v.cast_to(&DataType::Float64).ok()? {
+        ScalarValue::Float64(Some(x)) if x.is_finite() => Some(x),
+        _ => None,
+    };
+    match e {
+        Expr::Alias(a) => typed_constant(&a.expr),
+        Expr::Literal(v, _) => Some((value(v)?, v.data_type())),
+        Expr::Cast(c) => {
+            let (x, _) = typed_constant(&c.expr)?;
+            let v = ScalarValue::Float64(Some(x))
+                .cast_to(c.field.data_type())
+                .ok()?;
+            Some((value(&v)?, c.field.data_type().clone()))
+        }
+        Expr::Negative(inner) => typed_constant(inner).map(|(x, t)| (-x, t)),
         _ => None,
     }
 }
 
-/// One step of `e` over its inner expression: plus or times a constant.
-#[derive(Debug, Clone, Copy)]
+/// One step of `e` over its inner expression: plus or times a constant, in the arithmetic of
+/// the constant's type.
+#[derive(Debug, Clone)]
 enum Step {
-    Add(f64),
-    Times(f64),
+    Add(f64, DataType),
+    Times(f64, DataType),
+}
+
+impl Step {
+    /// The step applied to `x` as the engine applies it: REAL rounds each result to f32 (f64
+    /// computes every f32 sum or product exactly before that rounding), integers wrap at
+    /// their width, anything else in f64.
+    fn apply(&self, x: f64) -> f64 {
+        let (c, ty, times) = match self {
+            Step::Add(c, ty) => (*c, ty, false),
+            Step::Times(c, ty) => (*c, ty, true),
+        };
+        let real = if times { x * c } else { x + c };
+        match (ty, int_bits(ty)) {
+            (DataType::Float32, _) => f64::from(real as f32),
+            (_, Some((signed, bits))) => {
+                let (x, c) = (x as i128, c as i128);
+                let v = if times {
+                    x.wrapping_mul(c)
+                } else {
+                    x.wrapping_add(c)
+                };
+                let m = 1i128 << bits;
+                let r = v.rem_euclid(m);
+                (if signed && r >= m / 2 { r - m } else { r }) as f64
+            }
+            _ => real,
+        }
+    }
+}
+
+/// Whether an integer type is signed, and its bits (None for other types).
+fn int_bits(ty: &DataType) -> Option<(bool, u32)> {
+    use DataType::*;
+    Some(match ty {
+        Int8 => (true, 8),
+        Int16 => (true, 16),
+        Int32 => (true, 32),
+        Int64 => (true, 64),
+        UInt8 => (false, 8),
+        UInt16 => (false, 16),
+        UInt32 => (false, 32),
+        UInt64 => (false, 64),
+        _ => return None,
+    })
+}
+
+/// The values an integer type holds, as reals (None for other types).
+fn int_range(ty: &DataType) -> Option<(f64, f64)> {
+    int_bits(ty).map(|(signed, bits)| {
+        let m = 2f64.powi(bits as i32);
+        match signed {
+            true => (-m / 2.0, m / 2.0 - 1.0),
+            false => (0.0, m - 1.0),
+        }
+    })
 }
 
 /// `e` as its inner expression followed by the steps that apply to it, innermost first. The
@@ -251,24 +322,53 @@ fn post_affine(e: &Expr) -> Option<(&Expr, Vec<Step>)> {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
             Operator::Plus | Operator::Minus => {
                 let sign = if *op == Operator::Plus { 1.0 } else { -1.0 };
-                let c = constant(right)?;
+                let (c, ty) = typed_constant(right)?;
                 let (inner, mut steps) = post_affine(left)?;
-                steps.push(Step::Add(sign * c));
+                steps.push(Step::Add(sign * c, ty));
                 Some((inner, steps))
             }
             Operator::Multiply => {
-                let (c, other) = match (constant(left), constant(right)) {
+                let ((c, ty), other) = match (typed_constant(left), typed_constant(right)) {
                     (Some(c), None) => (c, right),
                     (None, Some(c)) => (c, left),
                     _ => return None,
                 };
                 let (inner, mut steps) = post_affine(other)?;
-                steps.push(Step::Times(c));
+                steps.push(Step::Times(c, ty));
                 Some((inner, steps))
             }
             _ => Some((e, Vec::new())),
         },
         _ => Some((e, Vec::new())),
+    }
+}
+
+/// The value of `e` (built as [`slope`] reads it) where its column holds `x`, in real
+/// arithmetic; None when a step in an integer type leaves the type's range there: the engine
+/// wraps it, and `e` is no longer monotone in its column (`x * 2^62` on x in [0, 4]).
+fn real_at(e: &Expr, x: f64) -> Option<f64> {
+    match strip(e) {
+        Expr::Column(_) => Some(x),
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let ((c, ty), inner, c_first) = match (typed_constant(left), typed_constant(right)) {
+                (None, Some(c)) => (c, left, false),
+                (Some(c), None) => (c, right, true),
+                _ => return None,
+            };
+            let v = real_at(inner, x)?;
+            let out = match (op, c_first) {
+                (Operator::Plus, _) => v + c,
+                (Operator::Minus, false) => v - c,
+                (Operator::Multiply, _) => v * c,
+                (Operator::Divide, false) => v / c,
+                _ => return None,
+            };
+            match int_range(&ty) {
+                Some((lo, hi)) if !(lo <= out && out <= hi) => None,
+                _ => Some(out),
+            }
+        }
+        _ => None,
     }
 }
 
@@ -338,7 +438,7 @@ mod tests {
         );
         // Each bin as the engine computes a row's group, step by step: (k · 0.1) · 3 is not
         // always k · 0.3.
-        let e = floor(col("spend") / lit(10.0)) * lit(0.1) * lit(3) - lit(0.7);
+        let e = floor(col("spend") / lit(10.0)) * lit(0.1) * lit(3.0) - lit(0.7);
         let stepwise: Vec<f64> = (0..=10).map(|k| k as f64 * 0.1 * 3.0 - 0.7).collect();
         assert_eq!(
             bins(&e, (0.0, 100.0), &DataType::Float64).unwrap(),
@@ -354,6 +454,20 @@ mod tests {
         );
         let e = floor(col("spend") / lit(0.1));
         assert_eq!(bins(&e, (0.3, 1.0), &DataType::Float64).unwrap()[0], 2.0);
+        // Steps in REAL round to f32 after each one, as the engine computes each row's key.
+        let f32_lit = |x: f64| datafusion::logical_expr::cast(lit(x), DataType::Float32);
+        let e = (datafusion::logical_expr::cast(floor(col("spend")), DataType::Float32)
+            + f32_lit(0.1))
+            * f32_lit(0.3);
+        let want: Vec<f64> = (0..=20)
+            .map(|k| f64::from((k as f32 + 0.1f32) * 0.3f32))
+            .collect();
+        assert_eq!(bins(&e, (0.0, 20.0), &DataType::Float32).unwrap(), want);
+        // An integer step that wraps inside the range makes the key no longer monotone.
+        let big = 4_611_686_018_427_387_904i64;
+        let e = floor(col("x") * lit(big) / lit(big));
+        assert!(bins(&e, (0.0, 4.0), &DataType::Int64).is_none());
+        assert!(bins(&e, (0.0, 1.0), &DataType::Int64).is_some());
         assert!(bins(&col("spend"), (0.0, 1.0), &DataType::Float64).is_none());
         assert!(bins(&floor(col("a") * col("b")), (0.0, 1.0), &DataType::Float64).is_none());
         assert!(

@@ -238,16 +238,18 @@ fn check_joined_bytes(repeats: u64, row_bytes: u64) -> Result<()> {
     Ok(())
 }
 
-/// Refuses expressions that work through more than [`MAX_WORK_BYTES`] of constants and public
-/// text on one private row: `work` bytes on each of `repeats` rows.
+/// Refuses expressions that work through more than [`MAX_WORK_BYTES`] of constants, public
+/// text and compiled patterns on one private row: `work` bytes (all the query's aggregates
+/// together) on each of `repeats` rows.
 pub(crate) fn check_work(repeats: u64, work: usize) -> Result<()> {
     let bytes = repeats.saturating_mul(work as u64);
     if bytes > MAX_WORK_BYTES {
         return Err(SqlError::refused(
             "expressions on private rows",
             format!(
-                "together they work through {bytes} bytes of constants and public text for one \
-                 private row ({work} bytes on each of its {repeats} rows after the joins), so \
+                "together they work through {bytes} bytes of constants, public text and compiled \
+                 patterns for one private row ({work} bytes, over all the query's aggregates, on \
+                 each of its {repeats} rows after the joins), so \
                  the query's time would tell whether a unit has rows; at most {MAX_WORK_BYTES} \
                  are allowed: use shorter constants, fewer functions on public text, or join \
                  on a key the public side holds once"

@@ -95,11 +95,13 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
             ),
         ))
     };
+    // A reason of its own (not a failure on a row's value).
+    let refuse_for = |what: String, why: &str| Some((what, why.to_string()));
     let ty = |e: &Expr| e.get_type(schema).ok();
     match node {
         // A longer text constant, given to every row a CASE picks, could fill arrow's 2 GiB
         // text buffer with the rows of one unit (see `MAX_CONCAT_PARTS`).
-        Expr::Literal(v, _) if v.size() > MAX_CONCAT_CONSTANT_BYTES => refuse(
+        Expr::Literal(v, _) if v.size() > MAX_CONCAT_CONSTANT_BYTES => refuse_for(
             format!("a constant of {} bytes", v.size()),
             "on private rows a constant has at most 64 KiB: a longer one, given to the rows of \
              one unit, could overflow arrow's 2 GiB buffers there",
@@ -276,7 +278,7 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
         | Expr::WindowFunction(_)
         | Expr::GroupingSet(_)
         | Expr::Unnest(_) => None,
-        Expr::SetComparison(_) => refuse(
+        Expr::SetComparison(_) => refuse_for(
             format!("{node}"),
             "a comparison with ANY or ALL of a subquery is not supported: write it with \
              IN (subquery) or EXISTS",
