@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
+from ._whole import whole
 from . import events as _events
 from .events import (
     ComposedDpEvent,
@@ -160,7 +161,9 @@ def steps_for_epochs(epochs: float, batch_size: int, dataset_size: int) -> Tuple
     (float, int)
         ``(sampling_rate, steps)``: q = B/N and T = ceil(E*N/B) in exact integers.
     """
-    return _native.steps_for_epochs(float(epochs), int(batch_size), int(dataset_size))
+    return _native.steps_for_epochs(
+        float(epochs), whole(batch_size, "batch_size"), whole(dataset_size, "dataset_size")
+    )
 
 
 def calibrate(
@@ -218,7 +221,7 @@ def calibrate(
         steps = math.ceil(epochs / rate)
     result = json.loads(
         _native.calibrate(
-            float(target_epsilon), float(target_delta), rate, int(steps), accountant
+            float(target_epsilon), float(target_delta), rate, whole(steps, "steps"), accountant
         )
     )
     return float(result["noise_multiplier"])
@@ -246,7 +249,7 @@ def alpha_grid(n: int = 200) -> np.ndarray:
     ndarray of shape (n,)
         The grid.
     """
-    n = int(n)
+    n = whole(n, "n")
     if not 0 <= n <= MAX_ALPHA_GRID:
         raise ValueError(f"n must be between 0 and {MAX_ALPHA_GRID}, got {n}")
     return _native.alpha_grid(n)

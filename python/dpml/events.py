@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ._whole import whole
+
 __all__ = [
     "DpEvent",
     "GaussianDpEvent",
@@ -108,7 +110,7 @@ class RandomizedResponse(DpEvent):
         return {
             "type": "randomized_response",
             "epsilon": float(self.epsilon),
-            "categories": int(self.categories),
+            "categories": whole(self.categories, "categories"),
         }
 
 
@@ -193,7 +195,8 @@ class SelfComposedDpEvent(DpEvent):
     count: int
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"type": "self_composed", "event": self.event.to_dict(), "count": int(self.count)}
+        count = whole(self.count, "count")
+        return {"type": "self_composed", "event": self.event.to_dict(), "count": count}
 
 
 @dataclass(frozen=True)
@@ -287,7 +290,7 @@ def event_from_dict(d: Dict[str, Any]) -> DpEvent:
     """
     try:
         return _event_of(d)
-    except (KeyError, TypeError) as e:
+    except (KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"not a dpml event object ({type(e).__name__}: {e}): {d!r:.200}") from None
 
 
@@ -329,7 +332,7 @@ def _dp_accounting_rr(noise_parameter: float, num_buckets: int) -> DpEvent:
     # With probability 1 - p the true bucket, else a uniform one: the output is the true
     # bucket with probability 1 - p + p/k, each other with p/k, so
     # epsilon = log(1 + k (1 - p) / p).
-    p, k = float(noise_parameter), int(num_buckets)
+    p, k = float(noise_parameter), whole(num_buckets, "num_buckets")
     if not 0.0 < p <= 1.0:
         raise ValueError(
             f"RandomizedResponseDpEvent noise_parameter must be in (0, 1] to be private, got {p}"

@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 import numpy as np
 
 from . import _native
+from ._whole import whole
 from .ledger import Ledger, native, record
 
 __all__ = [
@@ -543,7 +544,7 @@ class DPMLPClassifier(_DPSGDClassifier):
         sizes = self.hidden_layer_sizes
         return dict(
             super()._recipe(),
-            hidden=None if sizes is None else [int(h) for h in sizes],
+            hidden=None if sizes is None else [whole(h, "hidden") for h in sizes],
             arch_json=None if self.arch is None else json.dumps(self.arch),
         )
 
@@ -727,7 +728,7 @@ class LabelDPClassifier(_NetworkClassifier):
             epsilon=_opt(float, self.epsilon),
             stages=_opt(int, self.stages),
             top_k_rule=_opt(str, self.top_k_rule),
-            hidden=None if hidden is None else [int(h) for h in hidden],
+            hidden=None if hidden is None else [whole(h, "hidden") for h in hidden],
             epochs=_opt(float, self.epochs),
             batch_size=_opt(int, self.batch_size),
             learning_rate=_opt(float, self.learning_rate),
@@ -847,7 +848,7 @@ class DPKMeans(_ClusterMixin, _Params):
         centroids, labels, release = self._call(
             _native.kmeans_fit,
             x,
-            int(self.n_clusters),
+            whole(self.n_clusters, "n_clusters"),
             _required_ranges(self.bounds, x.shape[1]),
             algorithm=_opt(str, self.algorithm),
             epsilon=_opt(float, self.epsilon),

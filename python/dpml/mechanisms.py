@@ -19,6 +19,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from . import _native
+from ._whole import whole
 from .events import DpEvent, event_from_dict
 from .ledger import Ledger, native
 
@@ -47,6 +48,8 @@ def _ints(values: Any, name: str = "values") -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype.kind not in "biu":
         raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} must fit a 64-bit signed integer, got {arr.max()}")
     return np.ascontiguousarray(arr.astype(np.int64).reshape(-1))
 
 
@@ -171,7 +174,7 @@ def discrete_laplace(
     return _out(
         values,
         _native.discrete_laplace(
-            _ints(values), int(sensitivity), float(epsilon), seed, native(ledger)
+            _ints(values), whole(sensitivity, "sensitivity"), float(epsilon), seed, native(ledger)
         ),
     )
 
@@ -210,7 +213,12 @@ def discrete_gaussian(
     return _out(
         values,
         _native.discrete_gaussian(
-            _ints(values), int(sensitivity), float(epsilon), float(delta), seed, native(ledger)
+            _ints(values),
+            whole(sensitivity, "sensitivity"),
+            float(epsilon),
+            float(delta),
+            seed,
+            native(ledger),
         ),
     )
 
@@ -246,7 +254,7 @@ def randomized_response(
     return _out(
         values,
         _native.randomized_response(
-            _ints(values), float(epsilon), int(categories), seed, native(ledger)
+            _ints(values), float(epsilon), whole(categories, "categories"), seed, native(ledger)
         ),
     )
 

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _native
+from ._whole import whole
 from .events import DpEvent, event_from_dict
 from .ledger import Ledger, native, record
 
@@ -108,7 +109,7 @@ def _release(
         arr,
         float(epsilon),
         b,
-        int(bins),
+        whole(bins, "bins"),
         None if delta is None else float(delta),
         seed,
         native(ledger),

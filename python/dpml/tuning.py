@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import numpy as np
 
 from . import _native
+from ._whole import whole
 from .learn import (
     DPLogisticRegression,
     DPMLPClassifier,
@@ -324,7 +325,7 @@ class DPSearchCV(_Params):
 
 
 def _value(name: str, v: Any) -> Any:
-    return int(v) if name == "batch_size" else float(v)
+    return whole(v, "batch_size") if name == "batch_size" else float(v)
 
 
 def _cv_results(report: Dict[str, Any]) -> Dict[str, Any]:

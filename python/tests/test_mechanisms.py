@@ -66,6 +66,20 @@ def test_records_of_several_columns_are_counted_not_flattened():
         mechanisms.laplace(np.array([1 + 2j]), 1.0, 1.0)
 
 
+def test_whole_number_arguments_are_checked_not_truncated():
+    # int(1.9) is 1: half the noise a sensitivity of 1.9 needs.
+    with pytest.raises(ValueError, match="sensitivity must be a whole number"):
+        mechanisms.discrete_laplace([3], 1.9, 1.0)
+    with pytest.raises(ValueError, match="categories must be a whole number"):
+        mechanisms.randomized_response([0, 1], 1.0, 2.5)
+    noisy, _ = mechanisms.discrete_laplace([3], 2.0, 1.0, seed=1)
+    assert isinstance(noisy[0], (int, np.integer))
+    with pytest.raises(ValueError, match="64-bit"):
+        mechanisms.discrete_laplace(np.array([2**64 - 1], dtype=np.uint64), 1, 1.0)
+    with pytest.raises(ValueError, match="count must be a whole number"):
+        accounting.SelfComposedDpEvent(accounting.GaussianDpEvent(1.0), 2.9).to_dict()
+
+
 def test_ledger_charges_and_refuses_over_budget(tmp_path):
     ledger = dpml.Ledger(tmp_path / "budget.db", budget=1.0)
     r = stats.count(np.ones(10), epsilon=0.6, ledger=ledger, label="first")

@@ -67,7 +67,11 @@ impl Budget {
     /// not in [0, 1), or positive but below [`crate::pld::MIN_DELTA`]: no spend with a δ
     /// could ever be composed under it.
     pub fn new(epsilon: f64, delta: f64) -> Result<Self, LedgerError> {
-        let budget = Budget { epsilon, delta };
+        // -0 is 0 (stored as it is, it would not read back as sealed).
+        let budget = Budget {
+            epsilon,
+            delta: delta + 0.0,
+        };
         budget.validate()?;
         if delta > 0.0 && delta < crate::pld::MIN_DELTA {
             return Err(LedgerError::InvalidParameter(format!(

@@ -339,3 +339,46 @@ fn a_read_only_ledger_is_a_runtime_failure_not_a_usage_error() {
     // Reading it still works.
     assert_eq!(show(&ledger)["entries"].as_array().unwrap().len(), 0);
 }
+
+/// `model` with its recorded facts edited by `edit`, as a hand-edited file would be.
+fn edit_facts(model: &Path, to: &Path, edit: impl FnOnce(&mut Value)) {
+    common::edit_safetensors_header(model, to, |header| {
+        let meta = header["__metadata__"].as_object_mut().unwrap();
+        let mut facts: Value =
+            serde_json::from_str(meta["dpml_privacy"].as_str().unwrap()).unwrap();
+        edit(&mut facts);
+        meta.insert("dpml_privacy".into(), Value::String(facts.to_string()));
+    });
+}
+
+#[test]
+fn facts_that_contradict_the_weights_or_the_data_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("iris.safetensors");
+    let trained = train_iris_non_private(&model);
+    let key = trained["split_key"].as_str().unwrap().to_string();
+    let eval = |file: &Path| {
+        dpml(&[
+            "eval",
+            "--model",
+            file.to_str().unwrap(),
+            "--dataset",
+            "iris",
+            "--split-key",
+            &key,
+        ])
+    };
+    // Two classes for three outputs: the file contradicts itself.
+    let two = dir.path().join("two.safetensors");
+    edit_facts(&model, &two, |f| {
+        f["classes"] = serde_json::json!(["a", "b"])
+    });
+    eval(&two).assert_usage_error("2 classes, but the model has 3 outputs");
+    // The classes reordered: each output would mean another class than the data's.
+    let swapped = dir.path().join("swapped.safetensors");
+    edit_facts(&model, &swapped, |f| {
+        f["classes"].as_array_mut().unwrap().reverse();
+    });
+    eval(&swapped).assert_usage_error("declare them in the model's order");
+    assert_eq!(eval(&model).code, 0);
+}

@@ -104,11 +104,14 @@ impl GaussianMechanism {
         }
         // The grid's and the exact sampler's limits, said in the caller's terms (the grid's
         // sensitivity is in its own units, not the caller's).
+        let how = match requested >= 1.0 {
+            true => "a larger epsilon or delta",
+            false => "a smaller epsilon",
+        };
         let beyond = |_| {
             invalid(format!(
                 "Gaussian noise for sensitivity {sensitivity}, epsilon {epsilon}, delta {delta} \
-                 (sigma {requested:.3e}) cannot be calibrated and sampled exactly: give a larger \
-                 epsilon or delta"
+                 (sigma {requested:.3e}) cannot be calibrated and sampled exactly: give {how}"
             ))
         };
         let grid = Grid::below(requested, GAUSSIAN_GRID_BITS).map_err(beyond)?;

@@ -67,11 +67,16 @@ impl LaplaceMechanism {
                 "Laplace scale {sensitivity}/{epsilon} overflows"
             )));
         }
-        // The grid's and the exact sampler's limits, said in the caller's terms.
+        // The grid's and the exact sampler's limits, said in the caller's terms: past them
+        // the noise is too wide (a tiny ε) or too narrow (a huge ε, a tiny sensitivity).
+        let (what, how) = match requested >= 1.0 {
+            true => ("wide", "a larger epsilon"),
+            false => ("narrow", "a smaller epsilon"),
+        };
         let too_wide = |_| {
             invalid(format!(
                 "Laplace noise of scale {requested:.3e} (sensitivity {sensitivity} / epsilon \
-                 {epsilon}) is too wide to sample exactly: give a larger epsilon"
+                 {epsilon}) is too {what} to sample exactly: give {how}"
             ))
         };
         let grid = Grid::below(requested, LAPLACE_GRID_BITS).map_err(too_wide)?;

@@ -117,10 +117,11 @@ impl Repetitions {
             // As η nears −1 the law's mean stays near 1 for every γ that f64 holds: the law
             // accounted and sampled would not be the one asked for.
             let reached = self.expected();
-            if (reached - mean).abs() > 1e-6 * mean {
+            if reached.is_nan() || (reached - mean).abs() > 1e-6 * mean {
                 return Err(invalid(format!(
                     "a truncated negative binomial law with eta {eta} cannot have mean {mean} \
-                     (it reaches {reached:.4} at most): choose eta further from -1 or a smaller mean"
+                     (it reaches {reached:.4}; near -1 its mean stays near 1): choose another \
+                     eta or mean"
                 )));
             }
         }
@@ -197,6 +198,16 @@ impl Repetitions {
     /// As [`Repetitions::validate`].
     pub fn sampler(&self) -> Result<TrialSampler, MechanismError> {
         if let Repetitions::TruncatedNegativeBinomial { eta, mean } = *self
+            && eta > 1.0
+        {
+            return Err(invalid(format!(
+                "the truncated negative binomial law with eta {eta} and mean {mean} cannot be \
+                 sampled exactly in reasonable time: the sampler's proposal fits the law for eta \
+                 up to 1 (eta 50 at mean 100 needs a proposal no draw gets past); choose eta in \
+                 (-1, 1]"
+            )));
+        }
+        if let Repetitions::TruncatedNegativeBinomial { eta, mean } = *self
             && let Some(gamma) = self.gamma()
             && gamma < min_sampled_gamma(eta)
         {
@@ -217,17 +228,11 @@ impl Repetitions {
                 let gamma = gamma_for_mean(eta, mean);
                 let (g, e) = (exact(gamma), exact(eta));
                 let keep = BigRational::one() - &g;
-                // For η ≤ 1 the ratio (1 − γ)(k + η)/(k + 1) never exceeds 1 − γ, the
-                // proposal's; for η > 1 a slower-decaying proposal, 1 − γ/2, dominates it.
-                // γ = 1 (mean 1) makes ρ = 0: K = 1 always.
-                let rho = if eta <= 1.0 {
-                    keep.clone()
-                } else {
-                    BigRational::one() - &g / integer(2)
-                };
+                // For η ≤ 1 (the only ones sampled) the ratio (1 − γ)(k + η)/(k + 1) never
+                // exceeds 1 − γ, the proposal's. γ = 1 (mean 1) makes ρ = 0: K = 1 always.
                 TrialSampler::new(
                     1,
-                    rho,
+                    keep.clone(),
                     Box::new(move |k| &keep * (integer(k) + &e) / integer(k + 1)),
                 )
             }
@@ -475,6 +480,12 @@ mod tests {
         assert!(law.gamma().unwrap() < 1e-9);
         let err = law.sampler().unwrap_err().to_string();
         assert!(err.contains("cannot be sampled exactly"), "{err}");
+        // Beyond η = 1 the sampler's proposal does not fit the law.
+        let err = tnb(2.0, 5.0).sampler().unwrap_err().to_string();
+        assert!(err.contains("eta up to 1"), "{err}");
+        assert!(tnb(2.0, 5.0).validate().is_ok());
+        // An η too small to compute with is refused, not accounted as NaN.
+        assert!(tnb(5e-324, 10.0).validate().is_err());
         // Integer η keeps its sampler fast up to the largest mean.
         assert!(tnb(0.0, MAX_MEAN).sampler().is_ok());
         assert!(tnb(1.0, MAX_MEAN).sampler().is_ok());
@@ -507,7 +518,11 @@ mod tests {
     fn samples_follow_the_law() {
         let mut rng = DpRng::seeded(38);
         let n = 20_000usize;
-        for law in laws() {
+        let sampled = laws().into_iter().filter(|l| {
+            !matches!(l,
+            Repetitions::TruncatedNegativeBinomial { eta, .. } if *eta > 1.0)
+        });
+        for law in sampled {
             let mut sampler = law.sampler().unwrap();
             let mut counts = vec![0u64; 4096];
             let mut sum = 0.0;

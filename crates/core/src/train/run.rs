@@ -131,6 +131,15 @@ pub fn train(
     }
     if let Some(path) = &o.log {
         check_writable("--log", path)?;
+        if o.save_model.as_ref() == Some(path) {
+            return Err(Error::usage(format!(
+                "--save-model and --log both name {}: one would overwrite the other",
+                path.display()
+            )));
+        }
+    }
+    if let Some(dir) = &o.checkpoint.checkpoint {
+        crate::output_path::check_folder("--checkpoint", dir)?;
     }
     if let Some(k) = o.folds {
         if o.checkpoint.any() {

@@ -182,6 +182,10 @@ impl AuditArgs {
 
 /// Run `dpml audit`.
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
+    if let Some(dir) = &a.out {
+        // Before anything trains or is charged: the results are written there at the end.
+        dpml_core::output_path::check_folder("--out", dir)?;
+    }
     let uncharged = a.scores.is_some()
         || [
             super::audit_white_box::ATTACK,

@@ -82,6 +82,9 @@ pub fn run(cmd: &LedgerCommand, out: Output) -> CliResult<()> {
             let key = LedgerOptions::new(a.ledger.clone())
                 .with_key(a.ledger_key.clone(), passphrase())
                 .key;
+            if let Some(path) = &a.plot {
+                dpml_core::output_path::check_writable("--plot", path)?;
+            }
             let ledger = Ledger::open_stored_with(&a.ledger, &key)?.with_tightest();
             // The spend over time costs a composition per entry: only for the plot.
             let history = ledger.history(a.plot.is_some())?;

@@ -84,7 +84,15 @@ pub fn check_saved_model_fits(
             "model {name:?} has {outputs} classes, data set {:?} has {} classes",
             data.name, data.n_classes
         ))),
-        None => Ok(()),
+        // The classes in another order would swap what each output means, silently.
+        None => match facts.and_then(|f| f.classes.as_ref()) {
+            Some(classes) if *classes != data.class_names => Err(super::error::data_err(format!(
+                "model {name:?} was trained on classes {classes:?}, data set {:?} has \
+                     {:?}: declare them in the model's order",
+                data.name, data.class_names
+            ))),
+            _ => Ok(()),
+        },
     }
 }
 
