@@ -84,6 +84,13 @@ fn csv_source_with_label_column() {
     };
     let t = load_table(&source, &declared).unwrap();
     assert_eq!(t.column("group").unwrap(), &[1.0, 0.0, 1.0]);
+    // One label `NaN` among numbers makes every label a text, coded from the records.
+    let nan = dir.path().join("nan.csv");
+    std::fs::write(&nan, "x,lab\n1,5\n2,5\n3,NaN\n").unwrap();
+    let nan: Source = format!("csv:{}", nan.display()).parse().unwrap();
+    let coded = load_table(&nan, &LoadOptions::default()).unwrap();
+    assert!(coded.column("lab").is_err());
+    assert_eq!(coded.column("x").unwrap(), &[1.0, 2.0, 3.0]);
     let msg = t.column("salary").unwrap_err().to_string();
     assert!(
         msg.contains("\"salary\"") && msg.contains("\"age\", \"group\", \"income\""),
