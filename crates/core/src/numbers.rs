@@ -16,7 +16,7 @@ pub fn scientific(x: f64) -> String {
 /// form with a normal exponent reaches it; 1e308 printed with `{}` has 309 digits.
 const LONG_NUMBER: usize = 24;
 
-/// Rewrites every number written out in more than [`LONG_NUMBER`] characters (`{}` of 1e308
+/// Rewrites every number written out in more than 24 characters (`LONG_NUMBER`: `{}` of 1e308
 /// or 1e-300) in short scientific form (`1e308`), in one place for every message: the values
 /// come from many parsers and libraries. Digits inside words (hex keys, paths) are left alone.
 pub fn short_numbers(msg: &str) -> String {
