@@ -175,6 +175,8 @@ class _Params(_Base):
 
 
 def _features(X: Any, name: str = "X") -> np.ndarray:
+    if np.iscomplexobj(X):
+        raise ValueError(f"{name} must hold real numbers, got complex ones")
     x = np.ascontiguousarray(X, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(

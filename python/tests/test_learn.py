@@ -61,6 +61,8 @@ def test_get_set_params_and_bad_input():
         learn.DPMLPClassifier(bounds=(-3, 3)).fit(x, y)
     with pytest.raises(ValueError, match="bounds are required"):
         learn.DPMLPClassifier(classes=yes_no).fit(x, y)
+    with pytest.raises(ValueError, match="real numbers"):
+        learn.DPMLPClassifier(bounds=(-3, 3), classes=yes_no).fit(x + 1j, y)
     with pytest.raises(ValueError, match="one \\(low, high\\) pair, 2 pairs"):
         learn.DPMLPClassifier(bounds=[(0, 1)] * 3, classes=yes_no).fit(x, y)
     with pytest.raises(ValueError, match="one of epsilon 1 and noise_multiplier 1"):
