@@ -162,13 +162,13 @@ pub fn load_table(source: &Source, opts: &LoadOptions) -> Result<Table, DataErro
     })
 }
 
-/// Whether every class name is a finite number, as the label encoder reads numbers (a label
-/// column of numbers shows them, not codes; `NaN` or `inf` among them makes every label a
-/// text, coded).
+/// Whether every class name is a number as the label encoder reads them
+/// ([`crate::tabular::label_number`]): a label column of numbers shows them, not codes; `NaN`
+/// or `inf` among them makes every label a text, coded.
 fn numbers(class_names: &[String]) -> bool {
     class_names
         .iter()
-        .all(|c| c.parse::<f64>().is_ok_and(f64::is_finite))
+        .all(|c| crate::tabular::label_number(c).is_some())
 }
 
 /// Reads an array or image source (`None` for the others).

@@ -247,13 +247,16 @@ pub(crate) fn parse_cell(
     Ok(v)
 }
 
+/// A label cell's number, when it is a finite one (`NaN` and `inf` are texts).
+pub(crate) fn label_number(cell: &str) -> Option<f64> {
+    cell.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
 /// Encodes label cells as classes in sorted order: numerically when every cell is a finite
-/// number (class names are the numbers, e.g. `2` for `2.0`), else as strings.
+/// number ([`label_number`]; class names are the numbers, e.g. `2` for `2.0`), else as
+/// strings.
 pub(crate) fn encode_labels(cells: &[String]) -> Labels {
-    let numbers: Option<Vec<f64>> = cells
-        .iter()
-        .map(|c| c.parse::<f64>().ok().filter(|v| v.is_finite()))
-        .collect();
+    let numbers: Option<Vec<f64>> = cells.iter().map(|c| label_number(c)).collect();
     match numbers {
         Some(values) => {
             // `+ 0.0` turns -0 into 0, so "0" and "-0" are one class.
