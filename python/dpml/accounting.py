@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._whole import whole
+from ._args import whole
 from . import events as _events
 from .events import (
     ComposedDpEvent,

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._whole import whole
+from ._args import whole
 
 __all__ = [
     "DpEvent",

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 import numpy as np
 
 from . import _native
-from ._whole import whole
+from ._args import real, whole
 from .ledger import Ledger, native, record
 
 __all__ = [
@@ -175,9 +175,7 @@ class _Params(_Base):
 
 
 def _features(X: Any, name: str = "X") -> np.ndarray:
-    if np.iscomplexobj(X):
-        raise ValueError(f"{name} must hold real numbers, got complex ones")
-    x = np.ascontiguousarray(X, dtype=np.float64)
+    x = np.ascontiguousarray(real(X, name), dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(
             f"{name} must be two-dimensional [n_samples, n_features], got shape {x.shape}"

@@ -19,7 +19,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from . import _native
-from ._whole import whole
+from ._args import real, whole
 from .events import DpEvent, event_from_dict
 from .ledger import Ledger, native
 
@@ -38,10 +38,7 @@ def __dir__() -> List[str]:
 
 
 def _floats(values: Any) -> np.ndarray:
-    arr = np.asarray(values)
-    if np.iscomplexobj(arr):
-        raise ValueError("values must be real numbers, got complex ones")
-    return np.ascontiguousarray(arr.astype(np.float64).reshape(-1))
+    return np.ascontiguousarray(real(values, "values").astype(np.float64).reshape(-1))
 
 
 def _ints(values: Any, name: str = "values") -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._whole import whole
+from ._args import real, whole
 from .events import DpEvent, event_from_dict
 from .ledger import Ledger, native, record
 
@@ -77,9 +77,7 @@ def _records(kind: str, values: Any) -> np.ndarray:
             f"values must hold one number per record (a one-dimensional array), got shape "
             f"{arr.shape}: pass one column"
         )
-    if np.iscomplexobj(arr):
-        raise ValueError("values must be real numbers, got complex ones")
-    return np.ascontiguousarray(arr.astype(np.float64))
+    return np.ascontiguousarray(real(arr, "values").astype(np.float64))
 
 
 def _bounds(bounds: Any) -> Tuple[float, float]:

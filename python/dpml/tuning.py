@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import numpy as np
 
 from . import _native
-from ._whole import whole
+from ._args import whole
 from .learn import (
     DPLogisticRegression,
     DPMLPClassifier,

@@ -1,5 +1,6 @@
-"""Whole-number arguments, checked rather than truncated: ``int(1.9)`` is 1, and a discrete
-mechanism's sensitivity of 1.9 taken as 1 would add half the noise its release needs."""
+"""Arguments checked rather than converted silently: ``int(1.9)`` is 1, and a discrete
+mechanism's sensitivity of 1.9 taken as 1 would add half the noise its release needs; a
+complex value converted to float keeps its real part, with only a warning."""
 
 from __future__ import annotations
 
@@ -26,3 +27,18 @@ def whole(value: Any, name: str) -> int:
         if as_float.is_integer():
             return int(as_float)
     raise ValueError(f"{name} must be a whole number, got {value!r}")
+
+
+def real(values: Any, name: str) -> np.ndarray:
+    """``values`` as an array, refusing complex numbers (a float conversion would drop their
+    imaginary parts).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` when the values are complex.
+    """
+    arr = np.asarray(values)
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name} must hold real numbers, got complex ones")
+    return arr
