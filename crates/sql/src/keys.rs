@@ -29,7 +29,7 @@ pub(crate) enum Keys {
     /// The distinct values of a public table's column (this plan computes them).
     PublicTable { column: String, plan: LogicalPlan },
     /// The bins `FLOOR(x / width) * scale + offset` of a bounded column.
-    Bins { column: String, values: Vec<f64> },
+    Bins { column: String, values: ArrayRef },
     /// Not public: released by a noisy threshold (needs δ > 0).
     Private,
 }
@@ -71,10 +71,7 @@ impl Keys {
                 let text: StringArray = values.iter().map(|v| Some(v.to_string())).collect();
                 cast_keys(&(Arc::new(text) as ArrayRef), data_type, column)?
             }
-            Keys::Bins { column, values } => {
-                let f: Float64Array = values.iter().map(|v| Some(*v)).collect();
-                cast_keys(&(Arc::new(f) as ArrayRef), data_type, column)?
-            }
+            Keys::Bins { column, values } => cast_keys(values, data_type, column)?,
             Keys::PublicTable { column, plan } => {
                 let a = public_values(plan)?;
                 cast_keys(&a, data_type, column)?
@@ -142,16 +139,11 @@ fn distinct(keys: &ArrayRef) -> Result<ArrayRef> {
 /// The bins of a histogram expression over one bounded column: `FLOOR(lin(x))`, optionally
 /// times a positive constant and plus a constant, where `lin` is increasing in `x`
 /// (`(x - a) / w`, `x / w`, …). `range` is the column's declared range, `column_type` its
-/// type.
-pub(crate) fn bins(expr: &Expr, range: Range, column_type: &DataType) -> Option<Vec<f64>> {
-    let (inner, steps) = post_affine(expr)?;
-    let scale: f64 = steps
-        .iter()
-        .map(|s| match s {
-            Step::Times(c, _) => *c,
-            Step::Add(..) => 1.0,
-        })
-        .product();
+/// type. The keys are in the expression's own type, each computed by the engine's kernels
+/// from its FLOOR value, as the engine computes a row's group: REAL rounds after each step,
+/// a cast between steps truncates or rounds, BIGINT adds exactly beyond 2^53.
+pub(crate) fn bins(expr: &Expr, range: Range, column_type: &DataType) -> Option<ArrayRef> {
+    let (inner, scale) = post_affine(expr)?;
     let Expr::ScalarFunction(f) = strip(inner) else {
         return None;
     };
@@ -177,14 +169,67 @@ pub(crate) fn bins(expr: &Expr, range: Range, column_type: &DataType) -> Option<
     if !(count.is_finite() && count >= 1.0 && count <= MAX_KEYS as f64) {
         return None;
     }
-    Some(
-        (0..count as usize)
-            .map(|k| {
-                // Subtracting c and adding -c are the same IEEE (and wrapping) operation.
-                steps.iter().fold(first + k as f64, |x, step| step.apply(x))
+    let floors = (0..count as usize).map(|k| first + k as f64);
+    above_floor(expr, strip(inner), floors, column_type)
+}
+
+/// `e` evaluated by the engine's kernels (the physical expression the engine runs on rows)
+/// where its node `floor` takes each of the values `floors`.
+fn above_floor(
+    e: &Expr,
+    floor: &Expr,
+    floors: impl Iterator<Item = f64>,
+    column_type: &DataType,
+) -> Option<ArrayRef> {
+    use datafusion::arrow::datatypes::{Field, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::common::DFSchema;
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::ExprSchemable;
+    use datafusion::physical_expr::create_physical_expr;
+    use datafusion::physical_expr::execution_props::ExecutionProps;
+    const FLOOR: &str = "__dpml_floor";
+    let column = floor.column_refs().into_iter().next()?.clone();
+    let field = Schema::new(vec![Field::new(&column.name, column_type.clone(), true)]);
+    let row = match &column.relation {
+        Some(table) => DFSchema::try_from_qualified_schema(table.clone(), &field),
+        None => DFSchema::try_from(field),
+    }
+    .ok()?;
+    let floor_type = floor.get_type(&row).ok()?;
+    let outer = e
+        .clone()
+        .transform_down(|node| {
+            Ok(match &node == floor {
+                true => Transformed::new(
+                    Expr::Column(datafusion::common::Column::from_name(FLOOR)),
+                    true,
+                    datafusion::common::tree_node::TreeNodeRecursion::Jump,
+                ),
+                false => Transformed::no(node),
             })
-            .collect(),
+        })
+        .ok()?
+        .data;
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        FLOOR,
+        floor_type.clone(),
+        true,
+    )]));
+    let values: ArrayRef = Arc::new(Float64Array::from_iter_values(floors));
+    let batch =
+        RecordBatch::try_new(Arc::clone(&schema), vec![cast(&values, &floor_type).ok()?]).ok()?;
+    let physical = create_physical_expr(
+        &outer,
+        &DFSchema::try_from(schema.as_ref().clone()).ok()?,
+        &ExecutionProps::new(),
+        &datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext::default(),
     )
+    .ok()?;
+    physical
+        .evaluate(&batch)
+        .and_then(|v| v.into_array(batch.num_rows()))
+        .ok()
 }
 
 /// The value of `e`, an expression of one column of type `column_type`, on a row where the
@@ -251,42 +296,6 @@ fn typed_constant(e: &Expr) -> Option<(f64, DataType)> {
     }
 }
 
-/// One step of `e` over its inner expression: plus or times a constant, in the arithmetic of
-/// the constant's type.
-#[derive(Debug, Clone)]
-enum Step {
-    Add(f64, DataType),
-    Times(f64, DataType),
-}
-
-impl Step {
-    /// The step applied to `x` as the engine applies it: REAL rounds each result to f32 (f64
-    /// computes every f32 sum or product exactly before that rounding), integers wrap at
-    /// their width, anything else in f64.
-    fn apply(&self, x: f64) -> f64 {
-        let (c, ty, times) = match self {
-            Step::Add(c, ty) => (*c, ty, false),
-            Step::Times(c, ty) => (*c, ty, true),
-        };
-        let real = if times { x * c } else { x + c };
-        match (ty, int_bits(ty)) {
-            (DataType::Float32, _) => f64::from(real as f32),
-            (_, Some((signed, bits))) => {
-                let (x, c) = (x as i128, c as i128);
-                let v = if times {
-                    x.wrapping_mul(c)
-                } else {
-                    x.wrapping_add(c)
-                };
-                let m = 1i128 << bits;
-                let r = v.rem_euclid(m);
-                (if signed && r >= m / 2 { r - m } else { r }) as f64
-            }
-            _ => real,
-        }
-    }
-}
-
 /// Whether an integer type is signed, and its bits (None for other types).
 fn int_bits(ty: &DataType) -> Option<(bool, u32)> {
     use DataType::*;
@@ -314,32 +323,27 @@ fn int_range(ty: &DataType) -> Option<(f64, f64)> {
     })
 }
 
-/// `e` as its inner expression followed by the steps that apply to it, innermost first. The
-/// keys are computed step by step as the engine computes each row's group: floating point
-/// is not associative (`(k · 0.1) · 3` is not always `k · 0.3`).
-fn post_affine(e: &Expr) -> Option<(&Expr, Vec<Step>)> {
+/// `e` as its inner expression followed by steps of plus or times a constant (any cast
+/// between them), and the product of the factors.
+fn post_affine(e: &Expr) -> Option<(&Expr, f64)> {
     match strip(e) {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
             Operator::Plus | Operator::Minus => {
-                let sign = if *op == Operator::Plus { 1.0 } else { -1.0 };
-                let (c, ty) = typed_constant(right)?;
-                let (inner, mut steps) = post_affine(left)?;
-                steps.push(Step::Add(sign * c, ty));
-                Some((inner, steps))
+                typed_constant(right)?;
+                post_affine(left)
             }
             Operator::Multiply => {
-                let ((c, ty), other) = match (typed_constant(left), typed_constant(right)) {
+                let (c, other) = match (constant(left), constant(right)) {
                     (Some(c), None) => (c, right),
                     (None, Some(c)) => (c, left),
                     _ => return None,
                 };
-                let (inner, mut steps) = post_affine(other)?;
-                steps.push(Step::Times(c, ty));
-                Some((inner, steps))
+                let (inner, scale) = post_affine(other)?;
+                Some((inner, scale * c))
             }
-            _ => Some((e, Vec::new())),
+            _ => Some((e, 1.0)),
         },
-        _ => Some((e, Vec::new())),
+        _ => Some((e, 1.0)),
     }
 }
 
@@ -420,20 +424,29 @@ pub(crate) fn cross_product(sets: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::Int64Array;
+    use datafusion::arrow::array::{AsArray, Int64Array};
+    use datafusion::arrow::datatypes::Float64Type;
     use datafusion::logical_expr::{col, lit};
     use datafusion::prelude::floor;
+
+    /// The bins of `e` over `range` of a column of type `ty`, as reals.
+    fn reals(e: &Expr, range: Range, ty: &DataType) -> Option<Vec<f64>> {
+        let keys = bins(e, range, ty)?;
+        let keys = cast(&keys, &DataType::Float64).unwrap();
+        Some(keys.as_primitive::<Float64Type>().values().to_vec())
+    }
 
     #[test]
     fn histogram_bins_over_the_declared_range() {
         let e = floor(col("spend") / lit(10.0)) * lit(10.0);
         assert_eq!(
-            bins(&e, (0.0, 100.0), &DataType::Float64).unwrap(),
+            reals(&e, (0.0, 100.0), &DataType::Float64).unwrap(),
             (0..=10).map(|k| k as f64 * 10.0).collect::<Vec<_>>()
         );
-        let e = floor((col("age") - lit(18i64)) / lit(5i64));
+        let as_double = |e: Expr| datafusion::logical_expr::cast(e, DataType::Float64);
+        let e = floor(as_double((col("age") - lit(18i64)) / lit(5i64)));
         assert_eq!(
-            bins(&e, (18.0, 30.0), &DataType::Int64).unwrap(),
+            reals(&e, (18.0, 30.0), &DataType::Int64).unwrap(),
             vec![0.0, 1.0, 2.0]
         );
         // Each bin as the engine computes a row's group, step by step: (k · 0.1) · 3 is not
@@ -441,19 +454,19 @@ mod tests {
         let e = floor(col("spend") / lit(10.0)) * lit(0.1) * lit(3.0) - lit(0.7);
         let stepwise: Vec<f64> = (0..=10).map(|k| k as f64 * 0.1 * 3.0 - 0.7).collect();
         assert_eq!(
-            bins(&e, (0.0, 100.0), &DataType::Float64).unwrap(),
+            reals(&e, (0.0, 100.0), &DataType::Float64).unwrap(),
             stepwise
         );
         assert!((0..=10).any(|k| stepwise[k] != k as f64 * 0.3 - 0.7));
         // The ends' bins as the engine computes them: `-1 / 3` is 0 in integers (truncated),
         // and `0.3 / 0.1` is 2.999… (bin 2, where `0.3 · 10` would say 3).
-        let e = floor(col("x") / lit(3i64));
+        let e = floor(as_double(col("x") / lit(3i64)));
         assert_eq!(
-            bins(&e, (-10.0, -1.0), &DataType::Int64).unwrap(),
+            reals(&e, (-10.0, -1.0), &DataType::Int64).unwrap(),
             vec![-3.0, -2.0, -1.0, 0.0]
         );
         let e = floor(col("spend") / lit(0.1));
-        assert_eq!(bins(&e, (0.3, 1.0), &DataType::Float64).unwrap()[0], 2.0);
+        assert_eq!(reals(&e, (0.3, 1.0), &DataType::Float64).unwrap()[0], 2.0);
         // Steps in REAL round to f32 after each one, as the engine computes each row's key.
         let f32_lit = |x: f64| datafusion::logical_expr::cast(lit(x), DataType::Float32);
         let e = (datafusion::logical_expr::cast(floor(col("spend")), DataType::Float32)
@@ -462,10 +475,26 @@ mod tests {
         let want: Vec<f64> = (0..=20)
             .map(|k| f64::from((k as f32 + 0.1f32) * 0.3f32))
             .collect();
-        assert_eq!(bins(&e, (0.0, 20.0), &DataType::Float32).unwrap(), want);
+        assert_eq!(reals(&e, (0.0, 20.0), &DataType::Float32).unwrap(), want);
+        // A cast between steps rounds there, as it does on a row.
+        let e = datafusion::logical_expr::cast(floor(col("spend")) + lit(0.1), DataType::Float32)
+            * f32_lit(3.0);
+        let want: Vec<f64> = (0..=20)
+            .map(|k| f64::from((k as f64 + 0.1) as f32 * 3.0f32))
+            .collect();
+        assert_eq!(reals(&e, (0.0, 20.0), &DataType::Float64).unwrap(), want);
+        // BIGINT steps are exact beyond 2^53.
+        let big = 9_007_199_254_740_993i64;
+        let e = datafusion::logical_expr::try_cast(floor(col("spend")), DataType::Int64) + lit(big);
+        let keys = bins(&e, (0.0, 20.0), &DataType::Float64).unwrap();
+        let keys = keys.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+        assert_eq!(
+            keys.values().to_vec(),
+            (0..=20).map(|k| k + big).collect::<Vec<_>>()
+        );
         // An integer step that wraps inside the range makes the key no longer monotone.
         let big = 4_611_686_018_427_387_904i64;
-        let e = floor(col("x") * lit(big) / lit(big));
+        let e = floor(as_double(col("x") * lit(big) / lit(big)));
         assert!(bins(&e, (0.0, 4.0), &DataType::Int64).is_none());
         assert!(bins(&e, (0.0, 1.0), &DataType::Int64).is_some());
         assert!(bins(&col("spend"), (0.0, 1.0), &DataType::Float64).is_none());
@@ -535,7 +564,9 @@ mod tests {
         // 101 bins of FLOOR(x) * 0.01 over [0, 100] are two integers.
         let bins = Keys::Bins {
             column: "t.x".into(),
-            values: (0..=100).map(|k| k as f64 * 0.01).collect(),
+            values: Arc::new(Float64Array::from_iter_values(
+                (0..=100).map(|k| k as f64 * 0.01),
+            )),
         };
         let a = bins.values(&DataType::Int64, &none).unwrap().unwrap();
         let a = a.as_any().downcast_ref::<Int64Array>().unwrap();

@@ -206,6 +206,17 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
             let text = |v: Option<ScalarValue>| {
                 v.and_then(|v| v.try_as_str().flatten().map(str::to_ascii_lowercase))
             };
+            // DataFusion searches for a substring that is not a constant by comparing it at
+            // every place in the text: time in the product of their lengths. (`instr` and
+            // `POSITION … IN` are planned as `strpos`.)
+            if name == "strpos" && text_literal(f.args.get(1)).is_none() {
+                return refuse_for(
+                    format!("{name}() of a substring that is not a constant"),
+                    "searching for a substring that is not a constant takes time in the \
+                     product of the two texts' lengths, and the query's time would tell whether \
+                     a unit has rows with long text: search for a constant substring",
+                );
+            }
             let total = match name.as_str() {
                 n if TOTAL_FUNCTIONS.contains(&n) => true,
                 // abs(i64::MIN) fails; floats and decimals cannot.
@@ -368,6 +379,16 @@ fn pattern_failure(pattern: &Expr, kind: Pattern) -> Option<String> {
             "match a constant pattern (arrow compiles it when a row first meets it)".into(),
         );
     };
+    // Before compiling it: folding is what makes such a pattern slow to compile.
+    let folded = folded_chars(p, kind);
+    if folded.saturating_mul(FOLD_WORK_PER_CHAR) as u64 > crate::public_side::MAX_WORK_BYTES {
+        return Some(format!(
+            "matched without regard to case, its classes hold {folded} characters to \
+             case-fold, and arrow folds them again for each batch of rows that meets it: the \
+             query's time would tell whether a unit has rows (use ASCII classes such as \
+             [a-z], or match with regard to case)"
+        ));
+    }
     let row = StringArray::from(vec![""]);
     let text = Scalar::new(StringArray::from(vec![p]));
     let compiles = match kind {
@@ -441,20 +462,187 @@ fn like_regex(pattern: &str) -> String {
     out
 }
 
-/// The work a pattern-matching node does for a batch: its compiled pattern's bytes, weighted
-/// (see [`PATTERN_WORK_PER_BYTE`]); 0 for other nodes.
-fn pattern_work(node: &Expr) -> usize {
-    let (pattern, kind) = match node {
-        Expr::Like(like) => (&*like.pattern, Pattern::Like(like.case_insensitive)),
+/// The work a pattern-matching node does on a row: compiling its pattern (arrow compiles it
+/// again for each batch; its compiled bytes weighted by [`PATTERN_WORK_PER_BYTE`], and its
+/// case folding, see [`folded_chars`]) and matching it against the text that reaches it,
+/// whose time is the product of the compiled size and the text's length where the regex
+/// crate's lazy DFA gives up ([`MATCH_WORK_DIVISOR`]). `text` gives the (parts, bytes of
+/// constants and public text) of an expression; each private part counts as
+/// [`PRIVATE_TEXT_ALLOWANCE`] bytes. 0 for other nodes.
+fn pattern_work(node: &Expr, text: &dyn Fn(&Expr) -> (usize, usize)) -> usize {
+    let (subject, pattern, kind) = match node {
+        Expr::Like(like) => (
+            &*like.expr,
+            &*like.pattern,
+            Pattern::Like(like.case_insensitive),
+        ),
         Expr::BinaryExpr(b) => match Pattern::of(b.op) {
-            Some(kind) => (&*b.right, kind),
+            Some(kind) => (&*b.left, &*b.right, kind),
             None => return 0,
         },
         _ => return 0,
     };
-    text_literal(Some(pattern))
-        .and_then(|p| pattern_bytes(p, kind))
-        .map_or(0, |bytes| bytes * PATTERN_WORK_PER_BYTE)
+    let Some(p) = text_literal(Some(pattern)) else {
+        return 0;
+    };
+    let Some(bytes) = pattern_bytes(p, kind) else {
+        return 0;
+    };
+    let (parts, constant_bytes) = text(subject);
+    let subject_bytes = constant_bytes.saturating_add(parts.saturating_mul(PRIVATE_TEXT_ALLOWANCE));
+    let folding = folded_chars(p, kind).saturating_mul(FOLD_WORK_PER_CHAR);
+    bytes
+        .saturating_mul(PATTERN_WORK_PER_BYTE)
+        .saturating_add(folding)
+        .saturating_add(bytes.saturating_mul(subject_bytes) / MATCH_WORK_DIVISOR)
+}
+
+/// Matching: a compiled byte against a byte of text counts as this fraction of a byte of work.
+/// Where its lazy DFA gives up (`a[ab]{8000}c` over a/b text), the regex crate steps through
+/// the compiled pattern for each byte of text: 1 MiB compiled against 60 KB took 1.2 s here,
+/// some 60 compiled-byte × text-byte products for the time of one byte of hashing.
+const MATCH_WORK_DIVISOR: usize = 32;
+
+/// The length a private text is counted as where a pattern matches it. Its own time is the
+/// unit's, but the pattern multiplies it (see [`MATCH_WORK_DIVISOR`]).
+const PRIVATE_TEXT_ALLOWANCE: usize = 64;
+
+/// Case folding a character of a class, as work: folding all of Unicode (1.1 million
+/// characters) takes some 15 ms here, about 12 bytes of hashing per character.
+const FOLD_WORK_PER_CHAR: usize = 16;
+
+/// An upper bound on the characters that compiling `pattern` of `kind` case-folds: 0 unless
+/// it matches case-insensitively (the operator, or an `i` flag anywhere in it). The regex
+/// crate folds each class of a case-insensitive pattern, then each side of a set operation
+/// and each bracket around it again: an item counts once for itself and once per bracket or
+/// set operation around it. Folding time is not in the compiled size: `[\p{Any}--\p{Any}]`
+/// folds all of Unicode twice and compiles to nothing. A pattern the parser refuses counts
+/// 0 (it is refused as one that does not compile).
+fn folded_chars(pattern: &str, kind: Pattern) -> usize {
+    use regex_syntax::ast::{Ast, Flag, FlagsItemKind, GroupKind, Visitor, parse::Parser, visit};
+    let Pattern::Regex(insensitive) = kind else {
+        // A LIKE pattern has no classes: its `_` is any character, not folded.
+        return 0;
+    };
+    let Ok(ast) = Parser::new().parse(pattern) else {
+        return 0;
+    };
+    struct Count {
+        insensitive: bool,
+        chars: usize,
+    }
+    impl Visitor for Count {
+        type Output = usize;
+        type Err = ();
+        fn finish(self) -> Result<usize, ()> {
+            Ok(if self.insensitive { self.chars } else { 0 })
+        }
+        fn visit_pre(&mut self, ast: &Ast) -> Result<(), ()> {
+            let flags = match ast {
+                Ast::Flags(f) => Some(&f.flags),
+                Ast::Group(g) => match &g.kind {
+                    GroupKind::NonCapturing(f) => Some(f),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if flags.is_some_and(|f| {
+                f.items
+                    .iter()
+                    .any(|i| i.kind == FlagsItemKind::Flag(Flag::CaseInsensitive))
+            }) {
+                self.insensitive = true;
+            }
+            self.chars = self.chars.saturating_add(class_chars(ast));
+            Ok(())
+        }
+    }
+    let count = Count {
+        insensitive,
+        chars: 0,
+    };
+    visit(&ast, count).unwrap_or(0)
+}
+
+/// The characters a class node (an item outside brackets, or a bracketed class) has folded,
+/// counted as [`folded_chars`] says; 0 for other nodes.
+fn class_chars(ast: &regex_syntax::ast::Ast) -> usize {
+    use regex_syntax::ast::{Ast, ClassSet, ClassSetItem};
+    // The characters of an item in its positive form (folding comes before negation).
+    fn item(i: &ClassSetItem, levels: usize) -> usize {
+        let chars = match i {
+            ClassSetItem::Empty(_) => 0,
+            ClassSetItem::Ascii(_) => 128,
+            ClassSetItem::Literal(_) => 1,
+            ClassSetItem::Range(r) => (r.end.c as usize).saturating_sub(r.start.c as usize) + 1,
+            ClassSetItem::Unicode(c) => positive_unicode(c),
+            ClassSetItem::Perl(c) => positive_perl(c),
+            ClassSetItem::Bracketed(b) => return set(&b.kind, levels + 1),
+            ClassSetItem::Union(u) => {
+                return u
+                    .items
+                    .iter()
+                    .map(|i| item(i, levels))
+                    .fold(0, usize::saturating_add);
+            }
+        };
+        chars.saturating_mul(levels + 1)
+    }
+    fn set(s: &ClassSet, levels: usize) -> usize {
+        match s {
+            ClassSet::Item(i) => item(i, levels),
+            ClassSet::BinaryOp(op) => {
+                set(&op.lhs, levels + 1).saturating_add(set(&op.rhs, levels + 1))
+            }
+        }
+    }
+    match ast {
+        Ast::ClassUnicode(c) => positive_unicode(c),
+        Ast::ClassPerl(c) => positive_perl(c),
+        Ast::ClassBracketed(b) => set(&b.kind, 1),
+        _ => 0,
+    }
+}
+
+/// The characters of a Unicode class (`\p{…}`) without its negation.
+fn positive_unicode(c: &regex_syntax::ast::ClassUnicode) -> usize {
+    use regex_syntax::ast::{Ast, ClassUnicodeKind, ClassUnicodeOpKind};
+    let mut c = c.clone();
+    c.negated = false;
+    if let ClassUnicodeKind::NamedValue { op, .. } = &mut c.kind {
+        *op = ClassUnicodeOpKind::Equal;
+    }
+    chars_of(&Ast::class_unicode(c))
+}
+
+/// The characters of a Perl class (`\w`, `\d`, `\s`) without its negation.
+fn positive_perl(c: &regex_syntax::ast::ClassPerl) -> usize {
+    let mut c = c.clone();
+    c.negated = false;
+    chars_of(&regex_syntax::ast::Ast::class_perl(c))
+}
+
+/// The characters a class matches in Unicode mode (all of Unicode if it cannot be told).
+fn chars_of(ast: &regex_syntax::ast::Ast) -> usize {
+    const ALL: usize = 0x11_0000;
+    let mut text = String::new();
+    if regex_syntax::ast::print::Printer::new()
+        .print(ast, &mut text)
+        .is_err()
+    {
+        return ALL;
+    }
+    match regex_syntax::Parser::new()
+        .parse(&text)
+        .map(|h| h.into_kind())
+    {
+        Ok(regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(c))) => c
+            .ranges()
+            .iter()
+            .map(|r| (r.end() as usize) - (r.start() as usize) + 1)
+            .sum(),
+        _ => ALL,
+    }
 }
 
 /// The text of a non-NULL text constant.
@@ -612,7 +800,7 @@ fn column_parts(
                 || matches!(node, Expr::ScalarFunction(f)
                     if matches!(f.func.name(), "concat" | "concat_ws"));
             let (parts, bytes) = text_parts_with(node, &column);
-            *work = work.saturating_add(pattern_work(node));
+            *work = work.saturating_add(pattern_work(node, &|e| text_parts_with(e, &column)));
             if works_through_text(node) {
                 // What it reads: every argument's text (`translate` reads its two sets for
                 // each row, though its result is as long as its first argument).
@@ -897,6 +1085,31 @@ mod tests {
             &Date32,
             &Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None)
         ));
+    }
+
+    #[test]
+    fn case_folding_is_counted_before_negation_and_set_operations() {
+        let all = 0x11_0000;
+        let regex = Pattern::Regex(false);
+        let insensitive = Pattern::Regex(true);
+        assert_eq!(folded_chars(r"\p{Any}", regex), 0, "not folded");
+        assert_eq!(folded_chars(r"\p{Any}", insensitive), all);
+        assert_eq!(
+            folded_chars(r"(?i)\P{Any}", regex),
+            all,
+            "folded, then negated"
+        );
+        assert_eq!(folded_chars(r"[^a-c]", insensitive), 3 * 2);
+        // Each side of the difference folds once for itself, once for the operation and once
+        // for the bracket around it.
+        assert_eq!(
+            folded_chars(r"[\p{Any}--\p{Any}]", insensitive),
+            2 * 3 * all
+        );
+        // A flag anywhere counts every class (literals alone fold in no time).
+        assert_eq!(folded_chars(r"x(?i:y)[a-z]", regex), 26 * 2);
+        assert_eq!(folded_chars("a%_b", Pattern::Like(true)), 0);
+        assert!(folded_chars(r"(?i)\w", regex) > 100_000);
     }
 
     #[test]

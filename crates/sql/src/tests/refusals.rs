@@ -548,6 +548,35 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "NOT EXISTS",
     ),
     (
+        // Case-insensitive, both sides of the difference fold all of Unicode (some 15 ms
+        // each, for each batch a row of unit 7 reaches), and the class compiles to nothing.
+        "SELECT COUNT(*) FROM orders WHERE o_cust = 7 AND priority ~* '[\\p{Any}--\\p{Any}]x'",
+        0.0,
+        "orders.priority ~*",
+        "characters to case-fold",
+    ),
+    (
+        "SELECT COUNT(*) FROM orders WHERE o_cust = 7 AND priority ~ '(?i)[^\\p{Any}]x'",
+        0.0,
+        "orders.priority ~",
+        "characters to case-fold",
+    ),
+    (
+        // DataFusion compares a substring that is not a constant at every place of the text.
+        "SELECT COUNT(*) FROM orders WHERE strpos(priority, concat(priority, 'x')) > 0",
+        0.0,
+        "strpos() of a substring that is not a constant",
+        "product of the two texts' lengths",
+    ),
+    (
+        // instr and POSITION … IN are its other names.
+        "SELECT COUNT(*) FROM orders WHERE instr(priority, priority) > 0 OR \
+         position(priority IN 'high') > 0",
+        0.0,
+        "strpos() of a substring that is not a constant",
+        "product of the two texts' lengths",
+    ),
+    (
         "SELECT label FROM flags",
         0.0,
         "without an aggregate of private rows",
@@ -604,6 +633,8 @@ fn the_accepted_forms_of_the_same_queries_plan() {
         "SELECT COUNT(*) FROM orders WHERE replace(priority, 'high', 'h') = 'h' AND \
          concat(priority, '-', priority) = 'x' AND concat_ws('-', priority, priority) = 'x'",
         "SELECT COUNT(*) FROM orders WHERE priority ~ 'h.*' OR priority LIKE '_i%h'",
+        "SELECT COUNT(*) FROM orders WHERE priority ~* '\\w+' OR priority ~ '(?i)[\\p{L}\\d]+' \
+         OR strpos(priority, 'ig') > 0 OR position('ig' IN priority) > 0",
         "SELECT COUNT(*) FROM orders WHERE CAST(total AS DOUBLE) / o_cust > 1",
         "SELECT priority, COUNT(*) FROM orders WHERE total / 10 > 1 AND total % 7 = 0 GROUP BY priority",
         "SELECT COUNT(*) FROM orders WHERE upper(priority) LIKE 'H%' OR length(priority) > 2",
@@ -658,6 +689,35 @@ fn a_pattern_that_does_not_compile_is_refused_in_every_spelling() {
             &request(1.0, 0.0),
         )
         .unwrap();
+}
+
+/// Matching takes time in the product of the compiled pattern and the text's length (where
+/// the regex crate's lazy DFA gives up), and a constant added to the text is matched on every
+/// row: counted so in the work bound. 60 KB against `a[ab]{8000}c` took seconds on each row.
+#[test]
+fn a_pattern_counts_its_matching_against_the_text_that_reaches_it() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let query = |n: usize, constant: usize| {
+        format!(
+            "SELECT COUNT(*) FROM orders WHERE o_cust = 7 AND (priority || '{}') ~ 'a[ab]{{{n}}}c'",
+            "ab".repeat(constant / 2)
+        )
+    };
+    for (n, constant) in [(8000, 60_000), (1000, 20_000), (3000, 60_000)] {
+        let msg = engine
+            .explain(&query(n, constant), &request(1.0, 0.0))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(msg.contains("work through"), "{n}, {constant}: {msg:.300}");
+    }
+    // A pattern on the unit's own text, and a small one on a short constant, are matched.
+    for (n, constant) in [(8000, 0), (10, 1000)] {
+        engine
+            .explain(&query(n, constant), &request(1.0, 0.0))
+            .unwrap_or_else(|e| panic!("{n}, {constant}: {e}"));
+    }
 }
 
 /// A public side is computed in full before any private row is read: whether it fails, and
