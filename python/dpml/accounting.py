@@ -281,6 +281,17 @@ def tradeoff(
     return a, _native.tradeoff(_json(event), a, accountant)
 
 
+def _checked_step(noise_multiplier: Any, sampling_rate: Any) -> Tuple[float, float]:
+    """A DP-SGD step's (noise multiplier, sampling rate), refused here, where the bad value
+    is passed (a step or a restored history), not at the next ``get_epsilon``."""
+    nm, rate = float(noise_multiplier), float(sampling_rate)
+    if not (math.isfinite(nm) and nm > 0):
+        raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier}")
+    if not 0 < rate <= 1:
+        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}")
+    return nm, rate
+
+
 class _Accountant:
     """Opacus's accountant interface over one dpml accountant."""
 
@@ -314,12 +325,7 @@ class _Accountant:
         ValueError
             For a noise multiplier or sampling rate out of range.
         """
-        step = (float(noise_multiplier), _rate(sampling_rate, sample_rate))
-        # Refused here, where the bad value is passed, not at the next get_epsilon.
-        if not (math.isfinite(step[0]) and step[0] > 0):
-            raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier}")
-        if not 0 < step[1] <= 1:
-            raise ValueError(f"sampling_rate must be in (0, 1], got {step[1]}")
+        step = _checked_step(noise_multiplier, _rate(sampling_rate, sample_rate))
         if self.history and self.history[-1][:2] == step:
             nm, sr, n = self.history[-1]
             self.history[-1] = (nm, sr, n + 1)
@@ -434,7 +440,14 @@ class _Accountant:
         state_dict : dict
             What :meth:`state_dict` returned.
         """
-        self.history = [(float(h[0]), float(h[1]), int(h[2])) for h in state_dict["history"]]
+        history = []
+        for h in state_dict["history"]:
+            noise_multiplier, sampling_rate = _checked_step(h[0], h[1])
+            steps = whole(h[2], "a history entry's number of steps")
+            if steps < 1:
+                raise ValueError(f"a history entry's number of steps must be >= 1, got {steps}")
+            history.append((noise_multiplier, sampling_rate, steps))
+        self.history = history
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(history={self.history!r})"

@@ -370,7 +370,7 @@ class _DPSGDClassifier(_NetworkClassifier):
             "delta": _opt(float, self.delta),
             "max_grad_norm": _opt(float, self.max_grad_norm),
             "epochs": _opt(float, self.epochs),
-            "batch_size": _opt(int, self.batch_size),
+            "batch_size": _opt(lambda v: whole(v, "batch_size"), self.batch_size),
             "learning_rate": _opt(float, self.learning_rate),
         }
 
@@ -726,11 +726,11 @@ class LabelDPClassifier(_NetworkClassifier):
             _ranges(self.bounds, x.shape[1]),
             mechanism=_opt(str, self.mechanism),
             epsilon=_opt(float, self.epsilon),
-            stages=_opt(int, self.stages),
+            stages=_opt(lambda v: whole(v, "stages"), self.stages),
             top_k_rule=_opt(str, self.top_k_rule),
             hidden=None if hidden is None else [whole(h, "hidden") for h in hidden],
             epochs=_opt(float, self.epochs),
-            batch_size=_opt(int, self.batch_size),
+            batch_size=_opt(lambda v: whole(v, "batch_size"), self.batch_size),
             learning_rate=_opt(float, self.learning_rate),
             seed=self.random_state,
             ledger=native(self.ledger),
@@ -853,7 +853,7 @@ class DPKMeans(_ClusterMixin, _Params):
             algorithm=_opt(str, self.algorithm),
             epsilon=_opt(float, self.epsilon),
             delta=_opt(float, self.delta),
-            iterations=_opt(int, self.max_iter),
+            iterations=_opt(lambda v: whole(v, "max_iter"), self.max_iter),
             seed=self.random_state,
             ledger=native(self.ledger),
         )

@@ -49,6 +49,21 @@ def test_accountants_merge_steps_like_opacus_and_agree_with_events():
     assert a.get_epsilon(1e-5) > eps_before
 
 
+def test_a_restored_history_is_checked_as_steps_are():
+    a = acc.PLDAccountant()
+    for bad, message in [
+        ((1.0, 0.01, 2.9), "whole number"),
+        ((1.0, 0.01, -5), ">= 1"),
+        ((float("nan"), 0.01, 3), "noise_multiplier"),
+        ((0.0, 0.01, 3), "noise_multiplier"),
+        ((1.0, 1.5, 3), "sampling_rate"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            a.load_state_dict({"history": [bad]})
+    a.load_state_dict({"history": [(1.0, 0.01, 3.0)]})
+    assert a.history == [(1.0, 0.01, 3)]
+
+
 def test_optimizer_hook_steps_the_accountant():
     a = acc.PLDAccountant()
 

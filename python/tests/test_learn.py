@@ -167,6 +167,22 @@ def test_label_dp_classifier_bad_input():
         learn.LabelDPClassifier(bounds=(-3, 3)).fit(x, y)
 
 
+def test_whole_number_parameters_are_not_truncated():
+    # int(2.9) would be 2: a recipe other than the one asked for.
+    x, y = _blobs(8, n=100)
+    common = dict(bounds=(-3, 3), classes=["no", "yes"])
+    for est, name in [
+        (learn.DPLogisticRegression(batch_size=2.9, **common), "batch_size"),
+        (learn.DPLogisticRegression(batch_size=True, **common), "batch_size"),
+        (learn.LabelDPClassifier(stages=2.7, **common), "stages"),
+        (learn.LabelDPClassifier(batch_size=7.5, **common), "batch_size"),
+    ]:
+        with pytest.raises(ValueError, match=f"{name} must be a whole number"):
+            est.fit(x, y)
+    with pytest.raises(ValueError, match="max_iter must be a whole number"):
+        learn.DPKMeans(n_clusters=2, bounds=(-3, 3), max_iter=3.9).fit(x)
+
+
 def _fitted_estimators():
     x, y = _blobs(11, n=300)
     common = dict(bounds=(-3, 3), classes=["no", "yes"], random_state=1)

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 
 /// Checks that a file can be written at `path` (given by `flag`): not a folder, a link to
-/// nothing, a pipe or a budget ledger (or its key), in a folder that exists and takes new
+/// nothing, a pipe or a budget ledger (or a key file), in a folder that exists and takes new
 /// files (written to by a probe file, removed at once). An existing file is left untouched
 /// (it is replaced when the output is written).
 ///
@@ -14,19 +14,7 @@ use crate::error::{Error, Result};
 /// A usage error naming the flag and the path.
 pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
     let bad = |why: String| Err(Error::usage(format!("{flag} {}: {why}", path.display())));
-    if path.is_dir() {
-        return bad("is a folder; give a file name".into());
-    }
-    if std::fs::symlink_metadata(path).is_ok() {
-        match std::fs::metadata(path) {
-            Err(_) => return bad("is a link to nothing".into()),
-            Ok(m) if !m.is_file() => return bad("is not a regular file".into()),
-            Ok(_) if holds_a_ledger(path) => {
-                return bad("holds a budget ledger or its key, which is never overwritten".into());
-            }
-            Ok(_) => {}
-        }
-    }
+    check_existing(flag, path)?;
     let folder = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -34,56 +22,144 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
     if !folder.is_dir() {
         return bad(format!("folder {} does not exist", folder.display()));
     }
-    let Some(name) = path.file_name() else {
+    if path.file_name().is_none() {
         return bad("names no file".into());
-    };
-    let probe = folder.join(format!(
-        ".{}.dpml-write-check-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => bad(format!("cannot be written ({e})")),
     }
+    takes_new_files(folder).or_else(|e| bad(format!("cannot be written ({e})")))
 }
 
-/// Checks that `path` (given by `flag`) can hold output files: a folder, or nothing yet (it is
-/// made when they are written).
+/// Checks that the folder `dir` (given by `flag`) can hold the output files `files`: a
+/// folder in which each can be written as [`check_writable`] says, or nothing yet below a
+/// folder that takes new files (it is made when they are written).
 ///
 /// # Errors
 /// A usage error naming the flag and the path.
-pub fn check_folder(flag: &str, path: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(_) if !path.is_dir() => Err(Error::usage(format!(
-            "{flag} {}: is a file, not a folder",
-            path.display()
-        ))),
-        _ => Ok(()),
+pub fn check_folder(flag: &str, dir: &Path, files: &[&str]) -> Result<()> {
+    let bad = |why: String| Err(Error::usage(format!("{flag} {}: {why}", dir.display())));
+    if std::fs::symlink_metadata(dir).is_ok() {
+        if !dir.is_dir() {
+            return bad("is a file, not a folder".into());
+        }
+        return files
+            .iter()
+            .try_for_each(|f| check_writable(flag, &dir.join(f)));
+    }
+    // Made when the outputs are written: below the nearest folder that exists.
+    let mut above = dir;
+    let existing = loop {
+        match above.parent() {
+            Some(p) if p.as_os_str().is_empty() => break Path::new("."),
+            Some(p) if std::fs::symlink_metadata(p).is_ok() => break p,
+            Some(p) => above = p,
+            None => return bad("cannot be made".into()),
+        }
+    };
+    if !existing.is_dir() {
+        return bad(format!("{} is not a folder", existing.display()));
+    }
+    takes_new_files(existing)
+        .or_else(|e| bad(format!("cannot be made in {} ({e})", existing.display())))
+}
+
+/// Refuses two outputs that name one file (`outputs`: flag and path; a file that is not there
+/// yet is compared by its folder and name): one would overwrite the other.
+///
+/// # Errors
+/// A usage error naming both flags.
+pub fn check_distinct(outputs: &[(&str, &Path)]) -> Result<()> {
+    for (i, (flag_a, a)) in outputs.iter().enumerate() {
+        for (flag_b, b) in &outputs[i + 1..] {
+            if same_file(a, b) {
+                return Err(Error::usage(format!(
+                    "{flag_a} {} and {flag_b} {} name one file: one would overwrite the other",
+                    a.display(),
+                    b.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `a` and `b` are one file: the same file on disk (links included), or one path once
+/// their folders are resolved.
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        use std::os::unix::fs::MetadataExt;
+        return (x.dev(), x.ino()) == (y.dev(), y.ino());
+    }
+    let resolved = |p: &Path| {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let folder = match p.parent() {
+                Some(f) if !f.as_os_str().is_empty() => f,
+                _ => Path::new("."),
+            };
+            Some(std::fs::canonicalize(folder).ok()?.join(p.file_name()?))
+        })
+    };
+    match (resolved(a), resolved(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
     }
 }
 
-/// Whether `path` is a budget ledger (a SQLite database) or the key file beside one
-/// (`LEDGER.key`).
+/// Refuses an existing `path` that is not a regular file to replace: a folder, a link to
+/// nothing, a pipe, a budget ledger or a key file.
+fn check_existing(flag: &str, path: &Path) -> Result<()> {
+    let bad = |why: &str| Err(Error::usage(format!("{flag} {}: {why}", path.display())));
+    if path.is_dir() {
+        return bad("is a folder; give a file name");
+    }
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    match std::fs::metadata(path) {
+        Err(_) => bad("is a link to nothing"),
+        Ok(m) if !m.is_file() => bad("is not a regular file"),
+        Ok(_) if holds_a_ledger(path) => {
+            bad("holds a budget ledger or a key, which is never overwritten")
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Whether a new file can be made in `folder`: a probe file is made there and removed at
+/// once. (Its name is short: one made from the output's name could be too long where the
+/// output's is not.)
+fn takes_new_files(folder: &Path) -> std::io::Result<()> {
+    let probe = folder.join(format!(".dpml-write-check-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Whether `path` holds a budget ledger (a SQLite database) or a key file (64 hex digits, as
+/// the ledger writes its key): read from the file, so that a key named anything, or reached
+/// through a link, is known.
 fn holds_a_ledger(path: &Path) -> bool {
-    let database = |p: &Path| {
-        let mut head = [0u8; 16];
-        std::fs::File::open(p)
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-            .is_ok_and(|()| &head == b"SQLite format 3\0")
+    let mut head = [0u8; 80];
+    let Ok(n) = std::fs::File::open(path).and_then(|mut f| {
+        let mut n = 0;
+        while n < head.len() {
+            match std::io::Read::read(&mut f, &mut head[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        Ok(n)
+    }) else {
+        return false;
     };
-    let ledger_of_key = path
-        .to_str()
-        .and_then(|p| p.strip_suffix(".key"))
-        .is_some_and(|ledger| database(Path::new(ledger)));
-    database(path) || ledger_of_key
+    let head = &head[..n];
+    let key = std::str::from_utf8(head).is_ok_and(|t| {
+        let t = t.trim();
+        t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit())
+    });
+    head.starts_with(b"SQLite format 3\0") || key
 }
 
 #[cfg(test)]
@@ -104,11 +180,34 @@ mod tests {
             "{err}"
         );
         // Nothing there yet: made when the outputs are written.
-        check_folder("--out", &ok).unwrap();
+        check_folder("--out", &ok, &["a.csv"]).unwrap();
+        check_folder("--out", &ok.join("deeper"), &["a.csv"]).unwrap();
         std::fs::write(&ok, b"model").unwrap();
-        let err = check_folder("--out", &ok).unwrap_err();
+        let err = check_folder("--out", &ok, &["a.csv"]).unwrap_err();
         assert!(err.to_string().contains("is a file, not a folder"), "{err}");
-        check_folder("--out", dir.path()).unwrap();
+        // Below a file, nothing can be made.
+        let err = check_folder("--out", &ok.join("sub"), &["a.csv"]).unwrap_err();
+        assert!(err.to_string().contains("is not a folder"), "{err}");
+        check_folder("--out", dir.path(), &["a.csv"]).unwrap();
+        // A long name the folder takes is not refused for its probe's name.
+        check_writable("--log", &dir.path().join("m".repeat(250))).unwrap();
+    }
+
+    #[test]
+    fn two_outputs_naming_one_file_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("same.out");
+        let dotted = dir.path().join(".").join("same.out");
+        let err = check_distinct(&[("--save-model", &a), ("--log", &dotted)]).unwrap_err();
+        assert!(err.to_string().contains("name one file"), "{err}");
+        std::fs::write(&a, b"x").unwrap();
+        #[cfg(unix)]
+        {
+            let hard = dir.path().join("hard.out");
+            std::fs::hard_link(&a, &hard).unwrap();
+            assert!(check_distinct(&[("--save-model", &a), ("--log", &hard)]).is_err());
+        }
+        check_distinct(&[("--save-model", &a), ("--log", &dir.path().join("other"))]).unwrap();
     }
 
     #[test]
@@ -119,8 +218,11 @@ mod tests {
         head.extend_from_slice(&[0; 84]);
         std::fs::write(&ledger, &head).unwrap();
         let key = dir.path().join("budget.db.key");
-        std::fs::write(&key, b"0123456789abcdef").unwrap();
-        for path in [&ledger, &key] {
+        std::fs::write(&key, format!("{}\n", "0123456789abcdef".repeat(4))).unwrap();
+        // A key named anything is known by what it holds.
+        let custom = dir.path().join("key.svg");
+        std::fs::copy(&key, &custom).unwrap();
+        for path in [&ledger, &key, &custom] {
             let err = check_writable("--plot", path).unwrap_err();
             assert!(err.to_string().contains("budget ledger"), "{err}");
         }
@@ -130,6 +232,13 @@ mod tests {
             std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
             let err = check_writable("--save-model", &link).unwrap_err();
             assert!(err.to_string().contains("link to nothing"), "{err}");
+            let to_key = dir.path().join("log.csv");
+            std::os::unix::fs::symlink(&key, &to_key).unwrap();
+            let err = check_writable("--log", &to_key).unwrap_err();
+            assert!(err.to_string().contains("budget ledger"), "{err}");
+            // Within a folder output, the files it writes are checked too.
+            let err = check_folder("--out", dir.path(), &["budget.db"]).unwrap_err();
+            assert!(err.to_string().contains("budget ledger"), "{err}");
         }
     }
 }

@@ -551,6 +551,62 @@ fn a_ledger_edited_outside_dpml_is_refused() {
     assert!(leftovers.is_empty());
 }
 
+/// No output may overwrite a ledger's key, whatever its name or a link to it: the key is known
+/// by what it holds, and the command is refused before the charge.
+#[test]
+fn a_key_named_anything_is_never_an_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("kk.db");
+    let key = dir.path().join("key.svg");
+    let (l, k) = (ledger.to_str().unwrap(), key.to_str().unwrap());
+    dpml(&[
+        "ledger",
+        "create",
+        "--ledger",
+        l,
+        "--ledger-key",
+        k,
+        "--budget-epsilon",
+        "5",
+    ]);
+    dpml(&[
+        "ledger",
+        "show",
+        "--ledger",
+        l,
+        "--ledger-key",
+        k,
+        "--plot",
+        k,
+    ])
+    .assert_usage_error("budget ledger or a key");
+    #[cfg(unix)]
+    {
+        let link = dir.path().join("log.csv");
+        std::os::unix::fs::symlink(&key, &link).unwrap();
+        dpml(&[
+            "train",
+            "--dataset",
+            "iris",
+            "--model",
+            "logreg",
+            "--epochs",
+            "1",
+            "--epsilon",
+            "1",
+            "--ledger",
+            l,
+            "--ledger-key",
+            k,
+            "--log",
+            link.to_str().unwrap(),
+        ])
+        .assert_usage_error("budget ledger or a key");
+    }
+    let show = dpml(&["ledger", "show", "--ledger", l, "--ledger-key", k, "--json"]).json();
+    assert_eq!(show["entries"].as_array().unwrap().len(), 0, "{show}");
+}
+
 /// A ledger sealed with a passphrase (DPML_LEDGER_PASSPHRASE) makes no key file and opens only
 /// with the same passphrase.
 #[test]

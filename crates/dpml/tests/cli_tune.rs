@@ -318,6 +318,63 @@ fn a_search_is_checked_before_it_trains_and_charged_once() {
     );
 }
 
+/// The number of trials is secret: under --no-diagnostics no line says how many ran, neither
+/// a trial's nor its training's, and a plot (one marker per trial) is refused before anything
+/// trains.
+#[test]
+fn under_no_diagnostics_nothing_counts_the_trials() {
+    let r = tune(&["--no-diagnostics", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for word in ["tune: trial", "trials drawn", "epoch"] {
+        assert!(
+            !r.stderr.lines().any(|l| l.contains(word)),
+            "{word}: {}",
+            r.stderr
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("plot");
+    let r = tune(&["--no-diagnostics", "--plot", plot.to_str().unwrap()]);
+    r.assert_usage_error("--plot draws every trial");
+    assert!(!plot.exists());
+    // With every trial released, the lines and the plot are part of the release.
+    let r = tune(&[
+        "--no-diagnostics",
+        "--release-trials",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("tune: trial 1/"), "{}", r.stderr);
+    assert!(plot.join("tune.svg").exists());
+}
+
+/// `--plot DIR` is checked before the charge: a file in its way, and a saved model it would
+/// overwrite, are refused with nothing recorded.
+#[test]
+fn a_plot_that_cannot_be_written_is_refused_before_the_charge() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("budget.ledger");
+    let l = ledger.to_str().unwrap();
+    common::create_ledger(&ledger, "10");
+    let file = dir.path().join("afile");
+    std::fs::write(&file, b"x").unwrap();
+    search(&["--ledger", l, "--plot", file.to_str().unwrap()]).assert_usage_error("not a folder");
+    let model = dir.path().join("plots").join("tune.svg");
+    std::fs::create_dir_all(model.parent().unwrap()).unwrap();
+    search(&[
+        "--ledger",
+        l,
+        "--save-model",
+        model.to_str().unwrap(),
+        "--plot",
+        dir.path().join("plots").to_str().unwrap(),
+    ])
+    .assert_usage_error("name one file");
+    let show = dpml(&["ledger", "show", "--ledger", l, "--json"]).json();
+    assert_eq!(show["entries"].as_array().unwrap().len(), 0, "{show}");
+}
+
 #[test]
 fn account_prints_the_guarantee_of_a_search_over_any_event() {
     let events = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/events.json");

@@ -39,6 +39,10 @@ use crate::{DpRng, MechanismError};
 /// small enough that the exact sampler's rationals stay a few kilobytes.
 pub const MAX_MEAN: f64 = 1000.0;
 
+/// The smallest |η| other than 0 that the truncated negative binomial law takes (2^-20):
+/// a smaller one makes the exact sampler's fractions long (see [`Repetitions::validate`]).
+pub const MIN_NONZERO_ETA: f64 = 1.0 / 1_048_576.0;
+
 /// The law of the number of trials K of a search, given by its mean.
 ///
 /// Serialised with a `"law"` tag: `{"law": "poisson", "mean": 10}` or
@@ -112,6 +116,15 @@ impl Repetitions {
             if !(eta.is_finite() && eta > -1.0) {
                 return Err(invalid(format!(
                     "eta of the truncated negative binomial law must be finite and > -1, got {eta}"
+                )));
+            }
+            // The exact sampler computes with η's binary fraction, whose length grows with
+            // how small η is: 1e-300 takes some 1000 bits at each step, and a draw of mean 50
+            // did not end. Such an η is the law of η = 0 to every digit shown.
+            if eta != 0.0 && eta.abs() < MIN_NONZERO_ETA {
+                return Err(invalid(format!(
+                    "eta {eta} of the truncated negative binomial law is too close to 0 to \
+                     sample exactly: use 0, or |eta| of at least 2^-20 (about 9.6e-7)"
                 )));
             }
             // As η nears −1 the law's mean stays near 1 for every γ that f64 holds: the law
@@ -484,8 +497,17 @@ mod tests {
         let err = tnb(2.0, 5.0).sampler().unwrap_err().to_string();
         assert!(err.contains("eta up to 1"), "{err}");
         assert!(tnb(2.0, 5.0).validate().is_ok());
-        // An η too small to compute with is refused, not accounted as NaN.
+        // An η too small to compute with is refused, not accounted as NaN; one whose binary
+        // fraction is long (1e-300: a draw of mean 50 did not end) is refused too.
         assert!(tnb(5e-324, 10.0).validate().is_err());
+        for eta in [1e-300, -1e-100, MIN_NONZERO_ETA / 2.0] {
+            let err = tnb(eta, 50.0).validate().unwrap_err().to_string();
+            assert!(err.contains("too close to 0"), "{eta}: {err}");
+        }
+        assert!(tnb(MIN_NONZERO_ETA, 50.0).validate().is_ok());
+        // The smallest one still draws (in well under a second here).
+        let mut rng = crate::DpRng::seeded(3);
+        assert!(tnb(MIN_NONZERO_ETA, 50.0).sample(&mut rng).unwrap() >= 1);
         // Integer η keeps its sampler fast up to the largest mean.
         assert!(tnb(0.0, MAX_MEAN).sampler().is_ok());
         assert!(tnb(1.0, MAX_MEAN).sampler().is_ok());

@@ -131,15 +131,13 @@ pub fn train(
     }
     if let Some(path) = &o.log {
         check_writable("--log", path)?;
-        if o.save_model.as_ref() == Some(path) {
-            return Err(Error::usage(format!(
-                "--save-model and --log both name {}: one would overwrite the other",
-                path.display()
-            )));
+        if let Some(model) = &o.save_model {
+            crate::output_path::check_distinct(&[("--save-model", model), ("--log", path)])?;
         }
     }
     if let Some(dir) = &o.checkpoint.checkpoint {
-        crate::output_path::check_folder("--checkpoint", dir)?;
+        use dpml_learn::dpsgd::checkpoint::FILE;
+        crate::output_path::check_folder("--checkpoint", dir, &[FILE, &format!("{FILE}.tmp")])?;
     }
     if let Some(k) = o.folds {
         if o.checkpoint.any() {

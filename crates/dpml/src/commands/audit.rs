@@ -184,7 +184,11 @@ impl AuditArgs {
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     if let Some(dir) = &a.out {
         // Before anything trains or is charged: the results are written there at the end.
-        dpml_core::output_path::check_folder("--out", dir)?;
+        dpml_core::output_path::check_folder(
+            "--out",
+            dir,
+            &["audit.json", "roc.png", "roc.svg", "report.html"],
+        )?;
     }
     let uncharged = a.scores.is_some()
         || [

@@ -155,7 +155,17 @@ impl SweepArgs {
 /// Run `dpml sweep`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     // Before anything trains or is charged: the results are written there at the end.
-    dpml_core::output_path::check_folder("--out", &a.out)?;
+    dpml_core::output_path::check_folder(
+        "--out",
+        &a.out,
+        &[
+            "results.csv",
+            "summary.csv",
+            "results.json",
+            "plot.png",
+            "plot.svg",
+        ],
+    )?;
     if a.experiment == Experiment::Mia {
         if a.ledger.ledger.is_some() {
             return Err(CliError::usage(

@@ -134,6 +134,9 @@ impl TuneArgs {
 /// Run `dpml tune`.
 pub fn run(a: &TuneArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let options = a.options(data_dir)?;
+    if let Some(dir) = &a.plot {
+        check_plot(dir, &options, out)?;
+    }
     // Open the ledger first: a bad or corrupt ledger stops the command before anything else.
     let ledger = a.ledger.open(&a.seed)?;
     let mut rng = a.seed.rng()?;
@@ -160,10 +163,33 @@ pub fn run(a: &TuneArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> 
     Ok(())
 }
 
+/// Checks `--plot DIR` before any trial trains or is charged: its two files can be written
+/// and are not the saved model, and the plot, which draws every trial, tells how many ran
+/// only where that may be told (the number drawn is secret unless every trial is released).
+fn check_plot(dir: &Path, options: &TuneOptions, out: Output) -> CliResult<()> {
+    if !out.diagnostics && options.release != TrialRelease::Every {
+        return Err(CliError::usage(
+            "--plot draws every trial, which tells how many ran, and under --no-diagnostics \
+             that number stays secret: drop --plot, or add --release-trials",
+        ));
+    }
+    let files = ["tune.png", "tune.svg"];
+    dpml_core::output_path::check_folder("--plot", dir, &files)?;
+    if let Some(model) = &options.save_model {
+        for f in files {
+            dpml_core::output_path::check_distinct(&[
+                ("--save-model", model),
+                ("--plot", &dir.join(f)),
+            ])?;
+        }
+    }
+    Ok(())
+}
+
 /// Progress on stderr: the plan once the ledger (if any) accepted it, a line per trial (its
-/// hyperparameters and σ; then its noisy score unless `--no-diagnostics`: the scores of trials
-/// other than the kept one are not covered by ε), and each trial's training as `dpml train`
-/// shows it.
+/// hyperparameters and σ; then its noisy score) unless `--no-diagnostics` (the number of
+/// trials is secret unless every trial is released, and the scores of trials other than the
+/// kept one are not covered by ε), and each trial's training as `dpml train` shows it.
 struct TrialLines {
     bars: Bars,
     diagnostics: bool,
@@ -175,8 +201,14 @@ struct TrialLines {
 
 impl Observer for TrialLines {
     fn observe(&mut self, event: Event<'_>) {
+        // Each trial's lines, and its training's, tell how many trials ran: only where that
+        // may be told.
+        let tells_trials = self.diagnostics || self.release == TrialRelease::Every;
         let Event::Trial(t) = event else {
-            return self.bars.observe(event);
+            if tells_trials {
+                self.bars.observe(event);
+            }
+            return;
         };
         match t {
             TrialProgress::Planned { plan } => diag!(
@@ -199,23 +231,19 @@ impl Observer for TrialLines {
                 trials,
                 point,
                 noise_multiplier,
-            } => {
+            } if tells_trials => {
                 let values: Vec<String> = point
                     .values()
                     .iter()
                     .map(|&(h, v)| format!("{} {}", h.name(), short(v)))
                     .collect();
-                let of = if self.diagnostics {
-                    format!("/{trials}")
-                } else {
-                    String::new()
-                };
                 diag!(
-                    "tune: trial {index}{of}: {}, σ = {}",
+                    "tune: trial {index}/{trials}: {}, σ = {}",
                     values.join(", "),
                     short(*noise_multiplier)
                 );
             }
+            TrialProgress::Started { .. } => {}
             TrialProgress::Scored {
                 index,
                 record,
