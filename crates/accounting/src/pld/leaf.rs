@@ -118,6 +118,11 @@ fn invalid(msg: String) -> AccountingError {
 fn positive(name: &str, v: f64) -> Result<f64, AccountingError> {
     if !(v.is_finite() && v > 0.0) {
         Err(invalid(format!("{name} must be finite and > 0, got {v}")))
+    } else if (v * v).is_infinite() {
+        Err(invalid(format!(
+            "{name} {v} is too large to account for ({name}² overflows; beyond 1e150 the noise \
+             hides everything)"
+        )))
     } else if !(1.0 / (v * v)).is_finite() {
         Err(invalid(format!(
             "{name} {v} is too small to account for (1/{name}² overflows)"
@@ -361,6 +366,21 @@ mod tests {
             flat.leaves[1],
             (Leaf::Gaussian(SampledGaussian { q: 1.0, sigma: 1.0 }), 1)
         );
+    }
+
+    #[test]
+    fn a_noise_multiplier_out_of_f64s_reach_is_named() {
+        for (sigma, words) in [(1e300, "too large"), (1e-300, "too small")] {
+            let e = PrivacyEvent::Gaussian {
+                noise_multiplier: sigma,
+            }
+            .poisson_sampled(0.01);
+            let err = Flat::from_event(&e).unwrap_err().to_string();
+            assert!(
+                err.contains("noise_multiplier") && err.contains(words) && !err.contains("inf"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -215,7 +215,12 @@ impl Pmf {
             .ok()
             .and_then(|c| c.checked_mul(self.lo))
             .and_then(|x| x.checked_add(i64::try_from(window.start).ok()?))
-            .ok_or_else(|| overflow("self-composition"))?;
+            .ok_or_else(|| {
+                AccountingError::InvalidParameter(format!(
+                    "{count} compositions (the steps or the count of one event) are too many \
+                     for the privacy-loss grid: its index overflows"
+                ))
+            })?;
         let probs =
             fft::self_convolve_window(&self.probs, count, window.start, window.len as usize);
         let powered = |x: f64| -(count as f64 * (-x).ln_1p()).exp_m1();
