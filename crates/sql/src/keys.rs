@@ -226,10 +226,19 @@ fn above_floor(
         &datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext::default(),
     )
     .ok()?;
-    physical
+    let keys = physical
         .evaluate(&batch)
         .and_then(|v| v.into_array(batch.num_rows()))
-        .ok()
+        .ok()?;
+    // A date or time beyond chrono's range has no text to release it as.
+    if keys.data_type().is_temporal() {
+        use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+        let text = ArrayFormatter::try_new(keys.as_ref(), &FormatOptions::default()).ok()?;
+        if (0..keys.len()).any(|i| text.value(i).try_to_string().is_err()) {
+            return None;
+        }
+    }
+    Some(keys)
 }
 
 /// The value of `e`, an expression of one column of type `column_type`, on a row where the
@@ -483,6 +492,12 @@ mod tests {
             .map(|k| f64::from((k as f64 + 0.1) as f32 * 3.0f32))
             .collect();
         assert_eq!(reals(&e, (0.0, 20.0), &DataType::Float64).unwrap(), want);
+        // Dates beyond chrono's range have no text: not a histogram.
+        let e = datafusion::logical_expr::try_cast(
+            datafusion::logical_expr::try_cast(floor(col("spend")) * lit(1e8), DataType::Int32),
+            DataType::Date32,
+        );
+        assert!(bins(&e, (0.0, 20.0), &DataType::Float64).is_none());
         // BIGINT steps are exact beyond 2^53.
         let big = 9_007_199_254_740_993i64;
         let e = datafusion::logical_expr::try_cast(floor(col("spend")), DataType::Int64) + lit(big);

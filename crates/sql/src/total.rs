@@ -491,9 +491,11 @@ fn pattern_work(node: &Expr, text: &dyn Fn(&Expr) -> (usize, usize)) -> usize {
     let (parts, constant_bytes) = text(subject);
     let subject_bytes = constant_bytes.saturating_add(parts.saturating_mul(PRIVATE_TEXT_ALLOWANCE));
     let folding = folded_chars(p, kind).saturating_mul(FOLD_WORK_PER_CHAR);
+    let literals = literal_set_bytes(p, kind).saturating_mul(LITERAL_WORK_PER_BYTE);
     bytes
         .saturating_mul(PATTERN_WORK_PER_BYTE)
         .saturating_add(folding)
+        .saturating_add(literals)
         .saturating_add(bytes.saturating_mul(subject_bytes) / MATCH_WORK_DIVISOR)
 }
 
@@ -506,6 +508,70 @@ const MATCH_WORK_DIVISOR: usize = 32;
 /// The length a private text is counted as where a pattern matches it. Its own time is the
 /// unit's, but the pattern multiplies it (see [`MATCH_WORK_DIVISOR`]).
 const PRIVATE_TEXT_ALLOWANCE: usize = 64;
+
+/// A byte of a set of literals, as work: for a pattern that is a set of literals (`a|b|c`,
+/// or a class cross product such as `[a-j][a-e][a-e]` and a long text) the regex crate builds
+/// an Aho-Corasick automaton and no compiled pattern to measure; 250 literals of 100 bytes
+/// took some 20 ms to build, for each batch.
+const LITERAL_WORK_PER_BYTE: usize = 1024;
+
+/// The bytes of the literal sets the regex crate may build an automaton of for `pattern` of
+/// `kind`: the prefixes or suffixes it extracts (as many as its limits allow), and the
+/// literals of each alternation of literals (of any length). 0 for a pattern it does not parse.
+fn literal_set_bytes(pattern: &str, kind: Pattern) -> usize {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    use regex_syntax::hir::{Hir, HirKind};
+    let (regex, insensitive) = match kind {
+        Pattern::Regex(insensitive) => (pattern.to_string(), insensitive),
+        Pattern::Like(insensitive) => (like_regex(pattern), insensitive),
+    };
+    let Ok(hir) = regex_syntax::ParserBuilder::new()
+        .case_insensitive(insensitive)
+        .dot_matches_new_line(true)
+        .build()
+        .parse(&regex)
+    else {
+        return 0;
+    };
+    let extracted = |kind: ExtractKind| {
+        let mut extractor = Extractor::new();
+        extractor.kind(kind);
+        extractor
+            .extract(&hir)
+            .literals()
+            .map_or(0, |ls| ls.iter().map(|l| l.as_bytes().len()).sum::<usize>())
+    };
+    fn uncaptured(h: &Hir) -> &Hir {
+        match h.kind() {
+            HirKind::Capture(c) => uncaptured(&c.sub),
+            _ => h,
+        }
+    }
+    fn alternations(h: &Hir) -> usize {
+        let own = match h.kind() {
+            HirKind::Alternation(alts) => alts
+                .iter()
+                .map(|a| match uncaptured(a).kind() {
+                    HirKind::Literal(l) => l.0.len(),
+                    _ => 0,
+                })
+                .sum(),
+            _ => 0,
+        };
+        let below: usize = match h.kind() {
+            HirKind::Alternation(subs) | HirKind::Concat(subs) => {
+                subs.iter().map(alternations).sum()
+            }
+            HirKind::Capture(c) => alternations(&c.sub),
+            HirKind::Repetition(r) => alternations(&r.sub),
+            _ => 0,
+        };
+        own.saturating_add(below)
+    }
+    extracted(ExtractKind::Prefix)
+        .max(extracted(ExtractKind::Suffix))
+        .max(alternations(&hir))
+}
 
 /// Case folding a character of a class, as work: folding all of Unicode (1.1 million
 /// characters) takes some 15 ms here, about 12 bytes of hashing per character.
@@ -1110,6 +1176,23 @@ mod tests {
         assert_eq!(folded_chars(r"x(?i:y)[a-z]", regex), 26 * 2);
         assert_eq!(folded_chars("a%_b", Pattern::Like(true)), 0);
         assert!(folded_chars(r"(?i)\w", regex) > 100_000);
+    }
+
+    #[test]
+    fn sets_of_literals_are_measured_by_their_bytes() {
+        let regex = Pattern::Regex(false);
+        // 250 literals of 99 bytes (a class cross product before a long text).
+        let long = format!("[a-j][a-e][a-e]{}", "x".repeat(96));
+        assert!(
+            literal_set_bytes(&long, regex) >= 250 * 99,
+            "{}",
+            literal_set_bytes(&long, regex)
+        );
+        // 3000 alternatives of 12 bytes.
+        let alternation: Vec<String> = (1000..4000).map(|i| format!("{i}q000abcdefg")).collect();
+        assert!(literal_set_bytes(&alternation.join("|"), regex) >= 3000 * 12);
+        assert!(literal_set_bytes("hello|world", regex) <= 10);
+        assert!(literal_set_bytes("a%b", Pattern::Like(false)) <= 2);
     }
 
     #[test]
