@@ -284,6 +284,9 @@ def tradeoff(
 def _checked_step(noise_multiplier: Any, sampling_rate: Any) -> Tuple[float, float]:
     """A DP-SGD step's (noise multiplier, sampling rate), refused here, where the bad value
     is passed (a step or a restored history), not at the next ``get_epsilon``."""
+    for name, value in [("noise_multiplier", noise_multiplier), ("sampling_rate", sampling_rate)]:
+        if isinstance(value, (bool, np.bool_, str, bytes)):
+            raise ValueError(f"{name} must be a number, got {value!r}")
     nm, rate = float(noise_multiplier), float(sampling_rate)
     if not (math.isfinite(nm) and nm > 0):
         raise ValueError(f"noise_multiplier must be finite and > 0, got {noise_multiplier}")
@@ -444,8 +447,10 @@ class _Accountant:
         for h in state_dict["history"]:
             noise_multiplier, sampling_rate = _checked_step(h[0], h[1])
             steps = whole(h[2], "a history entry's number of steps")
-            if steps < 1:
-                raise ValueError(f"a history entry's number of steps must be >= 1, got {steps}")
+            if not 1 <= steps < 2**64:
+                raise ValueError(
+                    f"a history entry's number of steps must be in [1, 2**64), got {steps}"
+                )
             history.append((noise_multiplier, sampling_rate, steps))
         self.history = history
 

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _native
+from ._args import whole
 from .accounting import _Accountant, alpha_grid, tradeoff
 from .events import DpEvent, to_event
 
@@ -323,7 +324,14 @@ def one_run(
     """
     s = _scores("scores", scores)
     inc = np.ascontiguousarray(included, dtype=np.bool_)
-    text = _native.one_run_audit(s, inc, int(k_plus), int(k_minus), float(delta), float(confidence))
+    text = _native.one_run_audit(
+        s,
+        inc,
+        whole(k_plus, "k_plus"),
+        whole(k_minus, "k_minus"),
+        float(delta),
+        float(confidence),
+    )
     return json.loads(text)
 
 
@@ -351,7 +359,11 @@ def one_run_bound(
         Epsilon lower bound.
     """
     return _native.one_run_bound(
-        int(canaries), int(guesses), int(correct), float(delta), float(confidence)
+        whole(canaries, "canaries"),
+        whole(guesses, "guesses"),
+        whole(correct, "correct"),
+        float(delta),
+        float(confidence),
     )
 
 

@@ -230,7 +230,7 @@ class RepeatAndSelectDpEvent(DpEvent):
     event : DpEvent
         One run, including the noisy score it is selected by.
     mean : float
-        The mean number of runs, in [1, 1e6].
+        The mean number of runs, in [1, 1000].
     shape : float, default inf
         The law of K: infinity for Poisson, else the eta of the truncated negative binomial
         (> -1; 0: logarithmic, 1: geometric).

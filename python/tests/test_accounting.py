@@ -53,7 +53,10 @@ def test_a_restored_history_is_checked_as_steps_are():
     a = acc.PLDAccountant()
     for bad, message in [
         ((1.0, 0.01, 2.9), "whole number"),
-        ((1.0, 0.01, -5), ">= 1"),
+        ((1.0, 0.01, -5), "in \\[1, 2\\*\\*64\\)"),
+        ((1.0, 0.01, 2**70), "in \\[1, 2\\*\\*64\\)"),
+        ((True, 0.01, 3), "must be a number"),
+        (("1.0", 0.01, 3), "must be a number"),
         ((float("nan"), 0.01, 3), "noise_multiplier"),
         ((0.0, 0.01, 3), "noise_multiplier"),
         ((1.0, 1.5, 3), "sampling_rate"),

@@ -214,6 +214,24 @@ def test_every_fitted_estimator_pickles_and_predicts_the_same():
         assert np.array_equal(joblib.load(buf).predict(x), est.predict(x))
 
 
+def test_save_model_never_writes_over_a_ledger_or_its_key(tmp_path):
+    x, y = _blobs(3, n=60)
+    est = learn.DPLogisticRegression(
+        epsilon=3.0, epochs=1, bounds=(-3, 3), classes=["no", "yes"], random_state=1
+    ).fit(x, y)
+    ledger = tmp_path / "budget.db"
+    ledger.write_bytes(b"SQLite format 3\0" + bytes(84))
+    key = tmp_path / "any-name.svg"
+    key.write_text("0123456789abcdef" * 4 + "\n")
+    for path in [ledger, key]:
+        before = path.read_bytes()
+        with pytest.raises(ValueError, match="budget ledger"):
+            est.save_model(path)
+        assert path.read_bytes() == before
+    with pytest.raises(ValueError, match="folder"):
+        est.save_model(tmp_path)
+
+
 def test_save_model_writes_the_command_lines_model_file(dpml_cli, tmp_path):
     x, fitted = _fitted_estimators()
     for est in fitted[:3]:

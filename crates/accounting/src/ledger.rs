@@ -42,7 +42,7 @@ use serde::{Serialize, Serializer};
 use crate::{Accountant, PrivacyEvent};
 use compose::{Cost, Spent, compose};
 pub use error::{LedgerError, is_path_mistake};
-pub use seal::LedgerKey;
+pub use seal::{LedgerKey, is_key_file};
 
 /// How many characters of an unstorable event to quote in an error.
 const QUOTED_EVENT_CHARS: usize = 200;

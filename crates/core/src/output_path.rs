@@ -44,7 +44,14 @@ pub fn check_folder(flag: &str, dir: &Path, files: &[&str]) -> Result<()> {
             .iter()
             .try_for_each(|f| check_writable(flag, &dir.join(f)));
     }
-    // Made when the outputs are written: below the nearest folder that exists.
+    // Made when the outputs are written: below the nearest folder that exists. Through `..`
+    // the folder made would not be the one checked (`new/..` is its parent).
+    if dir
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return bad("does not exist yet and goes through `..`: name it without `..`".into());
+    }
     let mut above = dir;
     let existing = loop {
         match above.parent() {
@@ -137,29 +144,15 @@ fn takes_new_files(folder: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether `path` holds a budget ledger (a SQLite database) or a key file (64 hex digits, as
-/// the ledger writes its key): read from the file, so that a key named anything, or reached
-/// through a link, is known.
+/// Whether `path` holds a budget ledger (a SQLite database) or what a ledger would read as
+/// its key: read from the file, so that a key named anything, or reached through a link, is
+/// known.
 fn holds_a_ledger(path: &Path) -> bool {
-    let mut head = [0u8; 80];
-    let Ok(n) = std::fs::File::open(path).and_then(|mut f| {
-        let mut n = 0;
-        while n < head.len() {
-            match std::io::Read::read(&mut f, &mut head[n..])? {
-                0 => break,
-                k => n += k,
-            }
-        }
-        Ok(n)
-    }) else {
-        return false;
-    };
-    let head = &head[..n];
-    let key = std::str::from_utf8(head).is_ok_and(|t| {
-        let t = t.trim();
-        t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit())
-    });
-    head.starts_with(b"SQLite format 3\0") || key
+    let mut head = [0u8; 16];
+    let database = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0");
+    database || dpml_accounting::ledger::is_key_file(path)
 }
 
 #[cfg(test)]
@@ -185,6 +178,9 @@ mod tests {
         std::fs::write(&ok, b"model").unwrap();
         let err = check_folder("--out", &ok, &["a.csv"]).unwrap_err();
         assert!(err.to_string().contains("is a file, not a folder"), "{err}");
+        // Through `..` the folder made is not the one checked.
+        let err = check_folder("--out", &dir.path().join("new/.."), &["a.csv"]).unwrap_err();
+        assert!(err.to_string().contains("without `..`"), "{err}");
         // Below a file, nothing can be made.
         let err = check_folder("--out", &ok.join("sub"), &["a.csv"]).unwrap_err();
         assert!(err.to_string().contains("is not a folder"), "{err}");

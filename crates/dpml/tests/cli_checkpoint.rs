@@ -317,6 +317,23 @@ fn a_run_killed_after_its_charge_keeps_it() {
 /// Issue 35's fuzzing pass: checkpoints are inputs. An edited `step`, a FIFO in place of the
 /// file, and (issue 40) another --seed are refused by name; a mismatch names the part that
 /// differs and prints no digest.
+/// An output naming the checkpoint's own file is refused before the run: it would overwrite
+/// the state a resume needs (or the checkpoint the model).
+#[test]
+fn no_output_names_the_checkpoint_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let ck_s = ck.to_str().unwrap();
+    let file = ck.join("checkpoint.json");
+    std::fs::create_dir(&ck).unwrap();
+    for flag in ["--log", "--save-model"] {
+        run(&["--checkpoint", ck_s, flag, file.to_str().unwrap()])
+            .assert_usage_error("name one file");
+    }
+    run(&["--checkpoint", ck_s, "--stop-after-steps", "2"]).json();
+    run(&["--resume", ck_s, "--log", file.to_str().unwrap()]).assert_usage_error("name one file");
+}
+
 #[test]
 fn checkpoints_are_validated_as_inputs() {
     let dir = tempfile::tempdir().unwrap();

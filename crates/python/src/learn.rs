@@ -122,6 +122,8 @@ impl TrainedModel {
 
     /// Writes the model file to `path`.
     fn save(&self, path: PathBuf) -> PyResult<()> {
+        // As `--save-model` is: never over a folder, a pipe, a budget ledger or its key.
+        dpml_core::output_path::check_writable("path", &path).map_err(value_error)?;
         std::fs::write(&path, self.bytes()?)
             .map_err(|e| value_error(format!("{}: {e}", path.display())))
     }

@@ -184,12 +184,8 @@ fn read_key_file(path: &Path, ledger: &Path) -> Result<Key, LedgerError> {
             )));
         }
     }
-    let mut text = String::new();
-    File::open(path)
-        .and_then(|f| f.take(MAX_KEY_FILE_BYTES).read_to_string(&mut text))
-        .map_err(|e| fail(e.to_string()))?;
-    let bytes = unhex(text.trim()).filter(|b| b.len() == KEY_BYTES);
-    let Some(bytes) = bytes else {
+    let text = read_key_text(path).map_err(|e| fail(e.to_string()))?;
+    let Some(bytes) = key_bytes(&text) else {
         return Err(fail(format!(
             "does not hold a key ({} hex digits)",
             2 * KEY_BYTES
@@ -216,8 +212,29 @@ pub(super) fn hex(bytes: &[u8]) -> String {
 }
 
 /// The bytes of hex text, or `None` if it is not hex.
+/// The start of a file, as much as a key file is read.
+fn read_key_text(path: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    File::open(path)?
+        .take(MAX_KEY_FILE_BYTES)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// A key's bytes from a key file's text: 64 hex digits, with white space around them.
+fn key_bytes(text: &str) -> Option<Vec<u8>> {
+    unhex(text.trim()).filter(|b| b.len() == KEY_BYTES)
+}
+
+/// Whether the file at `path` holds what a ledger would read as its key (so that no output
+/// overwrites one, whatever its name).
+pub fn is_key_file(path: &Path) -> bool {
+    read_key_text(path).is_ok_and(|text| key_bytes(&text).is_some())
+}
+
+/// Hex digits (pairs of them: no sign, as `from_str_radix` would take) as bytes.
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..text.len())
@@ -305,6 +322,30 @@ mod tests {
             )),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
         );
+    }
+
+    #[test]
+    fn a_key_is_64_hex_digits_and_white_space_only() {
+        let digits = "0123456789abcdef".repeat(4);
+        assert!(key_bytes(&digits).is_some());
+        assert!(
+            key_bytes(&format!(
+                "{}\r\n{}\n",
+                " ".repeat(40),
+                digits.to_uppercase()
+            ))
+            .is_some()
+        );
+        // from_str_radix takes a sign: "+f" is not two hex digits.
+        let signed = format!("+f{}", &digits[2..]);
+        assert!(key_bytes(&signed).is_none());
+        assert!(key_bytes(&digits[2..]).is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key.svg");
+        std::fs::write(&file, format!("{}{digits}\n", "\r\n".repeat(10))).unwrap();
+        assert!(is_key_file(&file));
+        std::fs::write(&file, "<svg/>").unwrap();
+        assert!(!is_key_file(&file));
     }
 
     #[test]

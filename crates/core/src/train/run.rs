@@ -126,19 +126,32 @@ pub fn train(
 ) -> Result<TrainEnd> {
     let (source, cfg) = recipe(o.dataset.as_ref(), o.preset.as_deref(), &o.recipe, o.task)?;
     cfg.validate()?;
+    let mut outputs: Vec<(&str, std::path::PathBuf)> = Vec::new();
     if let Some(path) = &o.save_model {
         check_writable("--save-model", path)?;
+        outputs.push(("--save-model", path.clone()));
     }
     if let Some(path) = &o.log {
         check_writable("--log", path)?;
-        if let Some(model) = &o.save_model {
-            crate::output_path::check_distinct(&[("--save-model", model), ("--log", path)])?;
-        }
+        outputs.push(("--log", path.clone()));
     }
-    if let Some(dir) = &o.checkpoint.checkpoint {
+    // The run saves its state where --checkpoint says, or back where it resumes from.
+    let saves_to = o
+        .checkpoint
+        .checkpoint
+        .as_ref()
+        .or(o.checkpoint.resume.as_ref());
+    if let Some(dir) = saves_to {
         use dpml_learn::dpsgd::checkpoint::FILE;
-        crate::output_path::check_folder("--checkpoint", dir, &[FILE, &format!("{FILE}.tmp")])?;
+        let files = [FILE.to_string(), format!("{FILE}.tmp")];
+        if let Some(dir) = &o.checkpoint.checkpoint {
+            crate::output_path::check_folder("--checkpoint", dir, &[&files[0], &files[1]])?;
+        }
+        outputs.extend(files.iter().map(|f| ("--checkpoint", dir.join(f))));
     }
+    let outputs: Vec<(&str, &std::path::Path)> =
+        outputs.iter().map(|(f, p)| (*f, p.as_path())).collect();
+    crate::output_path::check_distinct(&outputs)?;
     if let Some(k) = o.folds {
         if o.checkpoint.any() {
             return Err(Error::usage(format!(

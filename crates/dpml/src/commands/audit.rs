@@ -182,14 +182,16 @@ impl AuditArgs {
 
 /// Run `dpml audit`.
 pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
-    if let Some(dir) = &a.out {
-        // Before anything trains or is charged: the results are written there at the end.
-        dpml_core::output_path::check_folder(
+    // Before anything trains or is charged: the results are written there at the end.
+    let check_out = || match &a.out {
+        Some(dir) => dpml_core::output_path::check_folder(
             "--out",
             dir,
             &["audit.json", "roc.png", "roc.svg", "report.html"],
-        )?;
-    }
+        ),
+        None => Ok(()),
+    };
+    check_out()?;
     let uncharged = a.scores.is_some()
         || [
             super::audit_white_box::ATTACK,
@@ -213,6 +215,8 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     }
     let plan = AuditPlan::new(&a.options(data_dir))?;
     let ledger = a.ledger.open(&a.seed)?;
+    // Again once the ledger is open (`--budget` makes it): no result may be written over it.
+    check_out()?;
     let cost = match &ledger {
         Some(l) => {
             let cost = plan.cost(&a.data.dataset.name())?;

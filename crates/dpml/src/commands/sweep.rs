@@ -155,17 +155,20 @@ impl SweepArgs {
 /// Run `dpml sweep`.
 pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     // Before anything trains or is charged: the results are written there at the end.
-    dpml_core::output_path::check_folder(
-        "--out",
-        &a.out,
-        &[
-            "results.csv",
-            "summary.csv",
-            "results.json",
-            "plot.png",
-            "plot.svg",
-        ],
-    )?;
+    let check_out = || {
+        dpml_core::output_path::check_folder(
+            "--out",
+            &a.out,
+            &[
+                "results.csv",
+                "summary.csv",
+                "results.json",
+                "plot.png",
+                "plot.svg",
+            ],
+        )
+    };
+    check_out()?;
     if a.experiment == Experiment::Mia {
         if a.ledger.ledger.is_some() {
             return Err(CliError::usage(
@@ -176,6 +179,8 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         return super::sweep_mia::run(a, data_dir, out);
     }
     let ledger = a.ledger.open(&a.seed)?;
+    // Again once the ledger is open (`--budget` makes it): no result may be written over it.
+    check_out()?;
     let o = a.options(data_dir);
     // Under mpirun every rank must draw the same split and the same per-job generators.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);

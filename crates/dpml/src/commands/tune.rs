@@ -134,11 +134,12 @@ impl TuneArgs {
 /// Run `dpml tune`.
 pub fn run(a: &TuneArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()> {
     let options = a.options(data_dir)?;
+    // Open the ledger first: a bad or corrupt ledger stops the command before anything else.
+    let ledger = a.ledger.open(&a.seed)?;
+    // Once the ledger is open (`--budget` makes it), so that the plot is never written over it.
     if let Some(dir) = &a.plot {
         check_plot(dir, &options, out)?;
     }
-    // Open the ledger first: a bad or corrupt ledger stops the command before anything else.
-    let ledger = a.ledger.open(&a.seed)?;
     let mut rng = a.seed.rng()?;
     let mut progress = TrialLines {
         bars: Bars::new(out),
