@@ -227,7 +227,8 @@ impl Repetitions {
             return Err(invalid(format!(
                 "the truncated negative binomial law with eta {eta} and mean {mean} (gamma \
                  {gamma:.2e}) cannot be sampled exactly in reasonable time: choose a smaller \
-                 mean, or eta 0 or 1 (their sampler stays fast up to mean {MAX_MEAN})"
+                 mean, an eta of a short binary fraction (0.5, -0.5, 0.25), or eta 0 or 1 \
+                 (their sampler stays fast up to mean {MAX_MEAN})"
             )));
         }
         Ok(match self.validate()? {
@@ -365,13 +366,27 @@ impl TrialSampler {
 /// The smallest γ whose law [`TrialSampler`] draws in reasonable time (about a second). A draw
 /// proposes some 1/γ steps, and each step's acceptance probability is an exact product of the
 /// ratios (1 − γ)(k + η)/(k + 1): for an integer η they cancel into short fractions, for any
-/// other η they grow a word longer with each step (η = −0.5, γ = 6.6e-4: 2.6 s a draw; η
-/// = −0.9 at mean 10 needs γ = 3.5e-11, and never ends).
+/// other η they grow with each step by η's binary fraction (η = −0.5, γ = 6.6e-4: 2.6 s a
+/// draw; η = −0.9 at mean 10 needs γ = 3.5e-11, and never ends). Measured here: η = −0.1 (55
+/// bits) took 48 ms a draw at γ = 0.021, 1.2 s at γ = 0.008, and did not end at γ = 0.001; so
+/// a fraction of b bits needs γ ≥ b/3000.
 fn min_sampled_gamma(eta: f64) -> f64 {
     match eta.fract() == 0.0 {
         true => 1e-4,
-        false => 1e-3,
+        false => (fraction_bits(eta) as f64 / 3000.0).max(1e-3),
     }
+}
+
+/// The bits of `x`'s binary fraction: 1 for 0.5, 55 for 0.1 (0 for an integer).
+fn fraction_bits(x: f64) -> u32 {
+    let mut frac = x.fract().abs();
+    let mut bits = 0;
+    // Doubling is exact in f64: a finite fraction ends within 1074 doublings.
+    while frac != 0.0 && bits < 1100 {
+        frac = (frac * 2.0).fract();
+        bits += 1;
+    }
+    bits
 }
 
 /// E\[K\] of D_{η,γ}: η(1 − γ)/(γ(1 − γ^η)); (1/γ − 1)/ln(1/γ) at η = 0; 1 at γ = 1.
@@ -507,7 +522,15 @@ mod tests {
         assert!(tnb(MIN_NONZERO_ETA, 50.0).validate().is_ok());
         // The smallest one still draws (in well under a second here).
         let mut rng = crate::DpRng::seeded(3);
-        assert!(tnb(MIN_NONZERO_ETA, 50.0).sample(&mut rng).unwrap() >= 1);
+        assert!(tnb(MIN_NONZERO_ETA, 10.0).sample(&mut rng).unwrap() >= 1);
+        // η = −0.1 is a 55-bit fraction: mean 10 (γ = 0.021) is drawn, mean 100 (γ = 0.001)
+        // would not end; η = 0.5 is one bit, and draws at mean 30.
+        assert_eq!(fraction_bits(-0.1), 55);
+        assert_eq!(fraction_bits(0.5), 1);
+        assert!(tnb(-0.1, 10.0).sampler().is_ok());
+        let err = tnb(-0.1, 100.0).sampler().err().unwrap().to_string();
+        assert!(err.contains("short binary fraction"), "{err}");
+        assert!(tnb(0.5, 30.0).sampler().is_ok());
         // Integer η keeps its sampler fast up to the largest mean.
         assert!(tnb(0.0, MAX_MEAN).sampler().is_ok());
         assert!(tnb(1.0, MAX_MEAN).sampler().is_ok());
