@@ -559,16 +559,7 @@ fn a_key_named_anything_is_never_an_output() {
     let ledger = dir.path().join("kk.db");
     let key = dir.path().join("key.svg");
     let (l, k) = (ledger.to_str().unwrap(), key.to_str().unwrap());
-    dpml(&[
-        "ledger",
-        "create",
-        "--ledger",
-        l,
-        "--ledger-key",
-        k,
-        "--budget-epsilon",
-        "5",
-    ]);
+    common::ledger_create(&ledger, "5", &["--ledger-key", k]).json();
     dpml(&[
         "ledger",
         "show",
@@ -584,24 +575,22 @@ fn a_key_named_anything_is_never_an_output() {
     {
         let link = dir.path().join("log.csv");
         std::os::unix::fs::symlink(&key, &link).unwrap();
-        dpml(&[
+        let link = link.to_str().unwrap();
+        let train = [
             "train",
             "--dataset",
             "iris",
-            "--model",
-            "logreg",
             "--epochs",
             "1",
             "--epsilon",
             "1",
-            "--ledger",
-            l,
-            "--ledger-key",
-            k,
-            "--log",
-            link.to_str().unwrap(),
-        ])
-        .assert_usage_error("budget ledger or a key");
+        ];
+        let args = [
+            &train[..],
+            &["--ledger", l, "--ledger-key", k, "--log", link],
+        ]
+        .concat();
+        dpml(&args).assert_usage_error("budget ledger or a key");
     }
     let show = dpml(&["ledger", "show", "--ledger", l, "--ledger-key", k, "--json"]).json();
     assert_eq!(show["entries"].as_array().unwrap().len(), 0, "{show}");

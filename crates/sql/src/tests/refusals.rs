@@ -691,6 +691,15 @@ fn a_pattern_that_does_not_compile_is_refused_in_every_spelling() {
         .unwrap();
 }
 
+/// Why `sql` is refused at ε = 1 (empty if it is accepted: a long query is not printed).
+fn refusal(engine: &crate::Engine, sql: &str) -> String {
+    engine
+        .explain(sql, &request(1.0, 0.0))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+}
+
 /// Matching takes time in the product of the compiled pattern and the text's length (where
 /// the regex crate's lazy DFA gives up), and a constant added to the text is matched on every
 /// row: counted so in the work bound. 60 KB against `a[ab]{8000}c` took seconds on each row.
@@ -705,11 +714,7 @@ fn a_pattern_counts_its_matching_against_the_text_that_reaches_it() {
         )
     };
     for (n, constant) in [(8000, 60_000), (1000, 20_000), (3000, 60_000)] {
-        let msg = engine
-            .explain(&query(n, constant), &request(1.0, 0.0))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let msg = refusal(&engine, &query(n, constant));
         assert!(msg.contains("work through"), "{n}, {constant}: {msg:.300}");
     }
     // A pattern on the unit's own text, and a small one on a short constant, are matched.
@@ -734,11 +739,7 @@ fn a_set_of_literals_counts_its_bytes() {
     ] {
         let sql =
             format!("SELECT COUNT(*) FROM orders WHERE o_cust = 7 AND priority ~ '{pattern}'");
-        let msg = engine
-            .explain(&sql, &request(1.0, 0.0))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let msg = refusal(&engine, &sql);
         assert!(msg.contains("work through"), "{msg:.300}");
     }
     engine
