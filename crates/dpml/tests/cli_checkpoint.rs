@@ -355,6 +355,13 @@ fn checkpoints_are_validated_as_inputs() {
         "{}",
         r.stderr
     );
+    // Another noise multiplier, said with numbers (not Rust's Some(…)).
+    let mut noisier = with(&["--resume", ck_s]);
+    let at = noisier.iter().position(|a| a == "--epsilon").unwrap();
+    noisier[at + 1] = "0.5".into();
+    let r = dpml(&noisier.iter().map(String::as_str).collect::<Vec<_>>());
+    r.assert_usage_error("noise multiplier σ is");
+    assert!(!r.stderr.contains("Some("), "{}", r.stderr);
     // Another seed is refused rather than silently ignored.
     let reseeded: Vec<String> = RECIPE
         .iter()

@@ -560,6 +560,15 @@ fn a_key_named_anything_is_never_an_output() {
     let key = dir.path().join("key.svg");
     let (l, k) = (ledger.to_str().unwrap(), key.to_str().unwrap());
     common::ledger_create(&ledger, "5", &["--ledger-key", k]).json();
+    // A key in a folder that does not exist is the caller's mistake (exit 2), as a ledger's is.
+    let elsewhere = dir.path().join("other.db");
+    let missing = dir.path().join("no-such-dir").join("k");
+    common::ledger_create(
+        &elsewhere,
+        "5",
+        &["--ledger-key", missing.to_str().unwrap()],
+    )
+    .assert_usage_error("does not exist");
     dpml(&[
         "ledger",
         "show",

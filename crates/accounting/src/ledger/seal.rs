@@ -143,6 +143,20 @@ fn key_error(ledger: &Path, reason: String) -> LedgerError {
 /// Makes a new key file at `path` (mode 0600, complete before it appears under its name, never
 /// replacing one: an existing file is used as it is, whoever made it).
 fn create_key_file(path: &Path, ledger: &Path) -> Result<(), LedgerError> {
+    // A missing folder is the caller's mistake, as it is for the ledger's own path.
+    if let Some(folder) = path.parent()
+        && !folder.as_os_str().is_empty()
+        && !folder.is_dir()
+    {
+        return Err(key_error(
+            ledger,
+            format!(
+                "cannot create the key file {}: folder {} does not exist",
+                path.display(),
+                folder.display()
+            ),
+        ));
+    }
     let mut bytes = [0u8; KEY_BYTES];
     random_bytes(&mut bytes).map_err(|e| key_error(ledger, e))?;
     // A file-system failure, classified as any other on the ledger's path (a missing folder is

@@ -241,9 +241,12 @@ impl Checkpoint {
             ));
         }
         if self.noise_multiplier != id.noise_multiplier {
+            let sigma =
+                |s: Option<f64>| s.map_or_else(|| "none (no noise)".to_string(), |s| s.to_string());
             return refuse(format!(
-                "the checkpoint's noise multiplier σ is {:?}, this run's {:?}",
-                self.noise_multiplier, id.noise_multiplier
+                "the checkpoint's noise multiplier σ is {}, this run's {}",
+                sigma(self.noise_multiplier),
+                sigma(id.noise_multiplier)
             ));
         }
         if self.sampling_rate != id.sampling_rate {
