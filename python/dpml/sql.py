@@ -68,8 +68,8 @@ def sql(
     Parameters
     ----------
     query : str
-        One SELECT (``EXPLAIN DP`` in front gives the explanation instead; see
-        :func:`sql_explain`).
+        One SELECT. A query that starts with ``EXPLAIN DP`` is refused (ValueError,
+        nothing charged): :func:`sql_explain` gives the explanation.
     tables : mapping of str to path
         Each table's name and its Parquet file, folder of Parquet files, or CSV file
         (``.csv.gz`` too).

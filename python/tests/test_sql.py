@@ -61,6 +61,10 @@ def test_explain_reads_no_row_and_charges_nothing(tmp_path):
     threshold = e["aggregates"][0]["threshold"]
     assert threshold["tau"] > 1 and 0 < threshold["release_probability"][-1][1] <= 1
     assert ledger.balance()["entries"] == 0
+    # sql() is a release: an EXPLAIN DP query is refused there, before the charge.
+    with pytest.raises(ValueError, match="sql_explain"):
+        dpml.sql("EXPLAIN DP SELECT COUNT(*) FROM visits", TABLES, SCHEMA, 1.0, ledger=ledger)
+    assert ledger.balance()["entries"] == 0
 
 
 def test_the_ledger_is_charged_once_and_refuses_an_overspend(tmp_path):

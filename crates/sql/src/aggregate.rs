@@ -389,6 +389,12 @@ fn measure(
                     })
                     .ok_or_else(|| refuse("the quantile must be a constant in [0, 1]"))?
             };
+            // WITHIN GROUP (ORDER BY x DESC) counts q from the top, as DataFusion does (its
+            // planner makes the ordered expression the value).
+            let q = match p.order_by.first() {
+                Some(sort) if !sort.asc => 1.0 - q,
+                _ => q,
+            };
             let (value, range, _) = value(arg.ok_or_else(|| refuse("needs an argument"))?)?;
             Kind::Quantile { value, range, q }
         }

@@ -15,7 +15,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::{FunctionRegistry, SessionStateBuilder};
-use datafusion::logical_expr::{Expr, LogicalPlan, TableSource};
+use datafusion::logical_expr::{AggregateUDF, Expr, LogicalPlan, TableSource};
 use datafusion::optimizer::decorrelate_predicate_subquery::DecorrelatePredicateSubquery;
 use datafusion::optimizer::eliminate_cross_join::EliminateCrossJoin;
 use datafusion::optimizer::eliminate_filter::EliminateFilter;
@@ -50,6 +50,7 @@ use crate::error::{Result, SqlError, out_of_memory, plan_err};
 use crate::explain::Explanation;
 use crate::keys::cross_product;
 use crate::memory::Limits;
+use crate::percentile::Unsimplified;
 use crate::preaggregate;
 use crate::progress::{Progress, Stage};
 use crate::release::{Noise, Released, release};
@@ -94,15 +95,34 @@ fn skip_comments(s: &str) -> &str {
                 .split_once('\n')
                 .map_or("", |(_, after)| after)
                 .trim_start();
-        } else if let Some(block) = rest.strip_prefix("/*") {
-            rest = block
-                .split_once("*/")
-                .map_or("", |(_, after)| after)
-                .trim_start();
+        } else if rest.starts_with("/*") {
+            rest = after_block_comment(rest).trim_start();
         } else {
             return rest;
         }
     }
+}
+
+/// `s` (which starts with `/*`) after its block comment, which nests as the SQL parser's do
+/// (`/* a /* b */ c */` is one comment); "" when it does not end.
+fn after_block_comment(s: &str) -> &str {
+    let mut depth = 0usize;
+    let mut at = 0;
+    while at < s.len() {
+        if s[at..].starts_with("/*") {
+            depth += 1;
+            at += 2;
+        } else if s[at..].starts_with("*/") {
+            depth -= 1;
+            at += 2;
+            if depth == 0 {
+                return &s[at..];
+            }
+        } else {
+            at += s[at..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    ""
 }
 
 /// A query prepared for release: the post-processing plan with its placeholders, and the DP
@@ -237,11 +257,14 @@ impl Engine {
             .map(|address| runtime.block_on(Cluster::connect(address)))
             .transpose()?;
         // The SQL names dpml accepts that DataFusion spells otherwise: QUANTILE(x, q) is its
-        // percentile_cont(x, q), VARIANCE(x) its var(x) (the sample variance).
-        for (theirs, ours) in [("percentile_cont", "quantile"), ("var", "variance")] {
-            if let Ok(f) = ctx.udaf(theirs) {
-                ctx.register_udaf(f.as_ref().clone().with_aliases([ours]));
-            }
+        // percentile_cont(x, q) (kept as written: see `percentile`), VARIANCE(x) its var(x)
+        // (the sample variance).
+        if let Ok(f) = ctx.udaf("percentile_cont") {
+            let quantile = Unsimplified(f.as_ref().clone().with_aliases(["quantile"]));
+            ctx.register_udaf(AggregateUDF::new_from_impl(quantile));
+        }
+        if let Ok(f) = ctx.udaf("var") {
+            ctx.register_udaf(f.as_ref().clone().with_aliases(["variance"]));
         }
         let mut names: Vec<&String> = given.iter().map(|(n, _)| n).collect();
         names.sort();
@@ -411,7 +434,7 @@ impl Engine {
         let plan = Optimizer::with_rules(rules)
             .optimize(plan, &state, |_, _| {})
             .map_err(planning_err)?;
-        refuse_outer_references(&plan)?;
+        refuse_unrunnable(&plan)?;
         Ok(plan)
     }
 
@@ -477,6 +500,12 @@ impl Engine {
     /// As [`Engine::run`], except those of reading private rows and of the ledger.
     pub fn explain(&self, sql: &str, request: &Request) -> Result<Explanation> {
         let (_, sql) = strip_explain(sql);
+        if strip_explain(sql).0 {
+            return Err(SqlError::refused(
+                "EXPLAIN DP EXPLAIN DP",
+                "the prefix is given twice: give it once",
+            ));
+        }
         let mut rng = DpRng::from_os()?;
         let prepared = self.prepare(sql, request, KeyedHash::draw(&mut rng))?;
         Ok(Explanation::new(&prepared, &self.catalog))
@@ -508,7 +537,13 @@ impl Engine {
         noise: &mut Noise<'_>,
         ledger: Option<&Ledger>,
     ) -> Result<DpResult> {
-        let (_, sql) = strip_explain(sql);
+        if strip_explain(sql).0 {
+            return Err(SqlError::refused(
+                "EXPLAIN DP",
+                "it asks what the query would release and cost, which is not a release: ask \
+                 for the explanation (dpml sql --explain, dpml.sql_explain)",
+            ));
+        }
         self.progress.start();
         // The secret key of the bounding hashes, drawn before any noise.
         let key = KeyedHash::draw(noise.rng());
@@ -883,19 +918,27 @@ impl Visitor for TableSample {
     }
 }
 
-/// Refuses a plan that still refers to an outer query's column after decorrelation (a
-/// `LATERAL` subquery, for one): DataFusion cannot execute it, and finding that out after the
-/// charge would charge a query that never could run.
-fn refuse_outer_references(plan: &LogicalPlan) -> Result<()> {
+/// Refuses what DataFusion plans but cannot run: a reference to an outer query's column left
+/// after decorrelation (a `LATERAL` subquery in FROM), a parameter (`$1`: nothing binds it).
+/// Found out after the charge, it would charge a query that never could run.
+fn refuse_unrunnable(plan: &LogicalPlan) -> Result<()> {
     let mut found = None;
     plan.apply(|node| {
         for e in node.expressions() {
             e.apply(|e| {
-                if let Expr::OuterReferenceColumn(_, c) = e {
-                    found = Some(c.to_string());
-                    return Ok(TreeNodeRecursion::Stop);
-                }
-                Ok(TreeNodeRecursion::Continue)
+                found = match e {
+                    Expr::OuterReferenceColumn(_, c) => Some(SqlError::refused(
+                        format!("a reference to the outer query's column {c}"),
+                        "DataFusion cannot run a subquery in FROM that refers to the query \
+                         around it (LATERAL): join the tables instead",
+                    )),
+                    Expr::Placeholder(p) => Some(SqlError::refused(
+                        &p.id,
+                        "a query parameter: nothing binds it to a value; write the value",
+                    )),
+                    _ => return Ok(TreeNodeRecursion::Continue),
+                };
+                Ok(TreeNodeRecursion::Stop)
             })?;
         }
         Ok(if found.is_some() {
@@ -905,14 +948,7 @@ fn refuse_outer_references(plan: &LogicalPlan) -> Result<()> {
         })
     })
     .map_err(plan_err)?;
-    match found {
-        Some(column) => Err(SqlError::refused(
-            format!("a reference to the outer query's column {column}"),
-            "DataFusion cannot run a subquery in FROM that refers to the query around it \
-             (LATERAL): join the tables instead",
-        )),
-        None => Ok(()),
-    }
+    found.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
@@ -934,5 +970,12 @@ mod tests {
             (true, "SELECT 1")
         );
         assert!(!strip_explain("-- only a comment").0);
+        // Block comments nest, as the parser's do: the prefix here is inside one.
+        assert!(!strip_explain("/* a /* b */ EXPLAIN DP */ SELECT 1").0);
+        assert_eq!(
+            strip_explain("/* a /* b */ c */ EXPLAIN DP SELECT 1"),
+            (true, "SELECT 1")
+        );
+        assert!(!strip_explain("/* /* unclosed */ EXPLAIN DP SELECT 1").0);
     }
 }

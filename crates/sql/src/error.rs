@@ -135,7 +135,13 @@ impl SqlError {
             },
             SqlError::Input(m) => SqlError::Input(format!("{m}; {}", outcome(true))),
             SqlError::Internal(m) => SqlError::Internal(format!("{m}; {}", outcome(true))),
-            other => other,
+            // A check that needs released cells (a public side computed from them) refuses
+            // only once the spend is recorded: the refusal must not read as a free one.
+            SqlError::Refused { construct, reason } => SqlError::Refused {
+                construct,
+                reason: format!("{reason}; {}", outcome(true)),
+            },
+            ledger @ SqlError::Ledger { .. } => ledger,
         }
     }
 

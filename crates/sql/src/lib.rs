@@ -69,6 +69,7 @@ pub(crate) mod in_subquery;
 pub(crate) mod interval;
 pub(crate) mod keys;
 pub mod memory;
+pub(crate) mod percentile;
 pub(crate) mod preaggregate;
 pub mod progress;
 pub(crate) mod public_side;

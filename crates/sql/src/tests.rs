@@ -667,6 +667,53 @@ fn released_values_are_the_bounded_totals_when_noise_is_off() {
     assert_eq!(r.draws, 2);
 }
 
+/// QUANTILE(x, 0.0) and (x, 1.0) are released as written (DataFusion would make them MIN and
+/// MAX, which are refused), and PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x DESC) is the
+/// (1 − q)-quantile, as DataFusion computes it.
+#[test]
+fn quantiles_at_the_ends_and_in_descending_order_are_the_ones_asked_for() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let value = |sql: &str| {
+        exact(&engine, &format!("SELECT {sql} AS v FROM orders"), 0.0)
+            .rows_json()
+            .unwrap()[0]["v"]
+            .as_f64()
+            .unwrap()
+    };
+    let pairs = [
+        (
+            "QUANTILE(total, 0.0)",
+            "PERCENTILE_CONT(1.0) WITHIN GROUP (ORDER BY total DESC)",
+        ),
+        (
+            "QUANTILE(total, 1)",
+            "PERCENTILE_CONT(0) WITHIN GROUP (ORDER BY total DESC)",
+        ),
+        (
+            "QUANTILE(total, 0.25)",
+            "PERCENTILE_CONT(0.75) WITHIN GROUP (ORDER BY total DESC)",
+        ),
+        (
+            "QUANTILE(total, 0.25)",
+            "PERCENTILE_CONT(0.25) WITHIN GROUP (ORDER BY total)",
+        ),
+    ];
+    for (a, b) in pairs {
+        assert_eq!(value(a), value(b), "{a} against {b}");
+    }
+    let (low, quarter, high) = (
+        value("QUANTILE(total, 0.0)"),
+        value("QUANTILE(total, 0.25)"),
+        value("QUANTILE(total, 1.0)"),
+    );
+    assert!(low < quarter && quarter < high, "{low} {quarter} {high}");
+    let err = engine
+        .explain("SELECT MIN(total) FROM orders", &request(1.0, 0.0))
+        .unwrap_err();
+    assert!(err.to_string().contains("MIN or MAX"), "{err}");
+}
+
 #[test]
 fn a_distinct_count_of_units_counts_only_rows_where_they_are_not_null() {
     let shop = shop(None);

@@ -151,7 +151,7 @@ impl From<SqlError> for CliError {
 
 /// Run `dpml sql`.
 pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
-    let (explain_prefix, query) = strip_explain(&a.query);
+    let explain_prefix = strip_explain(&a.query).0;
     let schema = dpml_data::Schema::from_file(&a.schema)?;
     if schema.tables.is_empty() {
         return Err(CliError::usage(format!(
@@ -175,7 +175,10 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
     };
     if a.explain || explain_prefix {
         let engine = a.engine(&schema)?;
-        out.emit(&engine.explain(query, &request)?.to_json());
+        let mut v = engine.explain(&a.query, &request)?.to_json();
+        v["memory_limit"] = json!(a.memory.memory_limit);
+        v["cluster"] = json!(a.cluster);
+        out.emit(&v);
         return Ok(());
     }
     // Open the ledger first: a bad ledger stops us before any row is read.
@@ -183,7 +186,7 @@ pub fn run(a: &SqlArgs, out: Output) -> CliResult<()> {
     let mut rng = a.seed.rng()?;
     let engine = a.engine(&schema)?;
     let result = watched(&engine, "sql", out.diagnostics, || {
-        engine.run(query, &request, &mut rng, ledger.as_ref())
+        engine.run(&a.query, &request, &mut rng, ledger.as_ref())
     })?;
     let mut v = result.to_json()?;
     v["seeded"] = json!(rng.is_seeded());

@@ -446,6 +446,12 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "LATERAL",
     ),
     (
+        "SELECT COUNT(*) FROM orders WHERE total > $1",
+        0.0,
+        "$1",
+        "nothing binds it",
+    ),
+    (
         "SELECT COUNT(*) FROM orders WHERE CASE WHEN o_cust = 7 THEN repeat('ab', 40000) ELSE \
          priority END = 'x'",
         0.0,

@@ -314,3 +314,58 @@ fn a_one_run_canary_audit_of_a_count_stays_below_epsilon() {
     // The audit sees the signal (the counts are not all noise).
     assert!(audit.epsilon > 0.0, "{audit:?}");
 }
+
+/// A release is not an explanation, and the prefix is stripped once: both refused before
+/// anything is read or charged.
+#[test]
+fn an_explain_prefix_is_refused_by_a_release_and_given_twice() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(&dir.path().join("l"), Budget::new(10.0, 0.0).unwrap()).unwrap();
+    let mut rng = DpRng::seeded(1);
+    let request = request(1.0, 0.0);
+    let err = engine
+        .run(
+            "EXPLAIN DP SELECT COUNT(*) FROM orders",
+            &request,
+            &mut rng,
+            Some(&ledger),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, SqlError::Refused { .. }) && err.to_string().contains("--explain"),
+        "{err}"
+    );
+    assert_eq!(ledger.entries().unwrap().len(), 0);
+    let err = engine
+        .explain(
+            "EXPLAIN DP EXPLAIN DP SELECT COUNT(*) FROM orders",
+            &request,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("given twice"), "{err}");
+    engine
+        .explain("EXPLAIN DP SELECT COUNT(*) FROM orders", &request)
+        .unwrap();
+}
+
+/// A check that needs a released cell (a public side computed from it) refuses after the
+/// charge: the refusal says that the spend was recorded.
+#[test]
+fn a_refusal_after_the_charge_says_it_was_charged() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(&dir.path().join("l"), Budget::new(1000.0, 0.0).unwrap()).unwrap();
+    let mut rng = DpRng::seeded(1);
+    let sql = "SELECT COUNT(*) AS m FROM items i JOIN (SELECT f.flag, repeat(f.label, \
+               CAST(c.n AS INT) * 100000) AS t FROM flags f CROSS JOIN (SELECT COUNT(*) AS n \
+               FROM orders) c) p ON i.flag = p.flag WHERE length(p.t || i.flag) > 5";
+    let err = engine
+        .run(sql, &request(100.0, 0.0), &mut rng, Some(&ledger))
+        .unwrap_err();
+    assert!(matches!(err, SqlError::Refused { .. }), "{err}");
+    assert!(err.to_string().contains("spend was recorded"), "{err}");
+    assert_eq!(ledger.entries().unwrap().len(), 1);
+}
