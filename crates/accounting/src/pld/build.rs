@@ -84,6 +84,14 @@ pub(crate) fn build(
             .iter()
             .map(|(l, _)| (l.span().1 - l.span().0) / h + 3.0)
             .fold(0.0, f64::max);
+        if !widest.is_finite() {
+            // Losses near f64::MAX: no grid spans them (an infinite interval would read ε = 0).
+            return Err(AccountingError::Unsupported(
+                "the privacy loss is too large to account for (ε beyond about 1e300, or noise \
+                 below about 1e-150 of the sensitivity): such a release has no privacy"
+                    .into(),
+            ));
+        }
         if widest > cap as f64 {
             if !auto {
                 return Err(too_many_points(widest as u64, h));

@@ -573,3 +573,37 @@ fn small_deltas_give_finite_bounds_between_the_lower_bound_and_rdp() {
         }
     }
 }
+
+/// Losses near f64::MAX fit no grid: an infinite interval read ε = 0 for a release with no
+/// noise to speak of. Refused instead, whatever the mechanism.
+#[test]
+fn a_loss_beyond_any_grid_is_refused_never_read_as_zero() {
+    let events = [
+        PrivacyEvent::EpsilonDelta {
+            epsilon: 1e304,
+            delta: 0.0,
+        },
+        PrivacyEvent::RandomizedResponse {
+            epsilon: 1.7e308,
+            categories: 2,
+        },
+        PrivacyEvent::DiscreteGaussian {
+            sigma: 1e-152,
+            sensitivity: 1,
+        },
+    ];
+    for e in events {
+        for acc in [pess(), opt()] {
+            match acc.epsilon(&e, 1e-5) {
+                Err(err) => assert!(err.to_string().contains("too large"), "{e:?}: {err}"),
+                Ok(eps) => panic!("{e:?}: ε = {eps}"),
+            }
+        }
+    }
+    // Just inside: ε is read as it is.
+    let e = PrivacyEvent::EpsilonDelta {
+        epsilon: 1e303,
+        delta: 0.0,
+    };
+    assert!(pess().epsilon(&e, 1e-5).unwrap() >= 1e303);
+}

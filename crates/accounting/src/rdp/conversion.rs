@@ -48,7 +48,7 @@ pub(crate) fn epsilon(
     let ln_delta = delta.ln();
     let mut best = (f64::INFINITY, orders[0]);
     for (&a, &r) in orders.iter().zip(rdp) {
-        let r = r.max(0.0);
+        let r = super::bound(r);
         let eps = match conversion {
             Conversion::Classic => r - ln_delta / (a - 1.0),
             Conversion::Current => {
@@ -77,7 +77,7 @@ pub(crate) fn delta(
 ) -> (f64, f64) {
     let mut best = (f64::INFINITY, orders[0]);
     for (&a, &r) in orders.iter().zip(rdp) {
-        let r = r.max(0.0);
+        let r = super::bound(r);
         let ln_delta = match conversion {
             Conversion::Classic => (a - 1.0) * (r - epsilon),
             Conversion::Current => {

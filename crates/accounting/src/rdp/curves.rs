@@ -39,7 +39,7 @@ pub(crate) fn randomized_response(epsilon: f64, categories: f64, alpha: f64) -> 
     let b = (1.0 - alpha) * epsilon;
     // a ≥ b, so factor e^a out of the log-sum-exp.
     let rest = (b - a).exp() + (categories - 2.0) * (-a).exp();
-    ((a + rest.ln_1p() - ln_norm) / (alpha - 1.0)).max(0.0)
+    super::bound((a + rest.ln_1p() - ln_norm) / (alpha - 1.0))
 }
 
 /// Any pure ε-DP mechanism: ε(α) ≤ D_α of binary randomized response with parameter ε.
@@ -69,7 +69,7 @@ pub(crate) fn discrete_laplace(scale: f64, sensitivity: f64, alpha: f64) -> f64 
     let middle = ln_r.exp() * (-((sensitivity - 1.0) * ln_r).exp_m1()) / (-ln_r.exp_m1());
     let ends = (1.0 + (ln_r * sensitivity).exp()) / (1.0 + (-lambda).exp());
     let bracket = ends + (lambda / 2.0).tanh() * middle;
-    (lambda * sensitivity + bracket.ln() / (alpha - 1.0)).max(0.0)
+    super::bound(lambda * sensitivity + bracket.ln() / (alpha - 1.0))
 }
 
 #[cfg(test)]

@@ -20,6 +20,16 @@ pub use conversion::Conversion;
 use crate::{Accountant, AccountingError, BoundKind, PrivacyEvent};
 use compose::{Cost, PureAs};
 
+/// An RDP value as a bound: rounding below 0 is 0, and NaN (sums that overflowed, as
+/// `∞ − ∞`) is +∞. Never `NaN.max(0.0)`, which is 0: no privacy loss where there is all of it.
+pub(crate) fn bound(value: f64) -> f64 {
+    if value.is_nan() {
+        f64::INFINITY
+    } else {
+        value.max(0.0)
+    }
+}
+
 /// The default RDP orders: 1.1 to 10.9 in steps of 0.1, the integers 11 to 63, then 128, 256,
 /// 512 and 1024 (156 orders).
 pub fn default_orders() -> Vec<f64> {

@@ -104,9 +104,8 @@ pub(super) fn monotone(orders: &[f64], values: &[f64]) -> Vec<f64> {
                 .iter()
                 .zip(values)
                 .filter(|&(&b, _)| b >= a)
-                .map(|(_, &v)| v)
+                .map(|(_, &v)| super::bound(v))
                 .fold(f64::INFINITY, f64::min)
-                .max(0.0)
         })
         .collect()
 }

@@ -110,7 +110,7 @@ pub(crate) fn rdp(q: f64, sigma: f64, alpha: f64) -> f64 {
             .unwrap_or_else(|| log_a_integer(q, sigma, alpha.ceil() as u64))
     };
     // A_α ≥ 1 mathematically; rounding can leave ln A a hair below 0.
-    (log_a / (alpha - 1.0)).max(0.0)
+    super::bound(log_a / (alpha - 1.0))
 }
 
 /// ln A_α for integer α ≥ 2 (finite binomial sum).

@@ -355,3 +355,20 @@ fn vanishing_noise_gives_infinite_epsilon_not_nan() {
         assert_eq!(a.delta(&event, 5.0).unwrap(), 1.0, "{event:?}");
     }
 }
+
+/// With σ near 1e-152 the moment sums overflow (∞ − ∞ = NaN at every order): ε(α) is +∞
+/// there, not the 0 that `NaN.max(0.0)` gave.
+#[test]
+fn overflowing_moments_bound_nothing_rather_than_read_zero() {
+    for sigma in [1e-152, 1e-151, 7.5e-155] {
+        let e = PrivacyEvent::Gaussian {
+            noise_multiplier: sigma,
+        }
+        .poisson_sampled(0.01)
+        .repeated(10);
+        for conversion in [Conversion::Classic, Conversion::Current] {
+            let eps = acc(conversion).epsilon(&e, 1e-5).unwrap();
+            assert!(eps > 1e300, "σ = {sigma}: ε = {eps}");
+        }
+    }
+}
