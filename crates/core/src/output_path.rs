@@ -14,6 +14,12 @@ use crate::error::{Error, Result};
 /// A usage error naming the flag and the path.
 pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
     let bad = |why: String| Err(Error::usage(format!("{flag} {}: {why}", path.display())));
+    // `new.st/` and `new.st/.` read as the folder's name once parsed (`new.st`), but the
+    // write then fails on them, after the training and its charge.
+    let text = path.as_os_str().as_encoded_bytes();
+    if text.ends_with(b"/") || text.ends_with(b"/.") || text == b"." {
+        return bad("ends as a folder does; give a file name".into());
+    }
     check_existing(flag, path)?;
     let folder = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -36,13 +42,16 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
 /// A usage error naming the flag and the path.
 pub fn check_folder(flag: &str, dir: &Path, files: &[&str]) -> Result<()> {
     let bad = |why: String| Err(Error::usage(format!("{flag} {}: {why}", dir.display())));
-    if std::fs::symlink_metadata(dir).is_ok() {
-        if !dir.is_dir() {
-            return bad("is a file, not a folder".into());
+    match std::fs::symlink_metadata(dir) {
+        Ok(_) if !dir.is_dir() => return bad("is a file, not a folder".into()),
+        Ok(_) => {
+            return files
+                .iter()
+                .try_for_each(|f| check_writable(flag, &dir.join(f)));
         }
-        return files
-            .iter()
-            .try_for_each(|f| check_writable(flag, &dir.join(f)));
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // `file.txt/` (not a folder), a loop of links, no permission: nothing can be made.
+        Err(e) => return bad(format!("cannot be used ({e})")),
     }
     // Made when the outputs are written: below the nearest folder that exists. Through `..`
     // the folder made would not be the one checked (`new/..` is its parent).
@@ -157,6 +166,8 @@ fn holds_a_ledger(path: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     #[test]
@@ -181,9 +192,21 @@ mod tests {
         // Through `..` the folder made is not the one checked.
         let err = check_folder("--out", &dir.path().join("new/.."), &["a.csv"]).unwrap_err();
         assert!(err.to_string().contains("without `..`"), "{err}");
-        // Below a file, nothing can be made.
-        let err = check_folder("--out", &ok.join("sub"), &["a.csv"]).unwrap_err();
-        assert!(err.to_string().contains("is not a folder"), "{err}");
+        // Below a file, nothing can be made, however it is spelled.
+        let slashed = PathBuf::from(format!("{}/", ok.display()));
+        for below in [ok.join("sub"), slashed] {
+            let err = check_folder("--out", &below, &["a.csv"]).unwrap_err();
+            assert!(err.to_string().contains("cannot be used"), "{err}");
+        }
+        // A file output that ends as a folder does is written nowhere.
+        for spelling in ["new.st/", "new.st/.", "."] {
+            let path = dir.path().join(spelling);
+            let err = check_writable("--save-model", &path).unwrap_err();
+            assert!(
+                err.to_string().contains("give a file name"),
+                "{spelling}: {err}"
+            );
+        }
         check_folder("--out", dir.path(), &["a.csv"]).unwrap();
         // A long name the folder takes is not refused for its probe's name.
         check_writable("--log", &dir.path().join("m".repeat(250))).unwrap();

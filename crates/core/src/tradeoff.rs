@@ -22,6 +22,8 @@ const EPS_GRID: usize = 300;
 pub struct Tradeoff {
     /// μ of the CLT's Gaussian trade-off G_μ.
     pub mu: f64,
+    /// The PLD accountant's ε at the given δ (the tight one).
+    pub epsilon_pld: f64,
     /// RDP's ε at the given δ.
     pub epsilon_rdp: f64,
     /// One row per α: α, β of GDP, of PLD, of the RDP (ε, δ(ε)) family, and of RDP's one
@@ -77,6 +79,7 @@ pub fn tradeoff(
 
     Ok(Tradeoff {
         mu,
+        epsilon_pld: pld.epsilon(&event, delta)?,
         epsilon_rdp: eps_rdp,
         rows,
     })

@@ -83,7 +83,9 @@ pub fn fetch(
         },
     })?;
     let base = base_url.unwrap_or(set.default_base_url());
-    if !(base.starts_with("http://") || base.starts_with("https://")) {
+    // Checked whole before any folder is made: `http://[::1` has the scheme but no authority.
+    let http = base.starts_with("http://") || base.starts_with("https://");
+    if !http || base.parse::<ureq::http::Uri>().is_err() {
         return Err(DataError::param(
             "base_url",
             "an http:// or https:// URL",
@@ -304,12 +306,13 @@ mod tests {
             msg.contains("\"cifar\"") && msg.contains("mnist and fashion-mnist"),
             "{msg}"
         );
-        let msg = fetch("mnist", dir.path(), Some("ftp://x/"), &mut sink)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            msg.contains("base_url") && msg.contains("ftp://x/"),
-            "{msg}"
-        );
+        for url in ["ftp://x/", "http://[::1"] {
+            let err = fetch("mnist", dir.path(), Some(url), &mut sink).unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, DataError::InvalidParameter { .. }), "{msg}");
+            assert!(msg.contains("base_url") && msg.contains(url), "{msg}");
+        }
+        // Nothing is made for a refused URL.
+        assert!(!dir.path().join("mnist").exists());
     }
 }

@@ -60,7 +60,10 @@ pub fn at_least_one(s: &str) -> Result<u64, String> {
     let v: u64 = s
         .trim()
         .parse()
-        .map_err(|_| format!("not a whole number: {s}"))?;
+        .map_err(|e: std::num::ParseIntError| match e.kind() {
+            std::num::IntErrorKind::PosOverflow => format!("must be at most {}, got {s}", u64::MAX),
+            _ => format!("not a whole number: {s}"),
+        })?;
     if v >= 1 {
         Ok(v)
     } else {
@@ -117,6 +120,10 @@ pub fn bounds(s: &str) -> Result<(f64, f64), String> {
 /// them. `metadata` only stats the path: it does not block on a FIFO.
 pub fn input_path(s: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(s);
+    if s.ends_with('/') || s.ends_with("/.") {
+        // `new/` would be made as the file `new`, its key as `new/.key`: refused by name.
+        return Err(format!("{s} ends as a folder does: name a file"));
+    }
     match std::fs::metadata(&path) {
         Ok(m) if !m.is_file() => Err(format!(
             "{s} is not a regular file (a folder, FIFO or device cannot be read as input)"
@@ -216,4 +223,28 @@ pub struct DataDir {
     /// Folder holding mnist/ and fashion-mnist/ (default: $DPML_DATA_DIR).
     #[arg(long, global = true, env = "DPML_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_beyond_u64_is_called_too_large_not_fractional() {
+        let err = at_least_one("18446744073709551616").unwrap_err();
+        assert!(
+            err.starts_with("must be at most 18446744073709551615"),
+            "{err}"
+        );
+        assert_eq!(at_least_one("2.5").unwrap_err(), "not a whole number: 2.5");
+        assert_eq!(at_least_one("0").unwrap_err(), "must be at least 1, got 0");
+    }
+
+    #[test]
+    fn an_input_file_named_as_a_folder_is_refused() {
+        for s in ["nodir/", "nodir/."] {
+            assert!(input_path(s).unwrap_err().contains("name a file"), "{s}");
+        }
+        assert!(input_path("nodir/x.db").is_ok());
+    }
 }

@@ -266,6 +266,12 @@ fn tradeoff_writes_csv_and_plots() {
     ])
     .json();
     assert!(v["mu"].as_f64().unwrap() > 0.0);
+    // The tight accountant's ε, which the headline leads with, and the looser RDP one.
+    let (pld, rdp) = (
+        v["epsilon"]["pld"].as_f64().unwrap(),
+        v["epsilon"]["rdp"].as_f64().unwrap(),
+    );
+    assert!(0.0 < pld && pld <= rdp, "{v}");
     let csv = std::fs::read_to_string(out.join("tradeoff.csv")).unwrap();
     let mut lines = csv.lines();
     assert_eq!(
@@ -290,6 +296,27 @@ fn tradeoff_writes_csv_and_plots() {
             .unwrap()
             .contains("</svg>")
     );
+}
+
+/// A ledger at one of the names `tradeoff --out` writes is refused before anything is written.
+#[test]
+fn tradeoff_never_writes_over_a_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("tradeoff.csv");
+    common::create_ledger(&ledger, "5");
+    dpml(&[
+        "tradeoff",
+        "--noise-multiplier",
+        "1",
+        "--sampling-rate",
+        "0.01",
+        "--steps",
+        "100",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ])
+    .assert_usage_error("holds a budget ledger");
+    assert_eq!(common::ledger_entries(ledger.to_str().unwrap()), 0);
 }
 
 /// Below the PLD's δ floor, `account` reports a finite PLD ε (the RDP bound) with a note, and

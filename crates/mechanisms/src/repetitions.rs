@@ -369,12 +369,15 @@ impl TrialSampler {
 /// other η they grow with each step by η's binary fraction (η = −0.5, γ = 6.6e-4: 2.6 s a
 /// draw; η = −0.9 at mean 10 needs γ = 3.5e-11, and never ends). Measured here: η = −0.1 (55
 /// bits) took 48 ms a draw at γ = 0.021, 1.2 s at γ = 0.008, and did not end at γ = 0.001; so
-/// a fraction of b bits needs γ ≥ b/3000.
+/// a fraction of b bits needs γ ≥ b/3000. Short fractions still grow: at γ = 0.001, η = 0.125
+/// took 7 s a draw and η = −0.875 8 to 27 s, since below η = 0 a draw proposes some
+/// γ^−(1−η) steps; so γ is also at least 0.005^(1/(1 − η)) for η < 0, 0.005 otherwise.
 fn min_sampled_gamma(eta: f64) -> f64 {
-    match eta.fract() == 0.0 {
-        true => 1e-4,
-        false => (fraction_bits(eta) as f64 / 3000.0).max(1e-3),
+    if eta.fract() == 0.0 {
+        return 1e-4;
     }
+    let floor = 0.005f64.powf(1.0 / (1.0 - eta.min(0.0)));
+    (fraction_bits(eta) as f64 / 3000.0).max(floor)
 }
 
 /// The bits of `x`'s binary fraction: 1 for 0.5, 55 for 0.1 (0 for an integer).

@@ -144,9 +144,11 @@ pub fn train(
     if let Some(dir) = saves_to {
         use dpml_learn::dpsgd::checkpoint::FILE;
         let files = [FILE.to_string(), format!("{FILE}.tmp")];
-        if let Some(dir) = &o.checkpoint.checkpoint {
-            crate::output_path::check_folder("--checkpoint", dir, &[&files[0], &files[1]])?;
-        }
+        let flag = match &o.checkpoint.checkpoint {
+            Some(_) => "--checkpoint",
+            None => "--resume",
+        };
+        crate::output_path::check_folder(flag, dir, &[&files[0], &files[1]])?;
         outputs.extend(files.iter().map(|f| ("--checkpoint", dir.join(f))));
     }
     let outputs: Vec<(&str, &std::path::Path)> =

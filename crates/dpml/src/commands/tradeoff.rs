@@ -36,9 +36,15 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
     let (q, steps) = a.schedule.resolve()?;
     let Tradeoff {
         mu,
+        epsilon_pld: eps_pld,
         epsilon_rdp: eps_rdp,
         rows,
     } = tradeoff::tradeoff(a.noise_multiplier, q, steps, a.delta)?;
+    dpml_core::output_path::check_folder(
+        "--out",
+        &a.out,
+        &["tradeoff.csv", "tradeoff.png", "tradeoff.svg"],
+    )?;
     std::fs::create_dir_all(&a.out)
         .map_err(|e| CliError::usage(format!("cannot create {}: {e}", a.out.display())))?;
     let csv_path = a.out.join("tradeoff.csv");
@@ -101,7 +107,7 @@ pub fn run(a: &TradeoffArgs, out: Output) -> CliResult<()> {
         "png": png,
         "svg": svg,
         "mu": mu,
-        "epsilon": {"rdp": eps_rdp},
+        "epsilon": {"pld": eps_pld, "rdp": eps_rdp},
         "delta": a.delta,
         "points": rows.len(),
         "inputs": inputs,

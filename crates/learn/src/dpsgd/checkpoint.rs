@@ -312,7 +312,18 @@ impl Checkpoint {
         let text = serde_json::to_vec(&sealed).map_err(|e| {
             DpSgdError::Runtime(format!("cannot write checkpoint {}: {e}", tmp.display()))
         })?;
-        let mut f = fs::File::create(&tmp).map_err(|e| fail(&tmp, &e))?;
+        // A new file, never through what is at its name: a stale temporary file, or a link
+        // put there, is removed rather than written through (a link to a ledger would
+        // overwrite the ledger).
+        match fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(&tmp, &e)),
+            _ => {}
+        }
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| fail(&tmp, &e))?;
         f.write_all(&text).map_err(|e| fail(&tmp, &e))?;
         f.sync_all().map_err(|e| fail(&tmp, &e))?;
         let path = dir.join(FILE);
@@ -427,6 +438,22 @@ mod tests {
             Err(DpSgdError::CheckpointMismatch(m)) => m,
             other => panic!("expected a refusal, got {other:?}"),
         }
+    }
+
+    /// What sits at the temporary file's name (a link to another file, a stale file) is
+    /// replaced, never written through.
+    #[cfg(unix)]
+    #[test]
+    fn save_never_writes_through_a_link_at_its_temporary_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let ck_dir = dir.path().join("ck");
+        let ck = saved(&ck_dir);
+        let other = dir.path().join("ledger");
+        fs::write(&other, b"precious").unwrap();
+        std::os::unix::fs::symlink(&other, ck_dir.join(format!("{FILE}.tmp"))).unwrap();
+        ck.save(&ck_dir).unwrap();
+        assert_eq!(fs::read(&other).unwrap(), b"precious");
+        assert_eq!(Checkpoint::load(&ck_dir).unwrap().step, ck.step);
     }
 
     #[test]
