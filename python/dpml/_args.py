@@ -29,6 +29,21 @@ def whole(value: Any, name: str) -> int:
     raise ValueError(f"{name} must be a whole number, got {value!r}")
 
 
+def count(value: Any, name: str) -> int:
+    """``value`` as a whole number the core's unsigned 64-bit counts can hold (past them the
+    native call fails with an unclear TypeError or OverflowError).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` for anything :func:`whole` refuses, or outside [0, 2**64).
+    """
+    n = whole(value, name)
+    if not 0 <= n < 2**64:
+        raise ValueError(f"{name} must be in [0, 2**64), got {n}")
+    return n
+
+
 def real(values: Any, name: str) -> np.ndarray:
     """``values`` as an array, refusing complex numbers (a float conversion would drop their
     imaginary parts).

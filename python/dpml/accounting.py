@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import abc
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -443,8 +444,22 @@ class _Accountant:
         state_dict : dict
             What :meth:`state_dict` returned.
         """
+        # Checked here, as a step is: a malformed history would otherwise fail later with
+        # an IndexError, or keep a stray field unnoticed.
+        if not isinstance(state_dict, abc.Mapping):
+            raise ValueError(f"state_dict must be a dict with a 'history', got {state_dict!r}")
+        if "history" not in state_dict:
+            raise ValueError(f"state_dict has no 'history', got keys {list(state_dict)}")
+        entries = state_dict["history"]
+        if isinstance(entries, (str, bytes, abc.Mapping)) or not isinstance(entries, abc.Iterable):
+            raise ValueError(f"state_dict['history'] must be a list of steps, got {entries!r}")
         history = []
-        for h in state_dict["history"]:
+        for h in entries:
+            if isinstance(h, (str, bytes)) or not isinstance(h, abc.Sequence) or len(h) != 3:
+                raise ValueError(
+                    "a history entry must be (noise_multiplier, sampling_rate, steps), "
+                    f"got {h!r}"
+                )
             noise_multiplier, sampling_rate = _checked_step(h[0], h[1])
             steps = whole(h[2], "a history entry's number of steps")
             if not 1 <= steps < 2**64:

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._args import whole
+from ._args import count
 from .accounting import _Accountant, alpha_grid, tradeoff
 from .events import DpEvent, to_event
 
@@ -327,8 +327,8 @@ def one_run(
     text = _native.one_run_audit(
         s,
         inc,
-        whole(k_plus, "k_plus"),
-        whole(k_minus, "k_minus"),
+        count(k_plus, "k_plus"),
+        count(k_minus, "k_minus"),
         float(delta),
         float(confidence),
     )
@@ -359,9 +359,9 @@ def one_run_bound(
         Epsilon lower bound.
     """
     return _native.one_run_bound(
-        whole(canaries, "canaries"),
-        whole(guesses, "guesses"),
-        whole(correct, "correct"),
+        count(canaries, "canaries"),
+        count(guesses, "guesses"),
+        count(correct, "correct"),
         float(delta),
         float(confidence),
     )

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 import numpy as np
 
 from . import _native
-from ._args import real, whole
+from ._args import count, real, whole
 from .ledger import Ledger, native, record
 
 __all__ = [
@@ -370,7 +370,7 @@ class _DPSGDClassifier(_NetworkClassifier):
             "delta": _opt(float, self.delta),
             "max_grad_norm": _opt(float, self.max_grad_norm),
             "epochs": _opt(float, self.epochs),
-            "batch_size": _opt(lambda v: whole(v, "batch_size"), self.batch_size),
+            "batch_size": _opt(lambda v: count(v, "batch_size"), self.batch_size),
             "learning_rate": _opt(float, self.learning_rate),
         }
 
@@ -730,7 +730,7 @@ class LabelDPClassifier(_NetworkClassifier):
             top_k_rule=_opt(str, self.top_k_rule),
             hidden=None if hidden is None else [whole(h, "hidden") for h in hidden],
             epochs=_opt(float, self.epochs),
-            batch_size=_opt(lambda v: whole(v, "batch_size"), self.batch_size),
+            batch_size=_opt(lambda v: count(v, "batch_size"), self.batch_size),
             learning_rate=_opt(float, self.learning_rate),
             seed=self.random_state,
             ledger=native(self.ledger),

@@ -65,6 +65,20 @@ def test_a_restored_history_is_checked_as_steps_are():
             a.load_state_dict({"history": [bad]})
     a.load_state_dict({"history": [(1.0, 0.01, 3.0)]})
     assert a.history == [(1.0, 0.01, 3)]
+    for state, message in [
+        (None, "state_dict must be a dict"),
+        ({}, "no 'history'"),
+        ({"history": "abc"}, "must be a list of steps"),
+        ({"history": 5}, "must be a list of steps"),
+        ({"history": [(1.0, 0.01, 2, 5)]}, r"\(noise_multiplier, sampling_rate, steps\), got"),
+        ({"history": [(1.0, 0.01)]}, "a history entry must be"),
+        ({"history": ["abc"]}, "a history entry must be"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            a.load_state_dict(state)
+    assert a.history == [(1.0, 0.01, 3)]  # a refused state leaves the history as it was
+    a.load_state_dict({"history": [[2.0, 0.5, 1]]})  # as JSON gives it back
+    assert a.history == [(2.0, 0.5, 1)]
 
 
 def test_optimizer_hook_steps_the_accountant():

@@ -82,6 +82,17 @@ def test_one_run_bound_grows_with_correct_guesses():
     assert r["correct"] == 40 and r["epsilon"] > 0
 
 
+
+def test_one_run_bound_huge_counts_return_or_are_refused():
+    # The p-value once summed O(m) terms some 40 times: m = 10**9 never finished.
+    assert audit.one_run_bound(10**9, 10**9, 10**9) > 1.0
+    with pytest.raises(ValueError, match="got 1000000001"):
+        audit.one_run_bound(10**9 + 1, 10, 10)
+    with pytest.raises(ValueError, match=r"canaries must be in \[0, 2\*\*64\), got 1844674"):
+        audit.one_run_bound(2**64, 10, 10)
+    with pytest.raises(ValueError, match="k_plus"):
+        audit.one_run(np.zeros(4), np.ones(4, bool), 2**64, 1)
+
 def test_bad_input_raises_value_error():
     with pytest.raises(ValueError, match="non-member scores|nonmember"):
         audit.audit_scores([1.0, 2.0], [])

@@ -183,6 +183,16 @@ def test_whole_number_parameters_are_not_truncated():
         learn.DPKMeans(n_clusters=2, bounds=(-3, 3), max_iter=3.9).fit(x)
 
 
+
+def test_a_batch_size_past_64_bits_is_named():
+    x, y = _blobs(8, n=100)
+    for est in [
+        learn.DPLogisticRegression(batch_size=2**64, bounds=(-3, 3), classes=["no", "yes"]),
+        learn.LabelDPClassifier(batch_size=-1, bounds=(-3, 3), classes=["no", "yes"]),
+    ]:
+        with pytest.raises(ValueError, match=r"batch_size must be in \[0, 2\*\*64\), got -?\d"):
+            est.fit(x, y)
+
 def _fitted_estimators():
     x, y = _blobs(11, n=300)
     common = dict(bounds=(-3, 3), classes=["no", "yes"], random_state=1)

@@ -16,14 +16,14 @@
 //!
 //! # Errors
 //! Empty or non-finite scores, inclusion bits of another length, no guesses or more guesses
-//! than canaries, `δ ∉ [0, 1)` and `confidence ∉ (0, 1)` are rejected with named values.
+//! than canaries, more than [`MAX_CANARIES`] canaries, `δ ∉ [0, 1)` and `confidence ∉ (0, 1)` are rejected with named values.
 
 mod canaries;
 pub mod gdp_profile;
 mod p_value;
 
 pub use canaries::CanaryPlan;
-pub use p_value::p_value;
+pub use p_value::{MAX_CANARIES, p_value};
 
 use crate::error::{AuditError, Result};
 use crate::validate;
@@ -301,6 +301,23 @@ mod tests {
         .unwrap();
         assert_eq!((sweep.k_plus, sweep.correct), (30, 60));
         assert!(sweep.epsilon < one.epsilon);
+    }
+
+    #[test]
+    fn huge_counts_return_or_are_refused() {
+        // Each p-value walks O(√m) terms: m = 10⁹ (the most accepted) takes tens of ms, and
+        // the old O(m) sums ran for minutes. δ = 0, v = r: q^r = 0.05 as above.
+        let n = MAX_CANARIES;
+        let eps = epsilon_lower_bound(n, n, n, 0.0, 0.95).unwrap();
+        let q = 0.05f64.powf(1.0 / n as f64);
+        assert!((eps - (q / (1.0 - q)).ln()).abs() < 1e-4, "{eps}");
+        let with_delta = epsilon_lower_bound(n, n, n, 1e-5, 0.95).unwrap();
+        assert!(with_delta > 0.0 && with_delta <= eps, "{with_delta} {eps}");
+        // Near the median, where the sums are longest.
+        let near = epsilon_lower_bound(n, n, n / 2 + 100_000, 0.0, 0.95).unwrap();
+        assert!(near > 0.0 && near < 0.01, "{near}");
+        let e = epsilon_lower_bound(1 << 63, 1 << 63, 1 << 63, 1e-5, 0.95).unwrap_err();
+        assert!(e.to_string().contains("got 9223372036854775808"), "{e}");
     }
 
     #[test]
