@@ -243,7 +243,8 @@ fn columns(source: &Source, schema: &Schema) -> Result<(Columns, PathBuf, Vec<us
 /// # Errors
 /// [`DataError::Schema`] when the shape does not hold exactly the records' features.
 fn reshape(data: &mut Dataset, shape: &[usize]) -> Result<(), DataError> {
-    let size: usize = shape.iter().product();
+    // Checked: a wrapped product could equal the feature count by accident.
+    let size = crate::schema::shape_size(shape)?;
     if shape.is_empty() || size != data.n_features() {
         return Err(DataError::Schema(format!(
             "shape {shape:?} holds {size} values, but the records of {} have {} features",

@@ -47,7 +47,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::table_decl::{TableDecl, check_tables};
+use crate::table_decl::{TableDecl, check_tables, distinct_tables};
 use crate::{DataError, Dataset, Source};
 
 /// Where a declared range or class list comes from.
@@ -207,8 +207,9 @@ impl Schema {
     ///
     /// # Errors
     /// [`DataError::Io`] when it cannot be read; [`DataError::Schema`] naming the file and what
-    /// is wrong (syntax, an unknown key, a range with lo ≥ hi or a non-finite end, classes
-    /// named twice, both classes and label_range).
+    /// is wrong (syntax, an unknown key, a range that is not two numbers, has lo ≥ hi or a
+    /// non-finite end, or feature bounds f32 features cannot hold, a class, feature or table
+    /// named twice, a shape whose product overflows, both classes and label_range).
     pub fn from_file(path: &Path) -> Result<Schema, DataError> {
         DataError::unless_regular(path, "a schema")?;
         let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
@@ -269,13 +270,17 @@ impl Schema {
     /// A declared record shape (the user's `--shape`).
     ///
     /// # Errors
-    /// [`DataError::Schema`] for an empty shape or one with a zero extent.
+    /// [`DataError::Schema`] for an empty shape, one with a zero extent or one whose product
+    /// overflows.
     pub fn with_shape(mut self, shape: Vec<usize>) -> Result<Schema, DataError> {
         if shape.is_empty() || shape.contains(&0) {
             return Err(DataError::Schema(format!(
                 "shape {shape:?} must list one or more extents, none of them 0"
             )));
         }
+        // A wrapped product would pass the later "holds d values" check by accident
+        // ([2^62 + 1, 4, 1] wraps to 4).
+        shape_size(&shape)?;
         self.shape = Some(shape);
         self.shape_provenance = Some(Provenance::Declared);
         Ok(self)
@@ -284,13 +289,17 @@ impl Schema {
     /// Declared bounds (the user's), one range for every feature or one per feature.
     ///
     /// # Errors
-    /// [`DataError::Schema`] for a range with lo ≥ hi or a non-finite end.
+    /// [`DataError::Schema`] for a range with lo ≥ hi, a non-finite end, a width hi − lo that
+    /// overflows, or an end beyond the f32 range features are held in.
     pub fn with_bounds(mut self, bounds: FeatureBounds) -> Result<Schema, DataError> {
-        let ranges = match &bounds {
-            FeatureBounds::Uniform(r) => std::slice::from_ref(r),
-            FeatureBounds::PerFeature(v) => v.as_slice(),
-        };
-        ranges.iter().try_for_each(|&r| check_range("bounds", r))?;
+        match &bounds {
+            FeatureBounds::Uniform(r) => check_bounds("bounds", *r)?,
+            FeatureBounds::PerFeature(v) => {
+                for (j, &r) in v.iter().enumerate() {
+                    check_bounds(&format!("bounds of feature {}", j + 1), r)?;
+                }
+            }
+        }
         self.bounds = Some(bounds);
         self.bounds_provenance = Some(Provenance::Declared);
         Ok(self)
@@ -326,14 +335,7 @@ impl Schema {
                 "classes must name at least one class".into(),
             ));
         }
-        let mut sorted: Vec<&String> = classes.iter().collect();
-        sorted.sort();
-        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-            return Err(DataError::Schema(format!(
-                "class {:?} is declared twice",
-                w[0]
-            )));
-        }
+        check_distinct("class", &classes)?;
         self.classes = Some(classes);
         self.classes_provenance = Some(Provenance::Declared);
         self.label_range = None;
@@ -536,6 +538,19 @@ fn finite(what: &str, v: f64) -> Result<f64, DataError> {
     }
 }
 
+/// Refuses a name listed twice in `names` (classes, features), naming it.
+fn check_distinct(what: &str, names: &[String]) -> Result<(), DataError> {
+    let mut sorted: Vec<&String> = names.iter().collect();
+    sorted.sort();
+    match sorted.windows(2).find(|w| w[0] == w[1]) {
+        Some(w) => Err(DataError::Schema(format!(
+            "{what} {:?} is declared twice",
+            w[0]
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A categorical feature's categories: at least one, none twice.
 fn check_categories(name: &str, c: &[String]) -> Result<Vec<String>, DataError> {
     let mut sorted: Vec<&String> = c.iter().collect();
@@ -553,8 +568,74 @@ fn check_range(what: &str, (lo, hi): (f64, f64)) -> Result<(), DataError> {
         Ok(())
     } else {
         Err(DataError::Schema(format!(
-            "{what} must be finite with lo < hi, got [{lo}, {hi}]"
+            "{what} must be finite with lo < hi, got [{}, {}]",
+            shown(lo),
+            shown(hi)
         )))
+    }
+}
+
+/// A number as a file would write it: `18`, `0.5`, but `1e300` and `5e-324` rather than
+/// hundreds of digits.
+fn shown(v: f64) -> String {
+    let a = v.abs();
+    if a.is_finite() && a != 0.0 && !(1e-5..1e16).contains(&a) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// A feature's bounds: [`check_range`], and usable where features live. The learners work
+/// in f32 (a cell beyond ±3.4e38 is refused when parsed) and scale by hi − lo, so an end
+/// beyond the f32 range would become an infinity, ends that round to one f32 an empty
+/// range, and an overflowing width an infinite scale: each is refused here, where the
+/// message can still name the feature and show the bounds as given.
+fn check_bounds(what: &str, (lo, hi): (f64, f64)) -> Result<(), DataError> {
+    check_range(what, (lo, hi))?;
+    let problem = if !(hi - lo).is_finite() {
+        "the width hi − lo overflows"
+    } else if lo < -f64::from(f32::MAX) || hi > f64::from(f32::MAX) {
+        "they must lie within ±3.4e38 (features are f32)"
+    } else if !(hi as f32 - lo as f32).is_finite() {
+        "the width hi − lo overflows f32 (features are f32)"
+    } else if lo as f32 >= hi as f32 {
+        "lo and hi are the same number in f32 (features are f32)"
+    } else {
+        return Ok(());
+    };
+    Err(DataError::Schema(format!(
+        "{what}: {problem}, got [{}, {}]",
+        shown(lo),
+        shown(hi)
+    )))
+}
+
+/// The number of values a record of `shape` holds.
+///
+/// # Errors
+/// [`DataError::Schema`] naming the shape when the product overflows.
+pub(crate) fn shape_size(shape: &[usize]) -> Result<usize, DataError> {
+    shape
+        .iter()
+        .try_fold(1usize, |p, &s| p.checked_mul(s))
+        .ok_or_else(|| {
+            DataError::Schema(format!(
+                "shape {shape:?} is too large: the product of its extents overflows"
+            ))
+        })
+}
+
+/// `[lo, hi]` as read from a file: exactly two numbers. A tuple would take the first two of
+/// a longer list and drop the rest unseen (`[18, 50, 90]` would clamp to [18, 50]).
+fn pair(what: &str, v: Vec<f64>) -> Result<(f64, f64), DataError> {
+    match v[..] {
+        [lo, hi] => Ok((lo, hi)),
+        _ => Err(DataError::Schema(format!(
+            "{what} must be [lo, hi], got {} number{}",
+            v.len(),
+            if v.len() == 1 { "" } else { "s" }
+        ))),
     }
 }
 
@@ -582,7 +663,7 @@ enum LabelName {
 #[serde(deny_unknown_fields)]
 struct FeatureEntry {
     name: String,
-    bounds: Option<(f64, f64)>,
+    bounds: Option<Vec<f64>>,
     categories: Option<Vec<String>>,
     fill: Option<f64>,
 }
@@ -591,16 +672,17 @@ struct FeatureEntry {
 #[serde(deny_unknown_fields)]
 struct SchemaFile {
     label_column: Option<String>,
-    bounds: Option<(f64, f64)>,
+    // Pairs are read as lists and checked by `pair`, so a third number is refused.
+    bounds: Option<Vec<f64>>,
     features: Option<Vec<FeatureEntry>>,
     classes: Option<Vec<LabelName>>,
-    label_range: Option<(f64, f64)>,
+    label_range: Option<Vec<f64>>,
     shape: Option<Vec<usize>>,
     #[serde(default)]
     resize: bool,
     delimiter: Option<String>,
     fill: Option<f64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "distinct_tables")]
     tables: BTreeMap<String, TableDecl>,
 }
 
@@ -608,20 +690,41 @@ impl SchemaFile {
     fn into_schema(self) -> Result<Schema, DataError> {
         let mut s = Schema {
             label_column: self.label_column,
-            shape_provenance: self.shape.as_ref().map(|_| Provenance::Declared),
-            shape: self.shape,
             resize: self.resize,
             tables: self.tables,
             ..Schema::default()
         };
+        if let Some(shape) = self.shape {
+            // The same checks as --shape (no zero extent, no overflowing product).
+            s = s.with_shape(shape)?;
+        }
         if let Some(d) = &self.delimiter {
             s = s.with_delimiter(d)?;
         }
         s.fill = self.fill.map(|v| finite("fill", v)).transpose()?;
+        let common = self.bounds.map(|v| pair("bounds", v)).transpose()?;
+        if let Some(c) = common {
+            check_bounds("bounds", c)?;
+        }
         if let Some(features) = &self.features {
-            s.features = Some(features.iter().map(|e| e.name.clone()).collect());
-            for e in features {
-                match (&e.categories, e.fill, e.bounds) {
+            let names: Vec<String> = features.iter().map(|e| e.name.clone()).collect();
+            // A feature declared twice would select its column twice (the second take finds
+            // it emptied) and keep one declaration's bounds unseen: refuse it, as for classes.
+            check_distinct("feature", &names)?;
+            s.features = Some(names);
+            // Each feature's own bounds, checked here so that the message names the feature.
+            let own = features
+                .iter()
+                .map(|e| {
+                    let what = format!("bounds of feature {:?}", e.name);
+                    e.bounds
+                        .clone()
+                        .map(|v| pair(&what, v).and_then(|r| check_bounds(&what, r).map(|()| r)))
+                        .transpose()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            for (e, &own) in features.iter().zip(&own) {
+                match (&e.categories, e.fill, own) {
                     (Some(c), None, None) => s
                         .categories
                         .push((e.name.clone(), check_categories(&e.name, c)?)),
@@ -637,13 +740,14 @@ impl SchemaFile {
                 }
             }
             // Per-feature bounds win over the common one; every feature needs one or the other.
-            if features.iter().any(|e| e.bounds.is_some()) {
+            if own.iter().any(Option::is_some) {
                 let ranges = features
                     .iter()
-                    .map(|e| {
+                    .zip(&own)
+                    .map(|(e, own)| {
                         // A categorical feature's one-hot columns lie in [0, 1].
-                        let own = e.bounds.or(e.categories.as_ref().map(|_| (0.0, 1.0)));
-                        own.or(self.bounds).ok_or_else(|| {
+                        let own = own.or(e.categories.as_ref().map(|_| (0.0, 1.0)));
+                        own.or(common).ok_or_else(|| {
                             DataError::Schema(format!(
                                 "feature {:?} has no bounds (and no common bounds are declared)",
                                 e.name
@@ -654,7 +758,7 @@ impl SchemaFile {
                 s = s.with_bounds(FeatureBounds::PerFeature(ranges))?;
             }
         }
-        if let (None, Some(common)) = (&s.bounds, self.bounds) {
+        if let (None, Some(common)) = (&s.bounds, common) {
             s = s.with_bounds(FeatureBounds::Uniform(common))?;
         }
         match (self.classes, self.label_range) {
@@ -673,7 +777,7 @@ impl SchemaFile {
                     .collect();
                 s = s.with_classes(names)?;
             }
-            (None, Some(range)) => s = s.with_label_range(range)?,
+            (None, Some(range)) => s = s.with_label_range(pair("label_range", range)?)?,
             (None, None) => {}
         }
         Ok(s)
@@ -742,6 +846,129 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let msg = Schema::from_file(dir.path()).unwrap_err().to_string();
         assert!(msg.contains("not a regular file"), "{msg}");
+    }
+
+    fn refusal(name: &str, text: &str) -> String {
+        let (_d, p) = write(name, text);
+        Schema::from_file(&p).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_feature_declared_twice_is_refused() {
+        let twice = "[[features]]\nname = \"age\"\nbounds = [18, 90]\n\
+                     [[features]]\nname = \"bmi\"\nbounds = [15, 50]\n\
+                     [[features]]\nname = \"age\"\nbounds = [0, 1]\n";
+        let msg = refusal("s.toml", twice);
+        assert!(msg.contains("feature \"age\" is declared twice"), "{msg}");
+        let msg = refusal(
+            "s.json",
+            r#"{"bounds": [0, 1], "features": [{"name": "a"}, {"name": "a"}]}"#,
+        );
+        assert!(msg.contains("feature \"a\" is declared twice"), "{msg}");
+    }
+
+    #[test]
+    fn a_pair_of_more_or_fewer_than_two_numbers_is_refused() {
+        let cases = [
+            (
+                "s.toml",
+                "[[features]]\nname = \"age\"\nbounds = [18, 50, 90]\n",
+                "bounds of feature \"age\" must be [lo, hi], got 3 numbers",
+            ),
+            (
+                "s.json",
+                r#"{"features": [{"name": "age", "bounds": [18]}]}"#,
+                "bounds of feature \"age\" must be [lo, hi], got 1 number",
+            ),
+            (
+                "s.toml",
+                "bounds = [0, 1, 2]\n",
+                "bounds must be [lo, hi], got 3 numbers",
+            ),
+            (
+                "s.toml",
+                "label_range = [0, 9, 10]\n",
+                "label_range must be [lo, hi], got 3 numbers",
+            ),
+        ];
+        for (name, text, want) in cases {
+            let msg = refusal(name, text);
+            assert!(msg.contains(want), "{text}: {msg}");
+        }
+    }
+
+    #[test]
+    fn an_overflowing_shape_is_refused() {
+        for shape in ["[4611686018427387905, 4, 1]", "[4294967296, 4294967296, 1]"] {
+            let msg = refusal("s.toml", &format!("shape = {shape}\n"));
+            assert!(
+                msg.contains(&format!("shape {shape}")) && msg.contains("overflows"),
+                "{msg}"
+            );
+        }
+        let msg = Schema::default()
+            .with_shape(vec![usize::MAX, 2])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("overflows"), "{msg}");
+        // A zero extent in a file is refused as on the command line.
+        assert!(refusal("s.toml", "shape = [0, 4]\n").contains("none of them 0"));
+    }
+
+    #[test]
+    fn bounds_that_features_cannot_hold_are_refused_as_given() {
+        let feature = |b: &str| {
+            refusal(
+                "s.toml",
+                &format!("[[features]]\nname = \"age\"\nbounds = {b}\n"),
+            )
+        };
+        let cases = [
+            ("[-1e300, 1e300]", "within ±3.4e38", "[-1e300, 1e300]"),
+            (
+                "[-1e308, 1e308]",
+                "the width hi − lo overflows",
+                "[-1e308, 1e308]",
+            ),
+            ("[-3e38, 3e38]", "overflows f32", "[-3e38, 3e38]"),
+            ("[0, 5e-324]", "same number in f32", "[0, 5e-324]"),
+            ("[90, 18]", "lo < hi", "[90, 18]"),
+        ];
+        for (bounds, want, shown) in cases {
+            let msg = feature(bounds);
+            assert!(
+                msg.contains("bounds of feature \"age\"")
+                    && msg.contains(want)
+                    && msg.contains(&format!("got {shown}")),
+                "{bounds}: {msg}"
+            );
+        }
+        let msg = refusal("s.toml", "bounds = [-1e300, 1e300]\n");
+        assert!(msg.contains("bounds: they must lie within"), "{msg}");
+        // The same checks hold for bounds given in code or on the command line.
+        let msg = Schema::default()
+            .with_bounds(FeatureBounds::PerFeature(vec![(0.0, 1.0), (0.0, 5e-324)]))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("bounds of feature 2"), "{msg}");
+        // The widest range f32 features can use is still accepted.
+        let m = f64::from(f32::MAX);
+        assert!(
+            Schema::default()
+                .with_bounds(FeatureBounds::Uniform((0.0, m)))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_table_declared_twice_is_refused() {
+        // JSON allows a key twice (TOML does not); the second declaration must not replace
+        // the first unseen.
+        let msg = refusal(
+            "s.json",
+            r#"{"tables": {"t": {"public": true}, "t": {"privacy_unit": "u"}}}"#,
+        );
+        assert!(msg.contains("table \"t\" is declared twice"), "{msg}");
     }
 
     #[test]

@@ -81,6 +81,39 @@ fn two_numbers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<(f64, f6
     }
 }
 
+/// The `tables` of a schema file by name, a name declared twice refused: JSON allows a key
+/// twice, and a map would keep the last declaration unseen (TOML refuses it itself).
+pub(crate) fn distinct_tables<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, TableDecl>, D::Error> {
+    struct Tables;
+    impl<'de> serde::de::Visitor<'de> for Tables {
+        type Value = BTreeMap<String, TableDecl>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("tables by name")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            use serde::de::Error;
+            let mut tables = BTreeMap::new();
+            while let Some((name, decl)) = map.next_entry::<String, TableDecl>()? {
+                if tables.contains_key(&name) {
+                    return Err(A::Error::custom(format!(
+                        "table {name:?} is declared twice"
+                    )));
+                }
+                tables.insert(name, decl);
+            }
+            Ok(tables)
+        }
+    }
+    d.deserialize_map(Tables)
+}
+
 /// What is declared about one column.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -66,9 +66,22 @@ impl Columns {
     ///
     /// # Errors
     /// [`DataError::Schema`] for a declared feature the table lacks, a column the schema does
-    /// not declare (nothing is dropped silently), or the label declared as a feature.
+    /// not declare (nothing is dropped silently), the label declared as a feature, or a
+    /// feature declared twice.
     pub fn select_features(mut self, features: &[String]) -> Result<Columns, DataError> {
         let label_name = self.names[self.label].clone();
+        // A feature listed twice would take its column twice, the second time finding it
+        // emptied (`Schema::from_file` refuses it already; a `Schema` built in code may not).
+        if let Some(f) = features
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| features[..i].contains(f).then_some(f))
+        {
+            return Err(DataError::Schema(format!(
+                "{}: feature {f:?} is declared twice",
+                self.name
+            )));
+        }
         if let Some(extra) = self
             .names
             .iter()

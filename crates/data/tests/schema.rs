@@ -136,3 +136,41 @@ fn built_in_sets_carry_their_schema_with_provenance() {
     .to_string();
     assert!(msg.contains("csv: tables only"), "{msg}");
 }
+
+#[test]
+fn a_schema_built_in_code_with_a_feature_twice_is_refused_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "d.csv", "age,bmi,y\n30,20,0\n40,25,1\n");
+    // `Schema::from_file` refuses this; a schema built field by field reaches the loader.
+    let schema = Schema {
+        features: Some(vec!["age".into(), "bmi".into(), "age".into()]),
+        ..Schema::default()
+    };
+    for result in [
+        load(&Source::Csv(p.clone()), &opts(schema.clone())).map(|_| ()),
+        load_table(&Source::Csv(p), &opts(schema)).map(|_| ()),
+    ] {
+        let msg = result.unwrap_err().to_string();
+        assert!(msg.contains("feature \"age\" is declared twice"), "{msg}");
+    }
+}
+
+#[test]
+fn a_shape_whose_product_wraps_to_the_feature_count_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "d.csv", "a,b,c,d,y\n1,2,3,4,0\n");
+    // 2^62 + 1 times 4 wraps to 4 in a usize: the four features would pass unchecked.
+    let shape = vec![(1usize << 62) + 1, 4, 1];
+    let schema = Schema {
+        shape: Some(shape.clone()),
+        shape_provenance: Some(Provenance::Declared),
+        ..Schema::default()
+    };
+    let msg = load(&Source::Csv(p), &opts(schema))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains(&format!("shape {shape:?}")) && msg.contains("overflows"),
+        "{msg}"
+    );
+}
