@@ -538,14 +538,18 @@ fn finite(what: &str, v: f64) -> Result<f64, DataError> {
     }
 }
 
-/// Refuses a name listed twice in `names` (classes, features), naming it.
-fn check_distinct(what: &str, names: &[String]) -> Result<(), DataError> {
+/// A name listed more than once in `names`, if any.
+fn repeated(names: &[String]) -> Option<&String> {
     let mut sorted: Vec<&String> = names.iter().collect();
     sorted.sort();
-    match sorted.windows(2).find(|w| w[0] == w[1]) {
-        Some(w) => Err(DataError::Schema(format!(
-            "{what} {:?} is declared twice",
-            w[0]
+    sorted.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
+}
+
+/// Refuses a name listed twice in `names` (classes, features), naming it.
+fn check_distinct(what: &str, names: &[String]) -> Result<(), DataError> {
+    match repeated(names) {
+        Some(name) => Err(DataError::Schema(format!(
+            "{what} {name:?} is declared twice"
         ))),
         None => Ok(()),
     }
@@ -553,9 +557,7 @@ fn check_distinct(what: &str, names: &[String]) -> Result<(), DataError> {
 
 /// A categorical feature's categories: at least one, none twice.
 fn check_categories(name: &str, c: &[String]) -> Result<Vec<String>, DataError> {
-    let mut sorted: Vec<&String> = c.iter().collect();
-    sorted.sort();
-    if c.is_empty() || sorted.windows(2).any(|w| w[0] == w[1]) {
+    if c.is_empty() || repeated(c).is_some() {
         return Err(DataError::Schema(format!(
             "feature {name:?}: categories must be distinct and at least one"
         )));
