@@ -16,8 +16,7 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
     let bad = |why: String| Err(Error::usage(format!("{flag} {}: {why}", path.display())));
     // `new.st/` and `new.st/.` read as the folder's name once parsed (`new.st`), but the
     // write then fails on them, after the training and its charge.
-    let text = path.as_os_str().as_encoded_bytes();
-    if text.ends_with(b"/") || text.ends_with(b"/.") || text == b"." {
+    if names_a_folder(path) {
         return bad("ends as a folder does; give a file name".into());
     }
     check_existing(flag, path)?;
@@ -32,6 +31,13 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
         return bad("names no file".into());
     }
     takes_new_files(folder).or_else(|e| bad(format!("cannot be written ({e})")))
+}
+
+/// Whether `path` is written as a folder is (`x/`, `x/.`, `.`): parsed, `x/` reads as the
+/// file `x`, but nothing can be written or read at it as a file.
+pub fn names_a_folder(path: &Path) -> bool {
+    let text = path.as_os_str().as_encoded_bytes();
+    text.ends_with(b"/") || text.ends_with(b"/.") || text == b"."
 }
 
 /// Checks that the folder `dir` (given by `flag`) can hold the output files `files`: a

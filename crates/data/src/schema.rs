@@ -539,7 +539,7 @@ fn finite(what: &str, v: f64) -> Result<f64, DataError> {
 }
 
 /// A name listed more than once in `names`, if any.
-fn repeated(names: &[String]) -> Option<&String> {
+pub(crate) fn repeated(names: &[String]) -> Option<&String> {
     let mut sorted: Vec<&String> = names.iter().collect();
     sorted.sort();
     sorted.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])

@@ -72,11 +72,7 @@ impl Columns {
         let label_name = self.names[self.label].clone();
         // A feature listed twice would take its column twice, the second time finding it
         // emptied (`Schema::from_file` refuses it already; a `Schema` built in code may not).
-        if let Some(f) = features
-            .iter()
-            .enumerate()
-            .find_map(|(i, f)| features[..i].contains(f).then_some(f))
-        {
+        if let Some(f) = crate::schema::repeated(features) {
             return Err(DataError::Schema(format!(
                 "{}: feature {f:?} is declared twice",
                 self.name

@@ -120,7 +120,7 @@ pub fn bounds(s: &str) -> Result<(f64, f64), String> {
 /// them. `metadata` only stats the path: it does not block on a FIFO.
 pub fn input_path(s: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(s);
-    if s.ends_with('/') || s.ends_with("/.") {
+    if dpml_core::output_path::names_a_folder(&path) {
         // `new/` would be made as the file `new`, its key as `new/.key`: refused by name.
         return Err(format!("{s} ends as a folder does: name a file"));
     }
