@@ -160,7 +160,9 @@ class Ledger:
         event : DpEvent
             Its privacy event.
         epsilon : float
-            Its epsilon by itself.
+            Its epsilon by itself, at ``delta``. Basic composition adds it up, so an epsilon
+            below what ``event`` provably costs at ``delta`` (a lower bound from the
+            optimistic PLD accountant) raises ValueError.
         delta : float, default 0
             Its delta by itself.
 

@@ -184,3 +184,15 @@ def test_a_mechanism_is_charged_and_refused_over_budget(tmp_path, command, relea
     with pytest.raises(ValueError, match="over budget"):
         release(ledger)
     assert ledger.balance()["entries"] == 1
+
+
+def test_a_stated_epsilon_below_the_events_own_raises_and_records_nothing(tmp_path):
+    # Basic composition adds the stated epsilon: a Laplace release of epsilon 1000 stated as
+    # costing 0 would be charged nothing.
+    ledger = dpml.Ledger(tmp_path / "stated.db", budget=2000.0)
+    event = dpml.events.LaplaceDpEvent(noise_multiplier=0.001)
+    with pytest.raises(ValueError, match="below what its event costs"):
+        ledger.spend("understated", event, epsilon=0.0)
+    assert ledger.entries() == []
+    ledger.spend("honest", event, epsilon=1000.0)
+    assert len(ledger.entries()) == 1

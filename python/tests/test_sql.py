@@ -110,6 +110,9 @@ def test_a_memory_limit_gives_the_same_seeded_table_and_bad_limits_raise():
     assert as_bytes.to_pylist() == free.to_pylist()
     explained = dpml.sql_explain(QUERY, TABLES, SCHEMA, epsilon=1.0, memory_limit="1G")
     assert explained["explain"] is True
+    # As `dpml sql --explain --json`: the setup the query would run under.
+    assert explained["memory_limit"] == 1 << 30
+    assert explained["cluster"] is None
     for bad in ["4X", "0", "-1G", "1000"]:
         with pytest.raises(ValueError, match="memory limit"):
             dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, memory_limit=bad)

@@ -35,10 +35,14 @@ pub const ALPHA_GRID_MIN: f64 = 1e-6;
 /// Computed as Φ(−Φ⁻¹(α) − μ) so that α down to 1e-300 keeps its digits.
 ///
 /// # Errors
-/// μ must be finite and ≥ 0; α in [0, 1].
+/// μ must be ≥ 0 (+∞: β = 0, no privacy); α in [0, 1].
 pub fn gaussian_tradeoff(mu: f64, alpha: f64) -> Result<f64, AccountingError> {
-    let mu = check::non_negative("mu", mu)?;
+    let mu = check::non_negative_or_infinite("mu", mu)?;
     let alpha = check::probability("alpha", alpha)?;
+    if mu == f64::INFINITY {
+        // No privacy (e^{1/σ²} beyond f64): a test tells the two apart with no error.
+        return Ok(0.0);
+    }
     Ok(normal_cdf(-normal_quantile(alpha) - mu))
 }
 
@@ -183,6 +187,11 @@ mod tests {
         }
         assert_eq!(gaussian_tradeoff(1.0, 0.0).unwrap(), 1.0);
         assert_eq!(gaussian_tradeoff(1.0, 1.0).unwrap(), 0.0);
+        // μ = ∞ (e^{1/σ²} overflowed): no privacy, β = 0 everywhere.
+        for a in [0.0, 0.3, 1.0] {
+            assert_eq!(gaussian_tradeoff(f64::INFINITY, a).unwrap(), 0.0);
+        }
+        assert!(gaussian_tradeoff(f64::NAN, 0.3).is_err());
     }
 
     #[test]
@@ -285,7 +294,7 @@ mod tests {
             Err(AccountingError::InvalidParameter(m)) => m,
             other => panic!("{other:?}"),
         };
-        assert!(msg(gaussian_tradeoff(-1.0, 0.1)).contains("mu must be finite and >= 0, got -1"));
+        assert!(msg(gaussian_tradeoff(-1.0, 0.1)).contains("mu must be >= 0, got -1"));
         assert!(msg(gaussian_tradeoff(1.0, 1.5)).contains("alpha must be in [0, 1], got 1.5"));
         assert!(msg(eps_delta_tradeoff(f64::NAN, 0.0, 0.1)).contains("NaN"));
         assert!(msg(eps_delta_tradeoff(1.0, 2.0, 0.1)).contains("delta"));

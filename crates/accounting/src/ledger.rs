@@ -550,8 +550,7 @@ impl Ledger {
     /// # Errors
     /// As [`Ledger::spend_receipt`] ([`LedgerError::OverBudget`] if it would not fit).
     pub fn check(&self, spend: &Spend) -> Result<Balance, LedgerError> {
-        check_spend(spend)?;
-        self.refuse_delta_on_pure(spend)?;
+        self.admit(spend)?;
         let conn = self.lock();
         let (entries, _) = store::read_entries(&conn, &self.path, &self.sealing)?;
         self.fit(&entries, spend)
@@ -577,8 +576,7 @@ impl Ledger {
     /// - [`LedgerError::Corrupt`], [`LedgerError::Tampered`], [`LedgerError::Sqlite`] if the
     ///   file cannot be used.
     pub fn spend_receipt(&self, spend: &Spend) -> Result<Receipt, LedgerError> {
-        let event_json = check_spend(spend)?;
-        self.refuse_delta_on_pure(spend)?;
+        let event_json = self.admit(spend)?;
         let mut conn = self.lock();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -629,8 +627,7 @@ impl Ledger {
                     run: Some(segment.run.clone()),
                     ..spend.clone()
                 };
-                let event_json = check_spend(&spend)?;
-                self.refuse_delta_on_pure(&spend)?;
+                let event_json = self.admit(&spend)?;
                 let balance = self.fit(&entries, &spend)?;
                 let entry = self.append(&tx, &entries, &head, &spend, &event_json)?;
                 (Some(entry), balance)
@@ -712,6 +709,16 @@ impl Ledger {
                 })
             })
             .collect()
+    }
+
+    /// The checks a spend passes before it meets the budget: its fields and event (returning
+    /// the event's stored JSON), no δ on a pure-ε ledger, and a stated ε no smaller than its
+    /// event's own.
+    fn admit(&self, spend: &Spend) -> Result<String, LedgerError> {
+        let event_json = check_spend(spend)?;
+        self.refuse_delta_on_pure(spend)?;
+        check_stated_epsilon(spend)?;
+        Ok(event_json)
     }
 
     /// A spend with δ > 0 can never fit a pure-ε ledger: refused by name.
@@ -855,6 +862,31 @@ fn check_spend(spend: &Spend) -> Result<String, LedgerError> {
             json.chars().take(QUOTED_EVENT_CHARS).collect::<String>()
         ))),
     }
+}
+
+/// Refuses a spend whose stated ε is below what its event provably costs at its δ.
+///
+/// # Privacy
+/// Basic composition adds the stated ε of each entry (a caller, such as Python's
+/// `Ledger.spend`, states it next to the event), so a stated ε below the event's own would
+/// undercharge. The optimistic PLD's ε is a lower bound on the event's true ε at δ (taken at
+/// the PLD's floor [`crate::pld::MIN_DELTA`] when δ is smaller: a larger δ never has a larger
+/// ε), so an honest ε is never refused. An event the PLD cannot handle is taken at its word.
+fn check_stated_epsilon(spend: &Spend) -> Result<(), LedgerError> {
+    /// Room for the caller's own rounding (ε = 1 / noise multiplier, say).
+    const RELATIVE_ROUNDING: f64 = 1e-9;
+    let delta = spend.delta.max(crate::pld::MIN_DELTA);
+    let Ok(lower) = crate::PldAccountant::optimistic().epsilon(&spend.event, delta) else {
+        return Ok(());
+    };
+    if spend.epsilon >= lower * (1.0 - RELATIVE_ROUNDING) {
+        return Ok(());
+    }
+    Err(LedgerError::InvalidParameter(format!(
+        "spend epsilon {} is below what its event costs: at least {lower} at delta {} (by the \
+         optimistic PLD, a lower bound); state the event's own epsilon",
+        spend.epsilon, spend.delta
+    )))
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it).

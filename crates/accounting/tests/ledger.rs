@@ -1016,3 +1016,91 @@ fn a_delta_budget_no_spend_could_be_composed_under_is_refused() {
     assert!(Budget::new(1.0, 0.0).is_ok());
     assert!(Budget::new(1.0, 1e-12).is_ok());
 }
+
+#[test]
+fn a_spend_of_the_whole_delta_budget_leaves_basic_composition_for_the_rest() {
+    // An (ε, δ) event with δ = the budget's δ leaves no accountant a finite ε at that δ; the
+    // ledger must fall back to basic composition, which still fits, not refuse every later spend.
+    let dir = tempfile::tempdir().unwrap();
+    let budget = Budget::new(10.0, 1e-5).unwrap();
+    let ledger = Ledger::open(&dir.path().join("d.db"), budget)
+        .unwrap()
+        .with_tightest();
+    let whole_delta = PrivacyEvent::EpsilonDelta {
+        epsilon: 1.0,
+        delta: 1e-5,
+    };
+    ledger
+        .spend(&Spend::new("sweep", whole_delta, 1.0, 1e-5))
+        .unwrap();
+    let balance = ledger.spend(&laplace("survey", 0.5)).unwrap();
+    assert_eq!(balance.spent_epsilon, 1.5);
+    assert!(
+        balance.composition.starts_with("basic"),
+        "{}",
+        balance.composition
+    );
+    // Basic composition still refuses what does not fit.
+    assert!(matches!(
+        ledger.spend(&laplace("more", 9.0)),
+        Err(LedgerError::OverBudget { .. })
+    ));
+}
+
+#[test]
+fn an_infinite_total_never_fits_a_budget_near_the_largest_float() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = Budget::new(f64::MAX, 0.0).unwrap();
+    let ledger = Ledger::open(&dir.path().join("max.db"), budget).unwrap();
+    let pure = |label: &str| {
+        let event = PrivacyEvent::EpsilonDelta {
+            epsilon: 1e308,
+            delta: 0.0,
+        };
+        Spend::new(label, event, 1e308, 0.0)
+    };
+    ledger.spend(&pure("first")).unwrap();
+    assert!(matches!(
+        ledger.spend(&pure("second")),
+        Err(LedgerError::OverBudget { .. })
+    ));
+    assert_eq!(ledger.entries().unwrap().len(), 1);
+}
+
+#[test]
+fn a_stated_epsilon_below_the_events_own_is_refused() {
+    // Basic composition adds the stated ε: a Laplace release of ε = 1000 stated as costing 0
+    // would be charged nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let ledger =
+        Ledger::open(&dir.path().join("s.db"), Budget::new(2000.0, 1e-5).unwrap()).unwrap();
+    let event = PrivacyEvent::Laplace {
+        noise_multiplier: 0.001,
+    };
+    for stated in [0.0, 999.0] {
+        let err = ledger
+            .spend(&Spend::new("understated", event.clone(), stated, 0.0))
+            .unwrap_err();
+        assert!(matches!(err, LedgerError::InvalidParameter(_)), "{err:?}");
+        assert!(
+            err.to_string().contains("below what its event costs"),
+            "{err}"
+        );
+    }
+    assert!(ledger.entries().unwrap().is_empty());
+    // The event's own ε (as its caller computes it), and any more, is accepted.
+    ledger
+        .spend(&Spend::new("honest", event.clone(), 1.0 / 0.001, 0.0))
+        .unwrap();
+    ledger.spend(&laplace("rounded", 0.3)).unwrap();
+    // So is a Gaussian's ε at its δ from the (upper-bound) PLD accountant.
+    let gaussian = PrivacyEvent::Gaussian {
+        noise_multiplier: 2.0,
+    };
+    let eps = dpml_accounting::PldAccountant::pessimistic()
+        .epsilon(&gaussian, 1e-6)
+        .unwrap();
+    ledger
+        .spend(&Spend::new("gaussian", gaussian, eps, 1e-6))
+        .unwrap();
+}

@@ -19,6 +19,7 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
     if names_a_folder(path) {
         return bad("ends as a folder does; give a file name".into());
     }
+    check_name(flag, path)?;
     check_existing(flag, path)?;
     let folder = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -31,6 +32,29 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
         return bad("names no file".into());
     }
     takes_new_files(folder).or_else(|e| bad(format!("cannot be written ({e})")))
+}
+
+/// The longest name of one file or folder that file systems take (NAME_MAX on Linux and macOS).
+const MAX_NAME_BYTES: usize = 255;
+
+/// Refuses a path that is not UTF-8 (the results report the paths they write, in JSON, which
+/// holds only text) or has a name longer than [`MAX_NAME_BYTES`] (no file system takes it, and
+/// a folder not yet made would not tell before the write).
+fn check_name(flag: &str, path: &Path) -> Result<()> {
+    if path.to_str().is_none() {
+        return Err(Error::usage(format!(
+            "{flag} {}: is not valid UTF-8; dpml reports the paths it writes as text",
+            path.display()
+        )));
+    }
+    let longest = path.iter().map(|n| n.len()).max().unwrap_or(0);
+    if longest > MAX_NAME_BYTES {
+        return Err(Error::usage(format!(
+            "{flag} {}: has a name of {longest} bytes; file systems take at most {MAX_NAME_BYTES}",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Whether `path` is written as a folder is (`x/`, `x/.`, `.`): parsed, `x/` reads as the
@@ -48,6 +72,7 @@ pub fn names_a_folder(path: &Path) -> bool {
 /// A usage error naming the flag and the path.
 pub fn check_folder(flag: &str, dir: &Path, files: &[&str]) -> Result<()> {
     let bad = |why: String| Err(Error::usage(format!("{flag} {}: {why}", dir.display())));
+    check_name(flag, dir)?;
     match std::fs::symlink_metadata(dir) {
         Ok(_) if !dir.is_dir() => return bad("is a file, not a folder".into()),
         Ok(_) => {
@@ -66,6 +91,11 @@ pub fn check_folder(flag: &str, dir: &Path, files: &[&str]) -> Result<()> {
         .any(|c| c == std::path::Component::ParentDir)
     {
         return bad("does not exist yet and goes through `..`: name it without `..`".into());
+    }
+    // `new/.` is not made by making its parent (`new/.`'s parent reads as nothing).
+    let segments = dir.as_os_str().as_encoded_bytes().split(|b| *b == b'/');
+    if segments.skip(1).any(|s| s == b".") {
+        return bad("does not exist yet and is written with `/.`: name it without `.`".into());
     }
     let mut above = dir;
     let existing = loop {
@@ -133,8 +163,11 @@ fn check_existing(flag: &str, path: &Path) -> Result<()> {
     if path.is_dir() {
         return bad("is a folder; give a file name");
     }
-    if std::fs::symlink_metadata(path).is_err() {
-        return Ok(());
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // Below a file, through a loop of links, no permission: it cannot be written either.
+        Err(e) => return bad(&format!("cannot be used ({e})")),
+        Ok(_) => {}
     }
     match std::fs::metadata(path) {
         Err(_) => bad("is a link to nothing"),
@@ -216,6 +249,39 @@ mod tests {
         check_folder("--out", dir.path(), &["a.csv"]).unwrap();
         // A long name the folder takes is not refused for its probe's name.
         check_writable("--log", &dir.path().join("m".repeat(250))).unwrap();
+    }
+
+    #[test]
+    fn names_no_write_could_take_are_refused_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        // Longer than a file system takes, in a folder that exists or one not made yet.
+        let long = "m".repeat(256);
+        for path in [dir.path().join(&long), dir.path().join("new").join(&long)] {
+            let err = check_writable("--save-model", &path).unwrap_err();
+            assert!(err.to_string().contains("256 bytes"), "{err}");
+        }
+        let err = check_folder("--out", &dir.path().join(&long), &["a.csv"]).unwrap_err();
+        assert!(err.to_string().contains("256 bytes"), "{err}");
+        // A folder not made yet, written with `/.`: making it would fail after the run.
+        for spelling in ["ck/.", "ck/./sub"] {
+            let err = check_folder("--checkpoint", &dir.path().join(spelling), &[]).unwrap_err();
+            assert!(err.to_string().contains("without `.`"), "{spelling}: {err}");
+        }
+        std::fs::create_dir(dir.path().join("ck")).unwrap();
+        check_folder("--checkpoint", &dir.path().join("ck/."), &["a.json"]).unwrap();
+        // Below a file: not a file that could be written.
+        std::fs::write(dir.path().join("f"), b"x").unwrap();
+        let err = check_writable("--log", &dir.path().join("f/log.csv")).unwrap_err();
+        assert!(err.to_string().contains("cannot be used"), "{err}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let name = std::ffi::OsStr::from_bytes(b"bad\xff.st");
+            let err = check_writable("--save-model", &dir.path().join(name)).unwrap_err();
+            assert!(err.to_string().contains("not valid UTF-8"), "{err}");
+            let err = check_folder("--out", &dir.path().join(name), &["a.csv"]).unwrap_err();
+            assert!(err.to_string().contains("not valid UTF-8"), "{err}");
+        }
     }
 
     #[test]

@@ -27,7 +27,11 @@ impl Schedule {
     /// A usage error for an incomplete or mixed schedule, or a batch larger than the data.
     pub fn resolve(&self) -> Result<(f64, u64)> {
         match (self, self.sampling_rate, self.steps) {
-            (s, Some(q), Some(t)) if s.epochs.is_none() => Ok((q, t)),
+            (s, Some(q), Some(t))
+                if s.epochs.is_none() && s.batch_size.is_none() && s.train_size.is_none() =>
+            {
+                Ok((q, t))
+            }
             (s, None, None) => {
                 let (Some(e), Some(b), Some(n)) = (s.epochs, s.batch_size, s.train_size) else {
                     return Err(Error::usage(
@@ -56,5 +60,38 @@ impl Schedule {
             "batch_size": self.batch_size,
             "train_size": self.train_size,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mixed_schedule_is_refused_not_half_read() {
+        let qt = Schedule {
+            sampling_rate: Some(0.01),
+            steps: Some(100),
+            ..Schedule::default()
+        };
+        assert_eq!(qt.resolve().unwrap(), (0.01, 100));
+        // --batch-size and --train-size next to (q, T) would be ignored: refused instead.
+        for mixed in [
+            Schedule {
+                batch_size: Some(64),
+                ..qt
+            },
+            Schedule {
+                train_size: Some(6000),
+                ..qt
+            },
+            Schedule {
+                epochs: Some(1.0),
+                ..qt
+            },
+        ] {
+            let msg = mixed.resolve().unwrap_err().to_string();
+            assert!(msg.contains("together"), "{msg}");
+        }
     }
 }

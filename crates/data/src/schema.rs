@@ -773,10 +773,15 @@ impl SchemaFile {
                 let names = classes
                     .into_iter()
                     .map(|c| match c {
-                        LabelName::Text(t) => t,
-                        LabelName::Number(v) => format_number(v),
+                        LabelName::Text(t) => Ok(t),
+                        LabelName::Number(v) if v.is_finite() => Ok(format_number(v)),
+                        // TOML's nan and inf: no label in a table reads as one.
+                        LabelName::Number(v) => Err(DataError::Schema(format!(
+                            "classes: {v} is not a class a label can be (a finite number or \
+                             a text)"
+                        ))),
                     })
-                    .collect();
+                    .collect::<Result<_, _>>()?;
                 s = s.with_classes(names)?;
             }
             (None, Some(range)) => s = s.with_label_range(pair("label_range", range)?)?,
@@ -896,6 +901,17 @@ mod tests {
         for (name, text, want) in cases {
             let msg = refusal(name, text);
             assert!(msg.contains(want), "{text}: {msg}");
+        }
+    }
+
+    #[test]
+    fn a_class_that_is_no_finite_number_is_refused() {
+        for class in ["nan", "inf", "-inf"] {
+            let msg = refusal("s.toml", &format!("classes = [{class}, \"no\", \"yes\"]\n"));
+            assert!(
+                msg.contains("is not a class a label can be"),
+                "{class}: {msg}"
+            );
         }
     }
 

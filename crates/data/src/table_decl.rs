@@ -344,6 +344,8 @@ fn read_keys_file(path: &Path) -> Result<Vec<KeyValue>, DataError> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+    // A byte-order mark (as some editors save) is no part of the first key.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     Ok(text
         .lines()
         .map(str::trim)
@@ -450,7 +452,8 @@ mod tests {
     #[test]
     fn a_keys_file_is_read_relative_to_the_schema() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("days.csv"), "1\n2\n\n3\n").unwrap();
+        // Saved with a byte-order mark, which is no part of the first key.
+        std::fs::write(dir.path().join("days.csv"), "\u{feff}1\n2\n\n3\n").unwrap();
         #[derive(Deserialize)]
         struct File {
             tables: BTreeMap<String, TableDecl>,
@@ -461,6 +464,7 @@ mod tests {
         check_tables(&mut f.tables, Some(dir.path())).unwrap();
         let keys = f.tables["v"].columns[0].keys.clone().unwrap();
         assert_eq!(keys.len(), 3);
+        assert_eq!(keys[0], KeyValue::Text("1".into()));
         assert_eq!(keys[2], KeyValue::Text("3".into()));
         let mut missing: File =
             toml::from_str("[[tables.v.columns]]\nname = \"day\"\nkeys_file = \"nope.csv\"\n")

@@ -395,3 +395,27 @@ fn training_reports_a_finite_epsilon_at_tiny_delta_and_names_its_kind() {
     assert_eq!(v["bounds"], "approximation", "{v}");
     assert!(v.get("accountant_note").is_none(), "{v}");
 }
+
+#[test]
+fn a_tiny_rate_with_a_tiny_sigma_is_accounted_by_every_accountant() {
+    // q² underflows and e^{1/σ²} overflows in the CLT's μ: GDP reads no privacy, and the
+    // other accountants still answer.
+    let v = account("1e-3", "1e-300", "1", &[]);
+    let eps = &v["epsilon"];
+    assert_eq!(eps["pld"].as_f64(), Some(0.0), "{v}");
+    assert!(eps["rdp"].as_f64().unwrap() > 0.0, "{v}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t");
+    let run = dpml(&[
+        "tradeoff",
+        "--noise-multiplier",
+        "1e-3",
+        "--sampling-rate",
+        "1e-300",
+        "--steps",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

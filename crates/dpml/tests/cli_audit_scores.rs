@@ -59,6 +59,20 @@ fn scores_audit_writes_the_audit_files_and_bounds_epsilon() {
 }
 
 #[test]
+fn scores_that_break_their_claimed_epsilon_fail_the_model_not_dpml() {
+    // Members score higher by 5 on [0, 1): every member is told apart, far above ε = 1. The
+    // model is the user's, so its failed claim is no bug of dpml's.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = scores_csv(dir.path(), 1000, 5.0);
+    let run = dpml(&["audit", "--scores", &csv, "--epsilon", "1", "--seed", "1"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("does not keep"), "{}", run.stderr);
+    assert!(run.stderr.contains("claimed epsilon 1 "), "{}", run.stderr);
+    assert!(!run.stderr.contains("bug in dpml"), "{}", run.stderr);
+    assert!(!run.stderr.contains("internal"), "{}", run.stderr);
+}
+
+#[test]
 fn bad_scores_files_are_usage_errors_naming_the_value() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {

@@ -195,20 +195,7 @@ fn a_feature_clamped_for_most_records_is_counted_and_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     let data = table(dir.path(), 200);
     // One range for both features: pressure (980–1040) becomes the constant 100.
-    let run = dpml(&[
-        "kmeans",
-        "--dataset",
-        &data,
-        "--k",
-        "2",
-        "--bounds",
-        "0,100",
-        "--epsilon",
-        "1",
-        "--seed",
-        "1",
-        "--json",
-    ]);
+    let run = kmeans(&data, "0,100", "1", &["--seed", "1", "--json"]);
     let v = run.json();
     assert_eq!(v["diagnostics"]["clamped"]["pressure"], 200, "{v}");
     assert!(v["diagnostics"]["clamped"].get("a").is_none(), "{v}");
@@ -223,21 +210,12 @@ fn a_feature_clamped_for_most_records_is_counted_and_warned_about() {
         run.stderr
     );
     // A diagnostic: --no-diagnostics leaves it out, the warning line too.
-    let quiet = dpml(&[
-        "kmeans",
-        "--dataset",
+    let quiet = kmeans(
         &data,
-        "--k",
-        "2",
-        "--bounds",
         "0,100",
-        "--epsilon",
         "1",
-        "--seed",
-        "1",
-        "--json",
-        "--no-diagnostics",
-    ]);
+        &["--seed", "1", "--json", "--no-diagnostics"],
+    );
     assert!(quiet.json().get("diagnostics").is_none());
     assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }
@@ -460,4 +438,29 @@ fn integer_mechanisms_release_integers() {
     .json();
     let values = v["values"].as_array().unwrap();
     assert!(values.iter().all(Value::is_i64), "{v}");
+}
+
+#[test]
+fn an_epsilon_too_small_for_the_sampler_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = table(dir.path(), 20);
+    kmeans(&data, "0,2000", "1e-300", &[])
+        .assert_usage_error("--epsilon must leave a noise scale the exact sampler holds");
+}
+
+/// `dpml kmeans` with k = 2 on `data` within `bounds` at `epsilon`, then `extra`.
+fn kmeans(data: &str, bounds: &str, epsilon: &str, extra: &[&str]) -> common::Run {
+    let mut args = vec![
+        "kmeans",
+        "--dataset",
+        data,
+        "--k",
+        "2",
+        "--bounds",
+        bounds,
+        "--epsilon",
+        epsilon,
+    ];
+    args.extend_from_slice(extra);
+    dpml(&args)
 }

@@ -131,10 +131,16 @@ impl Repetitions {
             // accounted and sampled would not be the one asked for.
             let reached = self.expected();
             if reached.is_nan() || (reached - mean).abs() > 1e-6 * mean {
+                // Why it cannot: near −1 the mean stays near 1; a huge η needs a γ closer
+                // to 1 than f64 holds.
+                let why = if eta < 0.0 {
+                    "near -1 its mean stays near 1"
+                } else {
+                    "so large an eta needs a gamma closer to 1 than a float holds"
+                };
                 return Err(invalid(format!(
                     "a truncated negative binomial law with eta {eta} cannot have mean {mean} \
-                     (it reaches {reached:.4}; near -1 its mean stays near 1): choose another \
-                     eta or mean"
+                     (it reaches {reached:.4}; {why}): choose another eta or mean"
                 )));
             }
         }
@@ -504,6 +510,10 @@ mod tests {
         // Near η = −1 the mean stays near 1 for every γ f64 holds: mean 10 is out of reach.
         let err = tnb(-0.9999999, 10.0).validate().unwrap_err().to_string();
         assert!(err.contains("cannot have mean 10"), "{err}");
+        assert!(err.contains("near -1"), "{err}");
+        // A huge η needs γ within one ulp of 1: out of reach for another reason.
+        let err = tnb(1e300, 10.0).validate().unwrap_err().to_string();
+        assert!(err.contains("closer to 1"), "{err}");
         assert!(tnb(-0.9999999, 10.0).sampler().is_err());
         // η = −0.9 reaches mean 10 only at γ ≈ 3.5e-11: accounted, but no draw would end.
         let law = tnb(-0.9, 10.0);

@@ -110,8 +110,7 @@ fn sql_run(
             .map_err(|e: SqlError| e.to_string())?;
         let mut report = result.to_json().map_err(|e| e.to_string())?;
         report["seeded"] = serde_json::Value::Bool(rng.is_seeded());
-        report["memory_limit"] = serde_json::json!(engine.memory_limit());
-        report["cluster"] = serde_json::json!(cluster);
+        add_setup(&mut report, &engine, cluster.as_deref());
         Ok::<_, String>((
             SqlTable {
                 schema: result.schema(),
@@ -142,8 +141,16 @@ fn sql_explain(
         let e = engine
             .explain(query, &request(epsilon, delta, weights))
             .map_err(|e| e.to_string())?;
-        Ok::<_, String>(e.to_json().to_string())
+        let mut explained = e.to_json();
+        add_setup(&mut explained, &engine, cluster.as_deref());
+        Ok::<_, String>(explained.to_string())
     })
+}
+
+/// The engine's setup in a report or an explanation, as `dpml sql --json` gives it.
+fn add_setup(json: &mut serde_json::Value, engine: &Engine, cluster: Option<&str>) {
+    json["memory_limit"] = serde_json::json!(engine.memory_limit());
+    json["cluster"] = serde_json::json!(cluster);
 }
 
 /// Registers the SQL functions.

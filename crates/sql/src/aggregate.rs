@@ -152,6 +152,15 @@ impl DpAggregate {
                 },
                 None => histogram(g, &column_range, &input).unwrap_or(Keys::Private),
             };
+            // DataFusion groups the aggregate of a correlated scalar subquery by this
+            // constant when it turns the subquery into a join: no GROUP BY the user wrote.
+            if g.schema_name().to_string().ends_with("__always_true") {
+                return Err(SqlError::refused(
+                    "a correlated subquery with an aggregate over private rows",
+                    "DataFusion computes it per outer row, which mixes units; compute the \
+                     aggregate in FROM and join it",
+                ));
+            }
             if !keys.is_public() && rw.delta <= 0.0 {
                 return Err(SqlError::refused(
                     format!("GROUP BY {g}"),
@@ -266,6 +275,14 @@ fn measure(
         return Err(refuse(
             "DISTINCT inside an aggregate other than COUNT(DISTINCT unit) has no bounded \
              contribution per unit",
+        ));
+    }
+    // COUNT(x, y) counts the rows where every argument is not NULL, COUNT(DISTINCT x, y) the
+    // distinct tuples: neither is what the one argument read below would release.
+    if name == "count" && p.args.len() > 1 {
+        return Err(refuse(
+            "COUNT of several arguments is not released: count one (the rows where all are \
+             not NULL: COUNT(*) FILTER (WHERE x IS NOT NULL AND y IS NOT NULL))",
         ));
     }
     let arg = p.args.first();

@@ -88,6 +88,7 @@ impl Catalog {
         }
         let mut out = BTreeMap::new();
         for (name, decl) in tables {
+            check_no_self_reference(name, decl)?;
             let unit = resolve_unit(name, tables, 0)?;
             out.insert(
                 name.to_string(),
@@ -116,6 +117,14 @@ impl Catalog {
     /// [`SqlError::Input`] when the schema does not declare it: its privacy unit is unknown.
     pub fn table(&self, name: &str) -> Result<&TableInfo> {
         self.tables.get(name).ok_or_else(|| {
+            if name.ends_with(')') {
+                // DataFusion names a table function's scan by its call.
+                return SqlError::refused(
+                    format!("the table function {name} in FROM"),
+                    "no schema can declare its rows; for a series of numbers, write \
+                     unnest(generate_series(…)) in SELECT",
+                );
+            }
             let given = if self.undeclared.contains_key(name) {
                 "is given but not declared in the schema"
             } else {
@@ -181,6 +190,23 @@ fn check_columns(name: &str, decl: &TableDecl, schema: &SchemaRef) -> Result<()>
         )));
     }
     Ok(())
+}
+
+/// Refuses a foreign key into its own table: it would declare the target column unique (one
+/// row per value) with nothing to check it against, and so let a self-join on it run
+/// unrefused, r rows of a unit becoming r² before bounding.
+fn check_no_self_reference(name: &str, decl: &TableDecl) -> Result<()> {
+    let own = decl.columns.iter().find_map(|c| {
+        let target = c.references.as_deref()?;
+        (table_and_column(target).0 == name).then_some((&c.name, target))
+    });
+    match own {
+        Some((column, target)) => Err(SqlError::input(format!(
+            "table {name}: column {column} references {target}, a column of its own table; a \
+             foreign key joins two tables"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A foreign key's target `table.column` as its two names (the column empty when missing).
@@ -356,6 +382,14 @@ mod tests {
                 .to_string()
                 .contains("cycle")
         );
+        // A foreign key into its own table, with or without a unit column.
+        for own in [
+            "[tables.v]\nprivacy_unit = \"u\"\n[[tables.v.columns]]\nname = \"u\"\nreferences = \"v.u\"\n",
+            "[[tables.v.columns]]\nname = \"d\"\nreferences = \"v.e\"\n",
+        ] {
+            let msg = Catalog::new(&decls(own), &[]).unwrap_err().to_string();
+            assert!(msg.contains("a column of its own table"), "{msg}");
+        }
         let dangling = decls("[[tables.a.columns]]\nname = \"x\"\nreferences = \"z.y\"\n");
         assert!(
             Catalog::new(&dangling, &[])

@@ -74,7 +74,10 @@ pub fn strip_explain(sql: &str) -> (bool, &str) {
     let word = |s: &str| -> (String, usize) {
         let s_trim = skip_comments(s);
         let start = s.len() - s_trim.len();
-        let end = s_trim.find(char::is_whitespace).unwrap_or(s_trim.len());
+        // A word ends where a character of a name does not follow (white space, a comment).
+        let end = s_trim
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s_trim.len());
         (s_trim[..end].to_ascii_lowercase(), start + end)
     };
     let (first, after_first) = word(sql);
@@ -434,7 +437,10 @@ impl Engine {
         let plan = Optimizer::with_rules(rules)
             .optimize(plan, &state, |_, _| {})
             .map_err(planning_err)?;
-        refuse_unrunnable(&plan)?;
+        let reads_private =
+            |p: &LogicalPlan| crate::rewrite::private_table_in(p, &self.sources, &self.catalog);
+        refuse_unrunnable(&plan, &|p| reads_private(p).is_some())?;
+        refuse_repeated_names(&plan)?;
         Ok(plan)
     }
 
@@ -894,6 +900,15 @@ fn by_column(split: &Split, outer: &LogicalPlan, aggregates: &[DpAggregate]) -> 
                 shown.join(", ")
             )));
         };
+        // Weights are kept by the aggregate's own column: two aggregates of one name (the same
+        // COUNT(*) in two subqueries) would both take it, silently.
+        if columns.iter().filter(|(c, _)| c == column).count() > 1 {
+            return Err(SqlError::input(format!(
+                "a weight is given for {name}, but the query has several aggregates computed as \
+                 {column}, which a weight cannot tell apart: give them even weights, or compute \
+                 them in one SELECT under names of their own"
+            )));
+        }
         weights.insert(column.to_string(), *w);
     }
     Ok(Split { weights })
@@ -918,15 +933,32 @@ impl Visitor for TableSample {
     }
 }
 
-/// Refuses what DataFusion plans but cannot run: a reference to an outer query's column left
-/// after decorrelation (a `LATERAL` subquery in FROM), a parameter (`$1`: nothing binds it).
-/// Found out after the charge, it would charge a query that never could run.
-fn refuse_unrunnable(plan: &LogicalPlan) -> Result<()> {
+/// Refuses what DataFusion plans but cannot run, anywhere in the plan and its subqueries: a
+/// subquery its optimizer could not turn into a join (its physical planner runs none; one
+/// over private rows is left to the rewriter, which says why it mixes units or reads them
+/// without noise), a reference to an outer query's column left after decorrelation (a
+/// `LATERAL` subquery in FROM), a parameter (`$1`: nothing binds it). Found out after the
+/// charge, it would charge a query that never could run.
+fn refuse_unrunnable(
+    plan: &LogicalPlan,
+    reads_private: &dyn Fn(&LogicalPlan) -> bool,
+) -> Result<()> {
     let mut found = None;
-    plan.apply(|node| {
+    plan.apply_with_subqueries(|node| {
         for e in node.expressions() {
             e.apply(|e| {
                 found = match e {
+                    Expr::ScalarSubquery(s) if reads_private(&s.subquery) => None,
+                    Expr::Exists(s) if reads_private(&s.subquery.subquery) => None,
+                    Expr::InSubquery(s) if reads_private(&s.subquery.subquery) => None,
+                    Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_) => {
+                        Some(SqlError::refused(
+                            "a subquery DataFusion cannot turn into a join",
+                            "DataFusion runs a subquery only once its optimizer has made it a \
+                             join, and it could not here: write it as a join (… JOIN (SELECT …) \
+                             p ON …, or IN (SELECT …) in WHERE)",
+                        ))
+                    }
                     Expr::OuterReferenceColumn(_, c) => Some(SqlError::refused(
                         format!("a reference to the outer query's column {c}"),
                         "DataFusion cannot run a subquery in FROM that refers to the query \
@@ -936,9 +968,13 @@ fn refuse_unrunnable(plan: &LogicalPlan) -> Result<()> {
                         &p.id,
                         "a query parameter: nothing binds it to a value; write the value",
                     )),
-                    _ => return Ok(TreeNodeRecursion::Continue),
+                    _ => None,
                 };
-                Ok(TreeNodeRecursion::Stop)
+                Ok(if found.is_some() {
+                    TreeNodeRecursion::Stop
+                } else {
+                    TreeNodeRecursion::Continue
+                })
             })?;
         }
         Ok(if found.is_some() {
@@ -949,6 +985,21 @@ fn refuse_unrunnable(plan: &LogicalPlan) -> Result<()> {
     })
     .map_err(plan_err)?;
     found.map_or(Ok(()), Err)
+}
+
+/// Refuses a result with two columns of one name (`a.n, b.n`): rows are released as
+/// name → value, where one would hide the other.
+fn refuse_repeated_names(plan: &LogicalPlan) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for field in plan.schema().fields() {
+        if !seen.insert(field.name()) {
+            return Err(SqlError::refused(
+                format!("two result columns named {}", field.name()),
+                "each released column is named once: name them apart with AS",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -977,5 +1028,13 @@ mod tests {
             (true, "SELECT 1")
         );
         assert!(!strip_explain("/* /* unclosed */ EXPLAIN DP SELECT 1").0);
+        // A comment touching a word ends it, as white space does.
+        assert_eq!(
+            strip_explain("EXPLAIN DP/**/SELECT 1"),
+            (true, "/**/SELECT 1")
+        );
+        assert!(strip_explain("explain/* a */dp SELECT 1").0);
+        assert!(!strip_explain("EXPLAINDP SELECT 1").0);
+        assert!(!strip_explain("EXPLAIN DPX SELECT 1").0);
     }
 }

@@ -87,10 +87,12 @@ fn cast_keys(a: &ArrayRef, data_type: &DataType, column: &str) -> Result<ArrayRe
             "the keys of {column} do not convert to its type {data_type}: {e}"
         ))
     })?;
-    // A key that does not parse as the column's type becomes NULL in a cast: refuse it.
-    if out.null_count() > a.null_count() {
+    // A key that does not parse as the column's type becomes NULL in a cast: refuse it, named.
+    if let Some(i) = (0..a.len()).find(|&i| out.is_null(i) && !a.is_null(i)) {
+        let key = datafusion::arrow::util::display::array_value_to_string(a, i)
+            .unwrap_or_else(|_| format!("number {}", i + 1));
         return Err(SqlError::input(format!(
-            "a declared key of {column} is not a value of its type {data_type}"
+            "declared key {key:?} of {column} is not a value of its type {data_type}"
         )));
     }
     distinct(&positive_zero(out))
@@ -542,10 +544,13 @@ mod tests {
         assert_eq!(a.data_type(), &DataType::Int32);
         let bad = Keys::Declared {
             column: "t.day".into(),
-            values: vec![KeyValue::Text("monday".into())],
+            values: vec![KeyValue::Int(1), KeyValue::Text("monday".into())],
         };
         let msg = bad.values(&DataType::Int32, &none).unwrap_err().to_string();
-        assert!(msg.contains("not a value of its type"), "{msg}");
+        assert!(
+            msg.contains("key \"monday\" of t.day is not a value of its type"),
+            "{msg}"
+        );
     }
 
     #[test]

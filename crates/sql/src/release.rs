@@ -250,21 +250,43 @@ fn noisy_part(part: &Part, cell: &GroupTotals, k: usize, noise: &mut Noise<'_>) 
             if total >= 1 << 33 {
                 return Err(too_large());
             }
-            let mut below = 0u64;
-            let utilities: Vec<f64> = (0..QUANTILE_CANDIDATES)
-                .map(|j| {
-                    below += hist[j];
-                    // −|a_j·D − q·D·b|: exact integers (below 2^53).
-                    let u = i128::from(below) * i128::from(QUANTILE_SCALE)
-                        - i128::from(*q_num) * i128::from(total);
-                    -(u.abs() as f64)
-                })
-                .collect();
+            let utilities = quantile_utilities(hist, *q_num, total);
             let j = noise.select(selector, &utilities)?;
             let step = (range.1 - range.0) / (QUANTILE_CANDIDATES - 1) as f64;
             range.0 + step * j as f64
         }
     })
+}
+
+/// The permute-and-flip utilities of the quantile candidates c_0 … c_{B−1} for the histogram
+/// `hist` of a cell's values (`hist[j]` holds those in [c_{j−1}, c_j), its last entry those at
+/// hi; `total` of them) at q = `q_num` / D.
+///
+/// # Privacy
+/// Candidate j scores minus the distance of the target rank q·total from the ranks within
+/// one step of c_j, [#{x < c_{j−1}}, #{x < c_{j+1}}], all scaled by D (exact integers below
+/// 2^53). One unit adds or removes at most m ≤ L∞ values of the cell, which moves each end of
+/// that interval minus the target by at most max(q, 1 − q)·m·D, and so the distance: the
+/// sensitivity the selector is calibrated to. One step on each side: values between two
+/// candidates leave both at distance 0, where the single rank #{x < c_j} would tie every
+/// candidate (and pick one uniformly over the whole range).
+fn quantile_utilities(hist: &[u64], q_num: i64, total: u64) -> Vec<f64> {
+    let below: Vec<u64> = hist
+        .iter()
+        .scan(0u64, |sum, h| {
+            *sum += h;
+            Some(*sum)
+        })
+        .collect();
+    let scaled = |n: u64| i128::from(n) * i128::from(QUANTILE_SCALE);
+    let target = i128::from(q_num) * i128::from(total);
+    (0..QUANTILE_CANDIDATES)
+        .map(|j| {
+            let lo = scaled(if j == 0 { 0 } else { below[j - 1] });
+            let hi = scaled(below[j + 1]);
+            -((lo - target).max(target - hi).max(0) as f64)
+        })
+        .collect()
 }
 
 fn too_large() -> SqlError {
@@ -342,4 +364,54 @@ fn typed(values: Vec<Option<f64>>, data_type: &DataType, display: &str) -> Resul
         )));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Adding m values anywhere moves every utility by at most max(q, 1 − q)·m·D, the
+    /// sensitivity the selector is calibrated to; and the candidates next to values that fall
+    /// between two of them score best.
+    #[test]
+    fn quantile_utilities_keep_their_sensitivity_and_find_the_step() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let bins = QUANTILE_CANDIDATES as u64 + 1;
+        for trial in 0..300 {
+            let q_num = [0, 1, QUANTILE_SCALE / 4, QUANTILE_SCALE / 2, QUANTILE_SCALE][trial % 5];
+            let spread = q_num.max(QUANTILE_SCALE - q_num) as f64;
+            let mut hist = vec![0u64; bins as usize];
+            // Concentrated or spread out.
+            let (at, width) = (next(bins), 1 + next(if trial % 2 == 0 { 3 } else { bins }));
+            for _ in 0..next(50) {
+                hist[((at + next(width)) % bins) as usize] += 1;
+            }
+            let mut neighbour = hist.clone();
+            let m = 1 + next(5);
+            for _ in 0..m {
+                neighbour[((at + next(width)) % bins) as usize] += 1;
+            }
+            let total: u64 = hist.iter().sum();
+            let a = quantile_utilities(&hist, q_num, total);
+            let b = quantile_utilities(&neighbour, q_num, total + m);
+            for (j, (x, y)) in a.iter().zip(&b).enumerate() {
+                assert!(
+                    (x - y).abs() <= spread * m as f64,
+                    "trial {trial}, candidate {j}: {x} against {y}, m = {m}"
+                );
+            }
+        }
+        // Every value in [c_5, c_6): the median scores 0 at c_5 and c_6 only.
+        let mut hist = vec![0u64; bins as usize];
+        hist[6] = 10;
+        let u = quantile_utilities(&hist, QUANTILE_SCALE / 2, 10);
+        let best: Vec<usize> = (0..u.len()).filter(|&j| u[j] == 0.0).collect();
+        assert_eq!(best, [5, 6]);
+    }
 }

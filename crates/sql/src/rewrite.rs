@@ -1072,8 +1072,9 @@ fn subquery_refusal(plan: &LogicalPlan, place: &str, rw: &Rewriter<'_>) -> Optio
     Some(match rw.private_table_in(plan) {
         Some(t) => SqlError::refused(
             format!("a subquery on table {t} in {place}"),
-            "a correlated subquery over private rows mixes units; write it as a join along \
-             the unit or an IN (…) on the unit's foreign key",
+            "a subquery over private rows inside an expression on private rows mixes units \
+             (each row's value would depend on other units' rows); write it as a join along \
+             the unit, an IN (…) on the unit's foreign key, or its own DP aggregate in FROM",
         ),
         None => SqlError::refused(
             format!("a subquery in {place}"),

@@ -714,6 +714,25 @@ fn quantiles_at_the_ends_and_in_descending_order_are_the_ones_asked_for() {
     assert!(err.to_string().contains("MIN or MAX"), "{err}");
 }
 
+/// Values that all fall between two candidate points (here every value is 250.2, in
+/// [0, 500]) are found to one step: a score of the single rank #{x < c} ties every candidate
+/// there, and the selection would be anywhere in the range.
+#[test]
+fn a_quantile_of_values_between_two_candidates_is_found_to_one_step() {
+    let shop = shop(None);
+    let engine = shop.engine();
+    let step = 500.0 / 999.0;
+    for q in ["0.1", "0.5", "0.9"] {
+        let sql = format!(
+            "SELECT QUANTILE(CASE WHEN total >= 0 THEN 250.2 ELSE total END, {q}) AS v FROM orders"
+        );
+        let v = exact(&engine, &sql, 0.0).rows_json().unwrap()[0]["v"]
+            .as_f64()
+            .unwrap();
+        assert!((v - 250.2).abs() <= step, "q = {q}: {v}");
+    }
+}
+
 #[test]
 fn a_distinct_count_of_units_counts_only_rows_where_they_are_not_null() {
     let shop = shop(None);
@@ -762,6 +781,18 @@ fn a_weight_names_the_result_column_or_the_aggregate() {
     assert_eq!(shares(&[("sum(orders.total)", 3.0)]).unwrap(), by_alias);
     let msg = shares(&[("total", 3.0)]).unwrap_err().to_string();
     assert!(msg.contains("(its aggregates: n, s)"), "{msg}");
+    // Two aggregates computed alike in two subqueries: a weight cannot tell them apart.
+    let mut req = request(1.0, 0.0);
+    req.split.weights = [("count(Int64(1))".to_string(), 3.0)].into();
+    let msg = engine
+        .explain(
+            "SELECT a.n AS x, b.n AS y FROM (SELECT COUNT(*) AS n FROM orders) a CROSS JOIN \
+             (SELECT COUNT(*) AS n FROM orders WHERE total > 10) b",
+            &req,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("cannot tell apart"), "{msg}");
 }
 
 #[test]

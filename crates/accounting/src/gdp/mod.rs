@@ -48,7 +48,15 @@ pub fn mu_poisson(
 /// with no approximation (the CLT formula would give the larger, inexact √(T(e^{1/σ²} − 1))).
 fn step_mu_squared(q: f64, sigma: f64) -> f64 {
     let x = 1.0 / (sigma * sigma);
-    if q == 1.0 { x } else { q * q * x.exp_m1() }
+    if q == 1.0 {
+        return x;
+    }
+    let mu_squared = q * q * x.exp_m1();
+    if mu_squared.is_nan() {
+        // 0 · ∞: q² underflowed and e^x overflowed; ln(q²(e^x − 1)) = 2 ln q + x + ln(1 − e^{−x}).
+        return (2.0 * q.ln() + x + (-(-x).exp()).ln_1p()).exp();
+    }
+    mu_squared
 }
 
 /// μ of T uniformly subsampled (fixed batch size, sampling without replacement) Gaussian steps

@@ -195,3 +195,16 @@ fn bad_input_is_rejected_with_the_value_named() {
     assert!(msg(mu_for(f64::NAN, 0.1)).contains("NaN"));
     assert!(msg(GdpAccountant.epsilon(&PrivacyEvent::dp_sgd(1.0, 2.0, 5), 1e-5)).contains("got 2"));
 }
+
+#[test]
+fn a_tiny_rate_with_a_tiny_sigma_is_no_nan() {
+    // q² underflows to 0 and e^{1/σ²} overflows to ∞: μ² must come from their logs.
+    assert_eq!(mu_poisson(1e-300, 1e-3, 1).unwrap(), f64::INFINITY);
+    let sigma = (1.0f64 / 750.0).sqrt(); // e^750 overflows, q² = 1e-400 underflows
+    let mu = mu_poisson(1e-200, sigma, 1).unwrap();
+    let expected = ((2.0 * 1e-200f64.ln() + 750.0) / 2.0).exp();
+    assert!(
+        (mu / expected - 1.0).abs() < 1e-9,
+        "{mu} against {expected}"
+    );
+}

@@ -43,7 +43,9 @@ impl Spent {
 }
 
 fn fits(total: f64, limit: f64) -> bool {
-    total <= limit * (1.0 + ROUNDING_SLACK)
+    // An infinite total fits no budget, though `limit · (1 + slack)` overflows to +∞ for a
+    // limit near f64::MAX.
+    total.is_finite() && total <= limit * (1.0 + ROUNDING_SLACK)
 }
 
 /// The smallest `f64` greater than `x`, for finite `x ≥ 0`.
@@ -80,12 +82,14 @@ pub(super) const DELTA_WORTH: f64 = 0.01;
 /// Basic: (Σε_i, Σδ_i). With accountants (upper bounds only): their smallest ε for
 /// Composed(events) at δ_budget competes with Σε_i, which is kept (with Σδ_i) when Σδ_i ≤
 /// δ_budget and it is at most [`DELTA_WORTH`] above the accountant's ε (unless only the
-/// accountant's fits the budget). An accountant answering `Unsupported`, or a budget with δ = 0
-/// (accountants need δ > 0), leaves basic composition.
+/// accountant's fits the budget). An accountant that gives no bound (it cannot handle the
+/// events, or has no finite ε at the budget's δ, as after a spend of the whole δ budget by an
+/// (ε, δ) event), or a budget with δ = 0 (accountants need δ > 0), leaves basic composition,
+/// which always holds.
 ///
 /// # Errors
-/// [`LedgerError::Accountant`] if an accountant is not an upper bound, fails for another reason
-/// than `Unsupported`, or returns NaN or a negative ε.
+/// [`LedgerError::Accountant`] if an accountant is not an upper bound, or returns NaN or a
+/// negative ε.
 pub(super) fn compose(
     budget: &Budget,
     composition: &Composition,
@@ -130,7 +134,7 @@ pub(super) fn compose(
             )?,
         ],
     };
-    let mut unsupported = Vec::new();
+    let mut no_bound = Vec::new();
     let mut best: Option<(f64, String)> = None;
     for bound in bounds {
         match bound {
@@ -138,12 +142,12 @@ pub(super) fn compose(
                 best = Some((e, name))
             }
             Bound::Epsilon(..) => {}
-            Bound::Unsupported(why) => unsupported.push(why),
+            Bound::NoBound(why) => no_bound.push(why),
         }
     }
     let Some((epsilon, name)) = best else {
         return Ok(Spent {
-            composition: format!("basic ({})", unsupported.join("; ")),
+            composition: format!("basic ({})", no_bound.join("; ")),
             ..basic
         });
     };
@@ -173,8 +177,8 @@ pub(super) fn compose(
 enum Bound {
     /// Its ε at the budget's δ, and the name of who computed it.
     Epsilon(f64, String),
-    /// It cannot handle them: why.
-    Unsupported(String),
+    /// It gives no bound for them: why.
+    NoBound(String),
 }
 
 /// The PLD accountant's upper bound (which is RDP's below the PLD's floor in δ: named so).
@@ -182,11 +186,7 @@ fn pld_bound(events: &PrivacyEvent, delta: f64) -> Result<Bound, LedgerError> {
     match PldAccountant::pessimistic().upper_epsilon(events, delta) {
         Ok((e, note)) => check_epsilon("pld", e)
             .map(|e| Bound::Epsilon(e, if note.is_some() { "rdp" } else { "pld" }.into())),
-        Err(AccountingError::Unsupported(why)) => Ok(Bound::Unsupported(format!("pld: {why}"))),
-        Err(other) => Err(LedgerError::Accountant {
-            accountant: "pld".into(),
-            message: other.to_string(),
-        }),
+        Err(e) => Ok(no_bound("pld", &e)),
     }
 }
 
@@ -200,13 +200,15 @@ fn accountant_bound(
     require_upper_bound(accountant)?;
     match accountant.epsilon(events, delta) {
         Ok(e) => check_epsilon(name, e).map(|e| Bound::Epsilon(e, name.to_string())),
-        Err(AccountingError::Unsupported(why)) => {
-            Ok(Bound::Unsupported(format!("{name} unsupported: {why}")))
-        }
-        Err(other) => Err(LedgerError::Accountant {
-            accountant: name.to_string(),
-            message: other.to_string(),
-        }),
+        Err(e) => Ok(no_bound(name, &e)),
+    }
+}
+
+/// Why an accountant gave no bound: basic composition, which always holds, answers instead.
+fn no_bound(name: &str, error: &AccountingError) -> Bound {
+    match error {
+        AccountingError::Unsupported(why) => Bound::NoBound(format!("{name} unsupported: {why}")),
+        other => Bound::NoBound(format!("{name} gives no bound: {other}")),
     }
 }
 
@@ -264,5 +266,8 @@ mod tests {
         assert!(fits(0.0, 0.0));
         assert!(!fits(1e-300, 0.0));
         assert!(!fits(f64::INFINITY, 1.0));
+        // A limit near f64::MAX: its slack overflows, an infinite total must still not fit.
+        assert!(!fits(f64::INFINITY, f64::MAX));
+        assert!(fits(f64::MAX, f64::MAX));
     }
 }

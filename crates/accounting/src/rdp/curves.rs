@@ -39,7 +39,10 @@ pub(crate) fn randomized_response(epsilon: f64, categories: f64, alpha: f64) -> 
     let b = (1.0 - alpha) * epsilon;
     // a ≥ b, so factor e^a out of the log-sum-exp.
     let rest = (b - a).exp() + (categories - 2.0) * (-a).exp();
-    super::bound((a + rest.ln_1p() - ln_norm) / (alpha - 1.0))
+    // a − L cancels for large ε, and the division by α − 1 magnifies its rounding (a few ulps
+    // of a and L each): rounded outward by that much, the curve stays an upper bound.
+    let rounding = 4.0 * f64::EPSILON * (a.abs() + ln_norm.abs()) / (alpha - 1.0);
+    super::bound((a + rest.ln_1p() - ln_norm) / (alpha - 1.0) + rounding)
 }
 
 /// Any pure ε-DP mechanism: ε(α) ≤ D_α of binary randomized response with parameter ε.
@@ -129,9 +132,28 @@ mod tests {
                 assert!((ours - worst).abs() < 1e-12, "ε={eps} k={k} α={alpha}");
             }
         }
-        assert_eq!(randomized_response(0.0, 3.0, 2.0), 0.0);
+        assert!(randomized_response(0.0, 3.0, 2.0) < 1e-14);
         // Large α approaches ε.
         assert!((randomized_response(2.0, 4.0, 1e8) - 2.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn randomized_response_at_a_huge_epsilon_stays_an_upper_bound() {
+        // The exact D_α is ε − O(e^{−ε}), which is ε in f64; αε − L cancels and the division
+        // by α − 1 magnifies the rounding, which must not take the curve below it.
+        for eps in [1e11, 1e20, 1e100, 1e300] {
+            for alpha in [1.01, 1.1, 1.5, 2.0, 32.0] {
+                let ours = randomized_response(eps, 2.0, alpha);
+                assert!(ours >= eps, "ε={eps} α={alpha}: {ours}");
+                assert!(ours <= eps * (1.0 + 1e-12), "ε={eps} α={alpha}: {ours}");
+            }
+        }
+        use crate::{Accountant, PrivacyEvent, RdpAccountant};
+        let rr = PrivacyEvent::RandomizedResponse {
+            epsilon: 1e20,
+            categories: 2,
+        };
+        assert!(RdpAccountant::default().epsilon(&rr, 1e-5).unwrap() >= 1e20);
     }
 
     #[test]

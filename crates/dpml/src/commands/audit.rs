@@ -253,25 +253,37 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         out.emit(&result);
     }
     if !report.consistent {
-        diag!("{}", inconsistency_banner(&report));
+        diag!("{}", inconsistency_banner(&report, ACCOUNTANT));
         return Err(audit_workflow::inconsistency_error(&report).into());
     }
     Ok(())
 }
 
-/// The loud warning printed when the audit contradicts the accountant.
-pub fn inconsistency_banner(r: &AuditReport) -> String {
+/// The loud warning printed when the audit contradicts the ε claimed for the model: by
+/// dpml's accountant for a model dpml trained (`whose` says "the accountant's", and the
+/// contradiction is a bug in dpml), or by the model's owner for scores handed in.
+pub fn inconsistency_banner(r: &AuditReport, whose: &str) -> String {
     let line = "!".repeat(78);
+    let claimed = r
+        .epsilon_theoretical
+        .map_or("none".into(), |e| e.to_string());
+    let verdict = if whose == ACCOUNTANT {
+        "This is a bug in dpml: report it."
+    } else {
+        "The model does not keep that claim."
+    };
     format!(
         "{line}\n!! PRIVACY AUDIT FAILED: attacks {:?} show epsilon >= {:.4} with {:.0}% confidence,\n!! \
-         above the accountant's epsilon {:?} at delta {:e}. This is a bug in dpml: report it.\n{line}",
+         above {whose} epsilon {claimed} at delta {:e}. {verdict}\n{line}",
         r.violations,
         r.epsilon_lower_bound,
         100.0 * r.confidence,
-        r.epsilon_theoretical,
         r.delta
     )
 }
+
+/// Whose ε an audit of a model dpml trained checks.
+pub const ACCOUNTANT: &str = "the accountant's";
 
 /// The end of an audit that trains its own models: `result` written as `audit.json` under
 /// `--out` (if given) and printed. When the audit's lower bound `found` exceeds the

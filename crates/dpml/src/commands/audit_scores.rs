@@ -57,8 +57,21 @@ pub fn run(a: &AuditArgs, path: &Path, out: Output) -> CliResult<()> {
         out.emit(&result);
     }
     if !report.consistent {
-        crate::output::diag!("{}", super::audit::inconsistency_banner(&report));
-        return Err(dpml_core::audit_workflow::inconsistency_error(&report).into());
+        crate::output::diag!(
+            "{}",
+            super::audit::inconsistency_banner(&report, "the claimed")
+        );
+        // The model is the user's, not dpml's: its claim failed, no bug of dpml's.
+        return Err(dpml_core::Error::runtime(format!(
+            "empirical epsilon lower bound {} ({}) exceeds the claimed epsilon {}: the model \
+             does not keep its claim",
+            report.epsilon_lower_bound,
+            report.violations.join(", "),
+            report
+                .epsilon_theoretical
+                .map_or("none".into(), |e| e.to_string())
+        ))
+        .into());
     }
     Ok(())
 }

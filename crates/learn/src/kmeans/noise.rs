@@ -21,6 +21,17 @@ pub(crate) enum IntNoise {
     Gaussian(DiscreteGaussian),
 }
 
+/// A noise scale the exact sampler cannot hold, said in the user's terms: the budget is too
+/// small for the data's range.
+fn too_wide(scale: f64, _: dpml_mechanisms::MechanismError) -> LearnError {
+    LearnError::invalid(
+        "--epsilon",
+        "must leave a noise scale the exact sampler holds (give a larger epsilon, or narrower \
+         bounds)",
+        format!("one that needs a scale of {scale:e} grid units"),
+    )
+}
+
 impl IntNoise {
     /// Discrete Laplace with scale at least `scale` (grid units).
     ///
@@ -28,7 +39,7 @@ impl IntNoise {
     /// [`LearnError::Mechanism`] when the scale is not finite, not positive or beyond the
     /// sampler's range.
     pub(crate) fn laplace(scale: f64) -> Result<Self, LearnError> {
-        let t = Rational::ceil_from_f64_precise(scale)?;
+        let t = Rational::ceil_from_f64_precise(scale).map_err(|e| too_wide(scale, e))?;
         Ok(IntNoise::Laplace(DiscreteLaplace::new(t)?))
     }
 
@@ -43,7 +54,7 @@ impl IntNoise {
         let k = ((GAUSSIAN_BUDGET_LOG2 - 1.0 - used) / 2.0)
             .floor()
             .clamp(0.0, 30.0) as u32;
-        let s2 = Rational::ceil_from_f64(sigma2, k)?;
+        let s2 = Rational::ceil_from_f64(sigma2, k).map_err(|e| too_wide(sigma, e))?;
         Ok(IntNoise::Gaussian(DiscreteGaussian::new(s2)?))
     }
 

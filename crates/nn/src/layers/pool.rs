@@ -11,7 +11,14 @@ use crate::tensor::Tensor;
 fn window(input: [usize; 3], kernel: usize, stride: usize, what: &str) -> Result<Window> {
     let [c, h, w] = input;
     Window::new(c, h, w, kernel, stride, 0).ok_or_else(|| {
-        invalid(format!("{what} kernel {kernel} with stride {stride} does not fit input {input:?} (both must be > 0)"))
+        let why = if kernel == 0 || stride == 0 {
+            "kernel and stride must be > 0"
+        } else {
+            "the kernel is larger than the input"
+        };
+        invalid(format!(
+            "{what} kernel {kernel} with stride {stride} does not fit input {input:?} ({why})"
+        ))
     })
 }
 
