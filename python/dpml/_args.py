@@ -44,6 +44,20 @@ def count(value: Any, name: str) -> int:
     return n
 
 
+def number(value: Any, name: str) -> float:
+    """``value`` as a ``float`` when it is a real number (``float("1")`` would take a text, and
+    ``float(True)`` a boolean, for the number the caller meant to write).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` for anything else: a text, a boolean, a complex number, None.
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    raise ValueError(f"{name} must be a real number, got {value!r}")
+
+
 def real(values: Any, name: str) -> np.ndarray:
     """``values`` as an array, refusing complex numbers (a float conversion would drop their
     imaginary parts).

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._args import whole
+from ._args import number, whole
 from . import events as _events
 from .events import (
     ComposedDpEvent,
@@ -103,7 +103,7 @@ def epsilon(event: EventLike, delta: float, accountant: str = "pld") -> float:
     ValueError
         For a bad event, delta or accountant name.
     """
-    return _native.epsilon(_json(event), float(delta), accountant)
+    return _native.epsilon(_json(event), number(delta, "delta"), accountant)
 
 
 def delta(event: EventLike, epsilon: float, accountant: str = "pld") -> float:
@@ -123,7 +123,7 @@ def delta(event: EventLike, epsilon: float, accountant: str = "pld") -> float:
     float
         Delta.
     """
-    return _native.delta(_json(event), float(epsilon), accountant)
+    return _native.delta(_json(event), number(epsilon, "epsilon"), accountant)
 
 
 def pld_epsilon_bounds(event: EventLike, delta: float) -> Tuple[float, float]:
@@ -141,7 +141,7 @@ def pld_epsilon_bounds(event: EventLike, delta: float) -> Tuple[float, float]:
     (float, float)
         ``(lower, upper)``: the gap is the accountant's own error bar.
     """
-    return _native.pld_epsilon_bounds(_json(event), float(delta))
+    return _native.pld_epsilon_bounds(_json(event), number(delta, "delta"))
 
 
 def steps_for_epochs(epochs: float, batch_size: int, dataset_size: int) -> Tuple[float, int]:
@@ -505,7 +505,7 @@ class RDPAccountant(_Accountant):
             ``(epsilon, best_alpha)``.
         """
         event = self.event() if self.history else EpsilonDeltaDpEvent(0.0, 0.0)
-        return _native.rdp_epsilon_and_order(event.to_json(), float(delta))
+        return _native.rdp_epsilon_and_order(event.to_json(), number(delta, "delta"))
 
 
 class PLDAccountant(_Accountant):

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _native
+from ._args import number
 from .events import DpEvent
 
 __all__ = ["Ledger", "PASSPHRASE_ENV"]
@@ -171,7 +172,8 @@ class Ledger:
         dict
             The balance after the spend (as :meth:`balance`).
         """
-        return record(json.loads(self._inner.spend(label, event.to_json(), float(epsilon), float(delta))))
+        epsilon, delta = number(epsilon, "epsilon"), number(delta, "delta")
+        return record(json.loads(self._inner.spend(label, event.to_json(), epsilon, delta)))
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"

@@ -21,6 +21,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _native
+from ._args import number
 from .ledger import Ledger, native
 
 __all__ = ["sql", "sql_explain", "sql_report"]
@@ -44,6 +45,12 @@ def _memory_limit(limit: Optional[Union[int, str]]) -> Optional[str]:
     if isinstance(limit, bool) or not isinstance(limit, (int, str)):
         raise TypeError(f"memory_limit must be bytes (int) or a size such as '4G', got {limit!r}")
     return str(limit)
+
+
+def _weights(weights: Optional[Mapping[str, float]]) -> Optional[Dict[str, float]]:
+    if weights is None:
+        return None
+    return {str(k): number(v, f"weights[{k!r}]") for k, v in weights.items()}
 
 
 def sql(
@@ -121,9 +128,9 @@ def sql(
         query,
         _tables(tables),
         os.fspath(schema),
-        float(epsilon),
-        float(delta),
-        None if weights is None else {str(k): float(v) for k, v in weights.items()},
+        number(epsilon, "epsilon"),
+        number(delta, "delta"),
+        _weights(weights),
         native(ledger),
         seed,
         _memory_limit(memory_limit),
@@ -198,9 +205,9 @@ def sql_explain(
             query,
             _tables(tables),
             os.fspath(schema),
-            float(epsilon),
-            float(delta),
-            None if weights is None else {str(k): float(v) for k, v in weights.items()},
+            number(epsilon, "epsilon"),
+            number(delta, "delta"),
+            _weights(weights),
             _memory_limit(memory_limit),
             _cluster(cluster),
         )

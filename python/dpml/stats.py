@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._args import real, whole
+from ._args import number, real, whole
 from .events import DpEvent, event_from_dict
 from .ledger import Ledger, native, record
 
@@ -105,10 +105,10 @@ def _release(
     text = _native.statistic(
         kind,
         arr,
-        float(epsilon),
+        number(epsilon, "epsilon"),
         b,
         whole(bins, "bins"),
-        None if delta is None else float(delta),
+        None if delta is None else number(delta, "delta"),
         seed,
         native(ledger),
         label,

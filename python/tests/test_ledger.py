@@ -196,3 +196,7 @@ def test_a_stated_epsilon_below_the_events_own_raises_and_records_nothing(tmp_pa
     assert ledger.entries() == []
     ledger.spend("honest", event, epsilon=1000.0)
     assert len(ledger.entries()) == 1
+    # A text is not read as a number.
+    with pytest.raises(ValueError, match="epsilon must be a real number, got '1000'"):
+        ledger.spend("text", event, epsilon="1000")
+    assert len(ledger.entries()) == 1

@@ -147,6 +147,9 @@ def test_rr_with_prior_bad_input():
         mechanisms.rr_with_prior([0, 1, 2], np.full((2, 3), 1 / 3), 1.0)
     with pytest.raises(ValueError, match="top-k rule"):
         mechanisms.rr_with_prior([0], np.full((1, 3), 1 / 3), 1.0, rule="best")
+    # A class count from the priors' shape alone once built 4e9 randomizers before any label.
+    with pytest.raises(ValueError, match="at most 1048576 classes, got 4000000000"):
+        mechanisms.rr_with_prior(np.zeros(0, dtype=np.int64), np.zeros((0, 4_000_000_000)), 1.0)
 
 
 def test_a_missing_ledger_is_refused_in_python_terms(tmp_path):

@@ -98,6 +98,13 @@ def test_refusals_and_bad_input_raise_value_error():
     deep = "SELECT COUNT(*) FROM visits WHERE spend < 1" + "+1" * 2000
     with pytest.raises(ValueError, match="operators and keywords"):
         dpml.sql(deep, TABLES, SCHEMA, epsilon=1.0)
+    # Numbers are numbers: a text or a boolean is not read as one.
+    with pytest.raises(ValueError, match="epsilon must be a real number, got '1'"):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon="1")
+    with pytest.raises(ValueError, match="delta must be a real number, got True"):
+        dpml.sql_explain(QUERY, TABLES, SCHEMA, epsilon=1.0, delta=True)
+    with pytest.raises(ValueError, match=r"weights\['n'\] must be a real number"):
+        dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, weights={"n": "2"})
 
 
 def test_a_memory_limit_gives_the_same_seeded_table_and_bad_limits_raise():

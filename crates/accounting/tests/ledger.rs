@@ -1092,6 +1092,11 @@ fn a_stated_epsilon_below_the_events_own_is_refused() {
     ledger
         .spend(&Spend::new("honest", event.clone(), 1.0 / 0.001, 0.0))
         .unwrap();
+    // The same event passing at its own ε does not let it through understated afterwards.
+    let err = ledger
+        .spend(&Spend::new("understated", event.clone(), 999.0, 0.0))
+        .unwrap_err();
+    assert!(matches!(err, LedgerError::InvalidParameter(_)), "{err:?}");
     ledger.spend(&laplace("rounded", 0.3)).unwrap();
     // So is a Gaussian's ε at its δ from the (upper-bound) PLD accountant.
     let gaussian = PrivacyEvent::Gaussian {

@@ -52,6 +52,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::bounds::{EpsilonBound, EpsilonBoundParams, split_epsilon_lower_bound};
+use crate::driver::config::MAX_MODELS;
 use crate::driver::theory::{Theory, resolve_recipe};
 use crate::driver::{Alone, DriverError, Scored, Spread};
 use crate::logits::cross_entropy;
@@ -168,6 +169,12 @@ pub fn validate(cfg: &WorstCaseInitConfig, data: &Dataset) -> Result<()> {
     if cfg.runs < 8 {
         return bad(format!(
             "runs must be at least 8 (2 per half with and without the target), got {}",
+            cfg.runs
+        ));
+    }
+    if cfg.runs > MAX_MODELS {
+        return bad(format!(
+            "runs must be at most {MAX_MODELS}, got {}",
             cfg.runs
         ));
     }
@@ -481,6 +488,10 @@ mod tests {
             e.contains("runs must be at least 8") && e.contains("got 4"),
             "{e}"
         );
+        let e = validate(&config(usize::MAX), &data)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("runs must be at most 10000"), "{e}");
         let mut open = config(10);
         open.recipe.privacy = Privacy::NonPrivate;
         assert!(

@@ -203,18 +203,27 @@ impl AuditPlan {
     /// reference models when an attack needs them, the one-run audit's model) is a DP-SGD run
     /// of the target's recipe, and their results are released together.
     ///
+    /// # Privacy
+    /// Every model trains with the one σ the driver fixes for the target's N records (a target
+    /// ε is calibrated once), so each is charged at that σ: the one-run audit's model at its
+    /// smallest training set, where that σ costs the most (calibrating σ again for it would
+    /// charge exactly the target ε, less than it costs). Each record is in half the reference
+    /// models and all K are charged, at N records each.
+    ///
     /// # Errors
     /// A usage error for a non-private recipe (no finite ε to charge); the plan's errors.
     pub fn cost(&self, dataset: &str) -> Result<Charge> {
         let what = "an audit's models";
-        let per_model = crate::train::planned_event(&self.recipe, self.cfg.target_size, what)?;
+        let recipe =
+            dpml_audit::driver::theory::resolve_recipe(&self.recipe, self.cfg.target_size)?;
+        let per_model = crate::train::planned_event(&recipe, self.cfg.target_size, what)?;
         let mut events = vec![per_model.clone()];
         if self.cfg.needs_reference_models() {
             events.push(per_model.repeated(self.cfg.reference_models as u64));
         }
         if self.cfg.attacks.contains(&AttackKind::OneRun) {
             let n = self.cfg.smallest_training_set().max(1);
-            events.push(crate::train::planned_event(&self.recipe, n, what)?);
+            events.push(crate::train::planned_event(&recipe, n, what)?);
         }
         let models = events.len()
             + if self.cfg.needs_reference_models() {
@@ -308,18 +317,53 @@ pub fn state_verdict(result: &mut Value, report: &AuditReport) {
     }
 }
 
-/// The error of an audit whose lower bound exceeds the accountant's ε: a bug in dpml's
-/// training or accounting, never the caller's.
-pub fn inconsistency_error(report: &AuditReport) -> Error {
-    Error::internal(format!(
-        "empirical epsilon lower bound {} ({}) exceeds the theoretical epsilon {}: a bug in dpml's \
-         training or accounting",
+/// Whose ε an audit checks: dpml's accountant's, for a model dpml trained (a contradiction is
+/// a bug in dpml), or the owner's, for scores of a model dpml did not train (a contradiction
+/// means the model does not keep its claim).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// ε from dpml's accountant.
+    Accountant,
+    /// ε stated by the model's owner.
+    Owner,
+}
+
+impl Claim {
+    /// "the accountant's" or "the claimed", as the ε is named in messages.
+    pub fn whose(self) -> &'static str {
+        match self {
+            Claim::Accountant => "the accountant's",
+            Claim::Owner => "the claimed",
+        }
+    }
+
+    /// What a contradiction of this claim means.
+    pub fn verdict(self) -> &'static str {
+        match self {
+            Claim::Accountant => "a bug in dpml's training or accounting",
+            Claim::Owner => "the model does not keep its claim",
+        }
+    }
+}
+
+/// The error of an audit whose lower bound exceeds the claimed ε: internal (a bug in dpml)
+/// when the claim is the accountant's, a runtime failure of the user's model when it is the
+/// owner's.
+pub fn inconsistency_error(report: &AuditReport, claim: Claim) -> Error {
+    let message = format!(
+        "empirical epsilon lower bound {} ({}) exceeds {} epsilon {}: {}",
         report.epsilon_lower_bound,
         report.violations.join(", "),
+        claim.whose(),
         report
             .epsilon_theoretical
-            .map_or("none".into(), |e| e.to_string())
-    ))
+            .map_or("none".into(), |e| e.to_string()),
+        claim.verdict()
+    );
+    match claim {
+        Claim::Accountant => Error::internal(message),
+        Claim::Owner => Error::runtime(message),
+    }
 }
 
 /// The label column's name, so that naming it as the sensitive column is refused by name:

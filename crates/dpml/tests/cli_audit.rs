@@ -338,3 +338,47 @@ fn audit_cache_is_private_by_default_and_audit_takes_an_arch() {
     }
     assert!(!out.join("model-cache").exists());
 }
+
+/// Every model of an audit trains with the σ calibrated once for the target's N records, so
+/// the ledger charges each at that σ: the one-run audit's model, on fewer records, costs more
+/// than the target ε at it (calibrating σ again for its size undercharged it).
+#[test]
+fn an_audit_charges_every_model_at_the_sigma_it_trains_with() {
+    fn noise_multipliers(event: &serde_json::Value, out: &mut Vec<f64>) {
+        match event {
+            serde_json::Value::Object(map) => {
+                if let Some(s) = map.get("noise_multiplier").and_then(|s| s.as_f64()) {
+                    out.push(s);
+                }
+                map.values().for_each(|v| noise_multipliers(v, out));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| noise_multipliers(v, out)),
+            _ => {}
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("audit.db");
+    common::create_ledger(&ledger, "100");
+    let l = ledger.to_str().unwrap();
+    let mut args = audit_args(&[
+        "--epsilon",
+        "1",
+        "--attack",
+        "loss,one-run",
+        "--canaries",
+        "100",
+        "--no-cache",
+        "--ledger",
+        l,
+    ]);
+    // A seeded run is not private: it cannot be charged.
+    let seed = args.iter().position(|a| *a == "--seed").unwrap();
+    args.drain(seed..seed + 2);
+    let run = dpml(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let show = dpml(&["ledger", "show", "--ledger", l, "--json"]).json();
+    let mut sigmas = Vec::new();
+    noise_multipliers(&show["entries"][0]["event"], &mut sigmas);
+    assert_eq!(sigmas.len(), 2, "the target and the one-run model: {show}");
+    assert_eq!(sigmas[0], sigmas[1], "{show}");
+}

@@ -133,6 +133,23 @@ fn sweep_and_kmeans_reject_bad_input() {
     let source = format!("csv:{}", csv.display());
     dpml(&["kmeans", "--dataset", &source, "--k", "2", "--epsilon", "1"])
         .assert_usage_error("--bounds");
+    // Nor does it publish its classes: without --k, the sweep's k is not read from its labels.
+    let out = dir.path().join("sweep");
+    dpml(&[
+        "sweep",
+        "--experiment",
+        "kmeans",
+        "--dataset",
+        &source,
+        "--bounds",
+        "0:10,0:10",
+        "--epsilons",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .assert_usage_error("--k not given");
+    assert!(!out.exists());
     dpml(&["kmeans", "--dataset", "iris", "--k", "3"]).assert_usage_error("--epsilon");
 }
 

@@ -486,6 +486,34 @@ fn push_flag(inputs: &mut Vec<(Expr, bool)>, a: Option<Expr>, b: Option<&Expr>) 
     Some(inputs.len() - 1)
 }
 
+/// Whether values of type `t` are equal to SQL exactly when their bytes are, as a unit id's
+/// must be (the bounding keys units by their bytes): integers, decimals, text, binary,
+/// booleans, dates and times, or a dictionary of those. Not floats (0.0 = -0.0 to SQL), not
+/// intervals (one month and 30 days), not nested types (which may hold either).
+fn compares_by_bytes(t: &DataType) -> bool {
+    match t {
+        DataType::Dictionary(_, values) => compares_by_bytes(values),
+        DataType::Interval(_) => false,
+        t => {
+            t.is_integer()
+                || t.is_decimal()
+                || t.is_temporal()
+                || matches!(
+                    t,
+                    DataType::Null
+                        | DataType::Boolean
+                        | DataType::Utf8
+                        | DataType::LargeUtf8
+                        | DataType::Utf8View
+                        | DataType::Binary
+                        | DataType::LargeBinary
+                        | DataType::BinaryView
+                        | DataType::FixedSizeBinary(_)
+                )
+        }
+    }
+}
+
 /// The contribution rows: the unit, the group values and the inputs, for rows with a unit.
 fn contribution_rows(
     input: &Rel,
@@ -494,11 +522,12 @@ fn contribution_rows(
 ) -> Result<LogicalPlan> {
     let unit = input.column(input.unit.columns()[0]);
     let unit_type = unit.get_type(input.plan.schema()).map_err(plan_err)?;
-    if unit_type.is_floating() {
+    if !compares_by_bytes(&unit_type) {
         return Err(SqlError::refused(
             format!("the privacy unit {unit} ({unit_type})"),
-            "a floating-point unit id is one unit to SQL and two to the bounding when it is 0.0 \
-             and -0.0, so one person could count twice; declare the column an integer or text",
+            "a unit id holding floating-point values (or a nested or interval type, which may) \
+             is one unit to SQL and two to the bounding when it is 0.0 and -0.0, so one person \
+             could count twice; declare the column an integer or text",
         ));
     }
     let mut exprs = vec![unit.clone().alias("__unit")];
@@ -553,4 +582,36 @@ pub(crate) fn empty_table(
     .and_then(LogicalPlanBuilder::build)
     .map_err(plan_err)?;
     Ok((table, plan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unit_type_holding_floats_is_not_taken_to_compare_by_bytes() {
+        let dict = |v: DataType| DataType::Dictionary(Box::new(DataType::Int32), Box::new(v));
+        let float = Arc::new(Field::new("x", DataType::Float64, true));
+        for t in [
+            DataType::Int64,
+            DataType::UInt8,
+            DataType::Utf8,
+            DataType::Utf8View,
+            DataType::Decimal128(10, 2),
+            DataType::Date32,
+            dict(DataType::Utf8),
+        ] {
+            assert!(compares_by_bytes(&t), "{t}");
+        }
+        for t in [
+            DataType::Float64,
+            DataType::Float16,
+            dict(DataType::Float32),
+            DataType::List(float.clone()),
+            DataType::Struct(vec![float].into()),
+            DataType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+        ] {
+            assert!(!compares_by_bytes(&t), "{t}");
+        }
+    }
 }

@@ -55,7 +55,7 @@ use crate::preaggregate;
 use crate::progress::{Progress, Stage};
 use crate::release::{Noise, Released, release};
 use crate::result::{DpResult, Report};
-use crate::rewrite::Rewriter;
+use crate::rewrite::{Rewriter, subquery_plan};
 use crate::rowid::{KeyedHash, RowId};
 
 /// A query's privacy parameters.
@@ -948,17 +948,13 @@ fn refuse_unrunnable(
         for e in node.expressions() {
             e.apply(|e| {
                 found = match e {
-                    Expr::ScalarSubquery(s) if reads_private(&s.subquery) => None,
-                    Expr::Exists(s) if reads_private(&s.subquery.subquery) => None,
-                    Expr::InSubquery(s) if reads_private(&s.subquery.subquery) => None,
-                    Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_) => {
-                        Some(SqlError::refused(
-                            "a subquery DataFusion cannot turn into a join",
-                            "DataFusion runs a subquery only once its optimizer has made it a \
-                             join, and it could not here: write it as a join (… JOIN (SELECT …) \
-                             p ON …, or IN (SELECT …) in WHERE)",
-                        ))
-                    }
+                    e if subquery_plan(e).is_some_and(reads_private) => None,
+                    e if subquery_plan(e).is_some() => Some(SqlError::refused(
+                        "a subquery DataFusion cannot turn into a join",
+                        "DataFusion runs a subquery only once its optimizer has made it a join, \
+                         and it could not here: write it as a join (… JOIN (SELECT …) p ON …, or \
+                         IN (SELECT …) in WHERE)",
+                    )),
                     Expr::OuterReferenceColumn(_, c) => Some(SqlError::refused(
                         format!("a reference to the outer query's column {c}"),
                         "DataFusion cannot run a subquery in FROM that refers to the query \
@@ -970,21 +966,22 @@ fn refuse_unrunnable(
                     )),
                     _ => None,
                 };
-                Ok(if found.is_some() {
-                    TreeNodeRecursion::Stop
-                } else {
-                    TreeNodeRecursion::Continue
-                })
+                Ok(stop_once(&found))
             })?;
         }
-        Ok(if found.is_some() {
-            TreeNodeRecursion::Stop
-        } else {
-            TreeNodeRecursion::Continue
-        })
+        Ok(stop_once(&found))
     })
     .map_err(plan_err)?;
     found.map_or(Ok(()), Err)
+}
+
+/// Stops a walk once it has found what it looked for.
+fn stop_once<T>(found: &Option<T>) -> TreeNodeRecursion {
+    if found.is_some() {
+        TreeNodeRecursion::Stop
+    } else {
+        TreeNodeRecursion::Continue
+    }
 }
 
 /// Refuses a result with two columns of one name (`a.n, b.n`): rows are released as

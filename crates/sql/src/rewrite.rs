@@ -1037,16 +1037,16 @@ fn check_private_exprs(
                     "a volatile function on private rows: its value is not a function of one \
                      unit's rows (dpml draws all randomness itself, once per released cell)",
                 )),
-                Expr::ScalarSubquery(s) => subquery_refusal(&s.subquery, place, rw),
-                Expr::InSubquery(s) => subquery_refusal(&s.subquery.subquery, place, rw),
-                Expr::Exists(s) => subquery_refusal(&s.subquery.subquery, place, rw),
                 Expr::WindowFunction(w) => Some(SqlError::refused(
                     format!("{} OVER (…)", w.fun),
                     "a window function on private rows releases a value per row",
                 )),
-                node => crate::total::failure(node, schema).map(|(construct, reason)| {
-                    SqlError::refused(format!("{construct} in {place}"), reason)
-                }),
+                node => match subquery_plan(node) {
+                    Some(sub) => subquery_refusal(sub, place, rw),
+                    None => crate::total::failure(node, schema).map(|(construct, reason)| {
+                        SqlError::refused(format!("{construct} in {place}"), reason)
+                    }),
+                },
             };
             if refusal.is_some() {
                 bad = refusal;
@@ -1060,6 +1060,16 @@ fn check_private_exprs(
         }
     }
     Ok(())
+}
+
+/// The plan of a subquery expression (scalar, `IN` or `EXISTS`); `None` for any other.
+pub(crate) fn subquery_plan(e: &Expr) -> Option<&LogicalPlan> {
+    match e {
+        Expr::ScalarSubquery(s) => Some(s.subquery.as_ref()),
+        Expr::InSubquery(s) => Some(s.subquery.subquery.as_ref()),
+        Expr::Exists(s) => Some(s.subquery.subquery.as_ref()),
+        _ => None,
+    }
 }
 
 /// A subquery left inside an expression over private rows (DataFusion could not turn it into

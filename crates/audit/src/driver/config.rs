@@ -103,6 +103,11 @@ impl AttackKind {
     }
 }
 
+/// The most models an audit may train by one count (reference models, worst-case-init runs):
+/// far past published audits (LiRA's 256), and few enough that laying out their jobs before
+/// the first one trains cannot exhaust memory.
+pub const MAX_MODELS: usize = 10_000;
+
 /// Everything that defines an audit besides the data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditConfig {
@@ -206,6 +211,12 @@ impl AuditConfig {
         if self.reference_models == 0 {
             return bad("reference-models must be at least 1, got 0".into());
         }
+        if self.reference_models > MAX_MODELS {
+            return bad(format!(
+                "reference-models must be at most {MAX_MODELS}, got {}",
+                self.reference_models
+            ));
+        }
         if self.attacks.contains(&AttackKind::Rmia) && self.reference_models < 2 {
             return bad(format!(
                 "reference-models must be at least 2 for RMIA (every example needs a reference \
@@ -259,6 +270,14 @@ impl AuditConfig {
             }
             (Some(a), true) if a.bins < 2 => {
                 return bad(format!("attribute-bins must be at least 2, got {}", a.bins));
+            }
+            // More bins than records would leave bins empty, and their candidates are laid out
+            // before the attack.
+            (Some(a), true) if a.bins > records => {
+                return bad(format!(
+                    "attribute-bins must be at most the number of records ({records}), got {}",
+                    a.bins
+                ));
             }
             _ => {}
         }
@@ -388,5 +407,19 @@ mod tests {
             }
         };
         assert!(with(&one_bin, 200).contains("attribute-bins must be at least 2, got 1"));
+        // Counts that would lay out more than memory holds are refused by name.
+        let many_bins = |c: &mut AuditConfig| {
+            if let Some(a) = c.attribute.as_mut() {
+                a.bins = 1_000_000_000_000;
+            }
+        };
+        assert!(
+            with(&many_bins, 200)
+                .contains("attribute-bins must be at most the number of records (200)")
+        );
+        assert!(
+            with(&|c| c.reference_models = 1_000_000_000_000, 200)
+                .contains("reference-models must be at most 10000, got 1000000000000")
+        );
     }
 }

@@ -210,7 +210,17 @@ impl Setup {
             Experiment::Kmeans => {
                 let (data, schema) = load_all(&a.dataset, &opts)?;
                 let bounds = declared_bounds(&schema, &data)?;
-                let k = a.k.unwrap_or(data.n_classes);
+                let k = match a.k {
+                    Some(k) => k,
+                    // k from the classes only where they are declared, never from the labels
+                    // found in the private records.
+                    None => {
+                        schema
+                            .require_classes(&data.name)
+                            .map_err(|e| Error::usage(format!("--k not given: {e}")))?;
+                        data.n_classes
+                    }
+                };
                 let params = KMeansParams::new(k, Algorithm::DpLloyd, bounds);
                 Ok((Setup::Kmeans { params, data }, None))
             }

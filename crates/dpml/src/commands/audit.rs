@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::{ArgGroup, Args};
 use dpml_audit::driver::{AttackOutcome, AuditReport, DriverError, ModelReady};
 use dpml_audit::lira::Variance;
-use dpml_core::audit_workflow::{self, AuditOptions, AuditOutcome, AuditPlan};
+use dpml_core::audit_workflow::{self, AuditOptions, AuditOutcome, AuditPlan, Claim};
 use dpml_learn::dpsgd::TrainConfig;
 use serde_json::{Value, json};
 
@@ -253,37 +253,34 @@ pub fn run(a: &AuditArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
         out.emit(&result);
     }
     if !report.consistent {
-        diag!("{}", inconsistency_banner(&report, ACCOUNTANT));
-        return Err(audit_workflow::inconsistency_error(&report).into());
+        diag!("{}", inconsistency_banner(&report, Claim::Accountant));
+        return Err(audit_workflow::inconsistency_error(&report, Claim::Accountant).into());
     }
     Ok(())
 }
 
 /// The loud warning printed when the audit contradicts the ε claimed for the model: by
-/// dpml's accountant for a model dpml trained (`whose` says "the accountant's", and the
-/// contradiction is a bug in dpml), or by the model's owner for scores handed in.
-pub fn inconsistency_banner(r: &AuditReport, whose: &str) -> String {
+/// dpml's accountant for a model dpml trained (the contradiction is a bug in dpml), or by the
+/// model's owner for scores handed in.
+pub fn inconsistency_banner(r: &AuditReport, claim: Claim) -> String {
     let line = "!".repeat(78);
     let claimed = r
         .epsilon_theoretical
         .map_or("none".into(), |e| e.to_string());
-    let verdict = if whose == ACCOUNTANT {
-        "This is a bug in dpml: report it."
-    } else {
-        "The model does not keep that claim."
+    let verdict = match claim {
+        Claim::Accountant => "This is a bug in dpml: report it.",
+        Claim::Owner => "The model does not keep that claim.",
     };
     format!(
         "{line}\n!! PRIVACY AUDIT FAILED: attacks {:?} show epsilon >= {:.4} with {:.0}% confidence,\n!! \
-         above {whose} epsilon {claimed} at delta {:e}. {verdict}\n{line}",
+         above {} epsilon {claimed} at delta {:e}. {verdict}\n{line}",
         r.violations,
         r.epsilon_lower_bound,
         100.0 * r.confidence,
+        claim.whose(),
         r.delta
     )
 }
-
-/// Whose ε an audit of a model dpml trained checks.
-pub const ACCOUNTANT: &str = "the accountant's";
 
 /// The end of an audit that trains its own models: `result` written as `audit.json` under
 /// `--out` (if given) and printed. When the audit's lower bound `found` exceeds the
@@ -313,8 +310,9 @@ pub(super) fn finish(
         "PRIVACY AUDIT FAILED: {attack} lower bound {found} exceeds the accountant's epsilon {claimed}"
     );
     Err(CliError::internal(format!(
-        "empirical epsilon lower bound {found} ({attack}) exceeds the theoretical epsilon \
-         {claimed}: a bug in dpml's training or accounting"
+        "empirical epsilon lower bound {found} ({attack}) exceeds {} epsilon {claimed}: {}",
+        Claim::Accountant.whose(),
+        Claim::Accountant.verdict()
     )))
 }
 

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use dpml_audit::driver::external::{ExternalModel, audit_scores, parse_scores_csv};
+use dpml_core::audit_workflow::{Claim, inconsistency_error};
 use dpml_learn::dpsgd::TrainConfig;
 
 use super::audit::{AuditArgs, driver_err, write_json, write_outputs};
@@ -59,19 +60,10 @@ pub fn run(a: &AuditArgs, path: &Path, out: Output) -> CliResult<()> {
     if !report.consistent {
         crate::output::diag!(
             "{}",
-            super::audit::inconsistency_banner(&report, "the claimed")
+            super::audit::inconsistency_banner(&report, Claim::Owner)
         );
         // The model is the user's, not dpml's: its claim failed, no bug of dpml's.
-        return Err(dpml_core::Error::runtime(format!(
-            "empirical epsilon lower bound {} ({}) exceeds the claimed epsilon {}: the model \
-             does not keep its claim",
-            report.epsilon_lower_bound,
-            report.violations.join(", "),
-            report
-                .epsilon_theoretical
-                .map_or("none".into(), |e| e.to_string())
-        ))
-        .into());
+        return Err(inconsistency_error(&report, Claim::Owner).into());
     }
     Ok(())
 }

@@ -180,6 +180,10 @@ pub struct RrWithPrior {
     rule: TopKRule,
 }
 
+/// The most classes [`RrWithPrior`] takes: it keeps one k-ary randomizer per k up to the
+/// class count, built before the first label (over twenty times ImageNet-21k's classes).
+pub const MAX_CLASSES: usize = 1 << 20;
+
 impl RrWithPrior {
     /// The randomizer for `classes` classes at `epsilon`.
     ///
@@ -189,6 +193,11 @@ impl RrWithPrior {
         if classes < 2 {
             return Err(config_err(format!(
                 "rr-prior needs at least 2 classes, got {classes}"
+            )));
+        }
+        if classes > MAX_CLASSES {
+            return Err(config_err(format!(
+                "rr-prior takes at most {MAX_CLASSES} classes, got {classes}"
             )));
         }
         let k_max = u32::try_from(classes)
@@ -451,6 +460,10 @@ mod tests {
         // (0.5, 0.3, 0.2) at ε = 1: w1 = 0.5, w2 = 0.8e/(e+1) ≈ 0.585, w3 = e/(e+2) ≈ 0.576.
         assert!(0.8 * e1 / (e1 + 1.0) > e1 / (e1 + 2.0));
         assert_eq!(best_k(&[0.5, 0.3, 0.2], 1.0), 2);
+        let e = RrWithPrior::new(1.0, 4_000_000_000)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 1048576 classes, got 4000000000"), "{e}");
         let rr = RrWithPrior::new(1.0, 4).unwrap();
         assert_eq!(rr.top_classes(&[0.1, 0.4, 0.1, 0.4]).unwrap(), vec![1, 3]);
         // Likelihood rows: k = 2 over {1, 3}, released 3 → (1/2, q, 1/2, p); k = 1 → all ones.
