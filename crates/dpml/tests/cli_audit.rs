@@ -137,18 +137,20 @@ fn report_files_are_well_formed_and_the_cache_skips_retraining() {
     assert_eq!(second["attacks"], first["attacks"]);
 }
 
+/// A private audit at ε = 1 by the loss and one-run attacks.
+const PRIVATE_ONE_RUN: [&str; 7] = [
+    "--epsilon",
+    "1",
+    "--attack",
+    "loss,one-run",
+    "--canaries",
+    "100",
+    "--no-cache",
+];
+
 #[test]
 fn private_audit_is_consistent() {
-    let r = dpml(&audit_args(&[
-        "--epsilon",
-        "1",
-        "--attack",
-        "loss,one-run",
-        "--canaries",
-        "100",
-        "--no-cache",
-    ]))
-    .json();
+    let r = dpml(&audit_args(&PRIVATE_ONE_RUN)).json();
     let eps = r["epsilon_theoretical"].as_f64().unwrap();
     assert!(eps <= 1.0 && eps > 0.95, "{r}");
     assert_eq!(r["consistent"], true, "{r}");
@@ -360,17 +362,7 @@ fn an_audit_charges_every_model_at_the_sigma_it_trains_with() {
     let ledger = dir.path().join("audit.db");
     common::create_ledger(&ledger, "100");
     let l = ledger.to_str().unwrap();
-    let mut args = audit_args(&[
-        "--epsilon",
-        "1",
-        "--attack",
-        "loss,one-run",
-        "--canaries",
-        "100",
-        "--no-cache",
-        "--ledger",
-        l,
-    ]);
+    let mut args = audit_args(&[&PRIVATE_ONE_RUN[..], &["--ledger", l]].concat());
     // A seeded run is not private: it cannot be charged.
     let seed = args.iter().position(|a| *a == "--seed").unwrap();
     args.drain(seed..seed + 2);
