@@ -17,6 +17,11 @@ use crate::error::{Result, SqlError};
 pub const MAX_TERMS: usize = 2_000;
 /// The most SELECTs and tables in FROM lists and joins one query may have.
 pub const MAX_RELATIONS: usize = 64;
+/// The most parentheses opened right after a keyword (`CAST(`, `EXTRACT(`, `SUBSTRING(`) one
+/// inside another. The SQL parser tries such a construct again as a function call when it
+/// fails, and one that fails for being nested too deep fails both ways: each level doubles
+/// the parse (50 nested `CAST`s parsed for hours).
+pub const MAX_KEYWORD_NESTING: usize = 16;
 
 /// Refuses a query with more than [`MAX_TERMS`] operators and keywords or more than
 /// [`MAX_RELATIONS`] SELECTs and tables. Text that does not tokenize passes: the parser then
@@ -25,7 +30,17 @@ pub(crate) fn check(sql: &str, dialect: &dyn Dialect) -> Result<()> {
     let Ok(tokens) = Tokenizer::new(dialect, sql).tokenize() else {
         return Ok(());
     };
-    let (terms, relations) = count(&tokens);
+    let Counts {
+        terms,
+        relations,
+        keyword_nesting,
+    } = count(&tokens);
+    if keyword_nesting > MAX_KEYWORD_NESTING {
+        return Err(SqlError::input(format!(
+            "the query nests {keyword_nesting} keyword calls such as CAST(…) one inside another, \
+             more than the {MAX_KEYWORD_NESTING} dpml parses: split it or drop redundant ones"
+        )));
+    }
     if terms > MAX_TERMS {
         return Err(SqlError::input(format!(
             "the query has {terms} operators and keywords, more than the {MAX_TERMS} dpml plans \
@@ -41,14 +56,42 @@ pub(crate) fn check(sql: &str, dialect: &dyn Dialect) -> Result<()> {
     Ok(())
 }
 
-/// (operators and keywords, SELECTs and tables). Over-counting is safe: a word that only
-/// looks like a keyword, or a comma after `FROM` inside a function's arguments, counts too.
-fn count(tokens: &[Token]) -> (usize, usize) {
+/// What [`check`] limits in a query.
+struct Counts {
+    /// Operators and keywords.
+    terms: usize,
+    /// SELECTs and tables.
+    relations: usize,
+    /// The deepest nesting of parentheses opened right after a keyword.
+    keyword_nesting: usize,
+}
+
+/// Counts a query's tokens. Over-counting is safe: a word that only looks like a keyword, or a
+/// comma after `FROM` inside a function's arguments, counts too.
+fn count(tokens: &[Token]) -> Counts {
     let (mut terms, mut relations) = (0, 0);
     // Per parenthesis level: whether the words so far are in a FROM list, where a comma
-    // adds a table.
+    // adds a table, and whether a keyword opened it.
     let mut in_from = vec![false];
+    let mut keyword_led = vec![false];
+    let (mut keyword_open, mut keyword_nesting) = (0usize, 0usize);
+    let mut after_keyword = false;
     for token in tokens {
+        match token {
+            Token::Whitespace(_) => {}
+            Token::LParen => {
+                keyword_led.push(after_keyword);
+                keyword_open += usize::from(after_keyword);
+                keyword_nesting = keyword_nesting.max(keyword_open);
+            }
+            Token::RParen if keyword_led.len() > 1 => {
+                keyword_open -= usize::from(keyword_led.pop().unwrap_or(false));
+            }
+            _ => {}
+        }
+        if !matches!(token, Token::Whitespace(_)) {
+            after_keyword = matches!(token, Token::Word(w) if w.keyword != Keyword::NoKeyword);
+        }
         match token {
             Token::Whitespace(_)
             | Token::Comma
@@ -92,7 +135,11 @@ fn count(tokens: &[Token]) -> (usize, usize) {
             _ => {}
         }
     }
-    (terms, relations)
+    Counts {
+        terms,
+        relations,
+        keyword_nesting,
+    }
 }
 
 #[cfg(test)]
@@ -102,7 +149,27 @@ mod tests {
     use super::*;
 
     fn counts(sql: &str) -> (usize, usize) {
-        count(&Tokenizer::new(&GenericDialect {}, sql).tokenize().unwrap())
+        let c = count(&Tokenizer::new(&GenericDialect {}, sql).tokenize().unwrap());
+        (c.terms, c.relations)
+    }
+
+    fn keyword_nesting(sql: &str) -> usize {
+        count(&Tokenizer::new(&GenericDialect {}, sql).tokenize().unwrap()).keyword_nesting
+    }
+
+    #[test]
+    fn keyword_calls_count_where_they_nest() {
+        assert_eq!(keyword_nesting("SELECT CAST(CAST(x AS INT) AS DOUBLE)"), 2);
+        // Side by side, behind plain parentheses or a function's own name: not nested calls.
+        assert_eq!(
+            keyword_nesting("SELECT CAST(x AS INT), CAST ( y AS INT ) FROM t"),
+            1
+        );
+        assert_eq!(keyword_nesting("SELECT 1 + ((f(g(x))))"), 0);
+        assert_eq!(
+            keyword_nesting("SELECT SUM(CASE WHEN EXTRACT(YEAR FROM d) > 1 THEN 1 END)"),
+            2
+        );
     }
 
     #[test]
@@ -149,6 +216,19 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("65 SELECTs and tables"), "{e}");
+        // Nested CASTs behind unary minuses reach the parser's depth limit inside the casts,
+        // where each level doubled the parse (with SUM's, 18 keyword calls).
+        let casts =
+            (0..=MAX_KEYWORD_NESTING).fold("x".to_string(), |e, _| format!("CAST({e} AS DOUBLE)"));
+        let e = check(
+            &format!("SELECT SUM({}{casts}) FROM t", "- ".repeat(18)),
+            &GenericDialect {},
+        )
+        .unwrap_err();
+        assert!(
+            e.is_input() && e.to_string().contains("nests 18 keyword calls"),
+            "{e}"
+        );
         assert!(
             check(
                 "SELECT COUNT(*) FROM t WHERE 'unterminated",

@@ -19,6 +19,9 @@ pub const MAX_CHOICES: usize = 1000;
 
 /// The largest batch size a space may hold (as `--batch-size` allows, within memory sense).
 const MAX_BATCH: f64 = (1u64 << 31) as f64;
+/// The most epochs a search space may hold: every whole number up to it is exact in an f64, so
+/// a range of whole epochs can be counted and drawn from.
+const MAX_EPOCHS: f64 = (1u64 << 53) as f64;
 
 /// Cells per range of an integer hyperparameter that changes a trial's privacy (batch size,
 /// epochs): trials in a cell share the noise calibrated for the cell's costliest corner.
@@ -111,6 +114,7 @@ impl Hyperparameter {
                 bad(&format!("a whole number in [1, {MAX_BATCH}]"))
             }
             Hyperparameter::Momentum if !(0.0..1.0).contains(&v) => bad("in [0, 1)"),
+            Hyperparameter::Epochs if v > MAX_EPOCHS => bad(&format!("at most {MAX_EPOCHS}")),
             _ => Ok(v),
         }
     }
@@ -661,6 +665,10 @@ mod tests {
             ("momentum=0..1.5", "in [0, 1)"),
             ("learning-rate=0..1 log", "must be > 0"),
             ("epochs=1..5, epochs=2..3", "twice"),
+            (
+                "epochs=1..1e20",
+                "epochs in the search space must be at most 9007199254740992",
+            ),
         ] {
             let m = usage(spec);
             assert!(m.contains(words), "{spec}: {m}");
