@@ -17,11 +17,13 @@ use crate::error::{Result, SqlError};
 pub const MAX_TERMS: usize = 2_000;
 /// The most SELECTs and tables in FROM lists and joins one query may have.
 pub const MAX_RELATIONS: usize = 64;
-/// The most parentheses opened right after a keyword (`CAST(`, `EXTRACT(`, `SUBSTRING(`) one
-/// inside another. The SQL parser tries such a construct again as a function call when it
-/// fails, and one that fails for being nested too deep fails both ways: each level doubles
-/// the parse (50 nested `CAST`s parsed for hours).
-pub const MAX_KEYWORD_NESTING: usize = 16;
+/// The most calls one inside another: parentheses or brackets opened right after a word
+/// (`CAST(`, `IFNULL(`, `ARRAY[`). The SQL parser tries a keyword call again as a function call
+/// when it fails, and one that fails for being nested too deep fails both ways, so each level
+/// doubled the parse (50 nested `CAST`s parsed for hours); DataFusion rewrites `IFNULL`, `NVL`
+/// and `COALESCE` into expressions that repeat their argument, so each level doubles the plan
+/// (30 nested `IFNULL`s asked for gigabytes).
+pub const MAX_CALL_NESTING: usize = 12;
 
 /// Refuses a query with more than [`MAX_TERMS`] operators and keywords or more than
 /// [`MAX_RELATIONS`] SELECTs and tables. Text that does not tokenize passes: the parser then
@@ -33,12 +35,12 @@ pub(crate) fn check(sql: &str, dialect: &dyn Dialect) -> Result<()> {
     let Counts {
         terms,
         relations,
-        keyword_nesting,
+        call_nesting,
     } = count(&tokens);
-    if keyword_nesting > MAX_KEYWORD_NESTING {
+    if call_nesting > MAX_CALL_NESTING {
         return Err(SqlError::input(format!(
-            "the query nests {keyword_nesting} keyword calls such as CAST(…) one inside another, \
-             more than the {MAX_KEYWORD_NESTING} dpml parses: split it or drop redundant ones"
+            "the query nests {call_nesting} calls such as CAST(…) or IFNULL(…) one inside \
+             another, more than the {MAX_CALL_NESTING} dpml plans: split it or drop redundant ones"
         )));
     }
     if terms > MAX_TERMS {
@@ -62,8 +64,8 @@ struct Counts {
     terms: usize,
     /// SELECTs and tables.
     relations: usize,
-    /// The deepest nesting of parentheses opened right after a keyword.
-    keyword_nesting: usize,
+    /// The deepest nesting of calls: parentheses or brackets opened right after a word.
+    call_nesting: usize,
 }
 
 /// Counts a query's tokens. Over-counting is safe: a word that only looks like a keyword, or a
@@ -71,26 +73,25 @@ struct Counts {
 fn count(tokens: &[Token]) -> Counts {
     let (mut terms, mut relations) = (0, 0);
     // Per parenthesis level: whether the words so far are in a FROM list, where a comma
-    // adds a table, and whether a keyword opened it.
+    // adds a table, and whether a word opened it as a call.
     let mut in_from = vec![false];
-    let mut keyword_led = vec![false];
-    let (mut keyword_open, mut keyword_nesting) = (0usize, 0usize);
-    let mut after_keyword = false;
+    let mut call = vec![false];
+    let (mut calls_open, mut call_nesting) = (0usize, 0usize);
+    let mut after_word = false;
     for token in tokens {
         match token {
-            Token::Whitespace(_) => {}
-            Token::LParen => {
-                keyword_led.push(after_keyword);
-                keyword_open += usize::from(after_keyword);
-                keyword_nesting = keyword_nesting.max(keyword_open);
+            Token::LParen | Token::LBracket => {
+                call.push(after_word);
+                calls_open += usize::from(after_word);
+                call_nesting = call_nesting.max(calls_open);
             }
-            Token::RParen if keyword_led.len() > 1 => {
-                keyword_open -= usize::from(keyword_led.pop().unwrap_or(false));
+            Token::RParen | Token::RBracket if call.len() > 1 => {
+                calls_open -= usize::from(call.pop().unwrap_or(false));
             }
             _ => {}
         }
         if !matches!(token, Token::Whitespace(_)) {
-            after_keyword = matches!(token, Token::Word(w) if w.keyword != Keyword::NoKeyword);
+            after_word = matches!(token, Token::Word(_));
         }
         match token {
             Token::Whitespace(_)
@@ -138,7 +139,7 @@ fn count(tokens: &[Token]) -> Counts {
     Counts {
         terms,
         relations,
-        keyword_nesting,
+        call_nesting,
     }
 }
 
@@ -153,21 +154,23 @@ mod tests {
         (c.terms, c.relations)
     }
 
-    fn keyword_nesting(sql: &str) -> usize {
-        count(&Tokenizer::new(&GenericDialect {}, sql).tokenize().unwrap()).keyword_nesting
+    fn call_nesting(sql: &str) -> usize {
+        count(&Tokenizer::new(&GenericDialect {}, sql).tokenize().unwrap()).call_nesting
     }
 
     #[test]
-    fn keyword_calls_count_where_they_nest() {
-        assert_eq!(keyword_nesting("SELECT CAST(CAST(x AS INT) AS DOUBLE)"), 2);
-        // Side by side, behind plain parentheses or a function's own name: not nested calls.
+    fn calls_count_where_they_nest() {
+        assert_eq!(call_nesting("SELECT CAST(CAST(x AS INT) AS DOUBLE)"), 2);
+        // Side by side or behind plain parentheses: not nested calls.
         assert_eq!(
-            keyword_nesting("SELECT CAST(x AS INT), CAST ( y AS INT ) FROM t"),
+            call_nesting("SELECT CAST(x AS INT), ifnull ( y, 0 ) FROM t"),
             1
         );
-        assert_eq!(keyword_nesting("SELECT 1 + ((f(g(x))))"), 0);
+        assert_eq!(call_nesting("SELECT 1 + ((x))"), 0);
+        assert_eq!(call_nesting("SELECT f(g(h(x)))"), 3);
+        assert_eq!(call_nesting("SELECT ARRAY[ARRAY[1], [2]]"), 2);
         assert_eq!(
-            keyword_nesting("SELECT SUM(CASE WHEN EXTRACT(YEAR FROM d) > 1 THEN 1 END)"),
+            call_nesting("SELECT SUM(CASE WHEN EXTRACT(YEAR FROM d) > 1 THEN 1 END)"),
             2
         );
     }
@@ -217,18 +220,22 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("65 SELECTs and tables"), "{e}");
         // Nested CASTs behind unary minuses reach the parser's depth limit inside the casts,
-        // where each level doubled the parse (with SUM's, 18 keyword calls).
-        let casts =
-            (0..=MAX_KEYWORD_NESTING).fold("x".to_string(), |e, _| format!("CAST({e} AS DOUBLE)"));
-        let e = check(
-            &format!("SELECT SUM({}{casts}) FROM t", "- ".repeat(18)),
-            &GenericDialect {},
-        )
-        .unwrap_err();
-        assert!(
-            e.is_input() && e.to_string().contains("nests 18 keyword calls"),
-            "{e}"
-        );
+        // where each level doubled the parse; nested IFNULLs double the plan at each level.
+        let nest = |call: &str, end: &str| {
+            (0..MAX_CALL_NESTING).fold("x".to_string(), |e, _| format!("{call}({e}{end})"))
+        };
+        for (inner, calls) in [
+            (
+                format!("{}{}", "- ".repeat(18), nest("CAST", " AS DOUBLE")),
+                13,
+            ),
+            (nest("IFNULL", ", 0"), 13),
+            (format!("ARRAY[{}]", nest("ARRAY", "")), 14),
+        ] {
+            let e = check(&format!("SELECT SUM({inner}) FROM t"), &GenericDialect {}).unwrap_err();
+            let words = format!("nests {calls} calls");
+            assert!(e.is_input() && e.to_string().contains(&words), "{e}");
+        }
         assert!(
             check(
                 "SELECT COUNT(*) FROM t WHERE 'unterminated",
