@@ -94,8 +94,8 @@ pub const MAX_HIDDEN_WIDTH: u64 = 1 << 16;
 /// 4294967297 would otherwise start threads until the system refuses.
 pub const MAX_THREADS: u64 = 1 << 12;
 
-/// The most runs per ε a sweep takes: error bars settle long before, and each run's job is
-/// laid out before the first starts.
+/// The most runs per ε a sweep takes (and repetitions a benchmark times): error bars and
+/// medians settle long before, and each run's job is laid out before the first starts.
 pub const MAX_REPEATS: u64 = 10_000;
 
 /// One range, `LO,HI` or `LO:HI` alike, with LO < HI, both finite.

@@ -322,6 +322,10 @@ fn bench_reports_flops_and_the_fraction_of_peak() {
         "{d}"
     );
     dpml(&["bench", "dpsgd", "--peak-gflops=-3"]).assert_usage_error("-3");
+    // Repetitions a user could not wait for are refused by name.
+    let huge = u64::MAX.to_string();
+    dpml(&["bench", "accounting", "--repeats", &huge]).assert_usage_error(&huge);
+    dpml(&["bench", "sql", "--data", "x", "--runs", "10001"]).assert_usage_error("10001");
 }
 
 #[test]

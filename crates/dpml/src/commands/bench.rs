@@ -74,8 +74,8 @@ pub struct AccountingBenchArgs {
     /// Step counts to time.
     #[arg(long, value_delimiter = ',', value_parser = args::at_least_one, default_value = "10000,100000")]
     pub steps: Vec<u64>,
-    /// Repetitions per measurement (the median is reported).
-    #[arg(long, value_parser = args::at_least_one, default_value = "5")]
+    /// Repetitions per measurement (the median is reported), at most 10000.
+    #[arg(long, value_parser = args::at_least_one_at_most(args::MAX_REPEATS), default_value = "5")]
     pub repeats: u64,
 }
 

@@ -33,8 +33,8 @@ pub struct SqlBenchArgs {
     /// and the DP schema as schema.toml), reused after.
     #[arg(long, value_name = "DIR")]
     pub data: PathBuf,
-    /// Runs of each query, DP and plain interleaved (medians are reported).
-    #[arg(long, value_parser = args::at_least_one, default_value = "3")]
+    /// Runs of each query, DP and plain interleaved (medians are reported), at most 10000.
+    #[arg(long, value_parser = args::at_least_one_at_most(args::MAX_REPEATS), default_value = "3")]
     pub runs: u64,
     /// Only this query (by name, e.g. q1; repeat for several).
     #[arg(long = "query", value_parser = query_name)]
