@@ -350,14 +350,21 @@ impl Claim {
 /// when the claim is the accountant's, a runtime failure of the user's model when it is the
 /// owner's.
 pub fn inconsistency_error(report: &AuditReport, claim: Claim) -> Error {
-    let message = format!(
-        "empirical epsilon lower bound {} ({}) exceeds {} epsilon {}: {}",
+    contradiction_error(
         report.epsilon_lower_bound,
-        report.violations.join(", "),
+        &report.violations.join(", "),
+        report.epsilon_theoretical,
+        claim,
+    )
+}
+
+/// The error of a lower bound `found` by `attacks` above the `claimed` ε, as
+/// [`inconsistency_error`] says.
+pub fn contradiction_error(found: f64, attacks: &str, claimed: Option<f64>, claim: Claim) -> Error {
+    let message = format!(
+        "empirical epsilon lower bound {found} ({attacks}) exceeds {} epsilon {}: {}",
         claim.whose(),
-        report
-            .epsilon_theoretical
-            .map_or("none".into(), |e| e.to_string()),
+        claimed.map_or("none".into(), |e| e.to_string()),
         claim.verdict()
     );
     match claim {

@@ -309,11 +309,7 @@ pub(super) fn finish(
     diag!(
         "PRIVACY AUDIT FAILED: {attack} lower bound {found} exceeds the accountant's epsilon {claimed}"
     );
-    Err(CliError::internal(format!(
-        "empirical epsilon lower bound {found} ({attack}) exceeds {} epsilon {claimed}: {}",
-        Claim::Accountant.whose(),
-        Claim::Accountant.verdict()
-    )))
+    Err(audit_workflow::contradiction_error(found, attack, Some(claimed), Claim::Accountant).into())
 }
 
 pub(super) fn write_json(path: &Path, v: &Value) -> CliResult<()> {
