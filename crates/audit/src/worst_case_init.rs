@@ -11,7 +11,8 @@
 //! mislabelled record, whose clipped gradient stays large and points the same way at every
 //! step); training is full-batch (every record in every step, q = 1: the paper's setting,
 //! [`WorstCaseInitConfig::full_batch`]), so the released model is a post-processing of T
-//! Gaussian mechanisms and DP-SGD is exactly μ-GDP with μ = √T/σ; the score is the target's
+//! Gaussian mechanisms and DP-SGD is exactly μ-GDP with μ = √T/σ (runs without the target
+//! divide their noisy sums by the same N + 1 as runs with it, see [`InitFrom`]); the score is the target's
 //! loss on the final model; the threshold is chosen on one half of the runs and the
 //! Clopper–Pearson rates are measured on the other. The paper reads those rates as a
 //! μ lower bound (Nasr et al. 2023) and reports its ε at δ; both that reading
@@ -132,17 +133,36 @@ pub struct WorstCaseInitReport {
     pub threads: usize,
 }
 
-/// Sets the initial parameters of every run.
-struct InitFrom<'a>(&'a [Vec<f32>]);
+/// Sets the initial parameters of every run, and makes every run divide its noisy gradient sum
+/// by one public number.
+///
+/// DP-SGD divides each step's noisy sum by the expected batch q·N. With full batches that is
+/// each world's own N: N + 1 with the target, N without, so the two worlds would differ by a
+/// rescale of the whole update as well as by the target's gradient, a difference the
+/// accountant does not model (it shows on a handful of records, where it is not lost in the
+/// noise). Runs without the target scale the noisy sum by N/(N + 1) after the noise, so that
+/// both divide by N + 1 as dpml's training divides by its public batch size. Scaling the
+/// released noisy sum is post-processing: the mechanism audited is unchanged.
+struct InitFrom<'a> {
+    init: &'a [Vec<f32>],
+    /// What the noisy sum is multiplied by (1 but in runs without the target on full batches).
+    rescale: f32,
+}
 
 impl StepHook for InitFrom<'_> {
     fn initialise(&mut self, model: &mut Sequential) {
-        for (p, v) in model.params_mut().into_iter().zip(self.0) {
+        for (p, v) in model.params_mut().into_iter().zip(self.init) {
             p.value.copy_from_slice(v);
         }
     }
     fn before_noise(&mut self, _: &StepContext, _: &mut Sequential, _: &mut DpRng) {}
-    fn after_noise(&mut self, _: &StepContext, _: &mut Sequential) {}
+    fn after_noise(&mut self, _: &StepContext, model: &mut Sequential) {
+        if self.rescale != 1.0 {
+            for p in model.params_mut() {
+                p.grad.iter_mut().for_each(|g| *g *= self.rescale);
+            }
+        }
+    }
 }
 
 /// `data` without record `skip`.
@@ -310,6 +330,12 @@ pub fn run_worst_case_init_audit_spread(
     let theory_in = claim(&start.with_target)?;
     let theory_out = claim(&start.base)?;
 
+    // Full batches: runs without the target divide by N + 1 too (see [`InitFrom`]).
+    let out_rescale = if cfg.full_batch {
+        (start.base.n as f64 / start.with_target.n as f64) as f32
+    } else {
+        1.0
+    };
     let half = cfg.runs / 2;
     let n = 2 * half;
     // Members first: the GDP bound splits by index parity, so both halves hold both kinds.
@@ -325,10 +351,10 @@ pub fn run_worst_case_init_audit_spread(
     let scored: Vec<(usize, Scored)> = pool.install(|| {
         mine.into_par_iter()
             .map(|(i, member, mut run_rng)| {
-                let (set, recipe) = if member {
-                    (&start.with_target, &recipe_in)
+                let (set, recipe, rescale) = if member {
+                    (&start.with_target, &recipe_in, 1.0)
                 } else {
-                    (&start.base, &recipe_out)
+                    (&start.base, &recipe_out, out_rescale)
                 };
                 let mut out = train_hooked(
                     recipe,
@@ -336,7 +362,10 @@ pub fn run_worst_case_init_audit_spread(
                     None,
                     &mut run_rng,
                     &mut |_| {},
-                    &mut InitFrom(&start.init),
+                    &mut InitFrom {
+                        init: &start.init,
+                        rescale,
+                    },
                 )?;
                 let z = predict_logits(&mut out.model, &out.input, &start.probe)?;
                 let role = format!("{} {i}", if member { "with target" } else { "without" });
