@@ -170,10 +170,23 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 let (l, r) = types.map_or(("?".into(), "?".into()), |(l, r)| {
                     (l.to_string(), r.to_string())
                 });
+                let arithmetic = matches!(
+                    b.op,
+                    Operator::Plus
+                        | Operator::Minus
+                        | Operator::Multiply
+                        | Operator::Divide
+                        | Operator::Modulo
+                );
                 refuse(
                     format!("{node} ({l} {} {r})", b.op),
-                    "compute it in DOUBLE (CAST(x AS DOUBLE)), whose arithmetic never fails, \
-                     and divide only by a non-zero constant otherwise",
+                    if arithmetic {
+                        "compute it in DOUBLE (CAST(x AS DOUBLE)), whose arithmetic never \
+                         fails, and divide only by a non-zero constant otherwise"
+                    } else {
+                        "this operator is not evaluated on private rows (it can fail on a \
+                         row's value); use comparisons, logic, patterns and arithmetic"
+                    },
                 )
             }
         }
@@ -990,7 +1003,13 @@ fn arithmetic_is_total(op: Operator, l: &DataType, r: &DataType, right: &Expr) -
         Plus | Minus | Multiply | Divide | Modulo => {}
         // Shifts and bitwise operators wrap; comparisons, logic and text cannot fail
         // (patterns are checked by `pattern_failure`).
-        _ => return true,
+        Eq | NotEq | Lt | LtEq | Gt | GtEq | And | Or | IsDistinctFrom | IsNotDistinctFrom
+        | BitwiseAnd | BitwiseOr | BitwiseXor | BitwiseShiftRight | BitwiseShiftLeft
+        | StringConcat | RegexMatch | RegexIMatch | RegexNotMatch | RegexNotIMatch | LikeMatch
+        | ILikeMatch | NotLikeMatch | NotILikeMatch => return true,
+        // Containment, JSON and the like (`@>`, `<@`, `@@`, `->`, `?`, …): DataFusion plans
+        // some on any type and fails when a row reaches them; none is needed on private rows.
+        _ => return false,
     }
     if l.is_floating() || r.is_floating() {
         // IEEE arithmetic: ±∞ and NaN, never an error (a DECIMAL operand becomes a DOUBLE).
