@@ -604,7 +604,13 @@ impl<'a> Rewriter<'a> {
                     j.join_type,
                     LeftSemi | LeftAnti | LeftMark | RightSemi | RightAnti | RightMark
                 );
-                if matches!(link, Some(Link::Same)) && multiplies && !one_left && !one_right {
+                // A foreign key resolved against a side whose key is no longer unique (the
+                // referenced table joined to rows that repeat it) multiplies as much.
+                if matches!(link, Some(Link::Same | Link::Resolves { .. }))
+                    && multiplies
+                    && !one_left
+                    && !one_right
+                {
                     return Err(SqlError::refused(
                         construct(),
                         "neither side has at most one row per join key, so a unit with r rows \

@@ -390,6 +390,15 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
         "items.i_order / Int64(0)",
         "fail on a row's value",
     ),
+    (
+        // The foreign key resolved against orders joined to their items: each item meets its
+        // order once per item of that order, r × r rows for an order of r items.
+        "SELECT COUNT(*) FROM items i JOIN (SELECT o.order_id, o.o_cust FROM orders o JOIN \
+         items i2 ON o.order_id = i2.i_order) r ON i.i_order = r.order_id",
+        0.0,
+        "JOIN",
+        "r × r rows",
+    ),
     // Operators DataFusion plans on text or numbers and fails on when a row reaches them: a
     // count of customer 7's rows would answer "has customer 7 a row?" by its error.
     (
