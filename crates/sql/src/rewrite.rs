@@ -29,11 +29,13 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, DFSchema, JoinType};
+use datafusion::common::{Column, DFSchema, JoinType, ScalarValue};
+use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{
     Expr, Filter, Join, LogicalPlan, LogicalPlanBuilder, Projection, SubqueryAlias,
-    TableScanBuilder, TableSource,
+    TableScanBuilder, TableSource, when,
 };
 
 use crate::aggregate::DpAggregate;
@@ -402,6 +404,7 @@ impl<'a> Rewriter<'a> {
             }
             _ => LogicalPlan::TableScan(scan.clone()),
         };
+        let plan = decimals_within_precision(plan)?;
         let schema = plan.schema().clone();
         let lineage = origins(&name, &schema);
         let index = |c: &str| {
@@ -960,6 +963,83 @@ fn linked(left: &Rel, right: &Rel, pairs: &[(usize, usize)]) -> Option<Link> {
             .then_some(Link::Same),
         _ => None,
     }
+}
+
+/// A private table's scan with each decimal column read as NULL where its value has more
+/// digits than the column's precision, as a CSV value that does not parse is read as NULL.
+///
+/// Parquet does not enforce a decimal's precision (a `DECIMAL(20, 0)` is stored in 9 bytes,
+/// room for 22 digits), and the arithmetic that [`crate::total`] lets run on private rows is
+/// total only on values within it: on one beyond, the query would fail for the unit that holds
+/// it. Filters pushed into the scan move above the check, so that they see checked values too.
+fn decimals_within_precision(plan: LogicalPlan) -> Result<LogicalPlan> {
+    let LogicalPlan::TableScan(scan) = &plan else {
+        return Ok(plan);
+    };
+    let schema = plan.schema();
+    let decimal = |t: &DataType| {
+        matches!(
+            t,
+            DataType::Decimal32(..)
+                | DataType::Decimal64(..)
+                | DataType::Decimal128(..)
+                | DataType::Decimal256(..)
+        )
+    };
+    if !schema.fields().iter().any(|f| decimal(f.data_type())) {
+        return Ok(plan);
+    }
+    let exprs = schema
+        .iter()
+        .map(|(qualifier, field)| {
+            let column = Expr::Column(Column::from((qualifier, field)));
+            let (precision, scale) = match field.data_type() {
+                DataType::Decimal32(p, s)
+                | DataType::Decimal64(p, s)
+                | DataType::Decimal128(p, s)
+                | DataType::Decimal256(p, s) => (i32::from(*p), i32::from(*s)),
+                _ => return Ok(column),
+            };
+            // The largest value of `precision` digits at `scale`, as text cast to the type.
+            let digits = |n: i32, d: char| std::iter::repeat_n(d, n.max(0) as usize);
+            let text: String = if scale > 0 {
+                let whole: String = digits(precision - scale, '9').collect();
+                let whole = if whole.is_empty() { "0".into() } else { whole };
+                format!(
+                    "{whole}.{}",
+                    digits(scale.min(precision), '9').collect::<String>()
+                )
+            } else {
+                digits(precision, '9').chain(digits(-scale, '0')).collect()
+            };
+            let max = ScalarValue::Utf8(Some(text))
+                .cast_to(field.data_type())
+                .map_err(plan_err)?;
+            let min = ScalarValue::Utf8(Some(format!("-{max}")))
+                .cast_to(field.data_type())
+                .map_err(plan_err)?;
+            when(
+                column
+                    .clone()
+                    .between(Expr::Literal(min, None), Expr::Literal(max, None)),
+                column,
+            )
+            .end()
+            .map(|e| e.alias_qualified(qualifier.cloned(), field.name()))
+            .map_err(plan_err)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let unfiltered = TableScanBuilder::new(scan.table_name.clone(), Arc::clone(&scan.source))
+        .with_projection(scan.projection.clone())
+        .build()
+        .map_err(plan_err)?;
+    let mut builder = LogicalPlanBuilder::from(LogicalPlan::TableScan(unfiltered))
+        .project(exprs)
+        .map_err(plan_err)?;
+    if let Some(filter) = conjunction(scan.filters.clone()) {
+        builder = builder.filter(filter).map_err(plan_err)?;
+    }
+    builder.build().map_err(plan_err)
 }
 
 /// The output positions of the unit's columns when `group_expr` groups by the unit (or by the

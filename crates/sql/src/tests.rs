@@ -964,3 +964,74 @@ fn private_rows_join_the_released_cells_of_public_keys() {
     assert!(n(&plain) > 0.0);
     assert_eq!(n(&joined), n(&plain));
 }
+
+/// Parquet does not enforce a decimal column's precision: one unit's rows can hold a
+/// `DECIMAL(20, 0)` of 22 digits, or a `DECIMAL(38, 0)` of −2¹²⁷, on which decimal arithmetic
+/// that the declared precisions allow would overflow and fail the query for that unit alone.
+/// Such values are read as NULL, so both neighbours answer.
+#[test]
+fn a_decimal_beyond_its_precision_is_null_not_an_error() {
+    use datafusion::arrow::array::{Decimal128Array, Int64Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    let dir = tempfile::tempdir().unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("uid", DataType::Int64, false),
+        Field::new("d", DataType::Decimal128(20, 0), false),
+        Field::new("e", DataType::Decimal128(18, 0), false),
+        Field::new("f", DataType::Decimal128(38, 0), false),
+    ]));
+    let write = |name: &str, rows: &[(i64, i128, i128, i128)]| {
+        let column = |f: fn(&(i64, i128, i128, i128)) -> i128, p: u8| {
+            Arc::new(
+                Decimal128Array::from(rows.iter().map(f).collect::<Vec<_>>())
+                    .with_precision_and_scale(p, 0)
+                    .unwrap(),
+            )
+        };
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from(
+                    rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+                )),
+                column(|r| r.1, 20),
+                column(|r| r.2, 18),
+                column(|r| r.3, 38),
+            ],
+        )
+        .unwrap();
+        let path = dir.path().join(format!("{name}.parquet"));
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w =
+            datafusion::parquet::arrow::ArrowWriter::try_new(file, schema.clone(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path
+    };
+    let others: Vec<_> = (0..5).map(|u| (u, 1, 1, 1)).collect();
+    let mut with_99 = others.clone();
+    with_99.push((99, 2 * 10i128.pow(21), 10i128.pow(18) - 1, i128::MIN));
+    let decls = decls(
+        "[tables.t]\nprivacy_unit = \"uid\"\nmax_rows_per_unit_per_group = 1\n\
+         [[tables.t.columns]]\nname = \"d\"\nbounds = [0, 10]\n",
+    );
+    for sql in [
+        "SELECT COUNT(*) AS n FROM t WHERE uid = 99 AND d * e > 0",
+        "SELECT COUNT(*) AS n FROM t WHERE uid = 99 AND -f > 0",
+        "SELECT SUM(d) AS n FROM t WHERE uid = 99",
+    ] {
+        let mut answers = Vec::new();
+        for rows in [&others, &with_99] {
+            let tables = vec![("t".to_string(), write("t", rows))];
+            let engine = Engine::new(&decls, &tables).unwrap();
+            let mut rng = DpRng::seeded(1);
+            let mut noise = Noise::new(&mut rng);
+            noise.off = true;
+            let result = engine.run_with(sql, &request(1.0, 0.0), &mut noise, None);
+            answers.push(result.map(|r| r.rows_json().unwrap()[0]["n"].clone()));
+        }
+        assert!(answers.iter().all(Result::is_ok), "{sql}: {answers:?}");
+        assert_eq!(answers[0], answers[1], "{sql}");
+    }
+}
