@@ -372,3 +372,19 @@ fn overflowing_moments_bound_nothing_rather_than_read_zero() {
         }
     }
 }
+
+/// At q = 2e-8 one step's ln A_α is about 7e-16, which rounding computed as 0: 10¹⁶ steps
+/// composed to ε = 0, where the central limit theorem's μ = q·√(T(e^{1/σ²} − 1)) = 2.6 puts
+/// the true ε near 14. The rounding margin keeps every order's RDP an upper bound.
+#[test]
+fn a_tiny_sampling_rate_over_very_many_steps_is_not_free() {
+    let event = PrivacyEvent::dp_sgd(1.0, 2e-8, 10_000_000_000_000_000);
+    for conversion in [Conversion::Classic, Conversion::Current] {
+        let eps = acc(conversion).epsilon(&event, 1e-5).unwrap();
+        assert!(eps >= 14.0, "{conversion:?}: {eps}");
+    }
+    // A usual run keeps its value: the margin is 1e-15 of a step's ln A at most.
+    let usual = PrivacyEvent::dp_sgd(1.1, 256.0 / 60000.0, 14063);
+    let eps = acc(Conversion::Current).epsilon(&usual, 1e-5).unwrap();
+    assert!((eps - 2.597).abs() < 2e-3, "{eps}");
+}
