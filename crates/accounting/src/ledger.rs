@@ -884,13 +884,21 @@ fn check_spend(spend: &Spend) -> Result<String, LedgerError> {
 /// `Ledger.spend`, states it next to the event), so a stated ε below the event's own would
 /// undercharge. The optimistic PLD's ε is a lower bound on the event's true ε at δ (taken at
 /// the PLD's floor [`crate::pld::MIN_DELTA`] when δ is smaller: a larger δ never has a larger
-/// ε), so an honest ε is never refused. An event the PLD cannot handle is taken at its word.
+/// ε), so an honest ε is never refused. An event whose parameters are out of range is refused;
+/// one that the PLD cannot handle is taken at its word.
 fn check_stated_epsilon(spend: &Spend) -> Result<(), LedgerError> {
     /// Room for the caller's own rounding (ε = 1 / noise multiplier, say).
     const RELATIVE_ROUNDING: f64 = 1e-9;
     let delta = spend.delta.max(crate::pld::MIN_DELTA);
-    let Ok(lower) = crate::PldAccountant::optimistic().epsilon(&spend.event, delta) else {
-        return Ok(());
+    let lower = match crate::PldAccountant::optimistic().epsilon(&spend.event, delta) {
+        Ok(lower) => lower,
+        // Noise of scale 0 or below, a rate outside (0, 1]: no ε stated for it can be right.
+        Err(crate::AccountingError::InvalidParameter(m)) => {
+            return Err(LedgerError::InvalidParameter(format!(
+                "spend event is not a valid mechanism: {m}"
+            )));
+        }
+        Err(_) => return Ok(()),
     };
     if spend.epsilon >= lower * (1.0 - RELATIVE_ROUNDING) {
         return Ok(());

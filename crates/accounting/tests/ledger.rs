@@ -1109,3 +1109,39 @@ fn a_stated_epsilon_below_the_events_own_is_refused() {
         .spend(&Spend::new("gaussian", gaussian, eps, 1e-6))
         .unwrap();
 }
+
+#[test]
+fn a_spend_of_minus_zero_leaves_the_ledger_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.db");
+    let budget = Budget::new(5.0, 1e-5).unwrap();
+    let ledger = Ledger::open(&path, budget).unwrap();
+    let event = PrivacyEvent::EpsilonDelta {
+        epsilon: 0.0,
+        delta: 0.0,
+    };
+    ledger
+        .spend(&Spend::new("minus zero", event, -0.0, -0.0))
+        .unwrap();
+    ledger.spend(&laplace("after", 1.0)).unwrap();
+    drop(ledger);
+    let reopened = Ledger::open(&path, budget).unwrap();
+    let entries = reopened.entries().unwrap();
+    assert_eq!(entries.len(), 2);
+    assert!(entries[0].epsilon.is_sign_positive() && entries[0].delta.is_sign_positive());
+}
+
+#[test]
+fn an_event_that_is_no_mechanism_is_refused_whatever_its_stated_epsilon() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(&dir.path().join("e.db"), Budget::new(5.0, 1e-5).unwrap()).unwrap();
+    for noise_multiplier in [0.0, -1.0] {
+        let event = PrivacyEvent::Laplace { noise_multiplier };
+        let err = ledger
+            .spend(&Spend::new("no noise", event, 1.0, 0.0))
+            .unwrap_err();
+        assert!(matches!(err, LedgerError::InvalidParameter(_)), "{err:?}");
+        assert!(err.to_string().contains("not a valid mechanism"), "{err}");
+    }
+    assert!(ledger.entries().unwrap().is_empty());
+}

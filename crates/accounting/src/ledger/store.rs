@@ -778,8 +778,10 @@ pub(super) fn entry_for(id: i64, time_unix: i64, spend: &Spend) -> Entry {
         dataset: spend.dataset.clone(),
         label: spend.label.clone(),
         event: spend.event.clone(),
-        epsilon: spend.epsilon,
-        delta: spend.delta,
+        // −0 is 0: SQLite reads a stored −0.0 back as 0.0, and the row would no longer match
+        // its seal (the ledger could not be opened again).
+        epsilon: spend.epsilon + 0.0,
+        delta: spend.delta + 0.0,
         run: spend.run.clone(),
     }
 }
