@@ -53,6 +53,13 @@ def test_a_passphrase_ledger_opens_with_its_passphrase_only(tmp_path):
         dpml.Ledger(path, passphrase="battery staple")
 
 
+def test_an_empty_passphrase_is_refused_and_makes_no_ledger(tmp_path):
+    path = tmp_path / "empty.db"
+    with pytest.raises(ValueError, match="empty passphrase"):
+        dpml.Ledger(path, budget=1.0, passphrase="")
+    assert not path.exists()
+
+
 # Every estimator, mechanism and statistic takes ledger= and is charged through dpml-core's
 # budget module, as the command line's --ledger: over budget is refused before any private
 # work, the spend is recorded before the result is returned, a failed call charges nothing.

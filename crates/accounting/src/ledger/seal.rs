@@ -94,6 +94,14 @@ impl Key {
         salt: &[u8],
         create: bool,
     ) -> Result<Key, LedgerError> {
+        if matches!(source, LedgerKey::Passphrase(p) if p.is_empty()) {
+            return Err(key_error(
+                ledger,
+                "an empty passphrase seals nothing (anyone could forge the ledger's rows): give \
+                 a passphrase, or none for a key file"
+                    .into(),
+            ));
+        }
         if source.kind() != kind {
             return Err(key_error(
                 ledger,
@@ -416,5 +424,18 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(err.contains("sealed with a file"), "{err}");
+        for kind in ["file", "passphrase"] {
+            let err = Key::resolve(
+                &LedgerKey::Passphrase(String::new()),
+                &ledger,
+                kind,
+                &[],
+                true,
+            )
+            .err()
+            .unwrap()
+            .to_string();
+            assert!(err.contains("empty passphrase"), "{err}");
+        }
     }
 }
