@@ -71,3 +71,14 @@ def real(values: Any, name: str) -> np.ndarray:
     if np.iscomplexobj(arr):
         raise ValueError(f"{name} must hold real numbers, got complex ones")
     return arr
+
+
+def seed(value: Any, name: str = "seed") -> Any:
+    """``value`` as a seed: None (the operating system's entropy) or a :func:`count`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` for anything :func:`count` refuses (-1, 1.5, a ``RandomState``).
+    """
+    return None if value is None else count(value, name)

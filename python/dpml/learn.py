@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _native
 from ._args import count, real, whole
+from ._args import seed as _seed
 from .ledger import Ledger, native, record
 
 __all__ = [
@@ -384,7 +385,7 @@ class _DPSGDClassifier(_NetworkClassifier):
             _class_names(classes),
             _required_ranges(self.bounds, x.shape[1]),
             self._recipe(),
-            seed=self.random_state,
+            seed=_seed(self.random_state, "random_state"),
             ledger=native(self.ledger),
         )
         self._fitted(fitted, classes, x)
@@ -544,7 +545,7 @@ class DPMLPClassifier(_DPSGDClassifier):
         sizes = self.hidden_layer_sizes
         return dict(
             super()._recipe(),
-            hidden=None if sizes is None else [whole(h, "hidden") for h in sizes],
+            hidden=None if sizes is None else [count(h, "hidden_layer_sizes") for h in sizes],
             arch_json=None if self.arch is None else json.dumps(self.arch),
         )
 
@@ -728,11 +729,11 @@ class LabelDPClassifier(_NetworkClassifier):
             epsilon=_opt(float, self.epsilon),
             stages=_opt(lambda v: whole(v, "stages"), self.stages),
             top_k_rule=_opt(str, self.top_k_rule),
-            hidden=None if hidden is None else [whole(h, "hidden") for h in hidden],
+            hidden=None if hidden is None else [count(h, "hidden_layer_sizes") for h in hidden],
             epochs=_opt(float, self.epochs),
             batch_size=_opt(lambda v: count(v, "batch_size"), self.batch_size),
             learning_rate=_opt(float, self.learning_rate),
-            seed=self.random_state,
+            seed=_seed(self.random_state, "random_state"),
             ledger=native(self.ledger),
         )
         self._fitted(fitted, classes, x)
@@ -854,7 +855,7 @@ class DPKMeans(_ClusterMixin, _Params):
             epsilon=_opt(float, self.epsilon),
             delta=_opt(float, self.delta),
             iterations=_opt(lambda v: whole(v, "max_iter"), self.max_iter),
-            seed=self.random_state,
+            seed=_seed(self.random_state, "random_state"),
             ledger=native(self.ledger),
         )
         self.cluster_centers_ = centroids

@@ -19,7 +19,8 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from . import _native
-from ._args import real, whole
+from ._args import count, real
+from ._args import seed as _seed
 from .events import DpEvent, event_from_dict
 from .ledger import Ledger, native
 
@@ -97,7 +98,7 @@ def laplace(
     """
     return _out(
         values,
-        _native.laplace(_floats(values), float(sensitivity), float(epsilon), seed, native(ledger)),
+        _native.laplace(_floats(values), float(sensitivity), float(epsilon), _seed(seed), native(ledger)),
     )
 
 
@@ -135,7 +136,7 @@ def gaussian(
     return _out(
         values,
         _native.gaussian(
-            _floats(values), float(sensitivity), float(epsilon), float(delta), seed, native(ledger)
+            _floats(values), float(sensitivity), float(epsilon), float(delta), _seed(seed), native(ledger)
         ),
     )
 
@@ -171,7 +172,7 @@ def discrete_laplace(
     return _out(
         values,
         _native.discrete_laplace(
-            _ints(values), whole(sensitivity, "sensitivity"), float(epsilon), seed, native(ledger)
+            _ints(values), count(sensitivity, "sensitivity"), float(epsilon), _seed(seed), native(ledger)
         ),
     )
 
@@ -211,10 +212,10 @@ def discrete_gaussian(
         values,
         _native.discrete_gaussian(
             _ints(values),
-            whole(sensitivity, "sensitivity"),
+            count(sensitivity, "sensitivity"),
             float(epsilon),
             float(delta),
-            seed,
+            _seed(seed),
             native(ledger),
         ),
     )
@@ -251,7 +252,7 @@ def randomized_response(
     return _out(
         values,
         _native.randomized_response(
-            _ints(values), float(epsilon), whole(categories, "categories"), seed, native(ledger)
+            _ints(values), float(epsilon), count(categories, "categories"), _seed(seed), native(ledger)
         ),
     )
 
@@ -300,6 +301,6 @@ def rr_with_prior(
     if p.ndim != 2:
         raise ValueError(f"priors must be two-dimensional [n, classes], got shape {p.shape}")
     released, likelihood, event = _native.rr_with_prior(
-        y, p, float(epsilon), None if rule is None else str(rule), seed, native(ledger)
+        y, p, float(epsilon), None if rule is None else str(rule), _seed(seed), native(ledger)
     )
     return released, likelihood, event_from_dict(json.loads(event))

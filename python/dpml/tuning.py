@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _native
 from ._args import whole
+from ._args import seed as _seed
 from .learn import (
     DPLogisticRegression,
     DPMLPClassifier,
@@ -245,7 +246,7 @@ class DPSearchCV(_Params):
             validation_fraction=_opt(float, self.validation_fraction),
             score_epsilon=_opt(float, self.score_epsilon),
             release_trials=bool(self.release_trials),
-            seed=self.random_state,
+            seed=_seed(self.random_state, "random_state"),
             ledger=native(self.ledger),
         )
         self._report(release)

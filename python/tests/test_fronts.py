@@ -92,3 +92,27 @@ def test_calibration_from_python_and_from_the_command_line(dpml_cli):
     sigma = accounting.calibrate(3.0, 1e-5, q, steps=steps)
     assert sigma == pytest.approx(cli["noise_multiplier"], rel=1e-12)
     assert accounting.calibrate(3.0, 1e-5, q, steps=steps, accountant="rdp") > sigma
+
+
+def test_counts_and_seeds_out_of_range_are_value_errors_naming_the_argument():
+    from dpml import mechanisms
+
+    with pytest.raises(ValueError, match="sensitivity"):
+        mechanisms.discrete_laplace([1, 2], -1, 1.0)
+    with pytest.raises(ValueError, match="categories"):
+        mechanisms.randomized_response([0, 1], 1.0, -2)
+    with pytest.raises(ValueError, match="seed"):
+        mechanisms.laplace([1.0], 1.0, 1.0, seed=-1)
+    x = np.zeros((20, 2))
+    y = np.arange(20) % 2
+    for sizes, words in [([-1], "hidden_layer_sizes"), ([10**6], "at most 65536")]:
+        est = learn.DPMLPClassifier(
+            epsilon=1.0, bounds=(0, 1), classes=[0, 1], epochs=1, hidden_layer_sizes=sizes
+        )
+        with pytest.raises(ValueError, match=words):
+            est.fit(x, y)
+    est = learn.DPLogisticRegression(
+        epsilon=1.0, bounds=(0, 1), classes=[0, 1], epochs=1, random_state=1.5
+    )
+    with pytest.raises(ValueError, match="random_state"):
+        est.fit(x, y)

@@ -87,8 +87,8 @@ pub fn at_least_one_at_most(max: u64) -> impl Fn(&str) -> Result<u64, String> + 
 /// The most Lloyd iterations a k-means run takes (the library's own limit).
 pub const MAX_ITERATIONS: u64 = dpml_learn::kmeans::MAX_ITERATIONS as u64;
 
-/// The widest hidden layer `--hidden` accepts: keeps a typo from allocating terabytes.
-pub const MAX_HIDDEN_WIDTH: u64 = 1 << 16;
+/// The widest hidden layer `--hidden` accepts (the library's own limit).
+pub const MAX_HIDDEN_WIDTH: u64 = dpml_learn::dpsgd::MAX_HIDDEN_WIDTH as u64;
 
 /// The most threads `--threads` starts: far more than any machine's cores, and a typo such as
 /// 4294967297 would otherwise start threads until the system refuses.

@@ -142,6 +142,10 @@ impl ScheduleKind {
 
 /// Everything that defines a DP-SGD (or non-private) training run.
 ///
+/// The widest hidden layer of a named model: keeps a typo from allocating terabytes, on every
+/// front (the command line's `--hidden`, Python's `hidden_layer_sizes`).
+pub const MAX_HIDDEN_WIDTH: usize = 1 << 16;
+
 /// Sizes follow Opacus' vocabulary: `batch_size` is the EXPECTED Poisson batch size B (each
 /// record joins each step with probability q = B/N), `physical_batch` only bounds memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -259,6 +263,11 @@ impl TrainConfig {
     /// GDP asked to calibrate, exact noise without privacy); [`DpSgdError::Nn`] for an unknown
     /// model, BatchNorm, an `mlp` without hidden sizes, or bad optimizer settings.
     pub fn validate(&self) -> Result<()> {
+        if let Some(&w) = self.hidden.iter().find(|&&w| w > MAX_HIDDEN_WIDTH) {
+            return Err(config_err(format!(
+                "hidden: a layer width must be at most {MAX_HIDDEN_WIDTH}, got {w}"
+            )));
+        }
         // Unknown names and BatchNorm are refused by the engine with its own explanation; the
         // record shape here is a stand-in (the real one is checked in `validate_data`).
         match &self.arch {
@@ -488,6 +497,10 @@ mod tests {
         assert!(with(&|c| c.model = "resnet".into()).contains("resnet"));
         assert!(with(&|c| c.model = "cnn-batchnorm".into()).contains("GroupNorm"));
         assert!(with(&|c| c.model = "mlp".into()).contains("hidden"));
+        assert!(
+            with(&|c| c.hidden = vec![8, MAX_HIDDEN_WIDTH + 1])
+                .contains("hidden: a layer width must be at most 65536, got 65537")
+        );
         assert!(with(&|c| c.physical_batch = 0).contains("physical_batch"));
         assert!(with(&|c| c.ema = Some(1.0)).contains("ema"));
         assert!(

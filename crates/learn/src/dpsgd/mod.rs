@@ -51,7 +51,9 @@ pub use accounting::{PrivacyPlan, accountant};
 pub use bench::{BenchEvent, BenchResult, BenchRound, ModeGflops, bench, bench_spec};
 pub use checkpoint::{Checkpoint, CheckpointPlan};
 pub use collective::{Collective, Solo, model_checksum};
-pub use config::{AccountantKind, OptimizerKind, Privacy, ScheduleKind, TrainConfig};
+pub use config::{
+    AccountantKind, MAX_HIDDEN_WIDTH, OptimizerKind, Privacy, ScheduleKind, TrainConfig,
+};
 /// The architecture names training accepts (`TrainConfig::model`), for help texts and checks.
 pub use dpml_nn::{MODEL_NAMES, ModelSpec, check_model_name};
 pub use error::DpSgdError;
