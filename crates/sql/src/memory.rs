@@ -138,7 +138,10 @@ pub fn parse_size(text: &str) -> Result<usize> {
         )));
     }
     if bytes >= usize::MAX as f64 {
-        return Err(bad());
+        return Err(SqlError::input(format!(
+            "memory limit {text:?} is more bytes than this machine can address: give a size \
+             such as 4G"
+        )));
     }
     Ok(bytes as usize)
 }
@@ -185,6 +188,11 @@ mod tests {
             let e = parse_size(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
         }
+        let e = parse_size("99999999999T").unwrap_err().to_string();
+        assert!(
+            e.contains("more bytes than this machine can address"),
+            "{e}"
+        );
         for zero in ["0", "0.4", "0G"] {
             let e = parse_size(zero).unwrap_err().to_string();
             assert!(e.contains("less than one byte"), "{zero}: {e}");

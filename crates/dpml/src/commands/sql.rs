@@ -87,7 +87,7 @@ pub struct MemoryArgs {
     /// Run under this much memory, spilling sorts, aggregations and joins to a temporary
     /// folder: bytes or K, M, G, T (4G, 512M). A query that still does not fit fails, and is
     /// charged (whether it fits depends on the private rows).
-    #[arg(long, value_name = "SIZE", value_parser = memory_limit_arg)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = memory_limit_arg)]
     pub memory_limit: Option<usize>,
     /// Folder for spill files (default: the system's temporary folder).
     #[arg(long, value_name = "DIR", requires = "memory_limit", value_parser = folder_arg)]
