@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::schema::declared_label;
-use crate::tabular::{Columns, Labels, encode_labels, parse_cell};
+use crate::tabular::{Columns, LabelCells, Labels, parse_cell};
 use crate::{DataError, Schema};
 
 /// A table being read row by row under a schema.
@@ -14,7 +14,7 @@ pub(crate) struct Rows<'a> {
     names: Vec<String>,
     label: usize,
     values: Vec<Vec<f64>>,
-    label_cells: Vec<String>,
+    label_cells: LabelCells,
     declared_y: Vec<u32>,
 }
 
@@ -42,7 +42,7 @@ impl<'a> Rows<'a> {
             values: vec![Vec::new(); names.len()],
             names,
             label,
-            label_cells: Vec::new(),
+            label_cells: LabelCells::default(),
             declared_y: Vec::new(),
         })
     }
@@ -83,7 +83,7 @@ impl<'a> Rows<'a> {
                     )?;
                     self.declared_y.push(class);
                 }
-                None => self.label_cells.push(cell.to_string()),
+                None => self.label_cells.push(cell),
             }
         }
         Ok(())
@@ -99,7 +99,7 @@ impl<'a> Rows<'a> {
         }
         let labels = match self.schema.classes.as_deref() {
             Some(classes) => Labels::declared(self.declared_y, classes),
-            None => encode_labels(&self.label_cells),
+            None => self.label_cells.encode(),
         };
         self.values[self.label] = labels.values;
         Ok(Columns {

@@ -5,6 +5,7 @@
 //! so both views of one source always agree.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::{DataError, Dataset, Table};
@@ -265,37 +266,82 @@ pub(crate) fn label_number(cell: &str) -> Option<f64> {
 /// number ([`label_number`]; class names are the numbers, e.g. `2` for `2.0`), else as
 /// strings.
 pub(crate) fn encode_labels(cells: &[String]) -> Labels {
-    let numbers: Option<Vec<f64>> = cells.iter().map(|c| label_number(c)).collect();
-    match numbers {
-        Some(values) => {
-            // `+ 0.0` turns -0 into 0, so "0" and "-0" are one class.
-            let values: Vec<f64> = values.into_iter().map(|v| v + 0.0).collect();
-            let mut distinct = values.clone();
-            distinct.sort_by(f64::total_cmp);
-            distinct.dedup_by(|a, b| a.total_cmp(b) == Ordering::Equal);
-            let y = values
-                .iter()
-                .map(|v| class_of(&distinct, v, f64::total_cmp))
-                .collect();
-            let class_names = distinct.iter().map(|v| v.to_string()).collect();
-            Labels {
-                values,
-                y,
-                class_names,
+    let mut interned = LabelCells::default();
+    for c in cells {
+        interned.push(c);
+    }
+    interned.encode()
+}
+
+/// A label column's cells as read, each distinct text kept once: a table of 100 million rows
+/// with two labels holds two texts and a 4-byte id per row, not 100 million strings (some
+/// 6 GB where the file held 600 MB).
+#[derive(Debug, Default)]
+pub(crate) struct LabelCells {
+    /// Per row: its text's index in `texts`.
+    ids: Vec<u32>,
+    texts: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl LabelCells {
+    /// Adds a row's label cell.
+    pub(crate) fn push(&mut self, cell: &str) {
+        let id = match self.index.get(cell) {
+            Some(&id) => id,
+            None => {
+                let id = self.texts.len() as u32;
+                self.texts.push(cell.to_string());
+                self.index.insert(cell.to_string(), id);
+                id
             }
-        }
-        None => {
-            let mut distinct: Vec<&String> = cells.iter().collect();
-            distinct.sort();
-            distinct.dedup();
-            let y: Vec<u32> = cells
-                .iter()
-                .map(|c| class_of(&distinct, &c, |a, b| a.cmp(b)))
-                .collect();
-            Labels {
-                values: y.iter().map(|&c| f64::from(c)).collect(),
-                y,
-                class_names: distinct.into_iter().cloned().collect(),
+        };
+        self.ids.push(id);
+    }
+
+    /// Whether no row was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The rows' labels: numbers when every cell is one (classes in numeric order), else texts
+    /// (classes in text order).
+    pub(crate) fn encode(&self) -> Labels {
+        let numbers: Option<Vec<f64>> = self
+            .texts
+            .iter()
+            // `+ 0.0` turns -0 into 0, so "0" and "-0" are one class.
+            .map(|c| label_number(c).map(|v| v + 0.0))
+            .collect();
+        match numbers {
+            Some(numbers) => {
+                let mut distinct = numbers.clone();
+                distinct.sort_by(f64::total_cmp);
+                distinct.dedup_by(|a, b| a.total_cmp(b) == Ordering::Equal);
+                let class: Vec<u32> = numbers
+                    .iter()
+                    .map(|v| class_of(&distinct, v, f64::total_cmp))
+                    .collect();
+                Labels {
+                    values: self.ids.iter().map(|&i| numbers[i as usize]).collect(),
+                    y: self.ids.iter().map(|&i| class[i as usize]).collect(),
+                    class_names: distinct.iter().map(|v| v.to_string()).collect(),
+                }
+            }
+            None => {
+                let mut distinct: Vec<&String> = self.texts.iter().collect();
+                distinct.sort();
+                let class: Vec<u32> = self
+                    .texts
+                    .iter()
+                    .map(|c| class_of(&distinct, &c, |a, b| a.cmp(b)))
+                    .collect();
+                let y: Vec<u32> = self.ids.iter().map(|&i| class[i as usize]).collect();
+                Labels {
+                    values: y.iter().map(|&c| f64::from(c)).collect(),
+                    y,
+                    class_names: distinct.into_iter().cloned().collect(),
+                }
             }
         }
     }

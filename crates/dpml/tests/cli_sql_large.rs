@@ -22,7 +22,16 @@ fn bad_memory_limits_are_one_line_and_exit_2() {
         args.extend_from_slice(extra);
         dpml(&args)
     };
-    for bad in ["4X", "0", "G", "1000", "lots", "4 GB x", "-1G", "99999999999T"] {
+    for bad in [
+        "4X",
+        "0",
+        "G",
+        "1000",
+        "lots",
+        "4 GB x",
+        "-1G",
+        "99999999999T",
+    ] {
         sql("SELECT COUNT(*) FROM visits", bad, &[]).assert_usage_error(bad);
     }
     // A query that fits runs as without a limit.
