@@ -77,16 +77,16 @@ impl Repetitions {
     /// The law in words, for reports: "Poisson, mean 10", "logarithmic (η = 0), mean 10".
     pub fn describe(&self) -> String {
         match *self {
-            Repetitions::Poisson { mean } => format!("Poisson, mean {mean}"),
+            Repetitions::Poisson { mean } => format!("Poisson, mean {}", figure(mean)),
             Repetitions::TruncatedNegativeBinomial { eta, mean } => {
                 let kind = if eta == 0.0 {
                     "logarithmic (truncated negative binomial, η = 0)".to_string()
                 } else if eta == 1.0 {
                     "geometric (truncated negative binomial, η = 1)".to_string()
                 } else {
-                    format!("truncated negative binomial, η = {eta}")
+                    format!("truncated negative binomial, η = {}", figure(eta))
                 };
-                format!("{kind}, mean {mean}")
+                format!("{kind}, mean {}", figure(mean))
             }
         }
     }
@@ -464,6 +464,15 @@ fn bernoulli(coins: &mut Coins<'_>, p: &BigRational) -> bool {
             // U's bit is 0 where p's is 1 (U < p), or the other way round.
             return p_bit;
         }
+    }
+}
+
+/// `x` as written for a person: `1e300` rather than its 301 digits.
+fn figure(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e6).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
     }
 }
 
