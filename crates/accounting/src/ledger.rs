@@ -893,12 +893,18 @@ fn check_stated_epsilon(spend: &Spend) -> Result<(), LedgerError> {
     let lower = match crate::PldAccountant::optimistic().epsilon(&spend.event, delta) {
         Ok(lower) => lower,
         // Noise of scale 0 or below, a rate outside (0, 1]: no ε stated for it can be right.
-        Err(crate::AccountingError::InvalidParameter(m)) => {
-            return Err(LedgerError::InvalidParameter(format!(
-                "spend event is not a valid mechanism: {m}"
-            )));
+        // (The PLD also refuses valid events too large for its grid: RDP's checks, which
+        // are of the parameters alone, tell the two apart.)
+        Err(_) => {
+            return match crate::RdpAccountant::default().rdp(&spend.event) {
+                Err(crate::AccountingError::InvalidParameter(m)) => {
+                    Err(LedgerError::InvalidParameter(format!(
+                        "spend event is not a valid mechanism: {m}"
+                    )))
+                }
+                _ => Ok(()),
+            };
         }
-        Err(_) => return Ok(()),
     };
     if spend.epsilon >= lower * (1.0 - RELATIVE_ROUNDING) {
         return Ok(());

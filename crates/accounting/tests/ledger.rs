@@ -1144,4 +1144,7 @@ fn an_event_that_is_no_mechanism_is_refused_whatever_its_stated_epsilon() {
         assert!(err.to_string().contains("not a valid mechanism"), "{err}");
     }
     assert!(ledger.entries().unwrap().is_empty());
+    // A valid event too large for the PLD's grid is no invalid mechanism.
+    let huge = PrivacyEvent::dp_sgd(1.0, 0.5, 100_000_000_000_000);
+    ledger.spend(&Spend::new("huge", huge, 4.0, 1e-6)).unwrap();
 }

@@ -278,9 +278,9 @@ pub(crate) fn encode_labels(cells: &[String]) -> Labels {
 /// 6 GB where the file held 600 MB).
 #[derive(Debug, Default)]
 pub(crate) struct LabelCells {
-    /// Per row: its text's index in `texts`.
+    /// Per row: its text's id.
     ids: Vec<u32>,
-    texts: Vec<String>,
+    /// Each distinct text and its id (ids in order of first sight).
     index: HashMap<String, u32>,
 }
 
@@ -290,13 +290,21 @@ impl LabelCells {
         let id = match self.index.get(cell) {
             Some(&id) => id,
             None => {
-                let id = self.texts.len() as u32;
-                self.texts.push(cell.to_string());
+                let id = self.index.len() as u32;
                 self.index.insert(cell.to_string(), id);
                 id
             }
         };
         self.ids.push(id);
+    }
+
+    /// The distinct texts, by id.
+    fn texts(&self) -> Vec<&str> {
+        let mut texts = vec![""; self.index.len()];
+        for (text, &id) in &self.index {
+            texts[id as usize] = text;
+        }
+        texts
     }
 
     /// Whether no row was added.
@@ -307,8 +315,8 @@ impl LabelCells {
     /// The rows' labels: numbers when every cell is one (classes in numeric order), else texts
     /// (classes in text order).
     pub(crate) fn encode(&self) -> Labels {
-        let numbers: Option<Vec<f64>> = self
-            .texts
+        let texts = self.texts();
+        let numbers: Option<Vec<f64>> = texts
             .iter()
             // `+ 0.0` turns -0 into 0, so "0" and "-0" are one class.
             .map(|c| label_number(c).map(|v| v + 0.0))
@@ -329,18 +337,17 @@ impl LabelCells {
                 }
             }
             None => {
-                let mut distinct: Vec<&String> = self.texts.iter().collect();
+                let mut distinct = texts.clone();
                 distinct.sort();
-                let class: Vec<u32> = self
-                    .texts
+                let class: Vec<u32> = texts
                     .iter()
-                    .map(|c| class_of(&distinct, &c, |a, b| a.cmp(b)))
+                    .map(|c| class_of(&distinct, c, |a, b| a.cmp(b)))
                     .collect();
                 let y: Vec<u32> = self.ids.iter().map(|&i| class[i as usize]).collect();
                 Labels {
                     values: y.iter().map(|&c| f64::from(c)).collect(),
                     y,
-                    class_names: distinct.into_iter().cloned().collect(),
+                    class_names: distinct.into_iter().map(str::to_string).collect(),
                 }
             }
         }

@@ -362,7 +362,11 @@ impl<'a> Rewriter<'a> {
         if info.decl.public {
             // A public table's columns keep their origin: grouping by one releases the
             // table's own values as keys.
-            let mut rel = Rel::public(LogicalPlan::TableScan(scan.clone()));
+            // Checked too: a public value beyond its precision, met by one unit's rows in
+            // decimal arithmetic, would fail the query for that unit alone.
+            let mut rel = Rel::public(decimals_within_precision(LogicalPlan::TableScan(
+                scan.clone(),
+            ))?);
             rel.lineage = origins(&name, rel.plan.schema());
             rel.unique = self.referenced(&rel.lineage);
             return Ok(rel);
@@ -965,8 +969,8 @@ fn linked(left: &Rel, right: &Rel, pairs: &[(usize, usize)]) -> Option<Link> {
     }
 }
 
-/// A private table's scan with each decimal column read as NULL where its value has more
-/// digits than the column's precision, as a CSV value that does not parse is read as NULL.
+/// A table's scan with each decimal column read as NULL where its value has more digits than
+/// the column's precision, as a CSV value that does not parse is read as NULL.
 ///
 /// Parquet does not enforce a decimal's precision (a `DECIMAL(20, 0)` is stored in 9 bytes,
 /// room for 22 digits), and the arithmetic that [`crate::total`] lets run on private rows is

@@ -981,6 +981,32 @@ fn a_decimal_beyond_its_precision_is_null_not_an_error() {
         Field::new("e", DataType::Decimal128(18, 0), false),
         Field::new("f", DataType::Decimal128(38, 0), false),
     ]));
+    // A public table whose key 98 holds a 19-digit DECIMAL(18, 0).
+    let public = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("v", DataType::Decimal128(18, 0), false),
+    ]));
+    let public_batch = RecordBatch::try_new(
+        public.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![5, 98])),
+            Arc::new(
+                Decimal128Array::from(vec![5, 9 * 10i128.pow(18)])
+                    .with_precision_and_scale(18, 0)
+                    .unwrap(),
+            ),
+        ],
+    )
+    .unwrap();
+    let public_path = dir.path().join("p.parquet");
+    let mut w = datafusion::parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&public_path).unwrap(),
+        public,
+        None,
+    )
+    .unwrap();
+    w.write(&public_batch).unwrap();
+    w.close().unwrap();
     let write = |name: &str, rows: &[(i64, i128, i128, i128)]| {
         let column = |f: fn(&(i64, i128, i128, i128)) -> i128, p: u8| {
             Arc::new(
@@ -1012,18 +1038,24 @@ fn a_decimal_beyond_its_precision_is_null_not_an_error() {
     let others: Vec<_> = (0..5).map(|u| (u, 1, 1, 1)).collect();
     let mut with_99 = others.clone();
     with_99.push((99, 2 * 10i128.pow(21), 10i128.pow(18) - 1, i128::MIN));
+    // Unit 98's 20 digits times the public 19 would overflow.
+    with_99.push((98, 10i128.pow(20) - 1, 1, 1));
     let decls = decls(
         "[tables.t]\nprivacy_unit = \"uid\"\nmax_rows_per_unit_per_group = 1\n\
-         [[tables.t.columns]]\nname = \"d\"\nbounds = [0, 10]\n",
+         [[tables.t.columns]]\nname = \"d\"\nbounds = [0, 10]\n[tables.p]\npublic = true\n",
     );
     for sql in [
         "SELECT COUNT(*) AS n FROM t WHERE uid = 99 AND d * e > 0",
         "SELECT COUNT(*) AS n FROM t WHERE uid = 99 AND -f > 0",
         "SELECT SUM(d) AS n FROM t WHERE uid = 99",
+        "SELECT COUNT(*) AS n FROM t JOIN p ON t.uid = p.k WHERE t.d * p.v > 0",
     ] {
         let mut answers = Vec::new();
         for rows in [&others, &with_99] {
-            let tables = vec![("t".to_string(), write("t", rows))];
+            let tables = vec![
+                ("t".to_string(), write("t", rows)),
+                ("p".to_string(), public_path.clone()),
+            ];
             let engine = Engine::new(&decls, &tables).unwrap();
             let mut rng = DpRng::seeded(1);
             let mut noise = Noise::new(&mut rng);

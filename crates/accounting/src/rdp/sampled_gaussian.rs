@@ -39,31 +39,44 @@ const LN_FACTORIAL_TABLE: usize = 4096;
 struct LogSum {
     max: f64,
     scaled: f64,
-    /// Terms added (each adds a few roundings to the sum, see [`LogSum::upper`]).
-    terms: u32,
+    /// Σ exp(xᵢ − max)·|xᵢ|: the terms' logarithms weighted by the terms (see
+    /// [`LogSum::upper`]).
+    scaled_logs: f64,
+    /// Terms added (each adds a few roundings to the sum).
+    terms: u64,
 }
 
-/// Relative rounding error allowed per term of a [`LogSum`]: its exponential, its addition and
-/// a rescale, each within one unit in the last place, and the term's own logarithm (from
-/// ln k!, ln q and log erfc), generously.
-const ROUNDING_PER_TERM: f64 = 8.0 * f64::EPSILON;
+/// Rounding error allowed per operation of a [`LogSum`], in units of the last place, generously:
+/// each term's exponential, addition and rescale, and the term's logarithm computed to within a
+/// few units of its own magnitude (from ln k!, ln q and log erfc).
+const ROUNDING: f64 = 8.0 * f64::EPSILON;
 
 impl LogSum {
     fn new() -> Self {
         LogSum {
             max: f64::NEG_INFINITY,
             scaled: 0.0,
+            scaled_logs: 0.0,
             terms: 0,
         }
     }
 
-    /// [`LogSum::ln`] plus a bound on its rounding error: an upper bound of the exact value.
+    /// [`LogSum::ln`] plus a bound on its rounding error, so that it stays above the exact
+    /// value.
     ///
-    /// A_α is 1 + O(q²) for a small sampling rate q, so ln A_α is a difference of about q²
-    /// from 0 that rounding can hide whole (q = 2e-8: ln A ≈ 7e-16, computed as 0). Without
-    /// the margin, 10¹⁶ such steps composed to ε = 0; with it they compose to an upper bound.
+    /// A term exp(x) computed from an x that is off by |x|·u (u = [`ROUNDING`]) is off by a
+    /// factor of about 1 ± |x|·u, and each term adds a few roundings of its own: the sum is
+    /// off by a factor of at most 1 + u·(terms + Σ e^{xᵢ}|xᵢ| / Σ e^{xᵢ}), and its logarithm
+    /// by about that much. The margin matters where ln A_α is tiny: A_α is 1 + O(q²) for a
+    /// small sampling rate q (q = 2e-8: ln A ≈ 7e-16, which rounding computed as 0, and
+    /// 10¹⁶ such steps composed to ε = 0).
     fn upper(&self) -> f64 {
-        self.ln() + f64::from(self.terms + 1) * ROUNDING_PER_TERM
+        let weighted_log = if self.scaled > 0.0 {
+            self.scaled_logs / self.scaled
+        } else {
+            0.0
+        };
+        self.ln() + ROUNDING * (self.terms as f64 + 1.0 + weighted_log)
     }
 
     fn add(&mut self, x: f64) {
@@ -72,10 +85,14 @@ impl LogSum {
         }
         self.terms += 1;
         if x > self.max {
-            self.scaled = self.scaled * (self.max - x).exp() + 1.0;
+            let rescale = (self.max - x).exp();
+            self.scaled = self.scaled * rescale + 1.0;
+            self.scaled_logs = self.scaled_logs * rescale + x.abs();
             self.max = x;
         } else {
-            self.scaled += (x - self.max).exp();
+            let w = (x - self.max).exp();
+            self.scaled += w;
+            self.scaled_logs += w * x.abs();
         }
     }
 
