@@ -234,13 +234,16 @@ pub fn rdp_epsilon_and_order(event: &PrivacyEvent, delta: f64) -> Result<(f64, f
     Ok(RdpAccountant::default().epsilon_and_order(event, delta)?)
 }
 
+/// The largest events file read (16 MiB: many thousands of events composed).
+pub const MAX_EVENTS_FILE_BYTES: u64 = 16 << 20;
+
 /// The privacy event in a JSON file: one event, or a list of events composed.
 ///
 /// # Errors
 /// A usage error naming the file when it cannot be read, does not parse or lists no events.
 pub fn read_events(path: &std::path::Path) -> Result<PrivacyEvent> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::usage(format!("cannot read events file {}: {e}", path.display())))?;
+    let text = dpml_data::read_text(path, "an events file", MAX_EVENTS_FILE_BYTES)
+        .map_err(|e| Error::usage(format!("cannot read events file {e}")))?;
     let bad = |e: serde_json::Error| {
         Error::usage(format!(
             "events file {} does not parse: {e}",

@@ -1,7 +1,6 @@
 //! Networks described as JSON (the form dpml saves beside the weights), read from a file or
 //! given as text (the Python estimators' `arch=` dict).
 
-use std::io::Read as _;
 use std::path::Path;
 
 use dpml_learn::dpsgd::ModelSpec;
@@ -20,16 +19,7 @@ pub const MAX_ARCH_BYTES: u64 = 1 << 20;
 /// architecture.
 pub fn load_arch(path: &Path) -> Result<ModelSpec> {
     let at = |e: &dyn std::fmt::Display| Error::usage(format!("{}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| at(&e))?;
-    let mut text = String::new();
-    file.take(MAX_ARCH_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| at(&e))?;
-    if text.len() as u64 > MAX_ARCH_BYTES {
-        return Err(at(&format!(
-            "architecture files are at most {MAX_ARCH_BYTES} bytes"
-        )));
-    }
+    let text = dpml_data::read_text(path, "an architecture file", MAX_ARCH_BYTES)?;
     let stem = path
         .file_stem()
         .map_or_else(|| "arch".into(), |s| s.to_string_lossy().into_owned());

@@ -375,14 +375,19 @@ impl DataError {
     /// without end. `read_as` says what the file was to be read as.
     pub(crate) fn unless_regular(path: &std::path::Path, read_as: &str) -> Result<(), Self> {
         match std::fs::metadata(path) {
-            Ok(m) if !m.is_file() => Err(Self::io(
-                path,
-                std::io::Error::other(format!(
-                    "not a regular file (a folder, FIFO or device cannot be read as {read_as})"
-                )),
-            )),
+            Ok(m) if !m.is_file() => Err(Self::not_regular(path, read_as)),
             _ => Ok(()),
         }
+    }
+
+    /// The [`DataError::Io`] error of [`DataError::unless_regular`].
+    pub(crate) fn not_regular(path: &std::path::Path, read_as: &str) -> Self {
+        Self::io(
+            path,
+            std::io::Error::other(format!(
+                "not a regular file (a folder, FIFO or device cannot be read as {read_as})"
+            )),
+        )
     }
 
     /// An unusable input file, with the reason.

@@ -47,6 +47,7 @@ mod fetch;
 pub mod idx;
 mod idxset;
 mod images;
+mod input;
 mod known;
 mod load;
 #[cfg(feature = "parquet")]
@@ -69,10 +70,11 @@ pub use embedded::LABEL_COLUMN as EMBEDDED_LABEL_COLUMN;
 pub use error::DataError;
 pub use fetch::{FetchProgress, FetchStage, fetch};
 pub use idxset::LABEL_COLUMN as IDX_LABEL_COLUMN;
+pub use input::{open_regular, read_text};
 pub use load::{load, load_table};
 pub use ranges::PublishedRanges;
 pub use scale::{MinMaxScaler, StandardScaler};
-pub use schema::{FeatureBounds, Provenance, Schema};
+pub use schema::{FeatureBounds, MAX_SCHEMA_BYTES, Provenance, Schema};
 pub use source::{DATA_DIR_ENV, KNOWN_NAMES, LoadOptions, Source, resolve_data_dir};
 pub use split::{
     Fold, SplitBasis, SplitKey, fold_assignments, kfold, split_indices, train_test_split,

@@ -164,6 +164,10 @@ pub struct Schema {
     pub tables: BTreeMap<String, TableDecl>,
 }
 
+/// The largest schema file read (16 MiB: room for key sets of a million short keys written
+/// inline; longer key lists belong in a `keys_file`, which has its own limit).
+pub const MAX_SCHEMA_BYTES: u64 = 16 << 20;
+
 /// The largest number of classes a label range may expand to.
 const MAX_RANGE_CLASSES: f64 = 100_000.0;
 
@@ -211,8 +215,7 @@ impl Schema {
     /// non-finite end, or feature bounds f32 features cannot hold, a class, feature or table
     /// named twice, a shape whose product overflows, both classes and label_range).
     pub fn from_file(path: &Path) -> Result<Schema, DataError> {
-        DataError::unless_regular(path, "a schema")?;
-        let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+        let text = crate::read_text(path, "a schema", MAX_SCHEMA_BYTES)?;
         let is_toml = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("toml"));

@@ -332,18 +332,9 @@ fn check_keys(keys: &[KeyValue]) -> Result<(), String> {
 
 /// One key a line (blank lines skipped), as text: cast to the column's type when used.
 fn read_keys_file(path: &Path) -> Result<Vec<KeyValue>, DataError> {
-    DataError::unless_regular(path, "a key list")?;
-    let meta = std::fs::metadata(path).map_err(|e| DataError::io(path, e))?;
     // A key is rarely longer than a few dozen bytes; refuse a file that cannot be a key list.
     const MAX_BYTES: u64 = 256 * MAX_KEYS as u64;
-    if meta.len() > MAX_BYTES {
-        return Err(DataError::Schema(format!(
-            "keys_file {} is {} bytes, more than a key list of {MAX_KEYS} keys needs",
-            path.display(),
-            meta.len()
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+    let text = crate::read_text(path, "a key list", MAX_BYTES)?;
     // A byte-order mark (as some editors save) is no part of the first key.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     Ok(text

@@ -561,6 +561,55 @@ fn special_files_and_huge_csv_lines_are_refused() {
         .assert_usage_error("line 2 holds");
 }
 
+/// Schemas, search spaces and events files were read whole: a 1.2 GB `tune --search` file
+/// aborted on its allocation. Each is refused naming the file and its limit.
+#[test]
+fn schemas_search_spaces_and_events_files_are_within_their_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let sparse = |name: &str, bytes: u64| {
+        let path = dir.path().join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(bytes)
+            .unwrap();
+        path.display().to_string()
+    };
+    let search = sparse("s.toml", 1200 << 20);
+    dpml_within(
+        &[
+            "tune",
+            "--dataset",
+            "iris",
+            "--epsilon",
+            "1",
+            "--search",
+            &search,
+        ],
+        FIVE_S,
+    )
+    .assert_usage_error("over the limit of 1048576");
+    for name in ["schema.toml", "schema.json"] {
+        let schema = sparse(name, 1200 << 20);
+        let run = dpml_within(
+            &[
+                "train",
+                "--dataset",
+                "iris",
+                "--schema",
+                &schema,
+                "--epsilon",
+                "1",
+            ],
+            FIVE_S,
+        );
+        run.assert_usage_error("over the limit of 16777216");
+        assert!(run.stderr.contains(name), "{}", run.stderr);
+    }
+    let events = sparse("events.json", 1200 << 20);
+    dpml_within(&["account", "--events", &events, "--delta", "1e-5"], FIVE_S)
+        .assert_usage_error("over the limit of 16777216");
+}
+
 /// A conv layer's declared padding sizes its output: 10^5 asked for 320 GB (an abort) in every
 /// command that builds an architecture, and 2^63 wrapped around and trained. Each is refused by
 /// name, from a file and from a saved model.

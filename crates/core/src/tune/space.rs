@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 /// list is a mistake, and bounding it bounds what is allocated).
 pub const MAX_CHOICES: usize = 1000;
 
+/// The largest search-space file read (1 MiB: a space names a few hyperparameters, each with
+/// at most [`MAX_CHOICES`] choices).
+pub const MAX_SPACE_FILE_BYTES: u64 = 1 << 20;
+
 /// The largest batch size a space may hold (as `--batch-size` allows, within memory sense).
 const MAX_BATCH: f64 = (1u64 << 31) as f64;
 /// The most epochs a search space may hold: every whole number up to it is exact in an f64, so
@@ -381,9 +385,8 @@ impl SearchSpace {
     /// # Errors
     /// A usage error naming the file when it cannot be read or parsed, or the bad entry.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::usage(format!("cannot read search space {}: {e}", path.display()))
-        })?;
+        let text = dpml_data::read_text(path, "a search space", MAX_SPACE_FILE_BYTES)
+            .map_err(|e| Error::usage(format!("cannot read search space {e}")))?;
         let bad = |e: String| {
             Error::usage(format!(
                 "search space {} does not parse: {e}",
