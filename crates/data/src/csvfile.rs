@@ -20,10 +20,10 @@ use crate::tabular::Columns;
 use crate::{DataError, Schema};
 
 /// The largest CSV file read (1 GiB: far above any tabular data set DP-SGD can train on here).
-pub(crate) const MAX_CSV_BYTES: u64 = 1 << 30;
+pub const MAX_CSV_BYTES: u64 = 1 << 30;
 
 /// The longest CSV line read (1 MiB: over 50 000 numeric columns).
-pub(crate) const MAX_CSV_LINE_BYTES: usize = 1 << 20;
+pub const MAX_CSV_LINE_BYTES: usize = 1 << 20;
 
 /// Reads `path`, taking `label_column` (default: the last column) as the label. With declared
 /// `classes` each label maps to its declared class (equal as text or as a number), and a label

@@ -65,6 +65,7 @@ mod verify;
 
 pub use arrays::{NPZ_FEATURES, NPZ_LABELS};
 pub use catalog::{DatasetInfo, catalog};
+pub use csvfile::{MAX_CSV_BYTES, MAX_CSV_LINE_BYTES};
 pub use dataset::{Dataset, Splits, Table};
 pub use embedded::LABEL_COLUMN as EMBEDDED_LABEL_COLUMN;
 pub use error::DataError;

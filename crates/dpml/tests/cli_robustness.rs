@@ -561,6 +561,39 @@ fn special_files_and_huge_csv_lines_are_refused() {
         .assert_usage_error("line 2 holds");
 }
 
+/// `audit --scores` grew to gigabytes on `/dev/zero`, hung on a FIFO and took 4.6 GB for a
+/// 500 MB sparse file: it is a regular file within the limits of every CSV input, refused by
+/// name (the file and the limit) before it is read.
+#[test]
+fn audit_scores_is_a_regular_file_within_the_csv_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    let sparse = |name: &str, bytes: u64| {
+        let path = dir.path().join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(bytes)
+            .unwrap();
+        path.display().to_string()
+    };
+    let audit =
+        |scores: &str| dpml_within(&["audit", "--scores", scores, "--epsilon", "1"], FIVE_S);
+    for special in [fifo.to_str().unwrap(), "/dev/zero"] {
+        let run = audit(special);
+        run.assert_usage_error("--scores");
+        assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    }
+    audit(&sparse("scores.csv", 2 << 30)).assert_usage_error("over the limit of 1073741824");
+    let long = dir.path().join("long.csv");
+    std::fs::write(&long, format!("score,member\n{},1\n", "1".repeat(2 << 20))).unwrap();
+    audit(long.to_str().unwrap()).assert_usage_error("line 2 holds");
+}
+
 /// Schemas, search spaces and events files were read whole: a 1.2 GB `tune --search` file
 /// aborted on its allocation. Each is refused naming the file and its limit.
 #[test]

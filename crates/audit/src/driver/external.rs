@@ -99,6 +99,16 @@ pub fn audit_scores(
 /// # Errors
 /// [`DriverError::Invalid`] naming the missing column, or the line and value of a bad cell.
 pub fn parse_scores_csv(text: &str) -> Result<(Vec<f64>, Vec<f64>)> {
+    // A line is checked before anything quotes it: an error quoting a line of a gigabyte
+    // would take gigabytes.
+    let max = dpml_data::MAX_CSV_LINE_BYTES;
+    if let Some((i, line)) = text.lines().enumerate().find(|(_, l)| l.len() > max) {
+        return Err(DriverError::Invalid(format!(
+            "line {} holds {} bytes, over the limit of {max} per line",
+            i + 1,
+            line.len()
+        )));
+    }
     let mut lines = text
         .lines()
         .enumerate()

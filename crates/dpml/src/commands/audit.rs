@@ -37,7 +37,7 @@ pub struct AuditArgs {
     /// columns score (higher = member) and member (1 or 0). Uses --epsilon (the ε the model
     /// claims, checked against the attack), --delta, --confidence, --seed and --out; no data
     /// set, model or attack is needed.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["noise_multiplier", "non_private"])]
+    #[arg(long, value_name = "FILE", value_parser = args::input_path, conflicts_with_all = ["noise_multiplier", "non_private"])]
     pub scores: Option<PathBuf>,
     #[command(flatten)]
     pub data: DataArgs,

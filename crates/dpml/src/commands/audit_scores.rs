@@ -20,8 +20,9 @@ const MODEL: &str = "scores";
 
 /// Run `dpml audit --scores FILE`.
 pub fn run(a: &AuditArgs, path: &Path, out: Output) -> CliResult<()> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::usage(format!("cannot read --scores {}: {e}", path.display())))?;
+    // The limits of every CSV input: the scores are read whole, then line by line.
+    let text = dpml_data::read_text(path, "a scores CSV", dpml_data::MAX_CSV_BYTES)
+        .map_err(|e| CliError::usage(format!("cannot read --scores {e}")))?;
     let (members, non_members) = parse_scores_csv(&text)
         .map_err(|e| CliError::usage(format!("--scores {}: {e}", path.display())))?;
     // The ε the model claims, if the caller states one: the attack's lower bound is checked
