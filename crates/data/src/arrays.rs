@@ -10,7 +10,6 @@
 //! object arrays are refused, as is any array whose header promises more data than the file
 //! holds (so a lying header cannot make us allocate).
 
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
@@ -43,7 +42,7 @@ struct Array {
 /// malformed or unsupported array, non-finite features or counts that disagree.
 pub(crate) fn read_npy_pair(features: &Path, labels: &Path) -> Result<Records, DataError> {
     let open = |p: &Path| -> Result<Array, DataError> {
-        let file = File::open(p).map_err(|e| DataError::io(p, e))?;
+        let file = crate::open_regular(p, "an array")?;
         let size = file.metadata().map_err(|e| DataError::io(p, e))?.len();
         read_array(BufReader::new(file), size, p, "")
     };
@@ -58,7 +57,7 @@ pub(crate) fn read_npy_pair(features: &Path, labels: &Path) -> Result<Records, D
 /// As [`read_npy_pair`], plus [`DataError::BadInput`] for a file that is not a zip archive or
 /// lacks `x.npy` or `y.npy`.
 pub(crate) fn read_npz(path: &Path) -> Result<Records, DataError> {
-    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let file = crate::open_regular(path, "an npz archive")?;
     let mut zip = zip::ZipArchive::new(BufReader::new(file))
         .map_err(|e| DataError::bad_input(path, format!("not an npz (zip) archive: {e}")))?;
     let mut member = |key: &str| -> Result<Array, DataError> {

@@ -7,7 +7,6 @@
 //! separated by a comma or the declared delimiter (`--delimiter`, schema key `delimiter`), and a
 //! gzip-compressed file (`data.csv.gz`, told by its magic bytes) is read as it inflates.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -46,7 +45,7 @@ pub(crate) fn read_csv(path: &Path, schema: &Schema) -> Result<Columns, DataErro
 
 /// [`read_csv`] with at most `limit` bytes in the file and in what it inflates to.
 fn read_csv_within(path: &Path, schema: &Schema, limit: u64) -> Result<Columns, DataError> {
-    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let file = crate::open_regular(path, "a CSV table")?;
     // The opened file's own size (no race with a later swap of the path): the columns read
     // from it take several times its size in memory.
     let size = file.metadata().map_err(|e| DataError::io(path, e))?.len();

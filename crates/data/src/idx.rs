@@ -8,7 +8,6 @@
 //! a bad CRC) are errors that name the file. Compression is detected from the gzip magic bytes,
 //! not from the file name.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
@@ -202,7 +201,7 @@ struct IdxReader {
 
 impl IdxReader {
     fn open(path: &Path) -> Result<Self, DataError> {
-        let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+        let file = crate::open_regular(path, "an IDX file")?;
         let mut buffered = BufReader::with_capacity(CHUNK, file);
         let head = buffered.fill_buf().map_err(|e| DataError::io(path, e))?;
         let gzip = head.starts_with(&[0x1f, 0x8b]);

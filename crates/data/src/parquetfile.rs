@@ -8,7 +8,6 @@
 //! reading needs no arrow; the files pandas and pyarrow write (snappy, gzip or uncompressed)
 //! are read. Built with the default-on `parquet` feature.
 
-use std::fs::File;
 use std::path::Path;
 
 use parquet::basic::{ConvertedType, LogicalType, Type};
@@ -25,7 +24,7 @@ use crate::{DataError, Schema};
 /// [`DataError::Io`] for an unreadable file; [`DataError::BadInput`] for a file that is not
 /// Parquet or a column of an unsupported type; the cell errors of a csv table.
 pub(crate) fn read_parquet(path: &Path, schema: &Schema) -> Result<Columns, DataError> {
-    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let file = crate::open_regular(path, "a Parquet file")?;
     let bad = |e: &dyn std::fmt::Display| DataError::bad_input(path, format!("{e}"));
     let reader = SerializedFileReader::new(file)
         .map_err(|e| bad(&format!("not a valid Parquet file: {e}")))?;
@@ -132,6 +131,7 @@ fn cell_text(field: &Field) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
     use std::sync::Arc;
 
     use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};

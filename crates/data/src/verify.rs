@@ -1,6 +1,5 @@
 //! `dpml data verify`: SHA-256 of the data files against the compiled-in known sums.
 
-use std::fs::File;
 use std::path::Path;
 
 use crate::DataError;
@@ -89,7 +88,13 @@ fn check_idx(data_dir: &Path, known: &KnownIdxFile) -> FileCheck {
     if !path.exists() {
         return check;
     }
-    match File::open(&path).and_then(sha256_reader) {
+    match crate::open_regular(&path, "a data file")
+        .map_err(|e| match e {
+            DataError::Io { source, .. } => source,
+            other => std::io::Error::other(other.to_string()),
+        })
+        .and_then(sha256_reader)
+    {
         Ok(actual) => {
             check.status = if actual == expected {
                 CheckStatus::Ok
@@ -149,6 +154,31 @@ mod tests {
         ] {
             let c = by_name(&format!("embedded:{name}"));
             assert_eq!(c.status, CheckStatus::Ok, "{c:?}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_device_is_unreadable_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mnist = dir.path().join("mnist");
+        std::fs::create_dir_all(&mnist).unwrap();
+        let fifo = mnist.join("train-labels-idx1-ubyte.gz");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        std::os::unix::fs::symlink("/dev/zero", mnist.join("t10k-labels-idx1-ubyte.gz")).unwrap();
+        // Both would block or read for ever if opened.
+        let checks = verify(dir.path(), Some("mnist")).unwrap();
+        for name in ["train-labels-idx1-ubyte.gz", "t10k-labels-idx1-ubyte.gz"] {
+            let c = checks.iter().find(|c| c.path.ends_with(name)).unwrap();
+            assert_eq!(c.status, CheckStatus::Unreadable, "{c:?}");
+            let error = c.error.as_deref().unwrap();
+            assert!(error.contains("not a regular file"), "{error}");
         }
     }
 }

@@ -171,16 +171,27 @@ pub fn save(model: &Sequential, path: &Path) -> Result<()> {
 /// ([`crate::arch::MAX_PARAMETERS`], 4 bytes each) and room for the header.
 pub const MAX_MODEL_FILE_BYTES: u64 = (crate::arch::MAX_PARAMETERS as u64) * 4 + (16 << 20);
 
-/// The bytes of a model file, refusing a file larger than any model this crate builds
-/// ([`MAX_MODEL_FILE_BYTES`]) before reading it.
+/// The bytes of a model file, refusing anything but a regular file (a FIFO would block the
+/// open, perhaps for ever, and a device read without end) and a file larger than any model
+/// this crate builds ([`MAX_MODEL_FILE_BYTES`]) before reading it.
 ///
 /// # Errors
-/// [`NnError::Io`] naming the path when it cannot be read or is too large.
+/// [`NnError::Io`] naming the path when it cannot be read, is not a regular file or is too
+/// large.
 pub fn read_file(path: &Path) -> Result<Vec<u8>> {
     use std::io::Read as _;
     let named = |e: &dyn std::fmt::Display| NnError::Io(format!("{}: {e}", path.display()));
+    let not_regular = || named(&"not a regular file (a folder, FIFO or device is no model file)");
+    // Checked before the open, which blocks on a FIFO, and on the file opened.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(not_regular());
+    }
     let file = std::fs::File::open(path).map_err(|e| named(&e))?;
-    let size = file.metadata().map_err(|e| named(&e))?.len();
+    let meta = file.metadata().map_err(|e| named(&e))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let size = meta.len();
     if size > MAX_MODEL_FILE_BYTES {
         return Err(named(&format!(
             "{size} bytes, over the limit of {MAX_MODEL_FILE_BYTES} for a model file"
@@ -209,6 +220,30 @@ pub fn load(path: &Path) -> Result<Sequential> {
 mod tests {
     use super::*;
     use crate::layers::testutil::random;
+
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_read_as_models() {
+        let dir = std::env::temp_dir().join(format!("dpml-nn-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("model.safetensors");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        // A FIFO blocked the open for ever; `/dev/zero` read 1.1 GB before it was refused.
+        let errors: Vec<String> = [fifo.as_path(), Path::new("/dev/zero"), dir.as_path()]
+            .into_iter()
+            .map(|path| read_file(path).unwrap_err().to_string())
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        for err in errors {
+            assert!(err.contains("not a regular file"), "{err}");
+        }
+    }
 
     #[test]
     fn save_load_gives_identical_outputs() {
