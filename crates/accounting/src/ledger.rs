@@ -43,6 +43,7 @@ use crate::{Accountant, PrivacyEvent};
 use compose::{Cost, Spent, compose};
 pub use error::{LedgerError, is_path_mistake};
 pub use seal::{LedgerKey, is_key_file};
+pub use store::same_file;
 
 /// How many characters of an unstorable event to quote in an error.
 const QUOTED_EVENT_CHARS: usize = 200;

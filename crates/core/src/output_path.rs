@@ -5,6 +5,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
+pub use dpml_accounting::ledger::same_file;
+
 /// Checks that a file can be written at `path` (given by `flag`): not a folder, a link to
 /// nothing, a pipe or a budget ledger (or a key file), in a folder that exists and takes new
 /// files (written to by a probe file, removed at once). An existing file is left untouched
@@ -131,29 +133,6 @@ pub fn check_distinct(outputs: &[(&str, &Path)]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Whether `a` and `b` are one file: the same file on disk (links included), or one path once
-/// their folders are resolved.
-fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
-        use std::os::unix::fs::MetadataExt;
-        return (x.dev(), x.ino()) == (y.dev(), y.ino());
-    }
-    let resolved = |p: &Path| {
-        std::fs::canonicalize(p).ok().or_else(|| {
-            let folder = match p.parent() {
-                Some(f) if !f.as_os_str().is_empty() => f,
-                _ => Path::new("."),
-            };
-            Some(std::fs::canonicalize(folder).ok()?.join(p.file_name()?))
-        })
-    };
-    match (resolved(a), resolved(b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => a == b,
-    }
 }
 
 /// Refuses an existing `path` that is not a regular file to replace: a folder, a link to

@@ -605,6 +605,34 @@ fn a_key_named_anything_is_never_an_output() {
     assert_eq!(show["entries"].as_array().unwrap().len(), 0, "{show}");
 }
 
+/// A key file named as the ledger itself was written at the ledger's path, and the ledger
+/// then refused as existing: the two are refused as one file, nothing written.
+#[test]
+fn a_ledger_and_its_key_are_never_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("same.l");
+    let dotted = dir.path().join(".").join("same.l");
+    for key in [&ledger, &dotted] {
+        common::ledger_create(&ledger, "1", &["--ledger-key", key.to_str().unwrap()])
+            .assert_usage_error("the ledger and its key must be two files");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+    // Through the spending commands' --budget too.
+    let l = ledger.to_str().unwrap();
+    query(&[
+        "--epsilon",
+        "1",
+        "--ledger",
+        l,
+        "--budget",
+        "3",
+        "--ledger-key",
+        l,
+    ])
+    .assert_usage_error("the ledger and its key must be two files");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
 /// A ledger sealed with a passphrase (DPML_LEDGER_PASSPHRASE) makes no key file and opens only
 /// with the same passphrase.
 #[test]

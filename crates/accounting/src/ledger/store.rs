@@ -163,7 +163,8 @@ pub(super) struct Sealing {
 ///
 /// # Errors
 /// [`LedgerError::Io`], [`LedgerError::Sqlite`] or [`LedgerError::Key`] naming `path` (never
-/// a temporary name) if the file cannot be created.
+/// a temporary name) if the file cannot be created; [`LedgerError::Key`] for a key file that is
+/// the ledger's own path.
 pub(super) fn create(
     path: &Path,
     budget: &Budget,
@@ -174,6 +175,19 @@ pub(super) fn create(
             "ledger path {} does not name a file",
             path.display()
         )));
+    }
+    // The key would be written first, at the ledger's path, and the ledger then refused as
+    // existing (or as not a ledger).
+    if let Some(key_file) = source.file_for(path)
+        && same_file(path, &key_file)
+    {
+        return Err(LedgerError::Key {
+            path: path.into(),
+            reason: format!(
+                "the key file {} is the ledger itself: the ledger and its key must be two files",
+                key_file.display()
+            ),
+        });
     }
     let mut salt = [0u8; 16];
     let mut id = [0u8; 16];
@@ -254,6 +268,29 @@ fn meta_seal(
         kind.as_bytes(),
         salt.as_bytes(),
     ])
+}
+
+/// Whether `a` and `b` are one file: the same file on disk (links included), or one path once
+/// their folders are resolved.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        use std::os::unix::fs::MetadataExt;
+        return (x.dev(), x.ino()) == (y.dev(), y.ino());
+    }
+    let resolved = |p: &Path| {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let folder = match p.parent() {
+                Some(f) if !f.as_os_str().is_empty() => f,
+                _ => Path::new("."),
+            };
+            Some(std::fs::canonicalize(folder).ok()?.join(p.file_name()?))
+        })
+    };
+    match (resolved(a), resolved(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 /// Writes `bytes` as the new file `path` with permissions `mode` (Unix), complete and synced
