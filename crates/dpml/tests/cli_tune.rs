@@ -483,3 +483,53 @@ fn account_release_trials_follows_the_closed_form() {
         "best trial only (Papernot & Steinke)"
     );
 }
+
+/// `--public-validation` scores exactly, at no ε: on the training file itself it released
+/// exact accuracies of private records when the file was named another way (`./r.csv`, an
+/// absolute path, a link). Files are compared by identity.
+#[test]
+fn public_validation_on_the_training_file_is_refused_however_it_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("a,b,label\n");
+    for i in 0..100 {
+        text.push_str(&format!(
+            "{},{},{}\n",
+            (i % 7) as f64 / 7.0,
+            (i % 3) as f64 / 3.0,
+            i % 2
+        ));
+    }
+    std::fs::write(dir.path().join("r.csv"), text).unwrap();
+    let absolute = format!("csv:{}", dir.path().join("r.csv").display());
+    let mut names = vec!["csv:r.csv", "csv:./r.csv", absolute.as_str()];
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("r.csv", dir.path().join("link.csv")).unwrap();
+        names.push("csv:link.csv");
+    }
+    for public in names {
+        let mut run = common::command(&[
+            "tune",
+            "--dataset",
+            "csv:r.csv",
+            "--classes",
+            "0,1",
+            "--bounds",
+            "0,1",
+            "--public-validation",
+            public,
+            "--epsilon",
+            "1",
+            "--epochs",
+            "1",
+            "--trials-mean",
+            "2",
+            "--search",
+            "learning-rate=0.5..4 log",
+            "--seed",
+            "1",
+        ]);
+        common::from_output(run.current_dir(dir.path()).output().unwrap())
+            .assert_usage_error("names the training data itself");
+    }
+}

@@ -452,12 +452,21 @@ fn run_search(
 
 /// The records of a public validation source: its test split, else all its records. The
 /// training source itself is refused unless it has a test split (its records would be the
-/// private training data).
+/// private training data), however its files are named (`./r.csv`, an absolute path, a link:
+/// files are compared by identity).
 fn public_records(public: &Source, training: &Source, opts: &LoadOptions) -> Result<Dataset> {
     let sets = load(public, opts)?;
+    let shares_a_file = || {
+        public.paths().iter().any(|p| {
+            training
+                .paths()
+                .iter()
+                .any(|t| crate::output_path::same_file(p, t))
+        })
+    };
     match sets.test {
         Some(test) => Ok(test),
-        None if public == training => Err(Error::usage(format!(
+        None if public == training || shares_a_file() => Err(Error::usage(format!(
             "--public-validation {} names the training data itself: its records are private",
             public.name()
         ))),
