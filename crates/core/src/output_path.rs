@@ -7,8 +7,38 @@ use crate::error::{Error, Result};
 
 pub use dpml_accounting::ledger::same_file;
 
+/// The input files of this run (see [`note_input`]), which no output may name.
+static INPUTS: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes `path` as an input file of this run (a data set's file, a schema, a model read, a
+/// ledger): [`check_writable`] then refuses it as an output, which would overwrite the input
+/// (a model saved over the training CSV). The command line notes every input path it parses.
+pub fn note_input(path: &Path) {
+    INPUTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(path.to_path_buf());
+}
+
+/// Refuses `path` (given by `flag`) when it is one of the inputs noted by [`note_input`].
+fn check_not_input(flag: &str, path: &Path) -> Result<()> {
+    let inputs = INPUTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match inputs.iter().find(|input| same_file(path, input)) {
+        Some(input) => Err(Error::usage(format!(
+            "{flag} {}: names {}, an input of this run, which the output would overwrite; \
+             name another file",
+            path.display(),
+            input.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Checks that a file can be written at `path` (given by `flag`): not a folder, a link to
-/// nothing, a pipe or a budget ledger (or a key file), in a folder that exists and takes new
+/// nothing, a pipe, a budget ledger (or a key file) or an input of this run (see
+/// [`note_input`]), in a folder that exists and takes new
 /// files (written to by a probe file, removed at once). An existing file is left untouched
 /// (it is replaced when the output is written).
 ///
@@ -23,6 +53,7 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<()> {
     }
     check_name(flag, path)?;
     check_existing(flag, path)?;
+    check_not_input(flag, path)?;
     let folder = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -278,6 +309,31 @@ mod tests {
             assert!(check_distinct(&[("--save-model", &a), ("--log", &hard)]).is_err());
         }
         check_distinct(&[("--save-model", &a), ("--log", &dir.path().join("other"))]).unwrap();
+    }
+
+    #[test]
+    fn an_input_of_the_run_is_never_an_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data.csv");
+        std::fs::write(&data, b"a,label\n1,0\n").unwrap();
+        let other = dir.path().join("model.st");
+        check_writable("--save-model", &data).unwrap();
+        note_input(&data);
+        // However it is spelled: through `.`, or a link.
+        let dotted = dir.path().join(".").join("data.csv");
+        for path in [&data, &dotted] {
+            let err = check_writable("--save-model", path).unwrap_err();
+            assert!(err.to_string().contains("an input of this run"), "{err}");
+        }
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link.csv");
+            std::os::unix::fs::symlink(&data, &link).unwrap();
+            assert!(check_writable("--log", &link).is_err());
+        }
+        let err = check_folder("--out", dir.path(), &["data.csv"]).unwrap_err();
+        assert!(err.to_string().contains("an input of this run"), "{err}");
+        check_writable("--save-model", &other).unwrap();
     }
 
     #[test]

@@ -115,7 +115,8 @@ pub fn bounds(s: &str) -> Result<(f64, f64), String> {
 
 /// A path the user names as an input (`--model`, `--events`, `--schema`, `--ledger`,
 /// `csv:PATH`): it must be a regular file, or not exist yet (then opening it fails, or the
-/// ledger is created, as usual). A FIFO would block the open forever and `/dev/zero` would
+/// ledger is created, as usual). It is noted as an input of the run, which no output may
+/// name ([`dpml_core::output_path::note_input`]). A FIFO would block the open forever and `/dev/zero` would
 /// read until memory runs out, so special files are refused by name before anything opens
 /// them. `metadata` only stats the path: it does not block on a FIFO.
 pub fn input_path(s: &str) -> Result<PathBuf, String> {
@@ -128,7 +129,11 @@ pub fn input_path(s: &str) -> Result<PathBuf, String> {
         Ok(m) if !m.is_file() => Err(format!(
             "{s} is not a regular file (a folder, FIFO or device cannot be read as input)"
         )),
-        _ => Ok(path),
+        _ => {
+            // No output of the run may then overwrite it.
+            dpml_core::output_path::note_input(&path);
+            Ok(path)
+        }
     }
 }
 

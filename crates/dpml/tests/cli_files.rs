@@ -382,3 +382,75 @@ fn facts_that_contradict_the_weights_or_the_data_are_refused() {
     eval(&swapped).assert_usage_error("declare them in the model's order");
     assert_eq!(eval(&model).code, 0);
 }
+
+/// An output that names one of the run's inputs replaced it: `--save-model r2.csv` over the
+/// training CSV, `--log` over it, `--save-model` over the schema, `label-dp --save-model` over
+/// its data. Each is refused before the run, however the path is spelled, and the input is
+/// left as it was.
+#[test]
+fn no_output_overwrites_an_input_of_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("a,b,label\n");
+    for i in 0..100 {
+        text.push_str(&format!(
+            "{},{},{}\n",
+            (i % 7) as f64 / 7.0,
+            (i % 3) as f64 / 3.0,
+            i % 2
+        ));
+    }
+    let csv = dir.path().join("r2.csv");
+    std::fs::write(&csv, &text).unwrap();
+    let schema = dir.path().join("s.json");
+    let schema_text = r#"{"bounds": [0, 1], "classes": ["0", "1"]}"#;
+    std::fs::write(&schema, schema_text).unwrap();
+    let data = format!("csv:{}", csv.display());
+    let dotted = dir.path().join(".").join("r2.csv");
+    let (c, d, s) = (
+        csv.to_str().unwrap(),
+        dotted.to_str().unwrap(),
+        schema.to_str().unwrap(),
+    );
+    let declared = ["--classes", "0,1", "--bounds", "0,1"];
+    let fit = [
+        "--dataset",
+        data.as_str(),
+        "--epsilon",
+        "1",
+        "--epochs",
+        "1",
+    ];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            [&["train"], &fit[..], &declared[..], &["--save-model", c]].concat(),
+            "--save-model",
+        ),
+        (
+            [&["train"], &fit[..], &declared[..], &["--save-model", d]].concat(),
+            "--save-model",
+        ),
+        (
+            [&["train"], &fit[..], &declared[..], &["--log", c]].concat(),
+            "--log",
+        ),
+        (
+            [&["train"], &fit[..], &["--schema", s, "--save-model", s]].concat(),
+            "--save-model",
+        ),
+        (
+            [&["label-dp"], &fit[..], &declared[..], &["--save-model", c]].concat(),
+            "--save-model",
+        ),
+    ];
+    for (args, flag) in cases {
+        let run = dpml(&args);
+        run.assert_usage_error(flag);
+        assert!(
+            run.stderr.contains("an input of this run"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), text);
+    assert_eq!(std::fs::read_to_string(&schema).unwrap(), schema_text);
+}
