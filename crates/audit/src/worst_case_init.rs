@@ -12,7 +12,7 @@
 //! step); training is full-batch (every record in every step, q = 1: the paper's setting,
 //! [`WorstCaseInitConfig::full_batch`]), so the released model is a post-processing of T
 //! Gaussian mechanisms and DP-SGD is exactly μ-GDP with μ = √T/σ (runs without the target
-//! divide their noisy sums by the same N + 1 as runs with it, see [`InitFrom`]); the score is the target's
+//! divide their noisy sums by the same N + 1 as runs with it); the score is the target's
 //! loss on the final model; the threshold is chosen on one half of the runs and the
 //! Clopper–Pearson rates are measured on the other. The paper reads those rates as a
 //! μ lower bound (Nasr et al. 2023) and reports its ε at δ; both that reading
