@@ -981,28 +981,19 @@ fn decimals_within_precision(plan: LogicalPlan) -> Result<LogicalPlan> {
         return Ok(plan);
     };
     let schema = plan.schema();
-    let decimal = |t: &DataType| {
-        matches!(
-            t,
-            DataType::Decimal32(..)
-                | DataType::Decimal64(..)
-                | DataType::Decimal128(..)
-                | DataType::Decimal256(..)
-        )
-    };
-    if !schema.fields().iter().any(|f| decimal(f.data_type())) {
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| precision_and_scale(f.data_type()).is_some())
+    {
         return Ok(plan);
     }
     let exprs = schema
         .iter()
         .map(|(qualifier, field)| {
             let column = Expr::Column(Column::from((qualifier, field)));
-            let (precision, scale) = match field.data_type() {
-                DataType::Decimal32(p, s)
-                | DataType::Decimal64(p, s)
-                | DataType::Decimal128(p, s)
-                | DataType::Decimal256(p, s) => (i32::from(*p), i32::from(*s)),
-                _ => return Ok(column),
+            let Some((precision, scale)) = precision_and_scale(field.data_type()) else {
+                return Ok(column);
             };
             // The largest value of `precision` digits at `scale`, as text cast to the type.
             let digits = |n: i32, d: char| std::iter::repeat_n(d, n.max(0) as usize);
@@ -1044,6 +1035,17 @@ fn decimals_within_precision(plan: LogicalPlan) -> Result<LogicalPlan> {
         builder = builder.filter(filter).map_err(plan_err)?;
     }
     builder.build().map_err(plan_err)
+}
+
+/// A decimal type's precision and scale (None for any other type).
+fn precision_and_scale(t: &DataType) -> Option<(i32, i32)> {
+    match t {
+        DataType::Decimal32(p, s)
+        | DataType::Decimal64(p, s)
+        | DataType::Decimal128(p, s)
+        | DataType::Decimal256(p, s) => Some((i32::from(*p), i32::from(*s))),
+        _ => None,
+    }
 }
 
 /// The output positions of the unit's columns when `group_expr` groups by the unit (or by the

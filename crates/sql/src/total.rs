@@ -170,17 +170,9 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
                 let (l, r) = types.map_or(("?".into(), "?".into()), |(l, r)| {
                     (l.to_string(), r.to_string())
                 });
-                let arithmetic = matches!(
-                    b.op,
-                    Operator::Plus
-                        | Operator::Minus
-                        | Operator::Multiply
-                        | Operator::Divide
-                        | Operator::Modulo
-                );
                 refuse(
                     format!("{node} ({l} {} {r})", b.op),
-                    if arithmetic {
+                    if is_arithmetic(b.op) {
                         "compute it in DOUBLE (CAST(x AS DOUBLE)), whose arithmetic never \
                          fails, and divide only by a non-zero constant otherwise"
                     } else {
@@ -996,11 +988,17 @@ fn formats_with_error(from: &DataType, to: &DataType) -> bool {
     to.is_string() && from.is_temporal()
 }
 
+/// Whether `op` is + − × ÷ or %, whose totality depends on its operands' types.
+fn is_arithmetic(op: Operator) -> bool {
+    use Operator::*;
+    matches!(op, Plus | Minus | Multiply | Divide | Modulo)
+}
+
 /// Whether `l op r` evaluates without an error for every pair of values of its types.
 fn arithmetic_is_total(op: Operator, l: &DataType, r: &DataType, right: &Expr) -> bool {
     use Operator::*;
     match op {
-        Plus | Minus | Multiply | Divide | Modulo => {}
+        _ if is_arithmetic(op) => {}
         // Shifts and bitwise operators wrap; comparisons, logic and text cannot fail
         // (patterns are checked by `pattern_failure`).
         Eq | NotEq | Lt | LtEq | Gt | GtEq | And | Or | IsDistinctFrom | IsNotDistinctFrom
