@@ -73,6 +73,20 @@ def real(values: Any, name: str) -> np.ndarray:
     return arr
 
 
+def text(value: Any, name: str) -> str:
+    """``value`` when it is a text (the native call would refuse anything else with a
+    TypeError that does not name the argument).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` for anything but a ``str``: a number, bytes, None.
+    """
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{name} must be a text (str), got {value!r}")
+
+
 def seed(value: Any, name: str = "seed") -> Any:
     """``value`` as a seed: None (the operating system's entropy) or a :func:`count`.
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _native
-from ._args import number
+from ._args import number, text
 from .events import DpEvent
 
 __all__ = ["Ledger", "PASSPHRASE_ENV"]
@@ -173,6 +173,9 @@ class Ledger:
             The balance after the spend (as :meth:`balance`).
         """
         epsilon, delta = number(epsilon, "epsilon"), number(delta, "delta")
+        label = text(label, "label")
+        if not isinstance(event, DpEvent):
+            raise ValueError(f"event must be a DpEvent (see dpml.events), got {event!r}")
         return record(json.loads(self._inner.spend(label, event.to_json(), epsilon, delta)))
 
     def __repr__(self) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._args import number, real, whole
+from ._args import number, real, text, whole
 from .events import DpEvent, event_from_dict
 from .ledger import Ledger, native, record
 
@@ -102,7 +102,7 @@ def _release(
 ) -> Release:
     arr = _records(kind, values)
     b = None if bounds is None else _bounds(bounds)
-    text = _native.statistic(
+    reply = _native.statistic(
         kind,
         arr,
         number(epsilon, "epsilon"),
@@ -111,9 +111,9 @@ def _release(
         None if delta is None else number(delta, "delta"),
         seed,
         native(ledger),
-        label,
+        None if label is None else text(label, "label"),
     )
-    d = json.loads(text)
+    d = json.loads(reply)
     v = d["value"]
     return Release(
         value=np.asarray(v, dtype=np.float64) if isinstance(v, list) else float(v),

@@ -207,3 +207,16 @@ def test_a_stated_epsilon_below_the_events_own_raises_and_records_nothing(tmp_pa
     with pytest.raises(ValueError, match="epsilon must be a real number, got '1000'"):
         ledger.spend("text", event, epsilon="1000")
     assert len(ledger.entries()) == 1
+
+
+def test_a_label_or_event_of_the_wrong_type_is_refused_by_name(tmp_path):
+    # The native call would raise a TypeError naming neither argument.
+    ledger = dpml.Ledger(tmp_path / "types.db", budget=5.0)
+    event = dpml.events.LaplaceDpEvent(noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="label must be a text"):
+        ledger.spend(5, event, epsilon=1.0)
+    with pytest.raises(ValueError, match="event must be a DpEvent"):
+        ledger.spend("count", {"laplace": 1.0}, epsilon=1.0)
+    with pytest.raises(ValueError, match="label must be a text .*b'x'"):
+        stats.count([1, 2], 1.0, ledger=ledger, label=b"x")
+    assert ledger.entries() == []

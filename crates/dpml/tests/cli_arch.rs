@@ -10,13 +10,15 @@ fn shipped(name: &str) -> String {
     format!("{}/../nn/archs/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Writes `json` into a fresh temporary file and returns its path.
-fn arch_file(tag: &str, json: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("dpml-cli-arch-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{tag}.json"));
-    std::fs::write(&path, json).unwrap();
-    path
+/// Writes `json` into a fresh temporary file, removed when the returned path is dropped.
+fn arch_file(tag: &str, json: &str) -> tempfile::TempPath {
+    let file = tempfile::Builder::new()
+        .prefix(&format!("dpml-cli-arch-{tag}-"))
+        .suffix(".json")
+        .tempfile()
+        .unwrap();
+    std::fs::write(file.path(), json).unwrap();
+    file.into_temp_path()
 }
 
 fn train_digits(arch: &std::path::Path) -> common::Run {
