@@ -228,16 +228,12 @@ fn parts(cal: &AggregateCal) -> Vec<Part> {
 /// One part's noisy value for one cell.
 fn noisy_part(part: &Part, cell: &GroupTotals, k: usize, noise: &mut Noise<'_>) -> Result<f64> {
     Ok(match part {
-        Part::Count { mech, .. } => {
-            let exact = i64::try_from(cell.totals[k]).map_err(|_| too_large())?;
-            noise.laplace(mech, exact) as f64
-        }
+        Part::Count { mech, .. } => noise.laplace(mech, saturated(cell.totals[k])) as f64,
         Part::Sum { grid, mech } => {
             // round(T / 2^30), half up: the exact total on the noise grid.
             let half = 1i128 << (FINE_GRID_BITS - 1);
             let on_grid = (cell.totals[k] + half).div_euclid(1i128 << FINE_GRID_BITS);
-            let on_grid = i64::try_from(on_grid).map_err(|_| too_large())?;
-            noise.laplace(mech, on_grid) as f64 * grid.granularity()
+            noise.laplace(mech, saturated(on_grid)) as f64 * grid.granularity()
         }
         Part::Quantile {
             range,
@@ -287,6 +283,16 @@ fn quantile_utilities(hist: &[u64], q_num: i64, total: u64) -> Vec<f64> {
             -((lo - target).max(target - hi).max(0) as f64)
         })
         .collect()
+}
+
+/// An exact total clamped into the noise's 64-bit range.
+///
+/// # Privacy
+/// Clamping moves two totals no further apart, so the clamped total keeps the cell's
+/// sensitivity; refusing a total past the range instead would fail on some tables and not on
+/// their neighbours (one unit more can take a total past it).
+fn saturated(total: i128) -> i64 {
+    total.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 fn too_large() -> SqlError {
@@ -369,6 +375,25 @@ fn typed(values: Vec<Option<f64>>, data_type: &DataType, display: &str) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A total past the noise's range is clamped, not refused (a refusal would tell a table
+    /// from its neighbour with one unit more), and clamping keeps the sensitivity.
+    #[test]
+    fn totals_past_the_noise_range_are_clamped_within_their_sensitivity() {
+        let max = i128::from(i64::MAX);
+        assert_eq!(saturated(max + 5), i64::MAX);
+        assert_eq!(saturated(-max - 7), i64::MIN);
+        assert_eq!(saturated(-42), -42);
+        for (a, b) in [
+            (max - 3, max + 9),
+            (max + 1, max + 2),
+            (-max - 9, -max + 4),
+            (0, 7),
+        ] {
+            let moved = (i128::from(saturated(a)) - i128::from(saturated(b))).abs();
+            assert!(moved <= (a - b).abs(), "{a} and {b}: clamped {moved} apart");
+        }
+    }
 
     /// Adding m values anywhere moves every utility by at most max(q, 1 − q)·m·D, the
     /// sensitivity the selector is calibrated to; and the candidates next to values that fall

@@ -306,38 +306,54 @@ pub(crate) fn failure(node: &Expr, schema: &DFSchema) -> Option<(String, String)
     }
 }
 
-/// Why an aggregate that DataFusion evaluates per unit (a subquery grouped by the unit, whose
-/// rows stay private) could fail on the unit's values; None when it cannot. Counts, MIN and
-/// MAX cannot fail and SUM wraps, but an AVG of DECIMAL rescales its sum with checked
-/// arithmetic, and the other aggregates are not known to be total.
+/// Why an aggregate that DataFusion evaluates per unit (a subquery grouped by the unit, or by
+/// a foreign key that reaches it, whose rows stay private) could fail on the unit's values or
+/// depend on other units' rows; None when it can do neither.
+///
+/// # Privacy
+/// A per-unit value must be a function of the unit's own rows. Counts, MIN, MAX and the
+/// boolean aggregates are; so is a SUM of integers or decimals (DataFusion's integer and
+/// decimal sums wrap, and wrapping addition is exact in any order). A floating-point SUM is
+/// not: DataFusion adds a group's rows batch by batch and partition by partition, and which
+/// rows share a batch moves when another unit's rows are added or removed, so the rounding of
+/// every later unit's sum, and any comparison on it, changes. AVG sums in floating point (of
+/// a DECIMAL, with checked arithmetic that can fail), and the other aggregates are not known
+/// to be exact and total.
 pub(crate) fn per_unit_failure(aggregate: &Expr, schema: &DFSchema) -> Option<(String, String)> {
     let Expr::AggregateFunction(f) = crate::aggregate::strip_alias(aggregate) else {
         return None;
     };
     let name = f.func.name().to_ascii_lowercase();
-    let decimal_arg = f
+    // Fail closed: an argument whose type cannot be told counts as a float.
+    let exact_sum = f
         .params
         .args
         .first()
-        .map(|a| a.get_type(schema).ok())
-        // Fail closed: an argument whose type cannot be told counts as a DECIMAL.
-        .is_some_and(|t| {
-            t.is_none_or(|t| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..)))
-        });
-    let total = match name.as_str() {
-        "count" | "sum" | "min" | "max" | "bool_and" | "bool_or" => true,
-        "avg" | "mean" => !decimal_arg,
-        _ => false,
-    };
-    (!total).then(|| {
-        (
-            format!("{aggregate} in a subquery grouped by the privacy unit"),
+        .and_then(|a| a.get_type(schema).ok())
+        .is_some_and(|t| t.is_integer() || t.is_decimal());
+    let reason = match name.as_str() {
+        "count" | "min" | "max" | "bool_and" | "bool_or" => return None,
+        "sum" if exact_sum => return None,
+        "sum" => {
+            "a floating-point sum depends on how the engine splits the rows into batches, which \
+             other units' rows change, so it would not be a function of the unit's own rows; \
+             per unit, sum integers or decimals (SUM(x) with x BIGINT or DECIMAL)"
+        }
+        "avg" | "mean" => {
+            "AVG sums in floating point (of a DECIMAL, with arithmetic that can fail), so it \
+             would not be a function of the unit's own rows; per unit, write SUM(x) and \
+             COUNT(x) of an integer or DECIMAL x"
+        }
+        _ => {
             "it can fail on a unit's values, and a query that fails would tell whether such a \
-             unit exists; per unit, dpml allows COUNT, SUM, MIN, MAX and AVG (in DOUBLE: \
-             AVG(CAST(x AS DOUBLE)))"
-                .to_string(),
-        )
-    })
+             unit exists; per unit, dpml allows COUNT, MIN, MAX, and SUM of integers or \
+             decimals"
+        }
+    };
+    Some((
+        format!("{aggregate} in a subquery grouped by the privacy unit"),
+        reason.to_string(),
+    ))
 }
 
 /// A regular expression from `~` (case-insensitive or not), or a LIKE pattern.

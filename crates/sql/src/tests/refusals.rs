@@ -381,7 +381,23 @@ const REFUSED: &[(&str, f64, &str, &str)] = &[
          GROUP BY o_cust) t WHERE a IS NULL",
         0.0,
         "subquery grouped by the privacy unit",
-        "AVG(CAST(x AS DOUBLE))",
+        "AVG sums in floating point",
+    ),
+    // A float sum per unit rounds by the batches the engine cuts, which other units' rows
+    // move: whether another unit's sum passes 0.5 would change with this unit's rows.
+    (
+        "SELECT COUNT(*) FROM (SELECT o_cust, SUM(CAST(total AS DOUBLE)) s FROM orders \
+         GROUP BY o_cust) t WHERE s > 0.5",
+        0.0,
+        "subquery grouped by the privacy unit",
+        "floating-point sum",
+    ),
+    (
+        "SELECT COUNT(*) FROM (SELECT o_cust, AVG(total) a FROM orders GROUP BY o_cust) t \
+         WHERE a > 1",
+        0.0,
+        "subquery grouped by the privacy unit",
+        "AVG sums in floating point",
     ),
     (
         "SELECT label, COUNT(*) FROM items JOIN flags ON CAST(i_order / 0 AS VARCHAR) = \
