@@ -87,6 +87,13 @@ def text(value: Any, name: str) -> str:
     raise ValueError(f"{name} must be a text (str), got {value!r}")
 
 
+def shown(value: Any) -> str:
+    """``value`` as an error message shows it: its repr when that is one short line, else its
+    type (a table's or a large array's repr spans many lines)."""
+    r = repr(value)
+    return r if "\n" not in r and len(r) <= 80 else f"an object of type {type(value).__qualname__}"
+
+
 def seed(value: Any, name: str = "seed") -> Any:
     """``value`` as a seed: None (the operating system's entropy) or a :func:`count`.
 

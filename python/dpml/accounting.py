@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._args import number, whole
+from ._args import count, number, real, shown, whole
 from . import events as _events
 from .events import (
     ComposedDpEvent,
@@ -74,10 +74,14 @@ def _rate(sampling_rate: Optional[float], sample_rate: Optional[float]) -> float
     """The sampling rate given under dpml's name or Opacus's (not both)."""
     if sampling_rate is not None and sample_rate is not None:
         raise ValueError("give one of sampling_rate and sample_rate (Opacus's name), not both")
+    name = "sampling_rate" if sampling_rate is not None else "sample_rate"
     rate = sampling_rate if sampling_rate is not None else sample_rate
     if rate is None:
         raise ValueError("sampling_rate is required")
-    return float(rate)
+    q = number(rate, name)
+    if not 0 < q <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {rate!r}")
+    return q
 
 
 def epsilon(event: EventLike, delta: float, accountant: str = "pld") -> float:
@@ -217,12 +221,17 @@ def calibrate(
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of epochs and steps")
     if steps is None:
-        if not (rate > 0 and epochs is not None and epochs > 0):
-            raise ValueError(f"epochs must be > 0, got {epochs}")
-        steps = math.ceil(epochs / rate)
+        e = number(epochs, "epochs")
+        if not (math.isfinite(e) and e > 0):
+            raise ValueError(f"epochs must be finite and > 0, got {epochs!r}")
+        if not e / rate < 2**64:
+            raise ValueError(
+                f"epochs / sampling_rate must be fewer than 2**64 steps, got {epochs!r} / {rate!r}"
+            )
+        steps = math.ceil(e / rate)
     result = json.loads(
         _native.calibrate(
-            float(target_epsilon), float(target_delta), rate, whole(steps, "steps"), accountant
+            float(target_epsilon), float(target_delta), rate, count(steps, "steps"), accountant
         )
     )
     return float(result["noise_multiplier"])
@@ -256,6 +265,23 @@ def alpha_grid(n: int = 200) -> np.ndarray:
     return _native.alpha_grid(n)
 
 
+def _rates(values: Any, name: str) -> np.ndarray:
+    """``values`` as a one-dimensional array of rates in [0, 1] (type I errors, FPRs); one
+    number is taken as an array of one."""
+    try:
+        arr = np.array(real(values, name), dtype=np.float64, ndmin=1)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a one-dimensional array of numbers in [0, 1], got {shown(values)}"
+        ) from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a one-dimensional array, got shape {arr.shape}")
+    bad = arr[~((arr >= 0) & (arr <= 1))]
+    if bad.size:
+        raise ValueError(f"{name} must be in [0, 1], got {bad[0]}")
+    return arr
+
+
 def tradeoff(
     event: EventLike,
     alphas: Optional[Union[Sequence[float], np.ndarray]] = None,
@@ -278,7 +304,7 @@ def tradeoff(
         ``(alpha, beta)``: beta is the smallest type II error any test can reach at type I
         error alpha.
     """
-    a = alpha_grid() if alphas is None else np.ascontiguousarray(alphas, dtype=np.float64)
+    a = alpha_grid() if alphas is None else _rates(alphas, "alphas")
     return a, _native.tradeoff(_json(event), a, accountant)
 
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from . import _native
 from ._args import count
-from .accounting import _Accountant, alpha_grid, tradeoff
+from ._args import seed as _seed
+from .accounting import _Accountant, _rates, alpha_grid, tradeoff
 from .events import DpEvent, to_event
 
 __all__ = [
@@ -224,7 +225,11 @@ def audit_scores(
                     "scores; for scores with labels call audit_scores(scores=..., labels=...)"
                 )
     text, (fpr, tpr) = _native.audit_scores(
-        np.ascontiguousarray(m), np.ascontiguousarray(n), float(delta), float(confidence), seed
+        np.ascontiguousarray(m),
+        np.ascontiguousarray(n),
+        float(delta),
+        float(confidence),
+        _seed(seed),
     )
     d = json.loads(text)
     return AuditResult(
@@ -390,6 +395,6 @@ def fdp_bound(
         name = "gdp" if accountant.mechanism() == "gdp" else "pld"
     else:
         event, name = to_event(accountant), "pld"
-    alphas = alpha_grid() if fpr is None else fpr
+    alphas = alpha_grid() if fpr is None else _rates(fpr, "fpr")
     a, beta = tradeoff(event, alphas, name)
     return a, 1.0 - beta

@@ -3,8 +3,13 @@
 The ledger's JSON uses one name per concept on both fronts: a balance has ``spent``,
 ``remaining``, ``spent_delta``, ``remaining_delta``, ``entries`` and ``composition``; an entry
 has ``id``, ``time`` (RFC 3339, UTC), ``command``, ``dataset``, ``label``, ``event``,
-``epsilon``, ``delta`` and ``run``. The names earlier versions of this package used
-(``spent_epsilon``, ``remaining_epsilon``, ``time_unix``) still read as aliases.
+``epsilon``, ``delta``, ``run`` and ``neighbouring``. The names earlier versions of this
+package used (``spent_epsilon``, ``remaining_epsilon``, ``time_unix``) still read as aliases.
+
+A ledger adds up epsilon under one neighbouring relation (``neighbouring``: ``"record"``,
+``"label"``, ``"features"`` or ``"answer"``), fixed by its first entry: a release under another
+(a label-DP fit on a ledger of whole-record releases, say) raises ValueError and records
+nothing. ``spend`` records whole-record releases.
 
 Every row of a ledger is sealed with a key kept outside the file: by default the key file
 beside it (``path + ".key"``, made with 0600 permissions when the ledger is created), or
@@ -139,8 +144,9 @@ class Ledger:
         -------
         list of dict
             ``id``, ``time`` (UTC, RFC 3339), ``command``, ``dataset``, ``label``, ``event``,
-            ``epsilon``, ``delta``, ``run`` and ``epsilon_at_ledger_delta`` (the entry's
-            epsilon alone at the ledger's delta), as ``dpml ledger show --json`` lists them.
+            ``epsilon``, ``delta``, ``run``, ``neighbouring`` and ``epsilon_at_ledger_delta``
+            (the entry's epsilon alone at the ledger's delta), as ``dpml ledger show --json``
+            lists them.
         """
         return record(json.loads(self._inner.entries_json()))
 

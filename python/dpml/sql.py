@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections import abc
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _native
-from ._args import number
+from ._args import number, shown
+from ._args import seed as _seed
 from .ledger import Ledger, native
 
 __all__ = ["sql", "sql_explain", "sql_report"]
@@ -29,8 +31,18 @@ __all__ = ["sql", "sql_explain", "sql_report"]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+def _path(value: Any, name: str) -> str:
+    if isinstance(value, (str, os.PathLike)):
+        path = os.fspath(value)
+        if isinstance(path, str):
+            return path
+    raise ValueError(f"{name} must be a file path (str or os.PathLike), got {shown(value)}")
+
+
 def _tables(tables: Mapping[str, PathLike]) -> List[Tuple[str, str]]:
-    return [(str(name), os.fspath(path)) for name, path in tables.items()]
+    if not isinstance(tables, abc.Mapping):
+        raise ValueError(f"tables must be a dict of table name -> file path, got {shown(tables)}")
+    return [(str(name), _path(path, f"tables[{name!r}]")) for name, path in tables.items()]
 
 
 def _cluster(cluster: Optional[str]) -> Optional[str]:
@@ -50,6 +62,10 @@ def _memory_limit(limit: Optional[Union[int, str]]) -> Optional[str]:
 def _weights(weights: Optional[Mapping[str, float]]) -> Optional[Dict[str, float]]:
     if weights is None:
         return None
+    if not isinstance(weights, abc.Mapping):
+        raise ValueError(
+            f"weights must be a dict of output column -> share of epsilon, got {shown(weights)}"
+        )
     return {str(k): number(v, f"weights[{k!r}]") for k, v in weights.items()}
 
 
@@ -127,12 +143,12 @@ def sql(
     stream, report = _native.sql_run(
         query,
         _tables(tables),
-        os.fspath(schema),
+        _path(schema, "schema"),
         number(epsilon, "epsilon"),
         number(delta, "delta"),
         _weights(weights),
         native(ledger),
-        seed,
+        _seed(seed),
         _memory_limit(memory_limit),
         _cluster(cluster),
     )
@@ -157,7 +173,20 @@ def sql_report(table: Any) -> Dict[str, Any]:
         (``memory_limit``: the limit it ran under, in bytes, or None; ``cluster``: the
         scheduler's address, or None).
     """
-    return json.loads(table.schema.metadata[b"dpml"])
+    metadata = getattr(getattr(table, "schema", None), "metadata", None)
+    report = metadata.get(b"dpml") if isinstance(metadata, abc.Mapping) else None
+    if report is None:
+        raise ValueError(
+            f"table must be a table returned by dpml.sql (with its b\"dpml\" metadata), "
+            f"got {shown(table)}"
+        )
+    try:
+        facts = json.loads(report)
+    except (ValueError, RecursionError):
+        facts = None
+    if not isinstance(facts, dict):
+        raise ValueError('table\'s b"dpml" metadata is not the report of dpml.sql')
+    return facts
 
 
 def sql_explain(
@@ -204,7 +233,7 @@ def sql_explain(
         _native.sql_explain(
             query,
             _tables(tables),
-            os.fspath(schema),
+            _path(schema, "schema"),
             number(epsilon, "epsilon"),
             number(delta, "delta"),
             _weights(weights),

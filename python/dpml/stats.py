@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _native
 from ._args import number, real, text, whole
+from ._args import seed as _seed
 from .events import DpEvent, event_from_dict
 from .ledger import Ledger, native, record
 
@@ -109,7 +110,7 @@ def _release(
         b,
         whole(bins, "bins"),
         None if delta is None else number(delta, "delta"),
-        seed,
+        _seed(seed),
         native(ledger),
         None if label is None else text(label, "label"),
     )

@@ -153,6 +153,44 @@ def test_bad_input_raises_value_error_with_the_cli_message():
     assert acc.alpha_grid(acc.MAX_ALPHA_GRID // 1000).shape == (acc.MAX_ALPHA_GRID // 1000,)
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"sampling_rate": 0, "epochs": 1}, r"sampling_rate must be in \(0, 1\], got 0"),
+        ({"sampling_rate": -0.5, "epochs": 1}, r"sampling_rate must be in \(0, 1\], got -0.5"),
+        ({"sampling_rate": math.nan, "epochs": 1}, r"sampling_rate must be in \(0, 1\], got nan"),
+        ({"sample_rate": 0, "steps": 10}, r"sample_rate must be in \(0, 1\], got 0"),
+        ({"sampling_rate": "0.1", "steps": 10}, "sampling_rate must be a real number"),
+        ({"sampling_rate": 1e-310, "epochs": 1}, "epochs / sampling_rate must be fewer than"),
+        ({"sampling_rate": Q, "epochs": math.inf}, "epochs must be finite and > 0, got inf"),
+        ({"sampling_rate": Q, "epochs": 0}, "epochs must be finite and > 0, got 0"),
+        ({"sampling_rate": Q, "epochs": "1"}, "epochs must be a real number, got '1'"),
+        ({"sampling_rate": Q, "steps": -1}, r"steps must be in \[0, 2\*\*64\), got -1"),
+        ({"sampling_rate": Q, "steps": 2**64}, r"steps must be in \[0, 2\*\*64\)"),
+    ],
+)
+def test_calibrate_names_each_bad_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        acc.calibrate(3.0, 1e-5, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "alphas, message",
+    [
+        ([[0.5]], r"alphas must be a one-dimensional array, got shape \(1, 1\)"),
+        (np.zeros((2, 3)), r"alphas must be a one-dimensional array, got shape \(2, 3\)"),
+        ([[0.5], [0.1, 0.2]], "alphas must be a one-dimensional array of numbers"),
+        (["x"], "alphas must be a one-dimensional array of numbers"),
+        ([0.5 + 1j], "alphas must be a one-dimensional array of numbers"),
+        ([0.5, 2.0], r"alphas must be in \[0, 1\], got 2.0"),
+    ],
+)
+def test_tradeoff_refuses_alphas_that_are_not_rates_in_one_line(alphas, message):
+    with pytest.raises(ValueError, match=message) as e:
+        acc.tradeoff(acc.GaussianDpEvent(1.0), alphas)
+    assert "\n" not in str(e.value)
+
+
 def test_python_and_cli_agree(dpml_cli):
     out = dpml_cli("account", "--noise-multiplier", 1.1, "--sampling-rate", Q, "--steps", STEPS,
                    "--delta", 1e-5)

@@ -102,6 +102,13 @@ def test_bad_input_raises_value_error():
         audit.audit_scores([1.0, float("nan")], [0.0, 1.5])
     with pytest.raises(ValueError, match="one-dimensional"):
         audit.audit_scores(np.zeros((2, 2)), [0.0, 1.5])
+    for seed in (-1, 2**64):
+        with pytest.raises(ValueError, match=rf"seed must be in \[0, 2\*\*64\), got {seed}"):
+            audit.audit_scores([1.0, 2.0], [0.0, 1.5], seed=seed)
+    for fpr, message in [([[0.5]], r"shape \(1, 1\)"), ([1.5], r"\[0, 1\], got 1.5")]:
+        with pytest.raises(ValueError, match="fpr must be .*" + message) as e:
+            audit.fdp_bound(accounting.GaussianDpEvent(1.0), fpr=fpr)
+        assert "\n" not in str(e.value)
 
 
 def test_python_and_cli_agree_on_a_scores_file(dpml_cli, tmp_path):

@@ -50,6 +50,14 @@ def test_statistics_and_bounds():
         mechanisms.laplace(values, -1.0, 1.0)
 
 
+@pytest.mark.parametrize("statistic", [stats.count, stats.sum, stats.mean, stats.histogram])
+@pytest.mark.parametrize("seed", [-1, 2**64, 1.5])
+def test_a_seed_out_of_range_is_a_value_error_naming_it(statistic, seed):
+    kwargs = {} if statistic is stats.count else {"bounds": (0.0, 1.0)}
+    with pytest.raises(ValueError, match=r"seed must be"):
+        statistic([0.5], epsilon=1.0, seed=seed, **kwargs)
+
+
 def test_records_of_several_columns_are_counted_not_flattened():
     # A matrix is 1000 records of 5 columns: a count counts 1000, and a sum (one number per
     # record, sensitivity max(|low|, |high|)) refuses it rather than sum 5000 values.

@@ -107,6 +107,37 @@ def test_refusals_and_bad_input_raise_value_error():
         dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, weights={"n": "2"})
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"seed": -1}, r"seed must be in \[0, 2\*\*64\), got -1"),
+        ({"seed": 2**64}, r"seed must be in \[0, 2\*\*64\), got 18446744073709551616"),
+        ({"tables": [("visits", "v.csv")]}, r"tables must be a dict .*got \[\('visits'"),
+        ({"tables": "v.csv"}, "tables must be a dict .*got 'v.csv'"),
+        ({"tables": {"visits": 3}}, r"tables\['visits'\] must be a file path.*got 3"),
+        ({"schema": None}, "schema must be a file path.*got None"),
+        ({"weights": [("visits", 1.0)]}, r"weights must be a dict .*got \[\('visits'"),
+    ],
+)
+def test_bad_arguments_are_named_in_one_line(kwargs, message):
+    args = {"query": QUERY, "tables": TABLES, "schema": SCHEMA, "epsilon": 1.0, **kwargs}
+    with pytest.raises(ValueError, match=message) as e:
+        dpml.sql(**args)
+    assert "\n" not in str(e.value)
+
+
+def test_sql_report_refuses_what_dpml_sql_did_not_return():
+    plain = pa.table({"a": [1]})
+    for bad in [None, "x", plain, plain.replace_schema_metadata({b"other": b"{}"})]:
+        with pytest.raises(ValueError, match="table must be a table returned by dpml.sql") as e:
+            dpml.sql_report(bad)
+        assert "\n" not in str(e.value)
+    for report in [b"[" * 100_000, b"not json", b"[1]", b"\xff"]:
+        forged = plain.replace_schema_metadata({b"dpml": report})
+        with pytest.raises(ValueError, match='table\'s b"dpml" metadata is not the report'):
+            dpml.sql_report(forged)
+
+
 def test_a_memory_limit_gives_the_same_seeded_table_and_bad_limits_raise():
     free = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, seed=3)
     limited = dpml.sql(QUERY, TABLES, SCHEMA, epsilon=1.0, seed=3, memory_limit="16M")

@@ -106,6 +106,77 @@ impl Budget {
     }
 }
 
+/// The neighbouring relation a spend's ε is stated under: which two data sets its release
+/// must not tell apart.
+///
+/// A ledger adds up ε under one relation only. A release that protects only labels (label DP),
+/// only features (local DP on the features) or only each answer (randomized response) has no
+/// finite ε for adding or removing a whole record, so a ledger holds entries of one relation,
+/// fixed by its first entry, and refuses a spend under another ([`LedgerError::MixedNeighbouring`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Neighbouring {
+    /// Add or remove one record (one privacy unit's rows in SQL): central DP over whole
+    /// records (DP-SGD, queries, DPLloyd, SQL, output perturbation, mechanisms on a value of
+    /// declared sensitivity).
+    #[default]
+    Record,
+    /// Change one record's label (label DP: the features are not protected).
+    Label,
+    /// Change one record's features (local DP on the features: the labels are not protected).
+    Features,
+    /// Change one respondent's answer (local DP: randomized response).
+    Answer,
+}
+
+impl Neighbouring {
+    /// The name stored in the ledger and written in its JSON.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Neighbouring::Record => "record",
+            Neighbouring::Label => "label",
+            Neighbouring::Features => "features",
+            Neighbouring::Answer => "answer",
+        }
+    }
+
+    /// The relation in words.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Neighbouring::Record => "add or remove one record (one privacy unit's rows)",
+            Neighbouring::Label => "change one record's label (label DP)",
+            Neighbouring::Features => "change one record's features (local DP on the features)",
+            Neighbouring::Answer => "change one respondent's answer (randomized response)",
+        }
+    }
+
+    /// The relation of a stored name.
+    fn from_name(name: &str) -> Option<Self> {
+        [
+            Neighbouring::Record,
+            Neighbouring::Label,
+            Neighbouring::Features,
+            Neighbouring::Answer,
+        ]
+        .into_iter()
+        .find(|n| n.name() == name)
+    }
+
+    /// The relation of an entry written before ledgers stored it, read off what dpml itself
+    /// wrote in its command and label (a user's own spends were recorded as `python`).
+    fn of_earlier_entry(command: &str, label: &str) -> Self {
+        match command {
+            "label-dp" | "rr-with-prior" => Neighbouring::Label,
+            "rr" | "randomized-response" => Neighbouring::Answer,
+            "train" if label.starts_with("input perturbation") => Neighbouring::Features,
+            "kmeans" if label.starts_with("input-perturbation ") => Neighbouring::Features,
+            "sweep" if label.starts_with("sweep label-dp") => Neighbouring::Label,
+            "sweep" if label.starts_with("sweep input-perturbation ") => Neighbouring::Features,
+            _ => Neighbouring::Record,
+        }
+    }
+}
+
 /// A request to spend privacy: what released it, from which data set, the computation's
 /// privacy event and its (ε, δ) on its own.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +195,8 @@ pub struct Spend {
     pub delta: f64,
     /// The training run it pays for, when checkpointed ([`Ledger::record_segment`]).
     pub run: Option<String>,
+    /// The relation its ε is stated under.
+    pub neighbouring: Neighbouring,
 }
 
 impl Spend {
@@ -137,6 +210,7 @@ impl Spend {
             epsilon,
             delta,
             run: None,
+            neighbouring: Neighbouring::Record,
         }
     }
 
@@ -163,6 +237,12 @@ impl Spend {
     /// This spend described by `label`.
     pub fn labelled(mut self, label: impl Into<String>) -> Self {
         self.label = label.into();
+        self
+    }
+
+    /// This spend, its ε stated under `neighbouring`.
+    pub fn under(mut self, neighbouring: Neighbouring) -> Self {
+        self.neighbouring = neighbouring;
         self
     }
 }
@@ -195,7 +275,7 @@ pub struct Balance {
 /// One recorded spend.
 ///
 /// As JSON: `id`, `time` (RFC 3339, UTC), `command`, `dataset`, `label`, `event`, `epsilon`,
-/// `delta`, `run`.
+/// `delta`, `run`, `neighbouring`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
     /// Increasing id, never reused.
@@ -217,6 +297,9 @@ pub struct Entry {
     pub delta: f64,
     /// The checkpointed training run it paid for.
     pub run: Option<String>,
+    /// The relation its ε is stated under (for an entry written before ledgers stored it: read
+    /// off its command and label).
+    pub neighbouring: Neighbouring,
 }
 
 /// Seconds since the Unix epoch as RFC 3339 in UTC, to the second.
@@ -746,8 +829,21 @@ impl Ledger {
         Ok(())
     }
 
-    /// The balance after `spend` on top of `entries`, or [`LedgerError::OverBudget`].
+    /// The balance after `spend` on top of `entries`, or [`LedgerError::OverBudget`] (or
+    /// [`LedgerError::MixedNeighbouring`] for a spend under another relation than the
+    /// entries').
     fn fit(&self, entries: &[Entry], spend: &Spend) -> Result<Balance, LedgerError> {
+        if let Some(other) = entries
+            .iter()
+            .find(|e| e.neighbouring != spend.neighbouring)
+        {
+            return Err(LedgerError::MixedNeighbouring {
+                path: self.path.clone(),
+                entry: other.id,
+                stored: other.neighbouring,
+                requested: spend.neighbouring,
+            });
+        }
         let mut costs: Vec<Cost<'_>> = entries.iter().map(Cost::from).collect();
         costs.push(Cost {
             event: &spend.event,

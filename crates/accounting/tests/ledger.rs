@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use dpml_accounting::ledger::{Budget, Composition, Ledger, LedgerError, LedgerKey, Spend};
+use dpml_accounting::ledger::{
+    Budget, Composition, Ledger, LedgerError, LedgerKey, Neighbouring, Segment, Spend,
+};
 use dpml_accounting::{Accountant, AccountingError, BoundKind, PrivacyEvent};
 use dpml_mechanisms::DpRng;
 
@@ -1147,4 +1149,69 @@ fn an_event_that_is_no_mechanism_is_refused_whatever_its_stated_epsilon() {
     // A valid event too large for the PLD's grid is no invalid mechanism.
     let huge = PrivacyEvent::dp_sgd(1.0, 0.5, 100_000_000_000_000);
     ledger.spend(&Spend::new("huge", huge, 4.0, 1e-6)).unwrap();
+}
+
+/// A ledger adds up ε under one neighbouring relation: its first entry fixes it, and a spend
+/// under another (label DP after whole-record DP, say) is refused by every way of spending,
+/// nothing recorded. Each entry reports its relation.
+#[test]
+fn a_spend_under_another_neighbouring_relation_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(&dir.path().join("l.db"), Budget::new(10.0, 1e-5).unwrap()).unwrap();
+    ledger.spend(&laplace("count", 1.0)).unwrap();
+    let label = laplace("labels", 1.0)
+        .by("label-dp", "iris")
+        .under(Neighbouring::Label);
+    for refused in [
+        ledger.check(&label).map(drop),
+        ledger.spend(&label).map(drop),
+        ledger
+            .record_segment(
+                &Segment {
+                    run: "r".into(),
+                    parent: None,
+                    child: "c".into(),
+                },
+                &label,
+                &label,
+            )
+            .map(drop),
+    ] {
+        match refused {
+            Err(LedgerError::MixedNeighbouring {
+                entry: 1,
+                stored: Neighbouring::Record,
+                requested: Neighbouring::Label,
+                ..
+            }) => {}
+            other => panic!("expected MixedNeighbouring, got {other:?}"),
+        }
+    }
+    let entries = ledger.entries().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].neighbouring, Neighbouring::Record);
+    // A ledger of label-DP releases takes label-DP releases, and refuses whole-record ones.
+    let labels = Ledger::open(
+        &dir.path().join("labels.db"),
+        Budget::new(10.0, 1e-5).unwrap(),
+    )
+    .unwrap();
+    labels.spend(&label).unwrap();
+    labels.spend(&label).unwrap();
+    assert!(matches!(
+        labels.spend(&laplace("count", 1.0)),
+        Err(LedgerError::MixedNeighbouring { .. })
+    ));
+    let stored: Vec<_> = labels
+        .entries()
+        .unwrap()
+        .iter()
+        .map(|e| e.neighbouring)
+        .collect();
+    assert_eq!(stored, [Neighbouring::Label, Neighbouring::Label]);
+    let msg = ledger.spend(&label).unwrap_err().to_string();
+    assert!(
+        msg.contains("change one record's label") && msg.contains("ledger of its own"),
+        "{msg}"
+    );
 }

@@ -37,7 +37,8 @@ use dpml_accounting::pld::PldAccountant;
 use dpml_mechanisms::DpRng;
 
 pub use dpml_accounting::ledger::{
-    Balance, DEFAULT_BUDGET_DELTA, Ledger, LedgerKey, Segment, SegmentCost, SegmentReceipt, Spend,
+    Balance, DEFAULT_BUDGET_DELTA, Ledger, LedgerKey, Neighbouring, Segment, SegmentCost,
+    SegmentReceipt, Spend,
 };
 
 use crate::error::{Error, Result};

@@ -9,7 +9,7 @@ use dpml_learn::kmeans::{Algorithm, Bounds, KMeansParams, clustering_accuracy, f
 use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Value, json};
 
-use crate::budget::{self, Charge, Ledger};
+use crate::budget::{self, Charge, Ledger, Neighbouring};
 use crate::error::{Error, Result};
 use crate::ledger_json;
 use crate::privacy_model::{self, PrivacyModel, Release, neighbouring, public};
@@ -160,12 +160,17 @@ pub fn fit_kmeans(
     if !recipe.algorithm.is_private() {
         budget::refuse_non_private(ledger, recipe.algorithm.name())?;
     }
+    // Input perturbation protects each record's features on their own (local DP).
+    let (relation, charged_under) = match recipe.algorithm {
+        Algorithm::InputPerturbation => (neighbouring::FEATURES, Neighbouring::Features),
+        _ => (neighbouring::ADD_REMOVE, Neighbouring::Record),
+    };
     if let Some(epsilon) = recipe.epsilon {
         let delta = recipe.delta.unwrap_or(0.0);
         let planned = PrivacyEvent::EpsilonDelta { epsilon, delta };
         budget::check(
             ledger,
-            &Charge::of("kmeans", &ctx.dataset, planned, epsilon, delta),
+            &Charge::of("kmeans", &ctx.dataset, planned, epsilon, delta).under(charged_under),
         )?;
     }
     let result = fit(&params, &data.x, data.n, d, rng)?;
@@ -179,7 +184,8 @@ pub fn fit_kmeans(
                 result.epsilon.unwrap_or(0.0),
                 result.delta.unwrap_or(0.0),
             )
-            .labelled(format!("{} with k = {}", recipe.algorithm.name(), recipe.k)),
+            .labelled(format!("{} with k = {}", recipe.algorithm.name(), recipe.k))
+            .under(charged_under),
         )?,
         None => None,
     };
@@ -188,11 +194,6 @@ pub fn fit_kmeans(
         .transpose()?;
     let nicv = nicv(&data.x, d, &result.centroids, &bounds)?;
     let centroids: Vec<&[f64]> = result.centroids.chunks(d).collect();
-    // Input perturbation protects each record's features on their own (local DP).
-    let relation = match recipe.algorithm {
-        Algorithm::InputPerturbation => neighbouring::FEATURES,
-        _ => neighbouring::ADD_REMOVE,
-    };
     let model = PrivacyModel::new(
         relation,
         &[public::DATA_SET_SIZE, public::SCHEMA, public::ALGORITHM],

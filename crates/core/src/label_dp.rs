@@ -15,7 +15,7 @@ use dpml_learn::model_facts::{Guarantee, ModelFacts, SplitFacts};
 use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::{Value, json};
 
-use crate::budget::{self, Charge, Ledger};
+use crate::budget::{self, Charge, Ledger, Neighbouring};
 use crate::error::{Error, Result};
 use crate::ledger_json;
 use crate::observe::{Event, Observer};
@@ -297,7 +297,8 @@ pub fn fit_label_dp(
     };
     budget::check(
         ledger,
-        &Charge::of("label-dp", &ctx.dataset, planned, recipe.epsilon, 0.0),
+        &Charge::of("label-dp", &ctx.dataset, planned, recipe.epsilon, 0.0)
+            .under(Neighbouring::Label),
     )?;
     observer.observe(Event::RunStarted);
     let mut progress = |p| observer.observe(Event::LabelDp(&p));
@@ -324,7 +325,8 @@ pub fn fit_label_dp(
                 recipe.mechanism, recipe.epsilon
             )
             .to_lowercase(),
-        ),
+        )
+        .under(Neighbouring::Label),
     )?;
     let facts = ModelFacts::from_label_dp(&outcome.report, &ctx.dataset_label, neighbouring::LABEL)
         .with_objective(
@@ -448,7 +450,8 @@ pub fn rr_with_prior(
         rr.event(),
         epsilon,
         0.0,
-    );
+    )
+    .under(Neighbouring::Label);
     let ((released, likelihood), _) = budget::charged(ledger, &charge, || {
         let mut released = Vec::with_capacity(labels.len());
         let mut likelihood = Vec::with_capacity(priors.len());

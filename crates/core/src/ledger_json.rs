@@ -13,7 +13,8 @@ pub fn balance(b: &Balance) -> Value {
 }
 
 /// One entry as a ledger lists it: `id`, `time` (UTC, RFC 3339), `command`, `dataset`,
-/// `label`, `event`, `epsilon`, `delta`, `run`, its ε at the ledger's δ
+/// `label`, `event`, `epsilon`, `delta`, `run`, `neighbouring` (the relation its ε is stated
+/// under: `record`, `label`, `features` or `answer`), its ε at the ledger's δ
 /// (`epsilon_at_ledger_delta`) and, when the spend over time was asked for, the total after it
 /// (`spent_after`).
 pub fn entry(e: &EntryReport) -> Value {

@@ -8,7 +8,7 @@ use dpml_data::{LoadOptions, Source, load_table};
 use dpml_mechanisms::{DpRng, FrequencyEstimate, RandomizedResponse};
 use serde_json::{Value, json};
 
-use crate::budget::{self, Charge, Ledger};
+use crate::budget::{self, Charge, Ledger, Neighbouring};
 use crate::error::{Error, Result};
 use crate::privacy_model::{PrivacyModel, Release, neighbouring, public};
 
@@ -63,7 +63,8 @@ pub fn rr(a: &RrOptions, rng: &mut DpRng, ledger: Option<&Ledger>) -> Result<Val
         (false, None) => return Err(Error::usage("give --epsilon E or --coin fair")),
     };
     let charge = Charge::of("rr", a.dataset.name(), rr.event(), rr.epsilon(), 0.0)
-        .labelled(format!("randomized response on {}", a.column));
+        .labelled(format!("randomized response on {}", a.column))
+        .under(Neighbouring::Answer);
     budget::check(ledger, &charge)?;
     let opts = LoadOptions {
         data_dir: a.data_dir.clone(),

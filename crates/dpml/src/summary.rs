@@ -277,6 +277,7 @@ const SPECIFIC: &[Summary] = &[
                 "command",
                 "dataset",
                 "label",
+                "neighbouring",
                 "epsilon_at_ledger_delta",
                 "spent_after",
             ],

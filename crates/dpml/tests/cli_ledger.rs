@@ -4,6 +4,7 @@
 mod common;
 
 use common::dpml;
+use serde_json::Value;
 use std::path::Path;
 
 /// `dpml query` of the mean petal length of iris, with `extra` flags.
@@ -199,12 +200,22 @@ fn show(ledger: &Path) -> serde_json::Value {
 }
 
 /// Issue 35: every command that releases something computed from private data charges the
-/// ledger it is given, each entry naming its command and data set; none charges a seeded run.
+/// ledger it is given, each entry naming its command, data set and neighbouring relation;
+/// none charges a seeded run. A ledger adds up one relation: label DP and randomized response
+/// go to ledgers of their own, and are refused on the ledger of whole-record releases.
 #[test]
 fn every_releasing_command_charges_the_ledger() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = dir.path().join("all.db");
-    common::create_ledger(&ledger, "100");
+    let (labels, answers) = (dir.path().join("labels.db"), dir.path().join("answers.db"));
+    for l in [&ledger, &labels, &answers] {
+        common::create_ledger(l, "100");
+    }
+    let relation = |command: &str| match command {
+        "label-dp" => ("label", &labels),
+        "rr" => ("answer", &answers),
+        _ => ("record", &ledger),
+    };
     let model = dir.path().join("m.safetensors");
     let m = model.to_str().unwrap();
     let runs: Vec<(&str, Vec<&str>)> = vec![
@@ -289,36 +300,64 @@ fn every_releasing_command_charges_the_ledger() {
             ],
         ),
     ];
-    for (i, (command, args)) in runs.iter().enumerate() {
-        let out = charged(&ledger, args).json();
-        assert_eq!(out["ledger"]["entries"], i + 1, "{command}: {out}");
+    let mut recorded = std::collections::BTreeMap::new();
+    for (command, args) in &runs {
+        let (_, l) = relation(command);
+        let out = charged(l, args).json();
+        let n = recorded.entry(l).or_insert(0);
+        *n += 1;
+        assert_eq!(out["ledger"]["entries"], *n, "{command}: {out}");
+    }
+    // Label DP and randomized response on the whole-record ledger: refused, nothing recorded.
+    let before = std::fs::read(&ledger).unwrap();
+    for (command, args) in runs.iter().filter(|(c, _)| relation(c).0 != "record") {
+        charged(&ledger, args).assert_usage_error("ledger of its own");
+        assert_eq!(
+            std::fs::read(&ledger).unwrap(),
+            before,
+            "{command} was charged"
+        );
     }
     // A seeded run's noise is reproducible, so it is not private: every one of these commands
     // refuses `--seed` with a ledger by name, and charges nothing.
-    let before = std::fs::read(&ledger).unwrap();
+    let files = |paths: [&std::path::PathBuf; 3]| paths.map(|p| std::fs::read(p).unwrap());
+    let before = files([&ledger, &labels, &answers]);
     for (command, args) in &runs {
         let seeded: Vec<&str> = args.iter().copied().chain(["--seed", "1"]).collect();
-        let r = charged(&ledger, &seeded);
+        let r = charged(relation(command).1, &seeded);
         assert_eq!(r.code, 2, "{command} --seed with --ledger: {}", r.stderr);
         r.assert_usage_error("--seed 1 with --ledger");
     }
     assert_eq!(
-        std::fs::read(&ledger).unwrap(),
+        files([&ledger, &labels, &answers]),
         before,
         "a seeded run was charged"
     );
-    let entries = show(&ledger)["entries"].as_array().unwrap().clone();
-    let commands: Vec<&str> = entries
+    let entries: Vec<Value> = [&ledger, &labels, &answers]
         .iter()
-        .map(|e| e["command"].as_str().unwrap())
+        .flat_map(|l| show(l)["entries"].as_array().unwrap().clone())
         .collect();
-    assert_eq!(commands, runs.iter().map(|r| r.0).collect::<Vec<_>>());
+    let mut commands: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["command"].as_str().unwrap(),
+                e["neighbouring"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let mut expected: Vec<(&str, &str)> = runs.iter().map(|r| (r.0, relation(r.0).0)).collect();
+    commands.sort();
+    expected.sort();
+    assert_eq!(commands, expected);
     for e in &entries {
         assert!(e["epsilon_at_ledger_delta"].as_f64().unwrap() > 0.0, "{e}");
         assert!(e["time"].as_str().unwrap().ends_with('Z'), "{e}");
         assert!(e["event"].is_object(), "{e}");
+        if e["command"] != "release" {
+            assert_eq!(e["dataset"], "iris", "{e}");
+        }
     }
-    assert_eq!(entries[0]["dataset"], "iris");
 }
 
 /// A run that would overspend is refused before it trains (no model written, nothing
@@ -430,6 +469,24 @@ fn a_sweep_is_charged_the_sum_of_its_runs() {
     let spent = done["ledger"]["spent"].as_f64().unwrap();
     assert!(spent > 2.0 && spent <= 3.0 + 1e-9, "{spent}");
     assert_eq!(show(&ledger)["entries"][0]["command"], "sweep");
+    // A sweep of DP-SGD beside label DP has no one relation to add its runs up under.
+    let before = std::fs::read(&ledger).unwrap();
+    charged(
+        &ledger,
+        &[
+            "sweep",
+            "--experiment",
+            "dp-sgd-regression",
+            "--dataset",
+            "digits",
+            "--epsilons",
+            "1",
+            "--out",
+            dir.path().join("mixed").to_str().unwrap(),
+        ],
+    )
+    .assert_usage_error("no one ledger can add up");
+    assert_eq!(std::fs::read(&ledger).unwrap(), before);
 }
 
 /// Issue 40: after pure-ε spends `ledger show` reported all of δ spent.

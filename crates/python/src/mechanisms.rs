@@ -3,7 +3,7 @@
 //! through `dpml-core`'s budget module as the command line charges one: checked before any
 //! noise is drawn, recorded before the values are returned.
 
-use dpml_core::budget::{self, Charge};
+use dpml_core::budget::{self, Charge, Neighbouring};
 use dpml_core::mechanisms::stats::{self, Noise, StatRelease};
 use dpml_core::mechanisms::{
     DiscreteGaussianMechanism, DiscreteLaplaceMechanism, GaussianMechanism, LaplaceMechanism,
@@ -25,6 +25,9 @@ fn event_json(e: &PrivacyEvent) -> Result<String, MechanismError> {
 /// What a mechanism's release costs: its name (the ledger's command) and its (ε, δ) by itself.
 struct Cost {
     command: &'static str,
+    /// What the values are: records' values of a declared sensitivity, or answers each
+    /// randomised on its own.
+    neighbouring: Neighbouring,
     epsilon: f64,
     delta: f64,
 }
@@ -61,7 +64,8 @@ where
             event.clone(),
             cost.epsilon,
             cost.delta,
-        );
+        )
+        .under(cost.neighbouring);
         let (out, _) = budget::charged(ledger, &charge, || {
             Ok(values
                 .iter()
@@ -93,6 +97,7 @@ fn laplace<'py>(
         ledger,
         Cost {
             command: "laplace",
+            neighbouring: Neighbouring::Record,
             epsilon,
             delta: 0.0,
         },
@@ -124,6 +129,7 @@ fn gaussian<'py>(
         ledger,
         Cost {
             command: "gaussian",
+            neighbouring: Neighbouring::Record,
             epsilon,
             delta,
         },
@@ -151,6 +157,7 @@ fn discrete_laplace<'py>(
         ledger,
         Cost {
             command: "discrete-laplace",
+            neighbouring: Neighbouring::Record,
             epsilon,
             delta: 0.0,
         },
@@ -179,6 +186,7 @@ fn discrete_gaussian<'py>(
         ledger,
         Cost {
             command: "discrete-gaussian",
+            neighbouring: Neighbouring::Record,
             epsilon,
             delta,
         },
@@ -207,6 +215,7 @@ fn randomized_response<'py>(
         ledger,
         Cost {
             command: "randomized-response",
+            neighbouring: Neighbouring::Answer,
             epsilon,
             delta: 0.0,
         },

@@ -51,6 +51,26 @@ pub enum LedgerError {
         /// δ of the refused spend.
         requested_delta: f64,
     },
+    /// A spend under another neighbouring relation than the ledger's entries: their ε
+    /// cannot be added up (see [`super::Neighbouring`]).
+    #[error(
+        "ledger {} adds up releases private for \"{}\" (entry {entry}), but this release is \
+         private for \"{}\" only, and epsilons of the two cannot be added up: charge it to a \
+         ledger of its own; nothing was recorded",
+        path.display(),
+        stored.describe(),
+        requested.describe()
+    )]
+    MixedNeighbouring {
+        /// The ledger file.
+        path: PathBuf,
+        /// The first entry under another relation.
+        entry: i64,
+        /// That entry's relation.
+        stored: super::Neighbouring,
+        /// The refused spend's relation.
+        requested: super::Neighbouring,
+    },
     /// The ledger file was created with another budget; a budget can never be changed.
     #[error(
         "ledger {} was created with the budget ε = {stored_epsilon}, δ = {stored_delta} but was \

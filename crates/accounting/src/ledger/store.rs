@@ -18,13 +18,20 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior, params};
 
 use super::seal::{Key, LedgerKey, hex, random_bytes, same};
-use super::{Budget, Entry, LedgerError, Segment, Spend};
+use super::{Budget, Entry, LedgerError, Neighbouring, Segment, Spend};
 use crate::PrivacyEvent;
 
 /// `PRAGMA application_id` of a dpml ledger: the ASCII bytes "DPML".
 pub(super) const APPLICATION_ID: i32 = 0x4450_4D4C;
-/// `PRAGMA user_version` of the schema this code reads and writes (1: before seals).
-pub(super) const SCHEMA_VERSION: i32 = 2;
+/// `PRAGMA user_version` of the schema this code writes (1: before seals; 2: before entries
+/// stored their neighbouring relation, still read, and upgraded in place by the first spend).
+pub(super) const SCHEMA_VERSION: i32 = 3;
+/// The schema before entries stored their neighbouring relation.
+const SCHEMA_VERSION_WITHOUT_NEIGHBOURING: i64 = 2;
+/// The column that version 3 added, as the upgrade adds it: an entry written before it holds
+/// '' (its relation is read off its command and label, and its seal is as it was).
+const NEIGHBOURING_COLUMN: &str = "neighbouring TEXT NOT NULL DEFAULT '' \
+    CHECK (neighbouring IN ('', 'record', 'label', 'features', 'answer'))";
 /// How long to wait for another process holding the ledger's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many `integrity_check` messages to quote in a [`LedgerError::Corrupt`].
@@ -54,7 +61,9 @@ CREATE TABLE ledger_entries (
     epsilon REAL NOT NULL CHECK (epsilon >= 0),
     delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
     run TEXT,
-    seal TEXT NOT NULL
+    seal TEXT NOT NULL,
+    neighbouring TEXT NOT NULL DEFAULT ''
+        CHECK (neighbouring IN ('', 'record', 'label', 'features', 'answer'))
 ) STRICT;
 CREATE TABLE ledger_segments (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -543,10 +552,13 @@ fn validate(conn: &Connection, path: &Path) -> Result<Meta, LedgerError> {
              dpml)",
         ));
     }
-    if version != i64::from(SCHEMA_VERSION) {
+    if version != i64::from(SCHEMA_VERSION) && version != SCHEMA_VERSION_WITHOUT_NEIGHBOURING {
         return Err(corrupt(
             path,
-            format!("schema version {version}, this dpml reads version {SCHEMA_VERSION}"),
+            format!(
+                "schema version {version}, this dpml reads versions \
+                 {SCHEMA_VERSION_WITHOUT_NEIGHBOURING} and {SCHEMA_VERSION}"
+            ),
         ));
     }
     read_meta(conn, path)
@@ -591,22 +603,34 @@ fn read_meta(conn: &Connection, path: &Path) -> Result<Meta, LedgerError> {
     Ok(meta)
 }
 
-/// The seal of an entry, chained to `prev`.
-fn entry_seal(key: &Key, prev: &str, e: &Entry, event_json: &str) -> String {
-    key.seal(&[
+/// The seal of an entry, chained to `prev`. `neighbouring` is the stored relation: '' for an
+/// entry written before ledgers stored it, whose seal does not cover it (any other value is
+/// sealed, so neither can be changed into the other).
+fn entry_seal(key: &Key, prev: &str, e: &Entry, event_json: &str, neighbouring: &str) -> String {
+    let (id, time) = (e.id.to_le_bytes(), e.time_unix.to_le_bytes());
+    let (epsilon, delta) = (
+        e.epsilon.to_bits().to_le_bytes(),
+        e.delta.to_bits().to_le_bytes(),
+    );
+    let has_run = [u8::from(e.run.is_some())];
+    let mut parts: Vec<&[u8]> = vec![
         b"entry",
         prev.as_bytes(),
-        &e.id.to_le_bytes(),
-        &e.time_unix.to_le_bytes(),
+        &id,
+        &time,
         e.command.as_bytes(),
         e.dataset.as_bytes(),
         e.label.as_bytes(),
         event_json.as_bytes(),
-        &e.epsilon.to_bits().to_le_bytes(),
-        &e.delta.to_bits().to_le_bytes(),
+        &epsilon,
+        &delta,
         e.run.as_deref().map_or(b"-".as_slice(), |r| r.as_bytes()),
-        &[u8::from(e.run.is_some())],
-    ])
+        &has_run,
+    ];
+    if !neighbouring.is_empty() {
+        parts.extend([b"neighbouring".as_slice(), neighbouring.as_bytes()]);
+    }
+    key.seal(&parts)
 }
 
 /// The seal of a segment, chained to `prev`.
@@ -636,17 +660,22 @@ pub(super) fn read_entries(
     path: &Path,
     sealing: &Sealing,
 ) -> Result<(Vec<Entry>, String), LedgerError> {
+    let neighbouring = match schema_version(conn, path)? {
+        SCHEMA_VERSION_WITHOUT_NEIGHBOURING => "''",
+        _ => "neighbouring",
+    };
     let mut stmt = conn
-        .prepare(
-            "SELECT id, time_unix, command, dataset, label, event, epsilon, delta, run, seal \
-             FROM ledger_entries ORDER BY id",
-        )
+        .prepare(&format!(
+            "SELECT id, time_unix, command, dataset, label, event, epsilon, delta, run, seal, \
+             {neighbouring} FROM ledger_entries ORDER BY id"
+        ))
         .map_err(|e| classify_read(path, e))?;
     let mut rows = stmt.query([]).map_err(|e| classify_read(path, e))?;
     let mut entries = Vec::new();
     let mut head = sealing.anchor.clone();
     while let Some(row) = rows.next().map_err(|e| classify_read(path, e))? {
-        let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<(Entry, String, String)> {
+        type Read = (Entry, String, String, String);
+        let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<Read> {
             let event_json: String = row.get(5)?;
             let entry = Entry {
                 id: row.get(0)?,
@@ -658,12 +687,17 @@ pub(super) fn read_entries(
                 epsilon: row.get(6)?,
                 delta: row.get(7)?,
                 run: row.get(8)?,
+                neighbouring: Neighbouring::Record,
             };
-            Ok((entry, event_json, row.get(9)?))
+            Ok((entry, event_json, row.get(9)?, row.get(10)?))
         };
-        let (mut entry, event_json, seal) = read(row).map_err(|e| classify_read(path, e))?;
+        let (mut entry, event_json, seal, stored) =
+            read(row).map_err(|e| classify_read(path, e))?;
         let id = entry.id;
-        if !same(&entry_seal(&sealing.key, &head, &entry, &event_json), &seal) {
+        if !same(
+            &entry_seal(&sealing.key, &head, &entry, &event_json, &stored),
+            &seal,
+        ) {
             return Err(tampered(
                 path,
                 format!(
@@ -674,6 +708,15 @@ pub(super) fn read_entries(
         }
         entry.event = serde_json::from_str(&event_json)
             .map_err(|e| corrupt(path, format!("entry {id}: its event does not parse: {e}")))?;
+        entry.neighbouring = match stored.as_str() {
+            "" => Neighbouring::of_earlier_entry(&entry.command, &entry.label),
+            name => Neighbouring::from_name(name).ok_or_else(|| {
+                corrupt(
+                    path,
+                    format!("entry {id}: unknown neighbouring relation {name:?}"),
+                )
+            })?,
+        };
         if !(entry.epsilon.is_finite() && entry.epsilon >= 0.0) {
             return Err(corrupt(
                 path,
@@ -749,10 +792,20 @@ pub(super) fn insert(
     entry: &Entry,
     event_json: &str,
 ) -> Result<(), LedgerError> {
-    let seal = entry_seal(&sealing.key, prev, entry, event_json);
+    if schema_version(conn, path)? == SCHEMA_VERSION_WITHOUT_NEIGHBOURING {
+        // The first spend on a ledger an earlier dpml made: the column is added, and the
+        // version raised, in the spend's own transaction (its entries keep their seals).
+        conn.execute_batch(&format!(
+            "ALTER TABLE ledger_entries ADD COLUMN {NEIGHBOURING_COLUMN}; \
+             PRAGMA user_version = {SCHEMA_VERSION};"
+        ))
+        .map_err(|e| classify(path, e))?;
+    }
+    let neighbouring = entry.neighbouring.name();
+    let seal = entry_seal(&sealing.key, prev, entry, event_json, neighbouring);
     conn.execute(
         "INSERT INTO ledger_entries (id, time_unix, command, dataset, label, event, epsilon, \
-         delta, run, seal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         delta, run, seal, neighbouring) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![
             entry.id,
             entry.time_unix,
@@ -763,11 +816,18 @@ pub(super) fn insert(
             entry.epsilon,
             entry.delta,
             entry.run,
-            seal
+            seal,
+            neighbouring
         ],
     )
     .map_err(|e| classify(path, e))?;
     Ok(())
+}
+
+/// The file's `PRAGMA user_version`.
+fn schema_version(conn: &Connection, path: &Path) -> Result<i64, LedgerError> {
+    conn.pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| classify_read(path, e))
 }
 
 /// Appends `segment` chained to `prev` (the segments' head).
@@ -820,6 +880,7 @@ pub(super) fn entry_for(id: i64, time_unix: i64, spend: &Spend) -> Entry {
         epsilon: spend.epsilon + 0.0,
         delta: spend.delta + 0.0,
         run: spend.run.clone(),
+        neighbouring: spend.neighbouring,
     }
 }
 
@@ -1021,12 +1082,87 @@ mod tests {
         );
     }
 
+    /// An entry's relation is sealed: changed by hand, or blanked to pass for an entry written
+    /// before relations were stored, it is refused.
+    #[test]
+    fn a_changed_neighbouring_relation_is_refused_by_its_seal() {
+        for changed in ["label", ""] {
+            let dir = tempfile::tempdir().unwrap();
+            let (path, conn) = ledger_with_entries(dir.path());
+            conn.execute_batch(&format!(
+                "DROP TRIGGER ledger_entries_append_only_update;
+                 UPDATE ledger_entries SET neighbouring = '{changed}' WHERE id = 2;"
+            ))
+            .unwrap();
+            let reason = tampered_reason(&path);
+            assert!(reason.contains("entry 2 does not match"), "{reason}");
+        }
+    }
+
+    /// A ledger of schema version 2 (before entries stored their relation) reads with each
+    /// entry's relation taken from its command and label, and its seals as they were; its first
+    /// spend adds the column and raises the version, in the spend's transaction.
+    #[test]
+    fn a_version_2_ledger_reads_and_is_upgraded_by_its_first_spend() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        assert!(create(&path, &BUDGET, &LedgerKey::Beside).unwrap());
+        let (conn, _, sealing) = open_existing(&path, &LedgerKey::Beside).unwrap();
+        // The table as version 2 made it, with two entries sealed as version 2 sealed them.
+        conn.execute_batch(
+            "DROP TABLE ledger_entries;
+             CREATE TABLE ledger_entries (id INTEGER PRIMARY KEY AUTOINCREMENT, time_unix \
+             INTEGER NOT NULL, command TEXT NOT NULL, dataset TEXT NOT NULL, label TEXT NOT \
+             NULL, event TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, run TEXT, \
+             seal TEXT NOT NULL) STRICT;
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+        let mut prev = sealing.anchor.clone();
+        for (id, command) in [(1, "label-dp"), (2, "label-dp")] {
+            let entry = entry_for(id, 0, &spend(0.25).by(command, "iris"));
+            let json = serde_json::to_string(&entry.event).unwrap();
+            let seal = entry_seal(&sealing.key, &prev, &entry, &json, "");
+            conn.execute(
+                "INSERT INTO ledger_entries (id, time_unix, command, dataset, label, event, \
+                 epsilon, delta, run, seal) VALUES (?1, 0, ?2, 'iris', 'x', ?3, 0.25, 0.0, \
+                 NULL, ?4)",
+                params![id, command, json, seal],
+            )
+            .unwrap();
+            prev = seal;
+        }
+        let (conn, _, sealing) = open_existing(&path, &LedgerKey::Beside).unwrap();
+        let (entries, head) = read_entries(&conn, &path, &sealing).unwrap();
+        assert!(
+            entries
+                .iter()
+                .all(|e| e.neighbouring == Neighbouring::Label)
+        );
+        assert_eq!(schema_version(&conn, &path).unwrap(), 2);
+        let next = entry_for(3, 0, &spend(0.25).under(Neighbouring::Label));
+        let json = serde_json::to_string(&next.event).unwrap();
+        insert(&conn, &path, &sealing, &head, &next, &json).unwrap();
+        assert_eq!(
+            schema_version(&conn, &path).unwrap(),
+            i64::from(SCHEMA_VERSION)
+        );
+        let (conn, _, sealing) = open_existing(&path, &LedgerKey::Beside).unwrap();
+        let (entries, _) = read_entries(&conn, &path, &sealing).unwrap();
+        assert_eq!(entries.len(), 3);
+        assert!(
+            entries
+                .iter()
+                .all(|e| e.neighbouring == Neighbouring::Label)
+        );
+    }
+
     #[test]
     fn wrong_schema_version_or_missing_budget_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
         let (path, conn) = ledger_with_entries(dir.path());
-        conn.pragma_update(None, "user_version", 3).unwrap();
-        assert!(corrupt_reason(&path).contains("schema version 3"));
+        conn.pragma_update(None, "user_version", 4).unwrap();
+        assert!(corrupt_reason(&path).contains("schema version 4"));
         conn.pragma_update(None, "user_version", 1).unwrap();
         assert!(corrupt_reason(&path).contains("no seals"));
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)

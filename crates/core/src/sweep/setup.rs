@@ -15,7 +15,7 @@ use dpml_mechanisms::{DpRng, PrivacyEvent};
 use serde_json::json;
 
 use super::{DP_SGD_MSE, Experiment, Job, LABEL_DP_MSE, Metrics, SweepOptions};
-use crate::budget::Charge;
+use crate::budget::{Charge, Neighbouring};
 use crate::error::{Error, Result};
 use crate::kmeans::declared_bounds;
 use crate::schema::{Needs, require_declared};
@@ -422,6 +422,20 @@ impl Setup {
 }
 
 impl Setup {
+    /// The neighbouring relation the sweep's runs are private under; None when they differ
+    /// (DP-SGD over whole records beside label DP), so that no one ledger can add them up.
+    pub fn neighbouring(&self) -> Option<Neighbouring> {
+        match self {
+            Setup::DpSgd { .. }
+            | Setup::CrossValidated { .. }
+            | Setup::Kmeans { .. }
+            | Setup::Output { .. } => Some(Neighbouring::Record),
+            Setup::Input { .. } => Some(Neighbouring::Features),
+            Setup::LabelDp { .. } => Some(Neighbouring::Label),
+            Setup::Regression { .. } => None,
+        }
+    }
+
     /// What the sweep's private runs cost together, for a ledger: each run is (ε, δ)-DP at its
     /// grid point by construction (DP-SGD calibrated to ε at the recipe's δ; label DP, DPLloyd
     /// and input perturbation ε-DP; output perturbation ε per query, for every test record),
@@ -477,6 +491,8 @@ impl Setup {
             o.experiment.name(),
             o.epsilons.len() as u64 * o.repeats
         ))
+        // A sweep of mixed relations is not charged (see `neighbouring`).
+        .under(self.neighbouring().unwrap_or_default())
     }
 }
 

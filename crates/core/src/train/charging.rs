@@ -15,7 +15,7 @@ use dpml_learn::perturbation::PerturbationReport;
 use dpml_mechanisms::PrivacyEvent;
 use serde_json::{Value, json};
 
-use crate::budget::{self, Balance, Charge, Ledger, Segment, SegmentCost};
+use crate::budget::{self, Balance, Charge, Ledger, Neighbouring, Segment, SegmentCost};
 use crate::error::{Error, Result};
 
 /// The DP-SGD event `cfg` plans on `n` records, refusing a non-private recipe by name (a
@@ -73,7 +73,8 @@ pub(crate) fn run_charges(
                 p.epsilon_per_record,
                 p.delta_per_record,
             )
-            .labelled("input perturbation (local DP on the features)");
+            .labelled("input perturbation (local DP on the features)")
+            .under(Neighbouring::Features);
             Ok((c.clone(), c))
         }
         _ => Err(Error::usage(

@@ -185,6 +185,15 @@ pub fn run(a: &SweepArgs, data_dir: Option<&Path>, out: Output) -> CliResult<()>
     // Under mpirun every rank must draw the same split and the same per-job generators.
     let mut rng = crate::cluster::shared_rng(a.seed.rng()?);
     let (setup, split_key) = Setup::new(&o, a.split.key(&mut rng))?;
+    if ledger.is_some() && setup.neighbouring().is_none() {
+        return Err(CliError::usage(format!(
+            "--ledger is not supported with --experiment {}: it releases DP-SGD models, \
+             private for whole records, and label-DP models, private for labels only, whose \
+             epsilons no one ledger can add up; sweep dp-sgd and label-dp-regression on \
+             ledgers of their own",
+            o.experiment.name()
+        )));
+    }
     let cost = setup.cost(&o);
     budget::check(ledger.as_ref(), &cost)?;
     let jobs = core_sweep::jobs(&o, &mut rng);
