@@ -188,6 +188,18 @@ fn bad_input_is_one_line_and_exit_2() {
     let bad = dir.path().join("bad.parquet");
     std::fs::write(&bad, b"PAR1 this is not parquet").unwrap();
     count_of(&bad).assert_usage_error("bad.parquet");
+    // A footer whose length is past the file's start (the metadata decoder panicked), alone
+    // and in a folder, and a file of two columns of one name (a CSV header's too).
+    let short = dir.path().join("short.parquet");
+    std::fs::write(&short, b"PAR1garbagePAR1").unwrap();
+    count_of(&short).assert_usage_error("short.parquet cannot be used: its footer is damaged");
+    let folder = dir.path().join("parts");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::copy(&short, folder.join("short.parquet")).unwrap();
+    count_of(&folder).assert_usage_error("parts/short.parquet cannot be used");
+    let twice = dir.path().join("twice.csv");
+    std::fs::write(&twice, "user_id,spend,spend\n1,2,3\n").unwrap();
+    count_of(&twice).assert_usage_error("twice.csv has two columns named \"spend\"");
     // A table with repeated units that the schema does not declare.
     let other = dir.path().join("other.toml");
     std::fs::write(&other, "[tables.regions]\npublic = true\n").unwrap();

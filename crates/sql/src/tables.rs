@@ -116,15 +116,36 @@ pub async fn register(
     let file_kind = kind(name, path)?;
     match file_kind {
         Kind::Parquet | Kind::ParquetFolder => {
-            if file_kind == Kind::ParquetFolder && !has_parquet(path)? {
+            let files = parquet_files(name, path, file_kind == Kind::ParquetFolder)?;
+            if files.is_empty() {
                 return Err(SqlError::input(format!(
                     "table {name}: the folder {} holds no .parquet file",
                     path.display()
                 )));
             }
-            ctx.register_parquet(name, text, ParquetReadOptions::default())
-                .await
-                .map_err(fail)?;
+            check_footers(name, files).await?;
+            // Every footer decoded above; should DataFusion's reading of one still panic, the
+            // panic ends this task (on a runtime thread, whose panics the front keeps quiet)
+            // rather than the process.
+            let (task_ctx, task_name, task_text) =
+                (ctx.clone(), name.to_string(), text.to_string());
+            let registered = tokio::spawn(async move {
+                task_ctx
+                    .register_parquet(&task_name, &task_text, ParquetReadOptions::default())
+                    .await
+            })
+            .await;
+            match registered {
+                Ok(r) => r.map_err(fail)?,
+                Err(e) => {
+                    return Err(SqlError::input(format!(
+                        "table {name}: cannot use {} as a table: a Parquet footer cannot be \
+                         decoded ({})",
+                        path.display(),
+                        panic_message(e.try_into_panic().ok())
+                    )));
+                }
+            }
         }
         Kind::Csv | Kind::CsvGz => {
             let stream = CsvFile::open(name, path, file_kind == Kind::CsvGz, decl, private)?;
@@ -135,6 +156,12 @@ pub async fn register(
     }
     let table = ctx.table_provider(name).await.map_err(fail)?;
     let schema = table.schema();
+    if let Some(column) = duplicate_name(&schema) {
+        return Err(SqlError::input(format!(
+            "table {name}: {} has two columns named {column:?}: name each column once",
+            path.display()
+        )));
+    }
     let csv = matches!(file_kind, Kind::Csv | Kind::CsvGz);
     // Only a type told from the first rows can be null: a declared one never is.
     if let Some(f) = schema
@@ -152,15 +179,148 @@ pub async fn register(
     Ok(schema)
 }
 
-fn has_parquet(dir: &Path) -> Result<bool> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| SqlError::input(format!("cannot list {}: {e}", dir.display())))?;
-    Ok(entries.flatten().any(|e| {
-        e.file_name()
-            .to_string_lossy()
-            .to_ascii_lowercase()
-            .ends_with(".parquet")
-    }))
+/// The Parquet files of a table: the file at `path`, or the files a folder's listing reads (as
+/// DataFusion lists them: named `*.parquet`, in the folder or in partition folders `key=value`
+/// below it).
+fn parquet_files(name: &str, path: &Path, folder: bool) -> Result<Vec<PathBuf>> {
+    if !folder {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    let mut folders = vec![path.to_path_buf()];
+    while let Some(dir) = folders.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| {
+            SqlError::input(format!("table {name}: cannot list {}: {e}", dir.display()))
+        })?;
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let file_name = file_name.to_string_lossy();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && file_name.contains('=') {
+                folders.push(entry.path());
+            } else if !is_dir && file_name.ends_with(".parquet") {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Checks that each Parquet file's footer decodes (its length within the file, its metadata,
+/// the Arrow schema it may carry), before DataFusion reads it: a damaged footer is the user's
+/// file, told as such and naming it, and decoders that panic on some damage (arrow's IPC
+/// schema reader, the metadata decoder's arithmetic) are run where a panic is caught, on a
+/// runtime thread (whose panics the front keeps quiet). Reads the footers only (and the page
+/// indexes, which a query reads before any row).
+async fn check_footers(name: &str, files: Vec<PathBuf>) -> Result<()> {
+    let checked = tokio::task::spawn_blocking(move || {
+        for file in &files {
+            let outcome = std::panic::catch_unwind(|| check_footer(file)).unwrap_or_else(|p| {
+                Err(format!(
+                    "its footer cannot be decoded ({})",
+                    panic_message(Some(p))
+                ))
+            });
+            if let Err(why) = outcome {
+                return Err((file.clone(), why));
+            }
+        }
+        Ok(())
+    })
+    .await
+    .map_err(SqlError::internal)?;
+    checked.map_err(|(file, why)| {
+        SqlError::input(format!(
+            "table {name}: the Parquet file {} cannot be used: {why}",
+            file.display()
+        ))
+    })
+}
+
+/// Why the footer of the Parquet file `path` cannot be used, if it cannot.
+fn check_footer(path: &Path) -> std::result::Result<(), String> {
+    use datafusion::parquet::arrow::parquet_to_arrow_schema;
+    use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let size = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?
+        .len();
+    // PAR1, the footer, its length (4 bytes) and PAR1 again.
+    if size < 12 {
+        return Err(format!(
+            "it is not Parquet: {size} bytes, too short for a Parquet file"
+        ));
+    }
+    let mut tail = [0u8; 8];
+    file.seek(SeekFrom::End(-8))
+        .and_then(|_| file.read_exact(&mut tail))
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    match &tail[4..] {
+        b"PAR1" => {}
+        b"PARE" => return Err("it is an encrypted Parquet file, which dpml cannot read".into()),
+        _ => return Err("it is not Parquet (it does not end with PAR1)".into()),
+    }
+    let footer = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if footer + 12 > size {
+        return Err(format!(
+            "its footer is damaged: it gives the footer's length as {footer} bytes, more than \
+             the file holds ({size} bytes)"
+        ));
+    }
+    let damaged = |e: &dyn std::fmt::Display| {
+        format!("its footer is damaged: {}", first_line(&e.to_string()))
+    };
+    let metadata = ParquetMetaDataReader::new()
+        .with_page_index_policy(PageIndexPolicy::Optional)
+        .parse_and_finish(&file)
+        .map_err(|e| damaged(&e))?;
+    // Each column chunk within the data, before the footer (a chunk past it fails a query
+    // only once the rows are read).
+    let data_end = size - footer - 8;
+    for row_group in metadata.row_groups() {
+        for column in row_group.columns() {
+            let (start, len) = column.byte_range();
+            if start.checked_add(len).is_none_or(|end| end > data_end) {
+                return Err(format!(
+                    "its footer is damaged: it places column {} at bytes {start}..+{len}, past \
+                     the data ({data_end} bytes)",
+                    column.column_path()
+                ));
+            }
+        }
+    }
+    let meta = metadata.file_metadata();
+    let schema = parquet_to_arrow_schema(meta.schema_descr(), meta.key_value_metadata())
+        .map_err(|e| damaged(&e))?;
+    match duplicate_name(&schema) {
+        Some(column) => Err(format!(
+            "it has two columns named {column:?}: name each column once"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A column name that `schema` holds twice, if any.
+fn duplicate_name(schema: &Schema) -> Option<String> {
+    let mut names: Vec<&String> = schema.fields().iter().map(|f| f.name()).collect();
+    names.sort();
+    names
+        .windows(2)
+        .find(|w| w[0] == w[1])
+        .map(|w| w[0].clone())
+}
+
+/// The text of a panic's payload, on one line.
+fn panic_message(payload: Option<Box<dyn std::any::Any + Send>>) -> String {
+    let text = payload.and_then(|p| {
+        p.downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+    });
+    first_line(text.as_deref().unwrap_or("a decoder failed"))
 }
 
 fn first_line(s: &str) -> String {

@@ -917,6 +917,134 @@ fn a_float_unit_and_an_unsigned_sum_are_refused_before_any_row_is_read() {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// Writes `columns` (name, array) to a Parquet file at `path`.
+fn write_parquet(path: &std::path::Path, columns: Vec<(&str, datafusion::arrow::array::ArrayRef)>) {
+    use datafusion::arrow::datatypes::{Field, Schema};
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let batch = datafusion::arrow::record_batch::RecordBatch::try_new(
+        schema.clone(),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = datafusion::parquet::arrow::ArrowWriter::try_new(file, schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let (mut bits, mut held, mut out) = (0u32, 0, Vec::new());
+    for c in text.bytes().filter(|&c| c != b'=') {
+        bits = (bits << 6) | BASE64.iter().position(|&b| b == c).unwrap() as u32;
+        held += 6;
+        if held >= 8 {
+            held -= 8;
+            out.push((bits >> held) as u8);
+        }
+    }
+    out
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let v =
+            (chunk.iter().enumerate()).fold(0u32, |v, (i, &b)| v | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            out.push(if i <= chunk.len() {
+                BASE64[(v >> (18 - 6 * i) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn a_damaged_parquet_footer_is_refused_naming_its_file() {
+    use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array};
+    let dir = tempfile::tempdir().unwrap();
+    let columns = || -> Vec<(&str, ArrayRef)> {
+        vec![
+            ("uid", Arc::new(Int64Array::from(vec![1, 2, 3]))),
+            ("v", Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0]))),
+        ]
+    };
+    let folder = dir.path().join("parts");
+    std::fs::create_dir_all(folder.join("p=1")).unwrap();
+    write_parquet(&folder.join("good.parquet"), columns());
+    // The footer's length past the file's start (the metadata decoder subtracted it from the
+    // file's size and overflowed).
+    let short = dir.path().join("short.parquet");
+    std::fs::write(&short, b"PAR1garbagePAR1").unwrap();
+    // The Arrow schema in the footer declares a 36-bit integer (arrow's IPC reader panicked).
+    let int36 = folder.join("p=1").join("int36.parquet");
+    write_parquet(&int36, columns());
+    let bytes = std::fs::read(&int36).unwrap();
+    use datafusion::arrow::datatypes::{Field, Schema};
+    let encoded = datafusion::parquet::arrow::encode_arrow_schema(&Schema::new(
+        columns()
+            .iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let mut ipc = base64_decode(&encoded);
+    // Int { bitWidth: 64, is_signed: true } of uid.
+    let at = (ipc.windows(8))
+        .rposition(|w| w == [64, 0, 0, 0, 0, 0, 0, 1])
+        .unwrap();
+    ipc[at] = 36;
+    let patched = base64_encode(&ipc);
+    assert_eq!(patched.len(), encoded.len());
+    let at = (bytes.windows(encoded.len()))
+        .position(|w| w == encoded.as_bytes())
+        .unwrap();
+    let mut damaged = bytes.clone();
+    damaged[at..at + encoded.len()].copy_from_slice(patched.as_bytes());
+    std::fs::write(&int36, damaged).unwrap();
+    // Two columns of one name.
+    let twice = dir.path().join("twice.parquet");
+    write_parquet(
+        &twice,
+        vec![
+            columns().remove(0),
+            columns().remove(1),
+            ("v", columns().remove(1).1),
+        ],
+    );
+    let schema = decls(
+        "[tables.t]\nprivacy_unit = \"uid\"\nmax_rows_per_unit_per_group = 1\n\
+         [[tables.t.columns]]\nname = \"v\"\nbounds = [0, 10]\n",
+    );
+    for (path, needles) in [
+        (&short, ["short.parquet", "footer's length"]),
+        (&int36, ["int36.parquet", "bit width of 36"]),
+        (&folder, ["int36.parquet", "bit width of 36"]),
+        (&twice, ["twice.parquet", "two columns named \"v\""]),
+    ] {
+        let err = Engine::new(&schema, &[("t".to_string(), path.clone())])
+            .err()
+            .unwrap_or_else(|| panic!("{} accepted", path.display()));
+        let msg = err.to_string();
+        assert!(err.is_input(), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        for needle in needles {
+            assert!(msg.contains(needle), "{needle}: {msg}");
+        }
+    }
+    // The folder's good file alone is a table.
+    std::fs::remove_file(&int36).unwrap();
+    Engine::new(&schema, &[("t".to_string(), folder)]).unwrap();
+}
+
 #[test]
 fn an_error_never_names_a_private_value() {
     let e = SqlError::data(
