@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use datafusion::arrow::compute::can_cast_types;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::catalog::MemTable;
 use datafusion::common::{Column, DFSchemaRef, ScalarValue};
@@ -209,6 +210,28 @@ impl DpAggregate {
                         "its type {} cannot hold a negative noisy sum: sum a signed value \
                          (CAST(x AS DOUBLE) or TRY_CAST(x AS BIGINT))",
                         field.data_type()
+                    ),
+                ));
+            }
+            // The noisy value is a real (an integer for an integer type) cast to the measure's
+            // type: a type it cannot be cast to (MEDIAN of a column of type Null, whose type is
+            // its argument's) is told from the schema, so refused before the charge.
+            let noisy = if field.data_type().is_integer() {
+                DataType::Int64
+            } else {
+                DataType::Float64
+            };
+            if !can_cast_types(&noisy, field.data_type()) {
+                return Err(SqlError::refused(
+                    e.to_string(),
+                    format!(
+                        "its type {} cannot hold a noisy value{}: cast its argument to DOUBLE",
+                        field.data_type(),
+                        if field.data_type().is_null() {
+                            " (a column of type Null holds NULLs only)"
+                        } else {
+                            ""
+                        }
                     ),
                 ));
             }
