@@ -71,7 +71,7 @@ impl SqlError {
     pub fn refused(construct: impl fmt::Display, reason: impl fmt::Display) -> Self {
         SqlError::Refused {
             construct: shorten(construct.to_string()),
-            reason: reason.to_string(),
+            reason: shorten_middle(reason.to_string()),
         }
     }
 
@@ -243,10 +243,15 @@ pub(crate) fn plan_err(e: datafusion::error::DataFusionError) -> SqlError {
 /// and asks for a bug report) becomes the call that matched nothing; otherwise the first line.
 fn one_line(msg: &str) -> String {
     const NO_MATCH: &str = "No function matches the given name and argument types '";
-    if let Some(call) = msg
-        .find(NO_MATCH)
-        .and_then(|at| msg[at + NO_MATCH.len()..].split('\'').next())
-    {
+    if let Some(call) = msg.find(NO_MATCH).and_then(|at| {
+        // The call ends at the line's last quote: a type name can hold quotes of its own
+        // (`List(Int64, field: 'item', …)`).
+        let rest = msg[at + NO_MATCH.len()..]
+            .lines()
+            .next()
+            .unwrap_or_default();
+        rest.rfind('\'').map(|end| &rest[..end])
+    }) {
         return format!(
             "no function {call} exists: is a column of another type than the function takes? \
              (cast it explicitly, or declare a CSV column's type in the schema)"
@@ -299,5 +304,49 @@ fn shorten(text: String) -> String {
     }
 }
 
+/// A refusal's reason, which can quote expressions, cut in its middle to at most
+/// [`MAX_REASON`] characters: the end of a reason (why, and what to do) is kept, where a
+/// message cut at its end would lose it.
+fn shorten_middle(text: String) -> String {
+    let n = text.chars().count();
+    if n <= MAX_REASON {
+        return text;
+    }
+    let head: String = text.chars().take(MAX_QUOTED).collect();
+    let tail: String = text.chars().skip(n - (MAX_REASON - MAX_QUOTED)).collect();
+    format!("{head}…{tail}")
+}
+
+/// The most characters of a refusal's reason.
+const MAX_REASON: usize = 1000;
+
 /// The most characters of a construct a message quotes.
 const MAX_QUOTED: usize = 300;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_refusal_keeps_its_reason_and_a_quoted_type_its_name() {
+        let product = vec!["t.v"; 2000].join(" * ");
+        let e = SqlError::refused(
+            format!("sum({product})"),
+            format!("the range of {product} is not finite: declare narrower bounds"),
+        );
+        let msg = e.to_string();
+        assert!(msg.chars().count() < 1400, "{msg}");
+        assert!(
+            msg.ends_with("is not finite: declare narrower bounds"),
+            "{msg}"
+        );
+        let msg = "Error during planning: No function matches the given name and argument \
+                   types 'median(List(Int64, field: 'item', nullable))'. You might need to add \
+                   explicit type casts.\n\tCandidate functions:\n\tmedian(Any)";
+        let line = one_line(msg);
+        assert!(
+            line.starts_with("no function median(List(Int64, field: 'item', nullable)) exists"),
+            "{line}"
+        );
+    }
+}
