@@ -220,3 +220,18 @@ def test_a_label_or_event_of_the_wrong_type_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match="label must be a text .*b'x'"):
         stats.count([1, 2], 1.0, ledger=ledger, label=b"x")
     assert ledger.entries() == []
+
+
+def test_a_release_under_another_relation_is_refused_and_records_nothing(tmp_path):
+    # A ledger of whole-record releases cannot add up randomized response (each answer
+    # private on its own) or RR-with-prior (labels only): their epsilons mean another thing.
+    ledger = dpml.Ledger(tmp_path / "records.db", budget=5.0)
+    stats.count([1, 2, 3], 0.5, ledger=ledger)
+    with pytest.raises(ValueError, match="ledger of its own"):
+        mechanisms.randomized_response([0, 1, 1], 0.5, ledger=ledger)
+    with pytest.raises(ValueError, match="ledger of its own"):
+        mechanisms.rr_with_prior([0, 1], np.full((2, 2), 0.5), 0.5, ledger=ledger)
+    assert [e["neighbouring"] for e in ledger.entries()] == ["record"]
+    answers = dpml.Ledger(tmp_path / "answers.db", budget=5.0)
+    mechanisms.randomized_response([0, 1, 1], 0.5, ledger=answers)
+    assert [e["neighbouring"] for e in answers.entries()] == ["answer"]

@@ -99,9 +99,10 @@ def test_ledger_charges_and_refuses_over_budget(tmp_path):
     assert [e["label"] for e in entries] == ["first"]
     assert set(entries[0]) == {
         "id", "time", "command", "dataset", "label", "epsilon", "delta", "event", "run",
-        "epsilon_at_ledger_delta",
+        "neighbouring", "epsilon_at_ledger_delta",
     }
     assert (entries[0]["command"], entries[0]["dataset"]) == ("query", "array")
+    assert entries[0]["neighbouring"] == "record"
     assert entries[0]["time"].endswith("Z")
     assert ledger.balance()["remaining"] == pytest.approx(0.4)
     reopened = dpml.Ledger(tmp_path / "budget.db")
