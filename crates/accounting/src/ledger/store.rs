@@ -28,10 +28,15 @@ pub(super) const APPLICATION_ID: i32 = 0x4450_4D4C;
 pub(super) const SCHEMA_VERSION: i32 = 3;
 /// The schema before entries stored their neighbouring relation.
 const SCHEMA_VERSION_WITHOUT_NEIGHBOURING: i64 = 2;
-/// The column that version 3 added, as the upgrade adds it: an entry written before it holds
-/// '' (its relation is read off its command and label, and its seal is as it was).
-const NEIGHBOURING_COLUMN: &str = "neighbouring TEXT NOT NULL DEFAULT '' \
-    CHECK (neighbouring IN ('', 'record', 'label', 'features', 'answer'))";
+/// The column that version 3 added, as a new ledger has it and as the upgrade adds it: an
+/// entry written before it holds '' (its relation is read off its command and label, and its
+/// seal is as it was).
+macro_rules! neighbouring_column {
+    () => {
+        "neighbouring TEXT NOT NULL DEFAULT '' \
+         CHECK (neighbouring IN ('', 'record', 'label', 'features', 'answer'))"
+    };
+}
 /// How long to wait for another process holding the ledger's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many `integrity_check` messages to quote in a [`LedgerError::Corrupt`].
@@ -39,7 +44,8 @@ const QUOTED_PROBLEMS: usize = 3;
 /// The message whose seal tells a wrong key from a changed row.
 const KEY_CHECK: &[u8] = b"dpml ledger key check";
 
-const SCHEMA: &str = "
+const SCHEMA: &str = concat!(
+    "
 CREATE TABLE ledger_meta (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     budget_epsilon REAL NOT NULL CHECK (budget_epsilon > 0),
@@ -62,8 +68,9 @@ CREATE TABLE ledger_entries (
     delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
     run TEXT,
     seal TEXT NOT NULL,
-    neighbouring TEXT NOT NULL DEFAULT ''
-        CHECK (neighbouring IN ('', 'record', 'label', 'features', 'answer'))
+    ",
+    neighbouring_column!(),
+    "
 ) STRICT;
 CREATE TABLE ledger_segments (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -85,7 +92,8 @@ CREATE TRIGGER ledger_segments_append_only_update BEFORE UPDATE ON ledger_segmen
     BEGIN SELECT RAISE(ABORT, 'ledger segments are append-only'); END;
 CREATE TRIGGER ledger_segments_append_only_delete BEFORE DELETE ON ledger_segments
     BEGIN SELECT RAISE(ABORT, 'ledger segments are append-only'); END;
-";
+"
+);
 
 /// Maps a SQLite error on `path`: a damaged file is [`LedgerError::Corrupt`], anything else
 /// (busy, I/O, permissions) [`LedgerError::Sqlite`].
@@ -796,8 +804,8 @@ pub(super) fn insert(
         // The first spend on a ledger an earlier dpml made: the column is added, and the
         // version raised, in the spend's own transaction (its entries keep their seals).
         conn.execute_batch(&format!(
-            "ALTER TABLE ledger_entries ADD COLUMN {NEIGHBOURING_COLUMN}; \
-             PRAGMA user_version = {SCHEMA_VERSION};"
+            "ALTER TABLE ledger_entries ADD COLUMN {}; PRAGMA user_version = {SCHEMA_VERSION};",
+            neighbouring_column!()
         ))
         .map_err(|e| classify(path, e))?;
     }
