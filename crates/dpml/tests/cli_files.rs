@@ -390,15 +390,7 @@ fn facts_that_contradict_the_weights_or_the_data_are_refused() {
 #[test]
 fn no_output_overwrites_an_input_of_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let mut text = String::from("a,b,label\n");
-    for i in 0..100 {
-        text.push_str(&format!(
-            "{},{},{}\n",
-            (i % 7) as f64 / 7.0,
-            (i % 3) as f64 / 3.0,
-            i % 2
-        ));
-    }
+    let text = common::binary_csv();
     let csv = dir.path().join("r2.csv");
     std::fs::write(&csv, &text).unwrap();
     let schema = dir.path().join("s.json");

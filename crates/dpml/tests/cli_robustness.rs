@@ -474,12 +474,7 @@ fn defaults_run_on_built_in_data_sets() {
 #[test]
 fn special_files_and_huge_csv_lines_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("run mkfifo");
-    assert!(made.success());
+    let fifo = common::make_fifo(dir.path(), "fifo");
     let fifo = fifo.to_str().unwrap();
     let csv_fifo = format!("csv:{fifo}");
     let q = [
@@ -567,12 +562,7 @@ fn special_files_and_huge_csv_lines_are_refused() {
 #[test]
 fn audit_scores_is_a_regular_file_within_the_csv_limits() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("run mkfifo");
-    assert!(made.success());
+    let fifo = common::make_fifo(dir.path(), "fifo");
     let sparse = |name: &str, bytes: u64| {
         let path = dir.path().join(name);
         std::fs::File::create(&path)

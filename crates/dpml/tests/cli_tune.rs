@@ -490,15 +490,7 @@ fn account_release_trials_follows_the_closed_form() {
 #[test]
 fn public_validation_on_the_training_file_is_refused_however_it_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let mut text = String::from("a,b,label\n");
-    for i in 0..100 {
-        text.push_str(&format!(
-            "{},{},{}\n",
-            (i % 7) as f64 / 7.0,
-            (i % 3) as f64 / 3.0,
-            i % 2
-        ));
-    }
+    let text = common::binary_csv();
     std::fs::write(dir.path().join("r.csv"), text).unwrap();
     let absolute = format!("csv:{}", dir.path().join("r.csv").display());
     let mut names = vec!["csv:r.csv", "csv:./r.csv", absolute.as_str()];

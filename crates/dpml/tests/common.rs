@@ -182,3 +182,29 @@ pub fn edit_safetensors_header(
     out.extend_from_slice(&bytes[8 + n..]);
     std::fs::write(to, out).unwrap();
 }
+
+/// A FIFO at `dir/name`: a special file that blocks whoever opens it, which the inputs must
+/// refuse rather than read.
+pub fn make_fifo(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let fifo = dir.join(name);
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    fifo
+}
+
+/// A small training CSV: 100 records of two features in [0, 1] and a label of 0 or 1.
+pub fn binary_csv() -> String {
+    let mut text = String::from("a,b,label\n");
+    for i in 0..100 {
+        text.push_str(&format!(
+            "{},{},{}\n",
+            (i % 7) as f64 / 7.0,
+            (i % 3) as f64 / 3.0,
+            i % 2
+        ));
+    }
+    text
+}
